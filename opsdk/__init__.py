@@ -1,0 +1,126 @@
+"""opsdk: custom operators for Ascend NPUs, from idea to a validated, served operator.
+
+Example:
+    >>> import numpy as np, opsdk
+    >>> op = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
+    >>> op(np.array([0.5, 2.0], np.float32), alpha=1.0)  # doctest: +SKIP
+    array([0., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .dtypes import TFloat, TFloatAll, TFloatBf, TInt, TNumeric
+from .errors import (
+    BuildError,
+    DeviceUnavailable,
+    KernelError,
+    ManifestError,
+    OperatorNotFound,
+    OpsdkError,
+    RegistrationMismatch,
+    ScaffoldError,
+    SpecError,
+    ValidationError,
+)
+from .spec import REQUIRED, Attr, Case, Input, OpSpec, Output, TensorType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "load",
+    "build",
+    "check",
+    "list_operators",
+    "OpSpec",
+    "Input",
+    "Output",
+    "Attr",
+    "Case",
+    "TensorType",
+    "REQUIRED",
+    "TFloat",
+    "TFloatBf",
+    "TFloatAll",
+    "TInt",
+    "TNumeric",
+    "OpsdkError",
+    "SpecError",
+    "ScaffoldError",
+    "BuildError",
+    "KernelError",
+    "RegistrationMismatch",
+    "ValidationError",
+    "OperatorNotFound",
+    "DeviceUnavailable",
+    "ManifestError",
+]
+
+_LOADED: dict[tuple[str, str], Any] = {}
+
+
+def build(name: str, *, force: bool = False, progress: Any = None) -> Path:
+    """Compile an operator's kernel (cached); return the module path.
+
+    Example:
+        >>> opsdk.build("ThresholdedRelu")  # doctest: +SKIP
+        PosixPath('.../_opsdk_kernels.cpython-311-x86_64-linux-gnu.so')
+    """
+    from .build import build_operator
+    from .registry import find_operator
+
+    info = find_operator(name)
+    if info.prebuilt is not None:
+        return info.prebuilt
+    try:
+        return build_operator(info.folder, name=info.spec.snake_name, force=force, progress=progress).module
+    except BuildError as e:
+        raise type(e)(f"{e}\n-- while building {info.name} from {info.folder}") from None
+
+
+def load(name: str, *, device: str = "cpu", progress: Any = None) -> Any:
+    """Find, build if needed, and load an operator; returns a callable executor.
+
+    ``name`` is ``MyOp``, ``my_op``, ``domain::MyOp`` or a path to an operator folder.
+    An operator from an installed wheel uses its prebuilt kernel and never compiles.
+
+    Example:
+        >>> op = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
+        >>> op.spec.op_type  # doctest: +SKIP
+        ('com.opsdk', 'ThresholdedRelu', 1)
+    """
+    from .registry import find_operator
+
+    info = find_operator(name)
+    if device == "npu":
+        from .runtime.npu import NpuOperator  # type: ignore[import-not-found]
+
+        return NpuOperator(info.spec)
+    if device != "cpu":
+        raise DeviceUnavailable(f"{info.name}: unknown device {device!r}; use 'cpu' or 'npu'")
+    module_path = build(str(info.folder), progress=progress) if info.prebuilt is None else info.prebuilt
+    key = (str(info.folder), str(module_path))
+    if key not in _LOADED:
+        from .runtime.cpu import Operator, load_module
+
+        _LOADED[key] = Operator(info.spec, load_module(module_path), info.folder)
+    return _LOADED[key]
+
+
+def list_operators() -> list[Any]:
+    """Every operator opsdk can find (source folders, installed wheels, shipped ones)."""
+    from .registry import find_operators
+
+    return find_operators()
+
+
+def check(op: Any, samples: Any = None, **kwargs: Any) -> Any:
+    """The operator author's one-call check; see :func:`opsdk.testing.check`."""
+    from .testing import check as _check
+
+    if isinstance(op, str):
+        op = load(op)
+    return _check(op, samples, **kwargs)

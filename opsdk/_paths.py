@@ -1,0 +1,30 @@
+"""Where opsdk's own data lives: in a source checkout, or inside the installed package.
+
+In a checkout the top-level ``templates/``, ``cmake/`` and ``operators/`` folders are used;
+an installed copy carries them under ``opsdk/_data/`` (see setup.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+_CHECKOUT = PACKAGE_DIR.parent
+
+
+def data_dir(name: str) -> Path:
+    """Return the folder ``name`` (templates, cmake, operators) of this opsdk install."""
+    bundled = PACKAGE_DIR / "_data" / name
+    if bundled.is_dir():
+        return bundled
+    return _CHECKOUT / name
+
+
+def include_dir() -> Path:
+    """The folder holding ``opsdk/custom_op.h``."""
+    return PACKAGE_DIR / "include"
+
+
+def entry_source() -> Path:
+    """The generic pybind11 entry point compiled into every operator module."""
+    return PACKAGE_DIR / "csrc" / "entry.cpp"

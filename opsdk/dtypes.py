@@ -1,0 +1,144 @@
+"""Data type names shared by specs, kernels, ONNX and CANN.
+
+opsdk names dtypes with the lowercase strings NumPy, ONNX (``tensor(float16)``) and
+CANN (``float16``) all understand. bfloat16 comes from ``ml_dtypes``.
+
+Example:
+    >>> from opsdk.dtypes import TFloat, to_numpy
+    >>> TFloat
+    ('float16', 'float32')
+    >>> to_numpy("float16")
+    dtype('float16')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ALL_DTYPES",
+    "TFloat",
+    "TFloatBf",
+    "TFloatAll",
+    "TInt",
+    "TNumeric",
+    "to_numpy",
+    "dtype_name",
+    "is_float",
+    "onnx_elem_type",
+    "ATTR_TYPES",
+]
+
+ALL_DTYPES: tuple[str, ...] = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+)
+
+TFloat: tuple[str, ...] = ("float16", "float32")
+TFloatBf: tuple[str, ...] = ("float16", "bfloat16", "float32")
+TFloatAll: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+TInt: tuple[str, ...] = ("int8", "int16", "int32", "int64", "uint8")
+TNumeric: tuple[str, ...] = TFloatAll + TInt
+
+#: Attribute type names, as written in spec.py and in REGISTER_CUSTOM_OP(...).Attr().
+ATTR_TYPES: tuple[str, ...] = ("int", "float", "bool", "string", "ints", "floats")
+
+_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+_ONNX_ELEM = {
+    "float32": 1,
+    "uint8": 2,
+    "int8": 3,
+    "int16": 5,
+    "int32": 6,
+    "int64": 7,
+    "bool": 9,
+    "float16": 10,
+    "float64": 11,
+    "bfloat16": 16,
+}
+
+
+def _bfloat16() -> Any:
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+def to_numpy(name: str) -> np.dtype[Any]:
+    """Return the NumPy dtype for an opsdk dtype name.
+
+    Example:
+        >>> to_numpy("int32")
+        dtype('int32')
+    """
+    if name == "bfloat16":
+        return np.dtype(_bfloat16())
+    if name not in ALL_DTYPES:
+        raise ValueError(f"unknown dtype {name!r}; expected one of {', '.join(ALL_DTYPES)}")
+    return np.dtype(name)
+
+
+_NAME_CACHE: dict[np.dtype[Any], str] = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    """Return the opsdk name of a NumPy dtype (``"bfloat16"`` for ml_dtypes'), or raise.
+
+    Example:
+        >>> import numpy as np
+        >>> dtype_name(np.float32)
+        'float32'
+    """
+    dt = np.dtype(dtype)
+    cached = _NAME_CACHE.get(dt)
+    if cached is not None:
+        return cached
+    name = dt.name
+    if name not in ALL_DTYPES:
+        raise ValueError(f"dtype {name} is not supported by opsdk ({', '.join(ALL_DTYPES)})")
+    _NAME_CACHE[dt] = name
+    return name
+
+
+def is_float(name: str) -> bool:
+    """True for float16, bfloat16, float32 and float64.
+
+    Example:
+        >>> is_float("bfloat16"), is_float("int8")
+        (True, False)
+    """
+    return name in _FLOATS
+
+
+def onnx_elem_type(name: str) -> int:
+    """The ``onnx.TensorProto`` element type number of a dtype name.
+
+    Example:
+        >>> onnx_elem_type("float16")
+        10
+    """
+    return _ONNX_ELEM[name]
+
+
+def onnx_dtype_name(elem_type: int) -> str:
+    """The dtype name of an ``onnx.TensorProto`` element type number.
+
+    Example:
+        >>> onnx_dtype_name(1)
+        'float32'
+    """
+    for name, num in _ONNX_ELEM.items():
+        if num == elem_type:
+            return name
+    raise ValueError(f"ONNX element type {elem_type} is not supported by opsdk")

@@ -1,0 +1,69 @@
+"""One exception hierarchy for opsdk.
+
+Every error derives from :class:`OpsdkError`, and most also derive from the builtin
+a caller would expect, so ``except ValueError`` keeps working.
+
+Example:
+    >>> from opsdk.errors import OpsdkError, SpecError
+    >>> issubclass(SpecError, ValueError) and issubclass(SpecError, OpsdkError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OpsdkError",
+    "SpecError",
+    "ScaffoldError",
+    "BuildError",
+    "KernelError",
+    "RegistrationMismatch",
+    "ValidationError",
+    "OperatorNotFound",
+    "DeviceUnavailable",
+    "ManifestError",
+]
+
+
+class OpsdkError(Exception):
+    """Base class of every error opsdk raises."""
+
+
+class SpecError(ValueError, OpsdkError):
+    """An operator spec, or a call's inputs/attributes, disagree with the spec."""
+
+
+class ScaffoldError(ValueError, OpsdkError):
+    """`opsdk new` was given an invalid name or a target that already exists."""
+
+
+class BuildError(RuntimeError, OpsdkError):
+    """Compiling or linking an operator's kernel failed."""
+
+
+class KernelError(RuntimeError, OpsdkError):
+    """A C++ kernel threw an exception while running."""
+
+
+class RegistrationMismatch(SpecError):
+    """The C++ REGISTER_CUSTOM_OP registration disagrees with spec.py."""
+
+
+class ValidationError(AssertionError, OpsdkError):
+    """A kernel's output did not meet its precision standard or another check."""
+
+    def __init__(self, message: str, report: object | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class OperatorNotFound(LookupError, OpsdkError):
+    """No operator folder or installed operator wheel defines the requested op."""
+
+
+class DeviceUnavailable(RuntimeError, OpsdkError):
+    """The requested device (npu, triton, ...) is not available on this host."""
+
+
+class ManifestError(RuntimeError, OpsdkError):
+    """An installed operator package was built for a different environment."""

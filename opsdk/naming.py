@@ -1,0 +1,71 @@
+"""Every spelling of an operator name, derived in one place.
+
+Example:
+    >>> from opsdk.naming import spellings
+    >>> spellings("MyOp")
+    Spellings(camel='MyOp', snake='my_op', upper='MY_OP')
+    >>> spellings("GELU2d").snake
+    'gelu2d'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .errors import ScaffoldError
+
+__all__ = ["Spellings", "spellings", "snake_case", "check_op_name"]
+
+
+class Spellings(NamedTuple):
+    camel: str
+    snake: str
+    upper: str
+
+
+def snake_case(name: str) -> str:
+    """``FusedConvBnRelu`` -> ``fused_conv_bn_relu``; acronyms stay together (``GELU`` -> ``gelu``).
+
+    Example:
+        >>> snake_case("LayerNormalization"), snake_case("HTTPServer2D")
+        ('layer_normalization', 'http_server2_d')
+    """
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+def check_op_name(name: str) -> None:
+    """Raise :class:`ScaffoldError` unless ``name`` is a usable UpperCamelCase op type.
+
+    Example:
+        >>> check_op_name("my_op")
+        Traceback (most recent call last):
+        ...
+        opsdk.errors.ScaffoldError: invalid op name 'my_op': ...
+    """
+    from .spec import CPP_KEYWORDS, OP_NAME_RE
+
+    why = None
+    if not name:
+        why = "it is empty"
+    elif not OP_NAME_RE.match(name):
+        if not name[0].isupper():
+            why = "it must start with an uppercase letter"
+        else:
+            why = "only letters and digits are allowed (no spaces, '_', '/', '.' or '-')"
+    elif name in CPP_KEYWORDS:
+        why = "it is a C++ keyword"
+    if why:
+        raise ScaffoldError(
+            f"invalid op name {name!r}: {why}. Op types are UpperCamelCase like 'MyOp' "
+            "(regex ^[A-Z][A-Za-z0-9]*$)"
+        )
+
+
+def spellings(name: str) -> Spellings:
+    """All spellings of an op name, after checking it."""
+    check_op_name(name)
+    snake = snake_case(name)
+    return Spellings(name, snake, snake.upper())

@@ -1,0 +1,229 @@
+"""Find operators: source folders and installed operator wheels.
+
+Search order (first match wins, later ones are listed as shadowed):
+
+1. folders in ``$OPSDK_OPERATORS_PATH`` (``os.pathsep``-separated), each holding operator
+   folders, and ``./operators`` under the current directory: the author's sources;
+2. installed operator wheels, registered through the ``opsdk.operators`` entry point
+   group (prebuilt kernels: never compiled on load);
+3. the operators shipped with opsdk.
+
+Two installed wheels defining the same ``domain::Op`` is an error naming both.
+
+Example:
+    >>> from opsdk.registry import find_operator
+    >>> find_operator("ThresholdedRelu").domain  # doctest: +SKIP
+    'com.opsdk'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import os
+import sys
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _paths
+from .errors import OperatorNotFound, SpecError
+from .spec import OpSpec
+
+__all__ = ["OperatorInfo", "find_operators", "find_operator", "load_spec", "ENTRY_POINT_GROUP"]
+
+ENTRY_POINT_GROUP = "opsdk.operators"
+
+
+@dataclass
+class OperatorInfo:
+    """One operator opsdk can find."""
+
+    spec: OpSpec
+    folder: Path
+    origin: str  # "source", "wheel", "shipped"
+    package: str = ""  # the distribution that installed it, for wheels
+    prebuilt: Path | None = None
+    shadows: list[OperatorInfo] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def domain(self) -> str:
+        return self.spec.domain
+
+    @property
+    def version(self) -> int:
+        return self.spec.version
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.spec.domain}::{self.spec.name}"
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-able summary for ``opsdk list --json``."""
+        return {
+            "name": self.name,
+            "domain": self.domain,
+            "version": self.version,
+            "dtypes": {i.name: list(self.spec.allowed_dtypes(i.type)) for i in self.spec.inputs},
+            "origin": self.origin,
+            "package": self.package,
+            "folder": str(self.folder),
+            "prebuilt": str(self.prebuilt) if self.prebuilt else None,
+            "shadows": [f"{s.origin}:{s.folder}" for s in self.shadows],
+        }
+
+
+_SPEC_CACHE: dict[tuple[str, float, float], OpSpec] = {}
+
+
+def _mtime(p: Path) -> float:
+    return p.stat().st_mtime if p.exists() else 0.0
+
+
+def load_spec(folder: str | os.PathLike[str]) -> OpSpec:
+    """Import ``spec.py`` (and ``reference.py``) of an operator folder.
+
+    The folder is imported as a package, so ``spec.py`` may use relative imports.
+
+    Example:
+        >>> load_spec("operators/thresholded_relu").name  # doctest: +SKIP
+        'ThresholdedRelu'
+    """
+    folder = Path(folder).resolve()
+    spec_file = folder / "spec.py"
+    if not spec_file.is_file():
+        raise OperatorNotFound(f"{folder}: no spec.py (an operator folder needs spec.py)")
+    ref_file = folder / "reference.py"
+    ck = (str(folder), _mtime(spec_file), _mtime(ref_file))
+    if ck in _SPEC_CACHE:
+        return _SPEC_CACHE[ck]
+    pkg = "_opsdk_op_" + hashlib.sha1(str(folder).encode()).hexdigest()[:12]
+    for mod in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[mod]
+    package = types.ModuleType(pkg)
+    package.__path__ = [str(folder)]
+    sys.modules[pkg] = package
+    importlib.invalidate_caches()
+    try:
+        spec_mod = importlib.import_module(f"{pkg}.spec")
+    except SpecError:
+        raise
+    except Exception as e:
+        raise SpecError(f"{spec_file}: importing spec.py failed: {type(e).__name__}: {e}") from e
+    spec = getattr(spec_mod, "SPEC", None)
+    if not isinstance(spec, OpSpec):
+        raise SpecError(f"{spec_file}: defines no SPEC = OpSpec(...)")
+    if spec.reference is None and ref_file.is_file():
+        try:
+            ref_mod = importlib.import_module(f"{pkg}.reference")
+        except Exception as e:
+            raise SpecError(f"{ref_file}: importing failed: {type(e).__name__}: {e}") from e
+        fn = getattr(ref_mod, "reference", None)
+        if fn is None:
+            raise SpecError(f"{spec.name}: {ref_file} defines no function 'reference'")
+        spec.register_reference(fn)
+    _SPEC_CACHE[ck] = spec
+    return spec
+
+
+def _folders_in(root: Path) -> Iterable[Path]:
+    if root.is_dir():
+        for child in sorted(root.iterdir()):
+            if (child / "spec.py").is_file():
+                yield child
+
+
+def _source_roots() -> list[Path]:
+    roots = [Path(p) for p in os.environ.get("OPSDK_OPERATORS_PATH", "").split(os.pathsep) if p]
+    roots.append(Path.cwd() / "operators")
+    return roots
+
+
+def _prebuilt_module(folder: Path) -> Path | None:
+    found = sorted(folder.glob("_opsdk_kernels*.so"))
+    return found[0] if found else None
+
+
+def _wheel_operators() -> list[OperatorInfo]:
+    infos: list[OperatorInfo] = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist is not None else ep.value
+        try:
+            folders = list(ep.load()())
+        except Exception as e:
+            raise OperatorNotFound(
+                f"operator package {dist!r}: entry point {ep.value!r} failed: {e}"
+            ) from e
+        for f in folders:
+            folder = Path(f)
+            infos.append(
+                OperatorInfo(load_spec(folder), folder, "wheel", dist, _prebuilt_module(folder))
+            )
+    return infos
+
+
+def find_operators() -> list[OperatorInfo]:
+    """Every operator opsdk can find, in precedence order (see the module docstring)."""
+    candidates: list[OperatorInfo] = []
+    seen_folders: set[Path] = set()
+    for root in _source_roots():
+        for folder in _folders_in(root):
+            if folder.resolve() not in seen_folders:
+                seen_folders.add(folder.resolve())
+                candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), "source"))
+    wheels = _wheel_operators()
+    by_name: dict[str, OperatorInfo] = {}
+    for w in wheels:
+        prev = by_name.get(w.qualified)
+        if prev is not None and prev.package != w.package:
+            raise SpecError(
+                f"{w.qualified} is defined by two installed packages: {prev.package!r} "
+                f"({prev.folder}) and {w.package!r} ({w.folder}); uninstall one of them"
+            )
+        by_name[w.qualified] = w
+    candidates.extend(wheels)
+    for folder in _folders_in(_paths.data_dir("operators")):
+        if folder.resolve() not in seen_folders:
+            candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), "shipped"))
+    result: dict[str, OperatorInfo] = {}
+    for info in candidates:
+        if info.qualified in result:
+            result[info.qualified].shadows.append(info)
+        else:
+            result[info.qualified] = info
+    return list(result.values())
+
+
+def find_operator(name: str) -> OperatorInfo:
+    """Find one operator by ``MyOp``, ``my_op``, ``domain::MyOp`` or a folder path.
+
+    Example:
+        >>> find_operator("thresholded_relu").name  # doctest: +SKIP
+        'ThresholdedRelu'
+    """
+    p = Path(name)
+    if (p / "spec.py").is_file():
+        folder = p.resolve()
+        return OperatorInfo(load_spec(folder), folder, "source", "", _prebuilt_module(folder))
+    ops = find_operators()
+    matches = [
+        o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)
+    ]
+    if not matches:
+        known = ", ".join(sorted(o.name for o in ops)) or "none"
+        raise OperatorNotFound(
+            f"operator {name!r} not found (known: {known}); create it with "
+            f"'opsdk new {name}' or add its parent folder to OPSDK_OPERATORS_PATH"
+        )
+    if len(matches) > 1:
+        raise OperatorNotFound(
+            f"{name!r} is ambiguous: {', '.join(o.qualified for o in matches)}; "
+            "use domain::Name"
+        )
+    return matches[0]

@@ -1,0 +1,196 @@
+"""The cpu executor: one operator's kernel, built from kernel.cpp, called from Python.
+
+Inputs are checked against the spec, outputs are allocated from the spec's inference and
+passed to the kernel (destination passing), the GIL is released during the kernel, and a
+contiguous input of a declared dtype is never copied.
+
+Example:
+    >>> import numpy as np, opsdk
+    >>> relu = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
+    >>> relu(np.array([0.5, 2.0], np.float32), alpha=1.0)  # doctest: +SKIP
+    array([0., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import dtype_name, to_numpy
+from ..errors import KernelError, SpecError
+from ..spec import OpSpec, TensorType
+from ._registration import KernelEntry, dispatch_table
+
+__all__ = ["Operator", "load_module"]
+
+_MODULES: dict[str, ModuleType] = {}
+
+
+def load_module(path: Path) -> ModuleType:
+    """Import a built ``_opsdk_kernels`` module from its file (each file once per process)."""
+    key = str(path.resolve())
+    if key in _MODULES:
+        return _MODULES[key]
+    name = "_opsdk_kernels_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+    loader = importlib.machinery.ExtensionFileLoader(name, key)
+    spec = importlib.util.spec_from_file_location(name, key, loader=loader)
+    if spec is None:  # pragma: no cover - only for unreadable paths
+        raise ImportError(f"cannot load {path}")
+    # The extension's init symbol is PyInit__opsdk_kernels whatever name it is given.
+    spec.name = "_opsdk_kernels"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    sys.modules[name] = module
+    _MODULES[key] = module
+    return module
+
+
+class Operator:
+    """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
+
+    def __init__(self, spec: OpSpec, module: ModuleType, folder: Path | None = None) -> None:
+        self.spec = spec
+        self.folder = folder
+        self.module = module
+        self._table: dict[tuple[str, ...], KernelEntry] = dispatch_table(
+            spec, module.registrations()
+        )
+        self._run = module.run
+        self._n_inputs = len(spec.inputs)
+        self._n_required = sum(1 for i in spec.inputs if not i.optional)
+        self._plans: dict[tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def reference(self) -> Callable[..., Any] | None:
+        return self.spec.reference
+
+    @property
+    def dtypes(self) -> list[tuple[str, ...]]:
+        """The input dtype combinations that have a kernel."""
+        return list(self._table)
+
+    def __repr__(self) -> str:
+        return f"<opsdk.Operator {self.spec.domain}::{self.spec.name} (cpu)>"
+
+    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
+        outs = self.run(list(inputs), attrs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def set_num_threads(self, n: int) -> None:
+        """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""
+        self.module.set_num_threads(int(n))
+
+    # ------------------------------------------------------------------ calling
+    def _prepare(self, inputs: Sequence[Any]) -> tuple[list[np.ndarray | None], list[str | None]]:
+        spec = self.spec
+        if not (self._n_required <= len(inputs) <= self._n_inputs):
+            names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
+            raise SpecError(
+                f"{spec.name}: expected {self._n_required}"
+                f"{'' if self._n_required == self._n_inputs else f' to {self._n_inputs}'}"
+                f" inputs ({names}), got {len(inputs)}"
+            )
+        arrays: list[np.ndarray | None] = []
+        dts: list[str | None] = []
+        for decl, x in zip(spec.inputs, inputs):
+            if x is None:
+                if not decl.optional:
+                    raise SpecError(f"{spec.name}: required input {decl.name!r} is None")
+                arrays.append(None)
+                dts.append(None)
+                continue
+            if not isinstance(x, np.ndarray):
+                x = np.asarray(x)
+            try:
+                dts.append(dtype_name(x.dtype))
+            except ValueError:
+                allowed = ", ".join(spec.allowed_dtypes(decl.type))
+                raise SpecError(
+                    f"{spec.name}: input {decl.name!r} has dtype {x.dtype}, expected one of "
+                    f"{allowed} (see spec.py)"
+                ) from None
+            arrays.append(x)
+        return arrays + [None] * (self._n_inputs - len(arrays)), dts + [None] * (
+            self._n_inputs - len(dts)
+        )
+
+    def _plan(
+        self, arrays: list[np.ndarray | None], dts: list[str | None], attrs: dict[str, Any]
+    ) -> tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]:
+        spec = self.spec
+        binding = spec.bind_types(dts)
+        key = tuple(
+            d if d is not None else spec.resolve_type(i.type, binding)
+            for i, d in zip(spec.inputs, dts)
+        )
+        entry = self._table.get(key)
+        if entry is None:  # pragma: no cover - dispatch_table guarantees coverage
+            raise SpecError(f"{spec.name}: no kernel for input dtypes {key}")
+        types_in = [TensorType(a.shape, d) if a is not None and d else None for a, d in zip(arrays, dts)]
+        out_types = spec.infer(types_in, attrs)
+        outs = []
+        for o, t in zip(spec.outputs, out_types):
+            if any(not isinstance(d, int) or d < 0 for d in t.shape):
+                raise SpecError(f"{spec.name}: inferred output {o.name!r} shape {t.shape} is not concrete")
+            outs.append((tuple(int(d) for d in t.shape), to_numpy(t.dtype)))
+        return entry, outs
+
+    def run(
+        self,
+        inputs: Sequence[Any],
+        attrs: dict[str, Any] | None = None,
+        outputs: list[np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
+        """Run the kernel; with ``outputs`` given, write into them (no allocation)."""
+        arrays, dts = self._prepare(inputs)
+        resolved = self.spec.resolve_attrs(attrs or {})
+        cache_key = (
+            tuple((a.shape, d) if a is not None else None for a, d in zip(arrays, dts)),
+            tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in resolved.items()),
+        )
+        plan = self._plans.get(cache_key)
+        if plan is None:
+            plan = self._plan(arrays, dts, resolved)
+            if len(self._plans) > 512:
+                self._plans.clear()
+            self._plans[cache_key] = plan
+        entry, out_specs = plan
+        if not entry.accepts_strided:
+            arrays = [
+                a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays
+            ]
+        outs = self._outputs(out_specs, outputs)
+        try:
+            self._run(entry.index, arrays, outs, [resolved[n] for n in entry.attr_order])
+        except RuntimeError as e:
+            where = f" ({self.folder / 'kernel.cpp'})" if self.folder else ""
+            raise KernelError(f"{e} -- raised by the C++ kernel of {self.spec.name}{where}") from e
+        return outs
+
+    def _outputs(
+        self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
+    ) -> list[np.ndarray]:
+        if given is None:
+            return [np.empty(shape, dt) for shape, dt in out_specs]
+        if len(given) != len(out_specs):
+            raise SpecError(f"{self.spec.name}: expected {len(out_specs)} output buffers, got {len(given)}")
+        for o, buf, (shape, dt) in zip(self.spec.outputs, given, out_specs):
+            if buf.shape != shape or buf.dtype != dt or not buf.flags.c_contiguous:
+                raise SpecError(
+                    f"{self.spec.name}: output buffer {o.name!r} is {buf.dtype}{list(buf.shape)}"
+                    f"{'' if buf.flags.c_contiguous else ' (non-contiguous)'}, "
+                    f"expected contiguous {np.dtype(dt)}{list(shape)}"
+                )
+        return list(given)
