@@ -1,0 +1,72 @@
+"""``opsdk new MyOp``: scaffold an operator folder from the template."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..scaffold import IoDecl, new_operator, parse_attrs, parse_io
+from ..spec import REQUIRED, Attr
+
+HELP = """\
+examples:
+  opsdk new MyOp --inputs x:float16,float32 --outputs y --attrs threshold:float=0.5 \\
+      --domain com.example
+  opsdk new MyGridSample --like onnx:GridSample
+
+inputs/outputs: NAME[:DTYPE,DTYPE...][?]  ('?' marks an optional input; outputs without
+dtypes share the first input's type). attrs: NAME:TYPE[=DEFAULT] with TYPE one of int,
+float, bool, string, ints, floats (no default = required).
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "new", help="scaffold a new operator", epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name", help="op type, UpperCamelCase (e.g. MyOp)")
+    p.add_argument("--inputs", nargs="+", default=[], metavar="SPEC")
+    p.add_argument("--outputs", nargs="+", default=[], metavar="SPEC")
+    p.add_argument("--attrs", nargs="+", default=[], metavar="SPEC")
+    p.add_argument("--domain", default="com.example", help="ONNX domain (default com.example)")
+    p.add_argument("--dir", default="operators", help="parent folder (default ./operators)")
+    p.add_argument("--like", metavar="onnx:OP", help="pre-fill from a standard ONNX op's schema")
+    p.set_defaults(func=run)
+
+
+def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str]:
+    from ..errors import ScaffoldError
+
+    kind, _, op_type = like.partition(":")
+    if kind != "onnx" or not op_type:
+        raise ScaffoldError(f"--like {like!r}: expected onnx:<OpType>, e.g. onnx:GridSample")
+    from ..onnx.like import like_onnx  # type: ignore[import-not-found]
+
+    info = like_onnx(op_type)
+    types = info.get("types", {})
+
+    def io(items: list[dict[str, Any]]) -> list[IoDecl]:
+        return [
+            IoDecl(i["name"], tuple(types.get(i["type"], (i["type"],))), bool(i.get("optional")))
+            for i in items
+        ]
+
+    attrs = [Attr(a["name"], a["type"], a.get("default", REQUIRED)) for a in info["attrs"]]
+    return io(info["inputs"]), io(info["outputs"]), attrs, info.get("doc", "")
+
+
+def run(args: argparse.Namespace) -> int:
+    inputs, outputs, attrs, doc = [], [], [], ""
+    if args.like:
+        inputs, outputs, attrs, doc = _from_like(args.like)
+    inputs = parse_io(args.inputs) or inputs
+    outputs = parse_io(args.outputs) or outputs
+    attrs = parse_attrs(args.attrs) or attrs
+    path = new_operator(
+        args.name, inputs=inputs, outputs=outputs, attrs=attrs, domain=args.domain,
+        root=args.dir, doc=doc,
+    )
+    print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
+    print(f"next: opsdk build {args.name} && opsdk test {args.name}")
+    return 0

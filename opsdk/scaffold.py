@@ -1,0 +1,240 @@
+"""``opsdk new``: render ``templates/operator`` with cookiecutter into ``operators/<op>``.
+
+The template is a real operator: rendered with no edits it builds and passes its tests.
+Rendering happens in a temporary folder that is renamed into place, so a failure never
+leaves a half-written operator, and an existing folder is never overwritten.
+
+Example:
+    >>> from opsdk.scaffold import new_operator, parse_io, parse_attrs
+    >>> new_operator("MyOp", inputs=parse_io(["x:float16,float32"]), outputs=parse_io(["y"]),
+    ...              attrs=parse_attrs(["threshold:float=0.5"]), domain="com.example",
+    ...              root="operators")  # doctest: +SKIP
+    PosixPath('operators/my_op')
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _paths
+from .dtypes import ALL_DTYPES, ATTR_TYPES
+from .errors import ScaffoldError, SpecError
+from .naming import spellings
+from .spec import Attr, Input, OpSpec, Output
+
+__all__ = ["IoDecl", "parse_io", "parse_attrs", "new_operator"]
+
+
+@dataclass(frozen=True)
+class IoDecl:
+    """An input or output from the command line: ``name[:dtype,dtype...][?]``."""
+
+    name: str
+    dtypes: tuple[str, ...] = ()
+    optional: bool = False
+
+
+def parse_io(items: Sequence[str]) -> list[IoDecl]:
+    """Parse ``["x:float16,float32", "bias:float32?"]``.
+
+    Example:
+        >>> parse_io(["x:float16,float32", "b?"])
+        [IoDecl(name='x', dtypes=('float16', 'float32'), optional=False), IoDecl(name='b', dtypes=(), optional=True)]
+    """
+    out = []
+    for raw in items:
+        for item in filter(None, (s.strip() for s in raw.split(";"))):
+            optional = item.endswith("?")
+            item = item.rstrip("?")
+            name, _, dts = item.partition(":")
+            dtypes = tuple(d.strip() for d in dts.split(",") if d.strip())
+            for d in dtypes:
+                if d not in ALL_DTYPES:
+                    raise ScaffoldError(
+                        f"{name!r}: unknown dtype {d!r}; expected one of {', '.join(ALL_DTYPES)}"
+                    )
+            out.append(IoDecl(name.strip(), dtypes, optional))
+    return out
+
+
+def _parse_default(name: str, typ: str, text: str) -> Any:
+    try:
+        if typ == "int":
+            return int(text)
+        if typ == "float":
+            return float(text)
+        if typ == "bool":
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        if typ == "string":
+            return text
+        conv = int if typ == "ints" else float
+        return [conv(v) for v in text.strip("[]").split(",") if v.strip()]
+    except ValueError:
+        raise ScaffoldError(
+            f"attribute {name!r}: default {text!r} is not a valid {typ}"
+        ) from None
+
+
+def parse_attrs(items: Sequence[str]) -> list[Attr]:
+    """Parse ``["threshold:float=0.5", "axes:ints=0,1", "mode:string"]`` (no default = required).
+
+    Example:
+        >>> parse_attrs(["threshold:float=0.5"])
+        [Attr(name='threshold', type='float', default=0.5, doc='')]
+    """
+    attrs = []
+    for item in items:
+        decl, eq, default = item.partition("=")
+        name, _, typ = decl.partition(":")
+        typ = typ.strip() or "float"
+        if typ not in ATTR_TYPES:
+            raise ScaffoldError(
+                f"attribute {name!r}: unknown type {typ!r}; expected one of {', '.join(ATTR_TYPES)}"
+            )
+        value = _parse_default(name, typ, default.strip()) if eq else Attr(name, typ).default
+        attrs.append(Attr(name.strip(), typ, value))
+    return attrs
+
+
+def _type_vars(
+    inputs: Sequence[IoDecl], outputs: Sequence[IoDecl]
+) -> tuple[dict[str, tuple[str, ...]], list[str], list[str]]:
+    """Give each distinct dtype set a type variable T, T1, T2...; untyped outputs get T."""
+    types: dict[str, tuple[str, ...]] = {}
+    default = ("float16", "float32")
+
+    def var_for(dts: tuple[str, ...]) -> str:
+        for k, v in types.items():
+            if v == dts:
+                return k
+        k = "T" if not types else f"T{len(types)}"
+        types[k] = dts
+        return k
+
+    in_types = [var_for(i.dtypes or default) for i in inputs]
+    first = in_types[0] if in_types else var_for(default)
+    out_types = [var_for(o.dtypes) if o.dtypes else first for o in outputs]
+    return types, in_types, out_types
+
+
+def _cpp_literal(a: Attr) -> str:
+    return {"int": "int", "float": "float", "bool": "bool", "string": "std::string",
+            "ints": "std::vector<int64_t>", "floats": "std::vector<float>"}[a.type]
+
+
+_CPP_TYPES = {
+    "float16": "opsdk::half", "bfloat16": "opsdk::bfloat16", "float32": "float",
+    "float64": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "uint8": "uint8_t", "bool": "bool",
+}
+
+
+def _py_literal(value: Any) -> str:
+    """A default as Python source; lists become tuples (no mutable defaults)."""
+    return repr(tuple(value)) if isinstance(value, list) else repr(value)
+
+
+def _context(spec: OpSpec, in_types: list[str], like_doc: str) -> dict[str, Any]:
+    s = spellings(spec.name)
+    regs = []
+    for combo in spec.dtype_combinations():
+        binding = spec.bind_types(combo)
+        outs = [spec.output_dtype(o, binding) for o in spec.outputs]
+        regs.append({
+            "inputs": [{"name": i.name, "dtype": d, "optional": i.optional}
+                       for i, d in zip(spec.inputs, combo)],
+            "outputs": [{"name": o.name, "dtype": d, "same_as_first": d == combo[0]}
+                        for o, d in zip(spec.outputs, outs)],
+            "first_cpp": _CPP_TYPES[combo[0]],
+            "out_cpp": [_CPP_TYPES[d] for d in outs],
+        })
+    params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
+    kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
+    signature = ", ".join(params + (["*"] + kw if kw else []))
+    shapes = [
+        f"{i.name}.shape if {i.name} is not None else ()" if i.optional else f"{i.name}.shape"
+        for i in spec.inputs
+    ]
+    return {
+        "op_name": s.camel,
+        "snake_name": s.snake,
+        "upper_name": s.upper,
+        "domain": spec.domain,
+        "_op": {
+            "doc": like_doc,
+            "inputs": [{"name": i.name, "type": i.type, "optional": i.optional} for i in spec.inputs],
+            "outputs": [{"name": o.name, "type": o.type} for o in spec.outputs],
+            "attrs": [{"name": a.name, "type": a.type, "required": a.required,
+                       "default": repr(a.default), "cpp": _cpp_literal(a)} for a in spec.attrs],
+            "types": {k: repr(tuple(v)) for k, v in spec.types.items()},
+            "registrations": regs,
+            "signature": signature,
+            "shapes": ", ".join(shapes),
+        },
+    }
+
+
+def new_operator(
+    name: str,
+    *,
+    inputs: Sequence[IoDecl] = (),
+    outputs: Sequence[IoDecl] = (),
+    attrs: Sequence[Attr] = (),
+    domain: str = "com.example",
+    root: str | os.PathLike[str] = "operators",
+    doc: str = "",
+) -> Path:
+    """Create ``<root>/<snake_name>/`` from the operator template; return its path."""
+    s = spellings(name)
+    target = Path(root) / s.snake
+    if target.exists():
+        raise ScaffoldError(
+            f"{name}: {target} already exists; opsdk never overwrites an operator folder. "
+            "Pick another name or remove the folder yourself"
+        )
+    inputs = list(inputs) or [IoDecl("x")]
+    outputs = list(outputs) or [IoDecl("y")]
+    types, in_types, out_types = _type_vars(inputs, outputs)
+    try:
+        spec = OpSpec(
+            name,
+            domain=domain,
+            inputs=[Input(i.name, t, i.optional) for i, t in zip(inputs, in_types)],
+            outputs=[Output(o.name, t) for o, t in zip(outputs, out_types)],
+            attrs=attrs,
+            types=types,
+        )
+    except SpecError as e:
+        raise ScaffoldError(str(e)) from None
+    if spec.inputs[0].optional:
+        raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
+    _render(target, _context(spec, in_types, doc))
+    return target
+
+
+def _render(target: Path, context: dict[str, Any]) -> None:
+    from cookiecutter.main import cookiecutter
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".opsdk-new-", dir=target.parent) as tmp:
+        cookiecutter(
+            str(_paths.data_dir("templates") / "operator"),
+            no_input=True,
+            extra_context=context,
+            output_dir=tmp,
+            accept_hooks=False,
+        )
+        rendered = Path(tmp) / context["snake_name"]
+        try:
+            os.rename(rendered, target)  # atomic; fails if target appeared meanwhile
+        except OSError as e:
+            shutil.rmtree(rendered, ignore_errors=True)
+            raise ScaffoldError(f"{context['op_name']}: cannot create {target}: {e}") from e
