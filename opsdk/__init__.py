@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "load",
-    "build",
+    "build_op",
     "check",
     "list_operators",
     "OpSpec",
@@ -62,11 +62,11 @@ __all__ = [
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
-def build(name: str, *, force: bool = False, progress: Any = None) -> Path:
+def build_op(name: str, *, force: bool = False, progress: Any = None) -> Path:
     """Compile an operator's kernel (cached); return the module path.
 
     Example:
-        >>> opsdk.build("ThresholdedRelu")  # doctest: +SKIP
+        >>> opsdk.build_op("ThresholdedRelu")  # doctest: +SKIP
         PosixPath('.../_opsdk_kernels.cpython-311-x86_64-linux-gnu.so')
     """
     from .build import build_operator
@@ -101,7 +101,9 @@ def load(name: str, *, device: str = "cpu", progress: Any = None) -> Any:
         return NpuOperator(info.spec)
     if device != "cpu":
         raise DeviceUnavailable(f"{info.name}: unknown device {device!r}; use 'cpu' or 'npu'")
-    module_path = build(str(info.folder), progress=progress) if info.prebuilt is None else info.prebuilt
+    module_path = (
+        info.prebuilt if info.prebuilt is not None else build_op(str(info.folder), progress=progress)
+    )
     key = (str(info.folder), str(module_path))
     if key not in _LOADED:
         from .runtime.cpu import Operator, load_module

@@ -39,13 +39,13 @@ def load_module(path: Path) -> ModuleType:
     key = str(path.resolve())
     if key in _MODULES:
         return _MODULES[key]
-    name = "_opsdk_kernels_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+    # The init symbol is PyInit__opsdk_kernels (the last dotted component); the unique
+    # prefix keeps pybind11's per-name module cache from handing back another operator.
+    name = f"_opsdk_{hashlib.sha1(key.encode()).hexdigest()[:16]}._opsdk_kernels"
     loader = importlib.machinery.ExtensionFileLoader(name, key)
     spec = importlib.util.spec_from_file_location(name, key, loader=loader)
     if spec is None:  # pragma: no cover - only for unreadable paths
         raise ImportError(f"cannot load {path}")
-    # The extension's init symbol is PyInit__opsdk_kernels whatever name it is given.
-    spec.name = "_opsdk_kernels"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     sys.modules[name] = module
