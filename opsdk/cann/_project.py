@@ -1,0 +1,259 @@
+"""Render and write the CANN project of one operator.
+
+Every file carries the opsdk banner. A manifest (``.opsdk-manifest.json``) records what opsdk
+wrote and each file's hash, so a later ``--force`` run overwrites only opsdk's own, unedited
+files: a file the author edited is kept, a file opsdk did not write is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..errors import OpsdkError
+from ..spec import OpSpec
+from ._model import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from ._msopgen import msopgen_json
+
+__all__ = ["render_project", "write_project", "WriteReport", "ProjectExists", "MANIFEST"]
+
+MANIFEST = ".opsdk-manifest.json"
+_TEMPLATES = Path(__file__).parent / "templates"
+
+#: (template, path in the project); ``{s}`` is the operator's snake_case name.
+_FILES: tuple[tuple[str, str], ...] = (
+    ("CMakeLists.txt.jinja", "CMakeLists.txt"),
+    ("build.sh.jinja", "build.sh"),
+    ("op_host_CMakeLists.txt.jinja", "op_host/CMakeLists.txt"),
+    ("op_host.cpp.jinja", "op_host/{s}.cpp"),
+    ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
+    ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
+    ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
+    ("op_proto.h.jinja", "op_graph/{s}_proto.h"),
+    ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
+    ("onnx_plugin.cc.jinja", "framework/onnx_plugin/{s}_plugin.cc"),
+    ("onnx_apply.h.jinja", "framework/onnx_plugin/{s}_onnx_apply.h"),
+    ("onnx_parse.h.jinja", "framework/onnx_plugin/{s}_onnx_parse.h"),
+    ("onnx_attrs.h.jinja", "framework/onnx_plugin/opsdk_onnx_attrs.h"),
+)
+
+
+class ProjectExists(FileExistsError, OpsdkError):
+    """The output folder holds files that opsdk may not overwrite."""
+
+
+@dataclass
+class WriteReport:
+    """What :func:`write_project` did, path by path (relative to the project)."""
+
+    folder: Path
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept_edited: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "kept_edited": self.kept_edited,
+        }
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    ctype: str
+    size: int
+    length: int = 0
+
+
+def _tiling_fields(op: CannOp) -> list[_Field]:
+    """Tiling fields sorted by element size (8, 4, 1 bytes) so each is naturally aligned."""
+    fields = [_Field("totalLength", "uint64_t", 8), _Field("tileNum", "uint32_t", 4)]
+    for a in op.attrs:
+        if a.type == "int":
+            fields.append(_Field(a.name, "int64_t", 8))
+        elif a.type == "float":
+            fields.append(_Field(a.name, "float", 4))
+        elif a.type == "bool":
+            fields.append(_Field(a.name, "uint8_t", 1))
+        elif a.type == "string":
+            fields.append(_Field(a.name, "uint8_t", 1, TILING_STR_BYTES))
+        else:
+            ctype, size = ("int64_t", 8) if a.type == "ints" else ("float", 4)
+            fields.append(_Field(a.name, ctype, size, TILING_LIST_MAX))
+            fields.append(_Field(a.name + "_len", "uint32_t", 4))
+    return sorted(fields, key=lambda f: -f.size)
+
+
+def _presets(op: CannOp) -> str:
+    def var(kind: str, value: str) -> dict[str, str]:
+        return {"type": kind, "value": value}
+
+    data = {
+        "version": 1,
+        "cmakeMinimumRequired": {"major": 3, "minor": 19, "patch": 0},
+        "configurePresets": [
+            {
+                "name": "default",
+                "displayName": "Default Config",
+                "description": f"{op.name}: {op.banner}",
+                "generator": "Unix Makefiles",
+                "binaryDir": "${sourceDir}/build_out",
+                "cacheVariables": {
+                    "CMAKE_BUILD_TYPE": var("STRING", "Release"),
+                    "ENABLE_SOURCE_PACKAGE": var("BOOL", "True"),
+                    "ENABLE_BINARY_PACKAGE": var("BOOL", "True"),
+                    "ASCEND_COMPUTE_UNIT": var("STRING", ";".join(op.socs)),
+                    "ENABLE_TEST": var("BOOL", "False"),
+                    "vendor_name": var("STRING", op.vendor),
+                    "ASCEND_PYTHON_EXECUTABLE": var("STRING", "python3"),
+                    "CMAKE_INSTALL_PREFIX": var("PATH", "${sourceDir}/build_out"),
+                    "ENABLE_CROSS_COMPILE": var("BOOL", "False"),
+                },
+            }
+        ],
+        "vendor": {"opsdk": {"generated": op.banner, "op": op.name}},
+    }
+    return json.dumps(data, indent=4) + "\n"
+
+
+def render_project(
+    spec: OpSpec,
+    socs: Sequence[str] = ("ascend910b",),
+    origin_op_types: Sequence[str] | None = None,
+    vendor: str = "opsdk",
+) -> dict[str, str]:
+    """Every file of the project as ``{relative path: text}``.
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
+        >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> files = render_project(s)
+        >>> "op_host/my_op.cpp" in files and "do not edit" in files["op_host/my_op.cpp"]
+        True
+    """
+    op = cann_op(spec, socs, origin_op_types, vendor)
+    ctx = {"op": op, "fields": _tiling_fields(op)}
+    files = {path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _FILES}
+    files["CMakePresets.json"] = _presets(op)
+    files[f"{op.snake}.json"] = msopgen_json(spec)
+    return dict(sorted(files.items()))
+
+
+def _sha(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ProjectExists(f"{path}: unreadable opsdk manifest ({e}); remove it or pick another folder") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, str], WriteReport]:
+    report = WriteReport(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ProjectExists(f"{folder} exists and is not a folder; choose another -o path")
+    existing = [p for p in folder.iterdir()] if folder.is_dir() else []
+    if existing and not force:
+        raise ProjectExists(
+            f"{folder} is not empty; pass --force to regenerate opsdk's files in it "
+            "(files you edited and files opsdk did not write are left alone)"
+        )
+    recorded: dict[str, str] = _read_manifest(folder).get("files", {})
+    todo: dict[str, str] = {}
+    foreign = []
+    for rel, text in files.items():
+        target = folder / rel
+        if not target.exists():
+            todo[rel] = text
+        elif rel not in recorded:
+            foreign.append(rel)
+        elif _sha(target.read_bytes()) != recorded[rel]:
+            report.kept_edited.append(rel)
+        elif recorded[rel] == _sha(text):
+            report.unchanged.append(rel)
+        else:
+            todo[rel] = text
+    if foreign:
+        raise ProjectExists(
+            f"{folder}: opsdk did not write {', '.join(sorted(foreign))} and will not overwrite "
+            "it; move it away or generate into another folder"
+        )
+    return todo, report
+
+
+def write_project(
+    spec: OpSpec,
+    folder: str | Path,
+    *,
+    socs: Sequence[str] = ("ascend910b",),
+    origin_op_types: Sequence[str] | None = None,
+    vendor: str = "opsdk",
+    force: bool = False,
+) -> WriteReport:
+    """Write the CANN project of ``spec`` into ``folder``; see the module docstring for the rules.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+        >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
+        >>> "op_kernel/my_op.cpp" in write_project(s, out).written
+        True
+    """
+    folder = Path(folder)
+    files = render_project(spec, socs, origin_op_types, vendor)
+    todo, report = _plan(folder, files, force)
+    old = _read_manifest(folder).get("files", {})
+    for rel, text in todo.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        if rel == "build.sh":
+            target.chmod(0o755)
+        report.written.append(rel)
+    hashes = {rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()}
+    manifest = {
+        "generator": "opsdk",
+        "op": spec.name,
+        "op_type": list(spec.op_type),
+        "origin_op_types": list(cann_op(spec, socs, origin_op_types, vendor).origin_op_types),
+        "socs": list(socs),
+        "vendor": vendor,
+        "files": hashes,
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return report
+
+
+def read_project_manifest(folder: str | Path) -> dict[str, Any]:
+    """The manifest of a project opsdk generated (``{}`` when there is none)."""
+    return _read_manifest(Path(folder))

@@ -1,0 +1,173 @@
+"""CANN's public C/C++ headers, for compile checks of generated code on hosts without CANN.
+
+An installed CANN toolkit (``$ASCEND_HOME_PATH``, ``$ASCEND_TOOLKIT_HOME`` or
+``/usr/local/Ascend/ascend-toolkit/latest``) is preferred. Otherwise the headers come from
+the torch-npu wheel on the package index, which ships them under
+``torch_npu/include/third_party/acl/inc`` (graph/operator_reg.h, acl/acl.h, ...): ``fetch()``
+downloads the wheel for this platform with ``pip download --no-deps``, extracts only the
+headers into ``$OPSDK_CACHE_DIR/cann-headers`` and deletes the wheel. Nothing is committed.
+
+Run once (CI does): ``python -m opsdk.cann.headers --fetch``.
+
+Example:
+    >>> from opsdk.cann.headers import find_headers
+    >>> h = find_headers()  # doctest: +SKIP
+    >>> (h.include / "graph" / "operator_reg.h").is_file()  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OpsdkError
+
+__all__ = ["HeaderSet", "find_headers", "fetch", "toolkit_include", "cache_include", "main"]
+
+WHEEL_PACKAGE = "torch-npu"
+WHEEL_PREFIX = "torch_npu/include/third_party/acl/inc/"
+_MARKERS = ("graph/operator_reg.h", "graph/operator.h", "acl/acl.h", "acl/acl_op_compiler.h")
+_TOOLKIT_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
+
+
+class HeadersUnavailable(RuntimeError, OpsdkError):
+    """No CANN headers could be found or fetched."""
+
+
+@dataclass(frozen=True)
+class HeaderSet:
+    """An include directory holding CANN's public headers and where it came from."""
+
+    include: Path
+    source: str
+
+
+def _complete(include: Path) -> bool:
+    return all((include / m).is_file() for m in _MARKERS)
+
+
+def toolkit_include() -> Path | None:
+    """The include dir of an installed CANN toolkit, or None."""
+    roots = [os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_TOOLKIT_HOME")]
+    for root in [Path(r) for r in roots if r] + [_TOOLKIT_DEFAULT]:
+        if _complete(root / "include"):
+            return root / "include"
+    return None
+
+
+def _cache_root() -> Path:
+    from ..build import cache_dir
+
+    return cache_dir() / "cann-headers"
+
+
+def cache_include() -> Path:
+    """Where fetched headers live: ``<opsdk cache>/cann-headers/inc``."""
+    return _cache_root() / "inc"
+
+
+def find_headers() -> HeaderSet | None:
+    """The toolkit's headers if installed, else previously fetched ones, else None."""
+    tk = toolkit_include()
+    if tk is not None:
+        return HeaderSet(tk, f"CANN toolkit at {tk.parent}")
+    inc = cache_include()
+    if _complete(inc):
+        src = (_cache_root() / "SOURCE").read_text().strip() if (_cache_root() / "SOURCE").is_file() else "?"
+        return HeaderSet(inc, f"{src} (fetched)")
+    return None
+
+
+def _download(dest: Path, version: str | None, timeout: float) -> Path:
+    req = WHEEL_PACKAGE + (f"=={version}" if version else "")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q"]
+    cmd += ["-d", str(dest), req]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise HeadersUnavailable(f"pip download {req} took longer than {timeout:.0f}s") from None
+    wheels = sorted(dest.glob("*.whl"))
+    if proc.returncode != 0 or not wheels:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise HeadersUnavailable(
+            f"could not download {req} for this platform: {' | '.join(tail) or 'no wheel'}; "
+            "install a CANN toolkit or check that pip reaches the package index"
+        )
+    return wheels[0]
+
+
+def _extract(wheel: Path, target: Path) -> int:
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix="inc-"))
+    count = 0
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if not name.startswith(WHEEL_PREFIX) or not name.endswith((".h", ".hpp")):
+                continue
+            rel = Path(name[len(WHEEL_PREFIX) :])
+            if rel.is_absolute() or ".." in rel.parts:
+                continue
+            out = tmp / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(zf.read(info))
+            count += 1
+    if not _complete(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise HeadersUnavailable(f"{wheel.name} does not ship {', '.join(_MARKERS)}")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return count
+
+
+def fetch(version: str | None = None, *, force: bool = False, timeout: float = 600.0) -> HeaderSet:
+    """Download torch-npu (no dependencies), keep only CANN's headers in the cache.
+
+    Returns the cached set, or the toolkit's when one is installed (unless ``force``).
+
+    Example:
+        >>> fetch().include.name  # doctest: +SKIP
+        'inc'
+    """
+    if not force:
+        found = find_headers()
+        if found is not None:
+            return found
+    root = _cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix="wheel-") as tmp:
+        wheel = _download(Path(tmp), version, timeout)
+        _extract(wheel, cache_include())
+        (root / "SOURCE").write_text(wheel.name + "\n")
+    return HeaderSet(cache_include(), f"{wheel.name} (fetched)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m opsdk.cann.headers [--fetch] [--version V] [--force]``."""
+    p = argparse.ArgumentParser(prog="python -m opsdk.cann.headers", description=__doc__.split("\n")[0])
+    p.add_argument("--fetch", action="store_true", help="download the headers if none are found")
+    p.add_argument("--version", help="torch-npu version to take the headers from")
+    p.add_argument("--force", action="store_true", help="fetch even if headers are present")
+    args = p.parse_args(argv)
+    try:
+        hs = fetch(args.version, force=args.force) if args.fetch else find_headers()
+    except HeadersUnavailable as e:
+        print(f"cann headers: {e}", file=sys.stderr)
+        return 1
+    if hs is None:
+        print("cann headers: none found; run `python -m opsdk.cann.headers --fetch`", file=sys.stderr)
+        return 1
+    print(f"{hs.include}  ({hs.source})")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
