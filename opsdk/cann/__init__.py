@@ -1,0 +1,62 @@
+"""The Ascend side of an operator: CANN project, ONNX framework plugin, op proto and ATC.
+
+Everything is generated from the operator's spec (``opsdk cann MyOp -o build/cann/my_op``):
+the msopgen IR JSON, an Ascend C project (op_host OpDef with shape/dtype inference and
+tiling, op_kernel skeleton, CMake files), the REG_OP prototype and the ONNX framework plugin
+whose OriginOpType keys are exactly what CANN's ONNX parser looks up.
+
+Example:
+    >>> from opsdk.cann import render_project, default_origin_op_type
+    >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+    >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+    ...            types={"T": TFloat})
+    >>> default_origin_op_type(s)
+    'com.example::1::MyOp'
+    >>> sorted(render_project(s))[:2]
+    ['CMakeLists.txt', 'CMakePresets.json']
+"""
+
+from __future__ import annotations
+
+from ._atc import AtcPlan, atc_executable, parse_input_shape, plan_atc, run_atc
+from ._model import CannOp, cann_op, default_origin_op_type
+from ._msopgen import msopgen_data, msopgen_json
+from ._onnx_keys import (
+    KeyProblem,
+    NodeKey,
+    check_plugin_keys,
+    node_keys,
+    normalize_default_domain,
+    origin_op_types,
+)
+from ._project import ProjectExists, WriteReport, read_project_manifest, render_project, write_project
+from ._socs import CannArgError, compute_unit, implmodes, precision_modes, soc_table
+
+__all__ = [
+    "AtcPlan",
+    "CannArgError",
+    "CannOp",
+    "KeyProblem",
+    "NodeKey",
+    "ProjectExists",
+    "WriteReport",
+    "atc_executable",
+    "cann_op",
+    "check_plugin_keys",
+    "compute_unit",
+    "default_origin_op_type",
+    "implmodes",
+    "msopgen_data",
+    "msopgen_json",
+    "node_keys",
+    "normalize_default_domain",
+    "origin_op_types",
+    "parse_input_shape",
+    "plan_atc",
+    "precision_modes",
+    "read_project_manifest",
+    "render_project",
+    "run_atc",
+    "soc_table",
+    "write_project",
+]

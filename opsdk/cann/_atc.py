@@ -1,0 +1,256 @@
+"""Plan and run CANN's ATC model conversion (``atc --framework=5``) of an ONNX model.
+
+:func:`plan_atc` validates every argument against CANN's accepted values and the model's
+graph, runs the doctor check when ``opsdk.onnx.doctor`` is installed, checks the plugin keys of
+the given opsdk projects against the model, and returns the exact command and environment.
+:func:`run_atc` runs it when ``atc`` is on PATH.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._onnx_keys import check_plugin_keys
+from ._socs import CannArgError, implmodes, precision_modes, soc_table
+
+__all__ = ["AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable"]
+
+_DIM = re.compile(r"^(-1|\d+|\d+~\d+)$")
+
+
+@dataclass
+class AtcPlan:
+    """The ATC command, the environment it needs and everything checked on the way."""
+
+    command: list[str]
+    env: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    findings: list[dict[str, str]] = field(default_factory=list)
+    blocking: list[str] = field(default_factory=list)
+
+    @property
+    def shell(self) -> str:
+        """The command as one shell line, environment first."""
+        pre = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (pre + " " if pre else "") + shlex.join(self.command)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "env": self.env,
+            "shell": self.shell,
+            "notes": self.notes,
+            "findings": self.findings,
+            "blocking": self.blocking,
+        }
+
+
+def atc_executable() -> str | None:
+    """Path of ``atc`` on PATH, or None."""
+    return shutil.which("atc")
+
+
+def parse_input_shape(text: str) -> dict[str, list[str]]:
+    """Parse ATC's ``--input_shape`` syntax: ``"x:1,3,224,224;mask:-1,8"``.
+
+    A dim is an int, ``-1`` (dynamic) or a range ``lo~hi``.
+
+    Example:
+        >>> parse_input_shape("x:1,3,224,224;y:1~8,-1")
+        {'x': ['1', '3', '224', '224'], 'y': ['1~8', '-1']}
+    """
+    shapes: dict[str, list[str]] = {}
+    for part in [p.strip() for p in text.split(";") if p.strip()]:
+        name, sep, dims_text = part.rpartition(":")
+        if not sep or not name:
+            raise CannArgError(f"--input-shape entry {part!r} must be NAME:D1,D2,... (e.g. x:1,3,224,224)")
+        dims = [d.strip() for d in dims_text.split(",")] if dims_text.strip() else []
+        for d in dims:
+            if not _DIM.match(d):
+                raise CannArgError(
+                    f"--input-shape {name!r}: dim {d!r} is not an int, -1 or a range lo~hi"
+                )
+            if "~" in d and int(d.split("~")[0]) > int(d.split("~")[1]):
+                raise CannArgError(f"--input-shape {name!r}: range {d!r} has lo > hi")
+        if name in shapes:
+            raise CannArgError(f"--input-shape names {name!r} twice")
+        shapes[name] = dims
+    if not shapes:
+        raise CannArgError("--input-shape is empty; use NAME:D1,D2,...[;NAME2:...]")
+    return shapes
+
+
+def _graph_inputs(model: Any) -> dict[str, list[int | str | None]]:
+    inits = {t.name for t in model.graph.initializer}
+    out: dict[str, list[int | str | None]] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        dims: list[int | str | None] = []
+        tt = vi.type.tensor_type
+        for d in tt.shape.dim if tt.HasField("shape") else []:
+            kind = d.WhichOneof("value")
+            dims.append(d.dim_value if kind == "dim_value" else (d.dim_param or None))
+        out[vi.name] = dims
+    return out
+
+
+def _check_dims(name: str, given: list[str], have: list[int | str | None]) -> None:
+    if have and len(given) != len(have):
+        raise CannArgError(
+            f"--input-shape {name!r} has rank {len(given)} but the model's input has rank "
+            f"{len(have)} (shape {have}); give {len(have)} dims"
+        )
+    for i, (g, h) in enumerate(zip(given, have)):
+        if isinstance(h, int) and h > 0 and g != str(h):
+            raise CannArgError(
+                f"--input-shape {name!r}: dim {i} is {g} but the model fixes it to {h}; "
+                f"use {h} there or export the model with a dynamic dim"
+            )
+
+
+def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list[str]:
+    inputs = _graph_inputs(model)
+    notes = []
+    for name, dims in (shapes or {}).items():
+        if name not in inputs:
+            raise CannArgError(
+                f"--input-shape names {name!r}, which is not a graph input; inputs are: "
+                f"{', '.join(inputs) or 'none'}"
+            )
+        _check_dims(name, dims, inputs[name])
+    missing = [n for n, d in inputs.items() if any(not isinstance(x, int) or x <= 0 for x in d)]
+    missing = [n for n in missing if n not in (shapes or {})]
+    if missing:
+        raise CannArgError(
+            f"graph input(s) {', '.join(missing)} have dynamic dims and no --input-shape; "
+            "ATC needs a shape per input, e.g. --input-shape \"" + ";".join(f"{n}:1,..." for n in missing) + "\""
+        )
+    if shapes and any("-1" in d or any("~" in x for x in d) for d in shapes.values()):
+        notes.append("dynamic dims (-1 or lo~hi) ask ATC for a dynamic-shape model")
+    return notes
+
+
+def _doctor(model: Any) -> tuple[list[dict[str, str]], list[str], list[str]]:
+    """(findings, blocking messages, notes) of opsdk.onnx.doctor, if it is installed."""
+    try:
+        mod = importlib.import_module("opsdk.onnx.doctor")
+    except ModuleNotFoundError as e:
+        if e.name not in ("opsdk.onnx", "opsdk.onnx.doctor"):
+            raise
+        return [], [], ["doctor check skipped: opsdk.onnx.doctor is not available in this install"]
+    findings, blocking = [], []
+    for f in mod.diagnose(model, target="ascend"):
+        level = str(getattr(f, "severity", getattr(f, "level", "info"))).lower()
+        msg = str(getattr(f, "message", f))
+        findings.append({"severity": level, "message": msg})
+        if level in ("error", "fatal"):
+            blocking.append(f"doctor: {msg}")
+    return findings, blocking, []
+
+
+def _custom_opp_env(custom_opp: Sequence[str | Path]) -> dict[str, str]:
+    dirs = []
+    for d in custom_opp:
+        p = Path(d).resolve()
+        if not p.is_dir() or not any((p / s).exists() for s in ("op_proto", "framework", "op_impl")):
+            raise CannArgError(
+                f"--custom-opp {d}: not an installed operator package (a vendors/<name> folder with "
+                "op_proto/, op_impl/ or framework/); install build_out/custom_opp_*.run first"
+            )
+        dirs.append(str(p))
+    if not dirs:
+        return {}
+    old = os.environ.get("ASCEND_CUSTOM_OPP_PATH", "")
+    return {"ASCEND_CUSTOM_OPP_PATH": ":".join(dirs + ([old] if old else []))}
+
+
+def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
+    from ._project import read_project_manifest
+
+    keys: dict[str, list[str]] = {}
+    for prj in projects:
+        man = read_project_manifest(prj)
+        if not man:
+            raise CannArgError(f"--op-project {prj}: no opsdk manifest; pass a folder written by `opsdk cann`")
+        keys.setdefault(man["op"], []).extend(man.get("origin_op_types", []))
+    return keys
+
+
+def _check_choice(value: str | None, allowed: Sequence[str], flag: str) -> None:
+    if value is not None and value not in allowed:
+        raise CannArgError(f"{flag} {value!r} is not accepted by ATC; use one of {', '.join(allowed)}")
+
+
+def plan_atc(
+    model_path: str | Path,
+    *,
+    soc_version: str,
+    output: str | Path,
+    input_shape: str | None = None,
+    precision_mode: str | None = None,
+    op_select_implmode: str | None = None,
+    custom_opp: Sequence[str | Path] = (),
+    op_projects: Sequence[str | Path] = (),
+    skip_doctor: bool = False,
+) -> AtcPlan:
+    """Validate the arguments and build the ATC command (see the module docstring).
+
+    Example:
+        >>> plan = plan_atc("model.onnx", soc_version="Ascend910B3", output="out")  # doctest: +SKIP
+        >>> plan.command[:2]  # doctest: +SKIP
+        ['atc', '--framework=5']
+    """
+    import onnx
+
+    path = Path(model_path)
+    if not path.is_file():
+        raise CannArgError(f"model {model_path} does not exist")
+    if soc_version not in soc_table():
+        raise CannArgError(
+            f"--soc-version {soc_version!r} is not a known SoC version; use one of "
+            f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
+        )
+    _check_choice(precision_mode, precision_modes(), "--precision-mode")
+    _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
+    model = onnx.load(str(path), load_external_data=False)
+    shapes = parse_input_shape(input_shape) if input_shape else None
+    notes = _validate_shapes(model, shapes)
+    out = str(output)
+    if out.endswith(".om"):
+        out = out[:-3]
+        notes.append("ATC appends .om itself; --output given without it")
+    cmd = ["atc", "--framework=5", f"--model={path}", f"--output={out}", f"--soc_version={soc_version}"]
+    if input_shape:
+        cmd.append(f"--input_shape={input_shape}")
+    if precision_mode:
+        cmd.append(f"--precision_mode={precision_mode}")
+    if op_select_implmode:
+        cmd.append(f"--op_select_implmode={op_select_implmode}")
+    plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes)
+    if skip_doctor:
+        plan.notes.append("doctor check skipped (--skip-doctor)")
+    else:
+        plan.findings, plan.blocking, more = _doctor(model)
+        plan.notes.extend(more)
+    for problem in check_plugin_keys(model, _plugin_keys(op_projects)):
+        plan.blocking.append(f"plugin keys: {problem.message}")
+    return plan
+
+
+def run_atc(plan: AtcPlan, atc: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the planned command with its environment; output is captured."""
+    exe = atc or atc_executable()
+    if exe is None:
+        raise CannArgError("atc is not on PATH; source <CANN toolkit>/set_env.sh")
+    env = dict(os.environ, **plan.env)
+    return subprocess.run([exe, *plan.command[1:]], env=env, capture_output=True, text=True)

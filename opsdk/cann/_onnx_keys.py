@@ -1,0 +1,191 @@
+"""The OriginOpType keys the GE ONNX parser looks up, computed from an ONNX model.
+
+ATC maps an ONNX node to a registered plugin by the key ``<domain>::<version>::<op_type>``
+(``OnnxModelParser::ConstructOriType`` in CANN's parser):
+
+* a node with a domain uses the version that the model's ``opset_import`` gives that domain,
+  and is rejected when the domain is not imported;
+* a node with an empty domain is resolved only when the model imports exactly one opset: it
+  then takes that opset's domain and version (``""`` is spelled ``ai.onnx``); with two or more
+  imports ATC fails (E16005), whatever the node.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "NodeKey",
+    "KeyProblem",
+    "node_keys",
+    "origin_op_types",
+    "check_plugin_keys",
+    "normalize_default_domain",
+]
+
+_STANDARD = ("", "ai.onnx", "ai.onnx.ml")
+
+
+@dataclass(frozen=True)
+class NodeKey:
+    """One node, its ONNX identity and the key the GE parser builds for it (None: rejected)."""
+
+    node: str
+    op_type: str
+    domain: str
+    key: str | None
+    custom: bool
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class KeyProblem:
+    """A mismatch between a model and the registered plugins, with its fix."""
+
+    node: str
+    op_type: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _load(model: Any) -> Any:
+    import onnx
+
+    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        return onnx.load(str(model), load_external_data=False)
+    return model
+
+
+def _is_custom(op_type: str, domain: str) -> bool:
+    import onnx.defs
+
+    if domain not in _STANDARD:
+        return True
+    return not onnx.defs.has(op_type, "" if domain == "ai.onnx" else domain)
+
+
+def node_keys(model: Any) -> list[NodeKey]:
+    """Every node of the main graph with the key the GE ONNX parser builds for it.
+
+    Example:
+        >>> import onnx.helper as h
+        >>> n = h.make_node("MyOp", ["x"], ["y"], domain="com.example")
+        >>> g = h.make_graph([n], "g", [], [])
+        >>> m = h.make_model(g, opset_imports=[h.make_opsetid("com.example", 2)])
+        >>> node_keys(m)[0].key
+        'com.example::2::MyOp'
+    """
+    m = _load(model)
+    imports = {o.domain: o.version for o in m.opset_import}
+    out = []
+    for i, n in enumerate(m.graph.node):
+        name = n.name or f"{n.op_type}_{i}"
+        custom = _is_custom(n.op_type, n.domain)
+        if n.domain:
+            if n.domain not in imports:
+                problem = (
+                    f"node {name!r} ({n.op_type}) has domain {n.domain!r}, which the model's "
+                    f"opset_import does not list; ATC rejects it (\"The opset of domain[{n.domain}] "
+                    f"has no responding version\"): add opset_import {{domain: {n.domain!r}, version: N}}"
+                )
+                out.append(NodeKey(name, n.op_type, n.domain, None, custom, problem))
+                continue
+            out.append(NodeKey(name, n.op_type, n.domain, f"{n.domain}::{imports[n.domain]}::{n.op_type}", custom))
+        elif len(imports) == 1:
+            dom, ver = next(iter(imports.items()))
+            out.append(NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom))
+        else:
+            listed = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in imports.items())
+            problem = (
+                f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
+                f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain only "
+                "when exactly one opset is imported (ATC error E16005): convert a copy made by "
+                "opsdk.cann.normalize_default_domain(model), or put the custom ops in the default domain"
+            )
+            out.append(NodeKey(name, n.op_type, "", None, custom, problem))
+    return out
+
+
+def origin_op_types(model: Any) -> dict[str, list[str]]:
+    """``{op_type: [keys]}`` the model's custom (non-standard ONNX) nodes need registered.
+
+    Example:
+        >>> import onnx.helper as h
+        >>> n = h.make_node("MyOp", ["x"], ["y"], domain="com.example")
+        >>> m = h.make_model(h.make_graph([n], "g", [], []),
+        ...                  opset_imports=[h.make_opsetid("com.example", 1)])
+        >>> origin_op_types(m)
+        {'MyOp': ['com.example::1::MyOp']}
+    """
+    keys: dict[str, set[str]] = {}
+    for nk in node_keys(model):
+        if nk.custom and nk.key:
+            keys.setdefault(nk.op_type, set()).add(nk.key)
+    return {k: sorted(v) for k, v in sorted(keys.items())}
+
+
+def _mismatch(nk: NodeKey, have: Sequence[str]) -> str:
+    domain_dot = nk.key.rsplit("::", 2)[0] if nk.key else nk.domain
+    same = [k for k in have if k.rsplit("::", 1)[-1] == nk.op_type and k.split("::")[0] == domain_dot]
+    base = f"node {nk.node!r} ({nk.op_type}) needs the plugin key {nk.key!r}"
+    if same:
+        return (
+            f"{base} but the plugin registers {', '.join(same)} (a different opset version); "
+            f"regenerate with `opsdk cann {nk.op_type} --onnx-model <model>` or export the model "
+            f"with the version the plugin registers"
+        )
+    return (
+        f"{base} but the plugin registers {', '.join(have)}; regenerate with "
+        f"`opsdk cann {nk.op_type} --onnx-model <model>` so the keys match"
+    )
+
+
+def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> list[KeyProblem]:
+    """Problems that keep ATC from mapping the model's nodes to the registered plugins.
+
+    ``registered`` maps an op type to the OriginOpType keys its plugin registers (an opsdk
+    project records them in its manifest). Only op types in ``registered`` and nodes ATC
+    rejects outright are reported.
+
+    Example:
+        >>> import onnx.helper as h
+        >>> n = h.make_node("MyOp", ["x"], ["y"], domain="com.example")
+        >>> m = h.make_model(h.make_graph([n], "g", [], []),
+        ...                  opset_imports=[h.make_opsetid("com.example", 2)])
+        >>> [p.op_type for p in check_plugin_keys(m, {"MyOp": ["com.example::1::MyOp"]})]
+        ['MyOp']
+    """
+    problems = []
+    seen: set[str] = set()
+    for nk in node_keys(model):
+        if nk.key is None:
+            if nk.problem not in seen:
+                problems.append(KeyProblem(nk.node, nk.op_type, nk.problem))
+                seen.add(nk.problem)
+            continue
+        have = list(registered.get(nk.op_type, ()))
+        if have and nk.key not in have:
+            problems.append(KeyProblem(nk.node, nk.op_type, _mismatch(nk, have)))
+    return problems
+
+
+def normalize_default_domain(model: Any) -> Any:
+    """A copy in which the default domain is spelled ``ai.onnx`` in opset_import and nodes.
+
+    The GE parser then resolves standard nodes through ``ai.onnx`` and custom-domain nodes
+    through their own domain, so a model mixing both converts. Use the copy only for ATC:
+    ONNX tools treat ``ai.onnx`` as a distinct domain.
+    """
+    m = copy.deepcopy(_load(model))
+    for o in m.opset_import:
+        if o.domain == "":
+            o.domain = "ai.onnx"
+    for n in m.graph.node:
+        if n.domain == "":
+            n.domain = "ai.onnx"
+    return m

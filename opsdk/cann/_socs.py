@@ -1,0 +1,56 @@
+"""Known SoC versions, compute units, precision and implementation modes (data/socs.json)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import OpsdkError
+
+__all__ = ["soc_table", "compute_unit", "precision_modes", "implmodes", "CannArgError"]
+
+
+class CannArgError(ValueError, OpsdkError):
+    """An argument of `opsdk cann` / `opsdk atc` is not one CANN accepts."""
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, Any]:
+    return dict(json.loads((Path(__file__).parent / "data" / "socs.json").read_text()))
+
+
+def soc_table() -> dict[str, str]:
+    """``{soc_version: compute_unit}``, e.g. ``Ascend910B3 -> ascend910b``."""
+    return dict(_data()["soc_versions"])
+
+
+def precision_modes() -> list[str]:
+    return list(_data()["precision_modes"])
+
+
+def implmodes() -> list[str]:
+    return list(_data()["op_select_implmodes"])
+
+
+def compute_unit(name: str) -> str:
+    """The compute unit (``ascend910b``) of a SoC version or compute unit name.
+
+    Example:
+        >>> compute_unit("Ascend910B3"), compute_unit("ascend910b")
+        ('ascend910b', 'ascend910b')
+    """
+    table = soc_table()
+    if name in table:
+        return table[name]
+    units = sorted(set(table.values()))
+    if name in units:
+        return name
+    lowered = {k.lower(): v for k, v in table.items()}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    raise CannArgError(
+        f"unknown SoC {name!r}; use a compute unit ({', '.join(units)}) or a SoC version "
+        f"such as Ascend910B3 (see `npu-smi info`: 'Ascend' + the Name column)"
+    )

@@ -1,0 +1,94 @@
+"""``opsdk atc model.onnx --soc-version Ascend910B3 --output out``: checked ATC conversion.
+
+Exit codes: 0 conversion done (or --dry-run printed the plan); 1 invalid arguments, blocking
+findings or a failed conversion; 3 ``atc`` is not installed here: the exact command and
+environment are printed so they can be run on an NPU host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_NO_ATC = 3
+
+HELP = """\
+example:
+  opsdk atc model.onnx --soc-version Ascend910B3 --output out \\
+      --precision-mode allow_fp32_to_fp16 --op-select-implmode high_performance \\
+      --input-shape "x:1,3,224,224" --custom-opp ~/opp/vendors/opsdk --op-project build/cann/my_op
+
+exit codes: 0 converted (or --dry-run), 1 invalid arguments / blocking findings / ATC failed,
+3 atc not on PATH (the exact command and environment are printed for an NPU host).
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "atc", help="validate and run CANN's ATC conversion of an ONNX model", epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="the ONNX model")
+    p.add_argument("--soc-version", required=True, help="e.g. Ascend910B3 (npu-smi info)")
+    p.add_argument("--output", required=True, help="output path without .om")
+    p.add_argument("--input-shape", help='ATC syntax: "x:1,3,224,224;y:-1,8" (-1 or lo~hi dynamic)')
+    p.add_argument("--precision-mode", help="e.g. allow_fp32_to_fp16, must_keep_origin_dtype")
+    p.add_argument("--op-select-implmode", help="high_performance or high_precision")
+    p.add_argument("--custom-opp", action="append", default=[], metavar="DIR",
+                   help="installed vendors/<name> package, added to ASCEND_CUSTOM_OPP_PATH")
+    p.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="opsdk cann project whose plugin keys are checked against the model")
+    p.add_argument("--skip-doctor", action="store_true", help="do not run the doctor check")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, do not run atc")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.set_defaults(func=run)
+
+
+def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for note in report["notes"]:
+        print(f"note: {note}")
+    for f in report["findings"]:
+        print(f"doctor [{f['severity']}]: {f['message']}")
+    for b in report["blocking"]:
+        print(f"error: {b}", file=sys.stderr)
+    if report.get("status") == "no-atc":
+        print("atc is not on PATH here; run this on an NPU host with CANN's set_env.sh sourced:")
+    if report.get("status") in ("no-atc", "dry-run"):
+        for k, v in report["env"].items():
+            print(f"  export {k}={v}")
+        print("  " + report["shell"].split(" atc ", 1)[-1] if report["env"] else "  " + report["shell"])
+    if report.get("stdout"):
+        print(report["stdout"])
+    if report.get("stderr"):
+        print(report["stderr"], file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cann import atc_executable, plan_atc, run_atc
+
+    plan = plan_atc(
+        args.model, soc_version=args.soc_version, output=args.output,
+        input_shape=args.input_shape, precision_mode=args.precision_mode,
+        op_select_implmode=args.op_select_implmode, custom_opp=args.custom_opp,
+        op_projects=args.op_project, skip_doctor=args.skip_doctor,
+    )
+    report = plan.as_dict()
+    if plan.blocking:
+        report["status"] = "blocked"
+        _emit(args, report)
+        return 1
+    exe = atc_executable()
+    if args.dry_run or exe is None:
+        report["status"] = "dry-run" if args.dry_run else "no-atc"
+        _emit(args, report)
+        return 0 if args.dry_run else EXIT_NO_ATC
+    proc = run_atc(plan, exe)
+    report.update(status="ok" if proc.returncode == 0 else "failed", returncode=proc.returncode,
+                  stdout=proc.stdout[-4000:], stderr=proc.stderr[-4000:])
+    _emit(args, report)
+    return 0 if proc.returncode == 0 else 1

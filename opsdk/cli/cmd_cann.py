@@ -1,0 +1,80 @@
+"""``opsdk cann MyOp -o build/cann/my_op``: write the operator's CANN project."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+HELP = """\
+examples:
+  opsdk cann ThresholdedRelu -o build/cann/thresholded_relu
+  opsdk cann MyOp -o build/cann/my_op --soc ascend910b --soc Ascend310P3
+  opsdk cann MyOp -o build/cann/my_op --onnx-model model.onnx --force
+
+The plugin registers the OriginOpType keys the GE ONNX parser builds for the op's nodes:
+by default <domain>::<version>::<Name> from spec.py; with --onnx-model, the keys that model
+needs; with --origin-op-type, exactly the keys given. --force regenerates opsdk's own files
+and keeps files you edited; files opsdk did not write are never touched.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "cann", help="generate the CANN project (OpDef, kernel skeleton, ONNX plugin, op proto)",
+        epilog=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name", help="operator: MyOp, my_op, domain::MyOp or a folder with spec.py")
+    p.add_argument("-o", "--output", required=True, help="project folder to write")
+    p.add_argument("--soc", action="append", default=[], metavar="SOC",
+                   help="compute unit or SoC version, repeatable (default ascend910b)")
+    p.add_argument("--onnx-model", metavar="MODEL", help="register the keys this ONNX model needs")
+    p.add_argument("--origin-op-type", action="append", default=[], metavar="KEY",
+                   help="register exactly this key (domain::opset::OpType), repeatable")
+    p.add_argument("--vendor", default="opsdk", help="vendor_name of the operator package")
+    p.add_argument("--force", action="store_true", help="regenerate into a non-empty folder")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.set_defaults(func=run)
+
+
+def _keys(args: argparse.Namespace, spec: Any) -> list[str] | None:
+    from ..cann import CannArgError, origin_op_types
+
+    keys = list(args.origin_op_type)
+    for key in keys:
+        parts = key.split("::")
+        if len(parts) != 3 or not parts[1].isdigit() or parts[2] != spec.name:
+            raise CannArgError(
+                f"--origin-op-type {key!r} must be <domain>::<opset>::{spec.name}, "
+                f"e.g. {spec.domain}::{spec.version}::{spec.name}"
+            )
+    if args.onnx_model:
+        found = origin_op_types(args.onnx_model).get(spec.name)
+        if not found:
+            raise CannArgError(
+                f"{args.onnx_model} has no {spec.name} node the GE parser can resolve; "
+                "check the node's op_type and domain (see `opsdk atc` findings)"
+            )
+        keys.extend(k for k in found if k not in keys)
+    return keys or None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cann import compute_unit, write_project
+    from ..registry import find_operator
+
+    spec = find_operator(args.name).spec
+    socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
+    report = write_project(
+        spec, args.output, socs=socs, origin_op_types=_keys(args, spec),
+        vendor=args.vendor, force=args.force,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    print(f"{spec.name}: CANN project in {report.folder}")
+    print(f"  written {len(report.written)}, unchanged {len(report.unchanged)}")
+    for rel in report.kept_edited:
+        print(f"  kept {rel} (edited since generation; delete it to regenerate)")
+    print(f"  next: on an NPU host run {report.folder}/build.sh (see docs/npu_host_guide.md)")
+    return 0
