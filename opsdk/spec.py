@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .dtypes import ALL_DTYPES, ATTR_TYPES, TFloat, TFloatAll, TFloatBf, TInt, TNumeric
 from .errors import SpecError
 
@@ -444,16 +446,14 @@ class OpSpec:
 def _coerce_attr(a: Attr, value: Any) -> Any:
     t = a.type
     bad = f"attribute {a.name!r} expects {t}, got {type(value).__name__} {value!r}"
-    if t == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if hasattr(value, "__index__") and not isinstance(value, bool):
-                return int(value)
+    if t in ("int", "float"):
+        if isinstance(value, (bool, str, bytes)) or isinstance(value, np.bool_):
             raise SpecError(bad)
-        return int(value)
-    if t == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            if hasattr(value, "__float__") and not isinstance(value, (str, bytes)):
-                return float(value)
+        if t == "int":
+            if isinstance(value, float) or not hasattr(value, "__index__"):
+                raise SpecError(bad)
+            return int(value)
+        if not hasattr(value, "__float__"):
             raise SpecError(bad)
         return float(value)
     if t == "bool":

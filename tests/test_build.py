@@ -1,0 +1,152 @@
+"""The cached CMake + pybind11 build: no-op, incremental, errors, locking, killed builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.build import build_operator, toolchain
+from opsdk.errors import BuildError, RegistrationMismatch
+from opsdk.registry import load_spec
+from opsdk.runtime.cpu import Operator, load_module
+
+ROOT = Path(__file__).resolve().parent.parent
+RELU = ROOT / "operators" / "thresholded_relu"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A private build cache for this module (the entry point compiles once into it)."""
+    path = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("OPSDK_CACHE_DIR")
+    os.environ["OPSDK_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        del os.environ["OPSDK_CACHE_DIR"]
+    else:
+        os.environ["OPSDK_CACHE_DIR"] = old
+
+
+def copy_op(tmp_path: Path, name: str = "thresholded_relu") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(RELU, dst, ignore=shutil.ignore_patterns("__pycache__", "test_*"))
+    return dst
+
+
+def load(folder: Path, module: Path) -> Operator:
+    return Operator(load_spec(folder), load_module(module), folder)
+
+
+def test_noop_rebuild_and_incremental_edit(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    first = build_operator(op_dir)
+    again = build_operator(op_dir)
+    assert first.compiled and not again.compiled and again.module == first.module
+    kernel = op_dir / "kernel.cpp"
+    kernel.write_text(kernel.read_text().replace("? buf[i] : 0.0f", "? buf[i] * 2.0f : 0.0f"))
+    edited = build_operator(op_dir)
+    assert edited.compiled and edited.key != first.key and first.module.exists()
+    x = np.array([0.0, 3.0], np.float16)
+    assert list(load(op_dir, edited.module)(x, alpha=1.0)) == [0.0, 6.0]
+    assert list(load(op_dir, first.module)(x, alpha=1.0)) == [0.0, 3.0]
+
+
+def test_cache_key_covers_flags_and_abi(cache):
+    a, b = toolchain("-O2"), toolchain("-O3")
+    assert a.key != b.key
+    assert a.python_abi.startswith(sys.implementation.cache_tag)
+
+
+def test_compile_error_points_at_the_authors_line(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    kernel = op_dir / "kernel.cpp"
+    lines = kernel.read_text().splitlines()
+    lines.insert(5, "this is not C++;")
+    kernel.write_text("\n".join(lines) + "\n")
+    with pytest.raises(BuildError, match=r"kernel build failed .*\n.*kernel\.cpp:6:\d+: error:"):
+        build_operator(op_dir)
+    del lines[5]
+    kernel.write_text("\n".join(lines) + "\n")
+    assert build_operator(op_dir).module.exists()  # the cache is not poisoned
+
+
+MISMATCHES = [
+    ('.Input(0, "x", "float32")', '.Input(0, "input", "float32")',
+     r"disagree on inputs: REGISTER_CUSTOM_OP says \['input'\], spec.py says \['x'\]"),
+    ('.Attr("alpha", "float")\n    .KernelFn(thresholded_relu<float>)', '.Attr("alpha", "int")\n    .KernelFn(thresholded_relu<float>)',
+     r"the type of attribute 'alpha': REGISTER_CUSTOM_OP says int, spec.py says float"),
+    ('.Output(0, "y", "float16")', '.Output(0, "y", "float32")',
+     r"output dtypes for inputs \('float16',\): REGISTER_CUSTOM_OP says \('float32',\)"),
+    ('REGISTER_CUSTOM_OP("ThresholdedRelu")\n    .Input(0, "x", "float16")', 'REGISTER_CUSTOM_OP("Other")\n    .Input(0, "x", "float16")',
+     r"disagree on the op name: REGISTER_CUSTOM_OP says 'Other', spec.py says 'ThresholdedRelu'"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "match"), MISMATCHES)
+def test_cpp_registration_checked_against_spec(cache, tmp_path, old, new, match):
+    op_dir = copy_op(tmp_path)
+    kernel = op_dir / "kernel.cpp"
+    text = kernel.read_text()
+    assert old in text
+    kernel.write_text(text.replace(old, new, 1))
+    with pytest.raises(RegistrationMismatch, match=match):
+        load(op_dir, build_operator(op_dir).module)
+
+
+def test_missing_dtype_kernel_is_named(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    kernel = op_dir / "kernel.cpp"
+    text = kernel.read_text()
+    kernel.write_text(text[: text.rindex('REGISTER_CUSTOM_OP("ThresholdedRelu")')])
+    with pytest.raises(RegistrationMismatch, match=r"spec.py allows x=float16 but kernel.cpp registers no kernel"):
+        load(op_dir, build_operator(op_dir).module)
+
+
+BUILD_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from opsdk.build import build_operator
+    r = build_operator(sys.argv[1])
+    print(json.dumps({"compiled": r.compiled, "module": str(r.module)}))
+    """
+)
+
+
+def test_two_processes_building_at_once(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    (op_dir / "kernel.cpp").write_text((op_dir / "kernel.cpp").read_text() + "\n// concurrent\n")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(op_dir)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(r["compiled"] for r in results) == [False, True]
+    assert results[0]["module"] == results[1]["module"]
+
+
+def test_killed_build_does_not_block_or_corrupt(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    (op_dir / "kernel.cpp").write_text((op_dir / "kernel.cpp").read_text() + "\n// killed\n")
+    proc = subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(op_dir)], start_new_session=True)
+    lib_root = cache / "ops" / "thresholded_relu"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(lib_root.glob("*/build/build.ninja")) and not list(lib_root.glob("*/build/Makefile")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # kill the build and its compiler mid-way
+    proc.wait()
+    result = build_operator(op_dir)  # the lock is free and the tree is usable
+    assert result.module.exists()
+    assert list(load(op_dir, result.module)(np.array([2.0], np.float32), alpha=1.0)) == [2.0]
