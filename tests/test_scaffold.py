@@ -82,6 +82,6 @@ def test_generated_python_is_lint_clean(tmp_path):
     ruff = Path(sys.executable).with_name("ruff")
     if not ruff.exists():
         pytest.skip("ruff is not installed in this environment (pip install -e .[dev])")
-    proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--select", "E,F,W,B", str(tmp_path)],
+    proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--line-length", "100", "--select", "E,F,W,B", str(tmp_path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
