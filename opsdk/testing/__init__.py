@@ -1,0 +1,87 @@
+"""Numerical validation of operators: inputs, precision standards, reports, checks.
+
+The facade of opsdk's testing tools:
+
+* input generation: :func:`generate` (uniform, normal and msopst's distributions),
+  :func:`edge_values`, :func:`inject_edges`, :func:`non_contiguous`;
+* precision standards as named objects: ``STANDARDS`` (msopst, double-thousandths,
+  mere-mare, allclose, exact), :func:`get_standard`, :func:`standard_for`;
+* :func:`compare` and the :class:`Report` (HTML with plots, or JSON);
+* the test matrix of a spec (:func:`build_cases`) and :func:`run_case`;
+* :func:`check`, exposed as ``opsdk.check``;
+* :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
+* ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`.
+
+Example:
+    >>> import numpy as np
+    >>> from opsdk.testing import compare, get_standard
+    >>> compare(np.float16([1, 2]), np.float16([1, 2]), get_standard("exact")).passed
+    True
+"""
+
+from __future__ import annotations
+
+from ._cases import OpCase, build_cases, case_seed, make_inputs
+from ._check import CheckReport, Sample, check
+from ._compare import Comparison, Mismatch, compare
+from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
+from ._devices import DEVICES, open_device
+from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
+from ._optests import op_tests
+from ._precision import PRECISION_MODES, kernel_dtypes
+from ._report import Report
+from ._runner import CaseResult, reference_outputs, run_case
+from ._standards import (
+    DEFAULT_STANDARD,
+    STANDARDS,
+    AllClose,
+    DoubleThousandths,
+    Exact,
+    MereMare,
+    Msopst,
+    Standard,
+    Verdict,
+    get_standard,
+    standard_for,
+)
+
+__all__ = [
+    "AllClose",
+    "CaseResult",
+    "CheckReport",
+    "Comparison",
+    "DEFAULT_STANDARD",
+    "DEVICES",
+    "DISTRIBUTIONS",
+    "DoubleThousandths",
+    "Exact",
+    "MereMare",
+    "Mismatch",
+    "Msopst",
+    "OnnxNodeCase",
+    "OpCase",
+    "PRECISION_MODES",
+    "Report",
+    "STANDARDS",
+    "Sample",
+    "Standard",
+    "Verdict",
+    "build_cases",
+    "case_seed",
+    "check",
+    "compare",
+    "edge_values",
+    "generate",
+    "get_standard",
+    "inject_edges",
+    "kernel_dtypes",
+    "make_inputs",
+    "non_contiguous",
+    "onnx_node_cases",
+    "op_tests",
+    "open_device",
+    "reference_outputs",
+    "run_case",
+    "run_onnx_case",
+    "standard_for",
+]

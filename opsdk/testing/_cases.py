@@ -1,0 +1,212 @@
+"""The test matrix of an operator, derived from its spec: dtypes x shapes x attributes."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import is_float
+from ..errors import SpecError
+from ..spec import OpSpec
+from ._generate import DISTRIBUTIONS, generate, inject_edges, non_contiguous
+
+__all__ = ["OpCase", "build_cases", "case_seed", "make_inputs", "SHAPE_SUITE"]
+
+Shape = tuple[int, ...]
+
+#: Shapes every elementwise operator is tested on (all inputs share the shape).
+SHAPE_SUITE: dict[str, Shape] = {
+    "scalar": (),
+    "empty": (0,),
+    "empty3d": (2, 0, 3),
+    "one": (1,),
+    "odd": (17,),
+    "small": (2, 3, 4),
+    "large": (256, 1031),
+}
+#: Shapes of the broadcasting cases of multi-input elementwise operators, per input.
+BROADCAST_SUITE: dict[str, tuple[Shape, ...]] = {
+    "broadcast": ((2, 3, 4), (3, 1), (1, 4), (4,)),
+    "broadcast_scalar": ((5, 6), (), (), ()),
+}
+_LAYOUT_SHAPE: Shape = (4, 5, 6)
+_EDGE_SHAPE: Shape = (8, 16)
+_DIST_SHAPE: Shape = (4, 33)
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One generated test case: per-input dtypes and shapes, attributes and data recipe.
+
+    ``layout`` is ``contiguous``, ``strided`` or ``transposed`` (non-contiguous views);
+    ``edges`` injects NaN/Inf/subnormal/extreme values (see :func:`edge_values`).
+    """
+
+    id: str
+    dtypes: tuple[str | None, ...]
+    shapes: tuple[Shape | None, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    distribution: str = "uniform"
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    edges: bool = False
+    layout: str = "contiguous"
+
+    def __repr__(self) -> str:
+        return f"OpCase({self.id})"
+
+
+def case_seed(seed: int, case_id: str) -> int:
+    """The seed of one case: stable across processes and platforms.
+
+    Example:
+        >>> case_seed(0, "float32-small") == case_seed(0, "float32-small")
+        True
+    """
+    return zlib.crc32(f"{seed}:{case_id}".encode())
+
+
+def _attr_sets(spec: OpSpec) -> list[dict[str, Any]]:
+    sets: list[dict[str, Any]] = []
+    if not any(a.required for a in spec.attrs):
+        sets.append({})
+    for c in spec.cases:
+        if dict(c.attrs) not in sets:
+            sets.append(dict(c.attrs))
+    return sets
+
+
+def _attr_label(attrs: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in attrs.items()) or "defaults"
+
+
+def _elementwise_cases(dts: tuple[str, ...], n_in: int) -> list[OpCase]:
+    key = "-".join(dict.fromkeys(dts))
+    out = [OpCase(f"{key}-{k}", dts, (s,) * n_in) for k, s in SHAPE_SUITE.items()]
+    if n_in > 1:
+        for k, shapes in BROADCAST_SUITE.items():
+            shp = tuple(shapes[min(i, len(shapes) - 1)] for i in range(n_in))
+            out.append(OpCase(f"{key}-{k}", dts, shp))
+    for layout in ("strided", "transposed"):
+        out.append(OpCase(f"{key}-{layout}", dts, (_LAYOUT_SHAPE,) * n_in, layout=layout))
+    if any(is_float(d) for d in dts):
+        out.append(OpCase(f"{key}-edge", dts, (_EDGE_SHAPE,) * n_in, edges=True))
+        for dist in DISTRIBUTIONS:
+            if dist != "uniform":
+                out.append(OpCase(f"{key}-{dist}", dts, (_DIST_SHAPE,) * n_in, distribution=dist))
+    return out
+
+
+def _spec_cases(spec: OpSpec, dts: tuple[str, ...]) -> list[OpCase]:
+    key = "-".join(dict.fromkeys(dts))
+    out = []
+    for i, c in enumerate(spec.cases):
+        unknown = set(c.shapes) - {inp.name for inp in spec.inputs}
+        if unknown:
+            raise SpecError(
+                f"{spec.name}: cases[{i}] gives shapes for unknown inputs {sorted(unknown)}; "
+                f"inputs are {', '.join(inp.name for inp in spec.inputs)}"
+            )
+        shapes = tuple(
+            tuple(c.shapes[inp.name]) if inp.name in c.shapes else None for inp in spec.inputs
+        )
+        missing = [
+            inp.name
+            for inp, s in zip(spec.inputs, shapes, strict=False)
+            if s is None and not inp.optional
+        ]
+        if missing:
+            raise SpecError(f"{spec.name}: cases[{i}] gives no shape for input(s) {missing}")
+        dtypes = tuple(d if s is not None else None for d, s in zip(dts, shapes, strict=False))
+        label = c.name or f"case{i}"
+        out.append(OpCase(f"{key}-{label}", dtypes, shapes, dict(c.attrs), ranges=dict(c.ranges)))
+    return out
+
+
+def build_cases(spec: OpSpec) -> list[OpCase]:
+    """Every case of the spec: each dtype combination x (spec.cases, and for elementwise
+    operators the shape, layout, edge-value and distribution suites) x attribute sets.
+
+    Raises SpecError, naming the fix, when the spec gives nothing to test (a shape
+    function but no cases, or a required attribute that no case sets).
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output
+        >>> s = OpSpec("Neg", domain="com.x", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": ("float32",)})
+        >>> [c.id for c in build_cases(s)][:3]
+        ['float32-scalar', 'float32-empty', 'float32-empty3d']
+    """
+    if not spec.elementwise and not spec.cases:
+        raise SpecError(
+            f"{spec.name}: the spec has a shape function, so opsdk cannot invent input "
+            "shapes; add cases=[Case(shapes={...}, attrs={...})] to spec.py"
+        )
+    attr_sets = _attr_sets(spec)
+    if not attr_sets:
+        required = [a.name for a in spec.attrs if a.required]
+        raise SpecError(
+            f"{spec.name}: required attribute(s) {required} have no default and no case "
+            "sets them; add cases=[Case(shapes={...}, attrs={...})] to spec.py"
+        )
+    n_in = len(spec.inputs)
+    cases: list[OpCase] = []
+    for dts in spec.dtype_combinations():
+        base = _spec_cases(spec, dts)
+        if spec.elementwise:
+            base += _elementwise_cases(dts, n_in)
+        for c in base:
+            sets = [c.attrs] if c.attrs else attr_sets
+            for attrs in sets:
+                suffix = f"-{_attr_label(attrs)}" if len(attr_sets) > 1 and not c.attrs else ""
+                cases.append(_with(c, id=c.id + suffix, attrs=dict(attrs)))
+    return cases
+
+
+def _with(c: OpCase, **changes: Any) -> OpCase:
+    from dataclasses import replace
+
+    return replace(c, **changes)
+
+
+def make_inputs(spec: OpSpec, case: OpCase, seed: int) -> list[np.ndarray | None]:
+    """Generate the inputs of ``case``, deterministically from ``seed``.
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output
+        >>> s = OpSpec("Neg", domain="com.x", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": ("float32",)})
+        >>> c = build_cases(s)[5]
+        >>> make_inputs(s, c, 0)[0].shape
+        (2, 3, 4)
+    """
+    rng = np.random.default_rng(case_seed(seed, case.id))
+    arrays: list[np.ndarray | None] = []
+    for inp, dt, shp in zip(spec.inputs, case.dtypes, case.shapes, strict=False):
+        if dt is None or shp is None:
+            arrays.append(None)
+            continue
+        a = generate(rng, shp, dt, case.distribution, case.ranges.get(inp.name))
+        if case.edges:
+            a = inject_edges(rng, a, dt)
+        if case.layout != "contiguous":
+            a = non_contiguous(a, case.layout)
+        arrays.append(a)
+    while arrays and arrays[-1] is None:
+        arrays.pop()
+    return arrays
+
+
+def sample_cases(cases: Sequence[OpCase]) -> list[OpCase]:
+    """One representative contiguous case per dtype combination (for quick checks)."""
+    picked: dict[tuple[str | None, ...], OpCase] = {}
+    for c in cases:
+        if c.layout == "contiguous" and not c.edges and c.distribution == "uniform":
+            if all(s is None or 0 not in s for s in c.shapes) and "large" not in c.id:
+                cur = picked.get(c.dtypes)
+                if cur is None or (cur.shapes[0] in ((), (1,)) and c.shapes[0] not in ((), (1,))):
+                    picked[c.dtypes] = c
+    return list(picked.values())

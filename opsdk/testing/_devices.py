@@ -1,0 +1,140 @@
+"""Devices the numerical tests run on: cpu, onnxruntime, triton, npu.
+
+:func:`open_device` returns an executor (``run(inputs, attrs) -> list of arrays``) or
+raises :class:`~opsdk.errors.DeviceUnavailable` with the reason; the pytest plugin turns
+that into a skip. Nothing is ever emulated: a device either really runs or is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DeviceUnavailable
+from ..spec import OpSpec
+
+__all__ = ["DEVICES", "open_device"]
+
+DEVICES: tuple[str, ...] = ("cpu", "onnxruntime", "triton", "npu")
+
+
+def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
+    """An executor of the operator in ``folder`` on ``device``.
+
+    Example:
+        >>> open_device("cpu", Path("operators/thresholded_relu"), spec, {})  # doctest: +SKIP
+        <opsdk.Operator com.opsdk::ThresholdedRelu (cpu)>
+    """
+    if device == "cpu":
+        import opsdk
+
+        return opsdk.load(str(folder))
+    if device == "onnxruntime":
+        return _OnnxRuntime(folder, spec)
+    if device == "triton":
+        return _Triton(spec, options)
+    if device == "npu":
+        return _npu(folder)
+    raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+
+
+def _npu(folder: Path) -> Any:
+    try:
+        import opsdk.runtime.npu  # noqa: F401
+    except ImportError as e:
+        raise DeviceUnavailable(
+            f"npu unavailable: opsdk.runtime.npu cannot be imported ({e})"
+        ) from e
+    import opsdk
+
+    return opsdk.load(str(folder), device="npu")
+
+
+class _OnnxRuntime:
+    """The operator as a custom-domain node in an ONNX graph, run by ONNX Runtime
+    through :class:`opsdk.onnx.Session` (one session per input signature and attrs)."""
+
+    def __init__(self, folder: Path, spec: OpSpec) -> None:
+        try:
+            from opsdk.onnx import Session  # type: ignore[attr-defined]
+        except ImportError as e:
+            raise DeviceUnavailable(
+                f"onnxruntime unavailable: opsdk.onnx.Session cannot be imported ({e})"
+            ) from e
+        self._session_cls = Session
+        self.spec = spec
+        self.folder = folder
+        self._sessions: dict[Any, Any] = {}
+
+    def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
+        attrs = dict(attrs or {})
+        key = (
+            tuple(None if a is None else (a.dtype.str, a.ndim) for a in inputs),
+            tuple(sorted((k, repr(v)) for k, v in attrs.items())),
+        )
+        sess = self._sessions.get(key)
+        if sess is None:
+            sess = self._session_cls.for_op(self.spec, attrs=attrs, inputs=list(inputs))
+            self._sessions[key] = sess
+        return [np.asarray(o) for o in sess.run(list(inputs))]
+
+
+class _Triton:
+    """A model served by a running Triton server (``--opsdk-triton-url`` or
+    ``$OPSDK_TRITON_URL``), named after the operator's snake name unless
+    ``--opsdk-triton-model`` says otherwise. Attributes are baked into a served model,
+    so only cases with the default attributes run; others are skipped with the reason."""
+
+    def __init__(self, spec: OpSpec, options: dict[str, Any]) -> None:
+        url = options.get("triton_url") or os.environ.get("OPSDK_TRITON_URL")
+        if not url:
+            raise DeviceUnavailable(
+                "triton unavailable: no server configured; pass --opsdk-triton-url=127.0.0.1:8000 "
+                "or set OPSDK_TRITON_URL to a running server (see `opsdk serve`)"
+            )
+        try:
+            import tritonclient.http as httpclient
+        except ImportError as e:
+            raise DeviceUnavailable(
+                f"triton unavailable: tritonclient is not installed ({e})"
+            ) from e
+        self.spec = spec
+        self.model = options.get("triton_model") or spec.snake_name
+        self._http = httpclient
+        try:
+            self.client = httpclient.InferenceServerClient(url=str(url))
+            ready = self.client.is_model_ready(self.model)
+        except Exception as e:  # connection refused, DNS, ...
+            raise DeviceUnavailable(f"triton unavailable: server {url} not reachable ({e})") from e
+        if not ready:
+            raise DeviceUnavailable(f"triton unavailable: model {self.model!r} not ready on {url}")
+
+    def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
+        given = {k: v for k, v in (attrs or {}).items()}
+        defaults = self.spec.resolve_attrs({})
+        if self.spec.resolve_attrs(given) != defaults:
+            raise DeviceUnavailable(
+                f"triton: the served model {self.model!r} bakes in the default attributes "
+                f"{defaults}; this case sets {given}"
+            )
+        reqs = []
+        for decl, a in zip(self.spec.inputs, inputs, strict=False):
+            if a is None:
+                continue
+            arr = np.ascontiguousarray(a)
+            inp = self._http.InferInput(decl.name, list(arr.shape), _triton_dtype(arr))
+            inp.set_data_from_numpy(arr)
+            reqs.append(inp)
+        outs = [self._http.InferRequestedOutput(o.name) for o in self.spec.outputs]
+        result = self.client.infer(self.model, reqs, outputs=outs)
+        return [np.asarray(result.as_numpy(o.name)) for o in self.spec.outputs]
+
+
+def _triton_dtype(a: np.ndarray) -> str:
+    from tritonclient.utils import np_to_triton_dtype
+
+    return str(np_to_triton_dtype(a.dtype))

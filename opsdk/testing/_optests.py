@@ -1,0 +1,196 @@
+"""Test functions generated from an operator's spec, for its ``test_<op>.py``.
+
+An operator's test file is two lines::
+
+    from opsdk.testing import op_tests
+    globals().update(op_tests(__file__))
+
+:func:`op_tests` reads ``spec.py`` beside the file and returns pytest test functions
+parametrized over the spec's matrix (dtypes x shapes x attributes, plus edge values,
+distributions and non-contiguous layouts), ONNX's own node tests when ``spec.onnx_op``
+is set, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
+``--opsdk-standard``, ``--opsdk-precision-mode`` and ``--opsdk-report`` come from the
+pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..errors import DeviceUnavailable, SpecError
+from ..spec import OpSpec
+from ._cases import OpCase, build_cases
+from ._check import check
+from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
+from ._devices import open_device
+from ._report import Report
+from ._runner import CaseResult, run_case
+
+__all__ = ["op_tests", "session_of", "TestSession"]
+
+OPTIONS = ("device", "seed", "standard", "precision_mode", "report", "triton_url", "triton_model")
+_DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
+
+
+class TestSession:
+    """Per-pytest-session state: options, opened devices and the collected report."""
+
+    __test__ = False  # not a test class
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.options: dict[str, Any] = {
+            k: config.getoption(f"opsdk_{k}", default=_DEFAULTS.get(k)) for k in OPTIONS
+        }
+        self.options["seed"] = int(self.options["seed"] or 0)
+        self.report = Report()
+        self._devices: dict[tuple[str, str], Any] = {}
+
+    @property
+    def device(self) -> str:
+        return str(self.options["device"])
+
+    @property
+    def keep_arrays(self) -> bool:
+        rep = self.options.get("report")
+        return bool(rep) and str(rep).lower().endswith((".html", ".htm"))
+
+    def executor(self, folder: Path, spec: OpSpec) -> Any:
+        """The executor on the session's device; pytest.skip with the reason if absent."""
+        key = (self.device, str(folder))
+        if key not in self._devices:
+            try:
+                self._devices[key] = open_device(self.device, folder, spec, self.options)
+            except DeviceUnavailable as e:
+                self._devices[key] = e
+        ex = self._devices[key]
+        if isinstance(ex, DeviceUnavailable):
+            pytest.skip(str(ex))
+        return ex
+
+    def repro(self, node: pytest.Item) -> str:
+        """A one-line command that re-runs exactly ``node`` with this session's options."""
+        parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
+        for k in ("device", "standard", "precision_mode"):
+            v = self.options.get(k)
+            if v and (k, v) != ("device", "cpu"):
+                parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
+        return " ".join(shlex.quote(p) for p in parts)
+
+    def record(self, result: CaseResult) -> None:
+        self.report.add(result)
+        if not result.passed:
+            pytest.fail(result.summary(), pytrace=False)
+
+
+_KEY = pytest.StashKey[TestSession]()
+
+
+def session_of(config: pytest.Config) -> TestSession:
+    """The :class:`TestSession` of a pytest run (created on first use)."""
+    sess = config.stash.get(_KEY, None)
+    if sess is None:
+        sess = TestSession(config)
+        config.stash[_KEY] = sess
+    return sess
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _numerics(folder: Path, spec: OpSpec) -> Callable[..., Any]:
+    try:
+        cases = build_cases(spec)
+    except SpecError as e:
+        msg = str(e)
+
+        def test_cases() -> None:
+            pytest.fail(msg, pytrace=False)
+
+        return test_cases
+
+    @pytest.mark.parametrize("opsdk_case", cases, ids=[c.id for c in cases])
+    def test_numerics(opsdk_case: OpCase, request: pytest.FixtureRequest) -> None:
+        sess = session_of(request.config)
+        ex = sess.executor(folder, spec)
+        try:
+            result = run_case(
+                spec, ex, opsdk_case, seed=sess.options["seed"], device=sess.device,
+                standard=sess.options["standard"], precision_mode=sess.options["precision_mode"],
+                repro=lambda _c: sess.repro(request.node), keep_arrays=sess.keep_arrays,
+            )
+        except DeviceUnavailable as e:
+            pytest.skip(str(e))
+        sess.record(result)
+
+    return test_numerics
+
+
+def _conformance(folder: Path, spec: OpSpec) -> Callable[..., Any] | None:
+    if not spec.onnx_op:
+        return None
+    cases = onnx_node_cases(spec.onnx_op)
+    if not cases:
+        op = spec.onnx_op
+
+        def test_no_onnx_cases() -> None:
+            pytest.skip(f"ONNX ships no backend node tests for op type {op!r}")
+
+        return test_no_onnx_cases
+
+    @pytest.mark.parametrize("onnx_case", cases, ids=[c.name for c in cases])
+    def test_onnx_conformance(onnx_case: OnnxNodeCase, request: pytest.FixtureRequest) -> None:
+        why = applicability(spec, onnx_case)
+        if why is not None:
+            pytest.skip(f"not applicable: {why}")
+        sess = session_of(request.config)
+        ex = sess.executor(folder, spec)
+        try:
+            result = run_onnx_case(spec, ex, onnx_case, device=sess.device,
+                                   repro=sess.repro(request.node))
+        except DeviceUnavailable as e:
+            pytest.skip(str(e))
+        sess.record(result)
+
+    return test_onnx_conformance
+
+
+def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
+    def test_check(request: pytest.FixtureRequest) -> None:
+        sess = session_of(request.config)
+        ex = sess.executor(folder, spec)
+        try:
+            check(ex, seed=sess.options["seed"], standard=sess.options["standard"])
+        except DeviceUnavailable as e:
+            pytest.skip(str(e))
+
+    return test_check
+
+
+def op_tests(test_file: str | Path) -> dict[str, Callable[..., Any]]:
+    """The test functions of the operator whose folder holds ``test_file``.
+
+    Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ..., "test_<op>_check":
+    ...}``; put them in the test module's globals so pytest collects them.
+
+    Example:
+        >>> from opsdk.testing import op_tests
+        >>> globals().update(op_tests(__file__))  # doctest: +SKIP
+    """
+    from ..registry import load_spec
+
+    folder = Path(test_file).resolve().parent
+    spec = load_spec(folder)
+    snake = spec.snake_name
+    tests: dict[str, Callable[..., Any]] = {f"test_{snake}": _numerics(folder, spec)}
+    conf = _conformance(folder, spec)
+    if conf is not None:
+        tests[f"test_{snake}_onnx_conformance"] = conf
+    tests[f"test_{snake}_check"] = _check(folder, spec)
+    return {name: _named(fn, name) for name, fn in tests.items()}

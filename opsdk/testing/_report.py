@@ -1,0 +1,184 @@
+"""Reports of many cases: JSON for CI, HTML with matplotlib plots for people."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._compare import Comparison
+from ._runner import CaseResult
+from ._standards import tiny
+
+__all__ = ["Report"]
+
+#: At most this many cases get plots in an HTML report (failing cases first).
+MAX_PLOTS = 60
+#: Passing elements drawn in a failing-element plot (all failing ones are drawn).
+_MAX_POINTS = 4000
+
+
+@dataclass
+class Report:
+    """A list of :class:`CaseResult` that writes itself as JSON or HTML.
+
+    Example:
+        >>> r = Report()
+        >>> r.to_dict()["summary"]
+        {'cases': 0, 'passed': 0, 'failed': 0}
+    """
+
+    cases: list[CaseResult] = field(default_factory=list)
+    title: str = "opsdk numerical validation"
+
+    def add(self, result: CaseResult) -> None:
+        self.cases.append(result)
+
+    def extend(self, results: Iterable[CaseResult]) -> None:
+        self.cases.extend(results)
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        n_fail = len(self.failed)
+        return {
+            "title": self.title,
+            "summary": {"cases": len(self.cases), "passed": len(self.cases) - n_fail,
+                        "failed": n_fail},
+            "cases": [c.as_dict() for c in self.cases],
+        }
+
+    def write(self, path: str | Path) -> Path:
+        """Write ``.json`` or ``.html`` (chosen by the suffix); return the path."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.suffix.lower() == ".json":
+            p.write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+        elif p.suffix.lower() in (".html", ".htm"):
+            p.write_text(self.to_html())
+        else:
+            raise ValueError(f"report {p}: use a .json or .html file name")
+        return p
+
+    def to_html(self) -> str:
+        """A self-contained HTML page: summary table, then per case its statistics,
+        mismatches, an error histogram and a failing-element plot (embedded PNGs)."""
+        d = self.to_dict()["summary"]
+        parts = [_HEAD.format(title=html.escape(self.title))]
+        parts.append(
+            f"<p>{d['cases']} cases: {d['passed']} passed, "
+            f"<b class='{'bad' if d['failed'] else 'ok'}'>{d['failed']} failed</b></p>"
+        )
+        parts.append(_summary_table(self.cases))
+        ordered = sorted(self.cases, key=lambda c: c.passed)
+        for i, case in enumerate(ordered):
+            parts.append(_case_html(case, plots=i < MAX_PLOTS))
+        if len(ordered) > MAX_PLOTS:
+            parts.append(f"<p>plots shown for the first {MAX_PLOTS} cases only</p>")
+        parts.append("</body></html>\n")
+        return "\n".join(parts)
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+_HEAD = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}.bad{{color:#b00}}
+.ok{{color:#070}}code{{background:#f4f4f4}}</style></head><body><h1>{title}</h1>"""
+
+
+def _summary_table(cases: list[CaseResult]) -> str:
+    rows = ["<table><tr><th>case</th><th>device</th><th>result</th><th>output</th>"
+            "<th>standard</th><th>max abs</th><th>max rel</th><th>MERE</th><th>MARE</th>"
+            "<th>failing</th></tr>"]
+    for c in cases:
+        res = "<span class='ok'>pass</span>" if c.passed else "<span class='bad'>FAIL</span>"
+        comps: list[Comparison | None] = list(c.comparisons) or [None]
+        for cmp in comps:
+            stats = (
+                f"<td>{cmp.output}</td><td>{cmp.standard}</td><td>{cmp.max_abs_error:.3g}</td>"
+                f"<td>{cmp.max_rel_error:.3g}</td><td>{cmp.mere:.3g}</td><td>{cmp.mare:.3g}</td>"
+                f"<td>{cmp.failing_share:.2%}</td>"
+                if cmp else "<td colspan=7>" + html.escape("; ".join(c.problems)) + "</td>"
+            )
+            rows.append(
+                f"<tr><td><a href='#{_anchor(c)}'>{html.escape(c.case)}</a></td>"
+                f"<td>{c.device}</td><td>{res}</td>{stats}</tr>"
+            )
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _anchor(c: CaseResult) -> str:
+    return "case-" + "".join(ch if ch.isalnum() else "-" for ch in f"{c.device}-{c.case}")
+
+
+def _case_html(c: CaseResult, plots: bool) -> str:
+    out = [f"<h2 id='{_anchor(c)}'>{html.escape(c.op)} [{html.escape(c.case)}] on {c.device}: "
+           f"{'passed' if c.passed else '<span class=bad>FAILED</span>'}</h2>"]
+    out.append(f"<pre>{html.escape(c.summary())}</pre>")
+    for cmp in c.comparisons:
+        if plots and cmp.actual is not None and cmp.size:
+            out.append(f"<img alt='error plots of {html.escape(cmp.output)}' "
+                       f"src='data:image/png;base64,{_plot(cmp)}'>")
+    return "\n".join(out)
+
+
+def _plot(cmp: Comparison) -> str:
+    """PNG (base64) with the relative-error histogram and the failing-element plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    assert cmp.actual is not None and cmp.expected is not None and cmp.failed_mask is not None
+    a = cmp.actual.astype(np.float64).reshape(-1)
+    e = cmp.expected.astype(np.float64).reshape(-1)
+    failed = cmp.failed_mask.reshape(-1)
+    with np.errstate(all="ignore"):
+        rel = np.abs(a - e) / np.maximum(np.abs(e), tiny(cmp.dtype))
+    finite = np.isfinite(rel)
+    fig = Figure(figsize=(10, 3.2))
+    ax1, ax2 = fig.subplots(1, 2)
+    logs = np.log10(np.maximum(rel[finite], 1e-12))
+    ax1.hist(logs, bins=40, color="#4477aa")
+    ax1.set_xlabel("log10(relative error)  (1e-12 = exact)")
+    ax1.set_ylabel("elements")
+    ax1.set_title(f"{cmp.output}: error histogram ({cmp.standard})")
+    idx = np.arange(a.size)
+    ok = finite & ~failed
+    if ok.sum() > _MAX_POINTS:  # plot every failing element, a sample of passing ones
+        keep = np.zeros_like(ok)
+        keep[np.linspace(0, a.size - 1, _MAX_POINTS).astype(np.int64)] = True
+        ok &= keep
+    lg = np.log10(np.maximum(np.where(finite, rel, 1.0), 1e-12))
+    ax2.scatter(idx[ok], lg[ok], s=2, color="#999999", label="pass")
+    bad = finite & failed
+    ax2.scatter(idx[bad], lg[bad], s=6, color="#cc3311", label="fail")
+    nf = failed & ~finite
+    if nf.any():
+        ax2.scatter(idx[nf], np.zeros(int(nf.sum())), s=12, marker="x", color="black",
+                    label="NaN/Inf mismatch (drawn at 0)")
+    ax2.set_xlabel("flat element index")
+    ax2.set_ylabel("log10(relative error)")
+    ax2.set_title(f"failing elements: {cmp.n_failed}/{cmp.size}")
+    ax2.legend(loc="upper right", fontsize=7)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=72)
+    return base64.b64encode(buf.getvalue()).decode()

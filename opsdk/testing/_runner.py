@@ -1,0 +1,239 @@
+"""Running one case: inputs, kernel, upcast reference, comparison, one result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..dtypes import dtype_name, is_float, to_numpy
+from ..errors import SpecError
+from ..spec import OpSpec, TensorType
+from ._cases import OpCase, case_seed, make_inputs
+from ._compare import Comparison, compare
+from ._precision import kernel_dtypes
+from ._standards import standard_for
+
+__all__ = ["Executor", "CaseResult", "run_case", "reference_outputs", "run_arrays"]
+
+
+class Executor(Protocol):
+    """Anything that runs the operator: ``run(inputs, attrs) -> list of arrays``."""
+
+    def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
+        ...
+
+
+@dataclass
+class CaseResult:
+    """The outcome of one case: per-output comparisons and any structural problems."""
+
+    op: str
+    case: str
+    device: str
+    seed: int
+    attrs: dict[str, Any]
+    inputs: list[str]
+    comparisons: list[Comparison] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    repro: str = ""
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems and all(c.passed for c in self.comparisons)
+
+    def summary(self) -> str:
+        """Several lines a person can act on, ending with the repro command."""
+        head = "passed" if self.passed else "FAILED"
+        lines = [f"{self.op} [{self.case}] on {self.device} {head} (seed {self.seed})"]
+        lines.append(f"  inputs: {', '.join(self.inputs)}; attrs: {self.attrs}")
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        lines += [f"  problem: {p}" for p in self.problems]
+        for c in self.comparisons:
+            lines.append("  " + c.summary())
+            for m in c.mismatches:
+                ins = ", ".join(f"{k}={v!r}" for k, v in m.inputs.items())
+                lines.append(
+                    f"    at {list(m.index)}: expected {m.expected!r}, actual {m.actual!r}, "
+                    f"abs err {m.abs_error:.3g}, rel err {m.rel_error:.3g}"
+                    + (f"; inputs {ins}" if ins else "")
+                )
+        if self.repro:
+            lines.append(f"  reproduce: {self.repro}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "case": self.case,
+            "device": self.device,
+            "seed": self.seed,
+            "passed": self.passed,
+            "attrs": {k: v for k, v in self.attrs.items()},
+            "inputs": self.inputs,
+            "problems": self.problems,
+            "note": self.note,
+            "repro": self.repro,
+            "outputs": [c.as_dict() for c in self.comparisons],
+        }
+
+
+def _describe(a: np.ndarray | None) -> str:
+    if a is None:
+        return "absent"
+    layout = "" if a.flags.c_contiguous or a.size <= 1 else " non-contiguous"
+    return f"{a.dtype}{list(a.shape)}{layout}"
+
+
+def _upcast(a: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return None
+    return a.astype(np.float64) if is_float(dtype_name(a.dtype)) else a
+
+
+def reference_outputs(
+    spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, Any]
+) -> list[np.ndarray]:
+    """Run the NumPy reference on upcast inputs (float64 for float dtypes).
+
+    The result is returned at full precision; callers round it to the output dtype.
+    NumPy floating-point warnings (overflow, invalid) are silenced: edge-value inputs
+    produce Inf and NaN on purpose.
+    """
+    ref = spec.reference
+    if ref is None:
+        raise SpecError(
+            f"{spec.name}: no NumPy reference; define reference(...) in reference.py "
+            "or use @SPEC.register_reference"
+        )
+    args = [_upcast(a) for a in inputs]
+    with np.errstate(all="ignore"):
+        out = ref(*args, **attrs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [np.asarray(o) for o in outs]
+
+
+def _round_to(a: np.ndarray, dtype: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return a.astype(to_numpy(dtype))
+
+
+def run_arrays(
+    spec: OpSpec,
+    executor: Executor,
+    inputs: list[np.ndarray | None],
+    attrs: dict[str, Any],
+    *,
+    standard: str | None = None,
+    kernel_inputs: list[np.ndarray | None] | None = None,
+    judge_dtype: Mapping[str, str] | None = None,
+    keep_arrays: bool = True,
+) -> tuple[list[Comparison], list[str]]:
+    """Run the kernel on ``kernel_inputs`` (default ``inputs``) and judge its outputs
+    against the reference on ``inputs``; returns (comparisons, problems)."""
+    problems: list[str] = []
+    resolved = spec.resolve_attrs(attrs)
+    kin = inputs if kernel_inputs is None else kernel_inputs
+    snapshot = [None if a is None else a.copy() for a in kin]
+    actual = executor.run(kin, dict(attrs))
+    for i, (a, s) in enumerate(zip(kin, snapshot, strict=False)):
+        if a is not None and s is not None and a.tobytes() != s.tobytes():
+            problems.append(f"the kernel modified input {spec.inputs[i].name!r} in place")
+    types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in inputs]
+    inferred = spec.infer(types, resolved)
+    expected = reference_outputs(spec, inputs, resolved)
+    if len(actual) != len(spec.outputs) or len(expected) != len(spec.outputs):
+        problems.append(
+            f"spec declares {len(spec.outputs)} outputs; kernel returned {len(actual)}, "
+            f"reference returned {len(expected)}"
+        )
+        return [], problems
+    comps = []
+    named = [(i.name, a) for i, a in zip(spec.inputs, inputs, strict=False)]
+    for out, tt, act, exp in zip(spec.outputs, inferred, actual, expected, strict=False):
+        act_cast = act
+        if judge_dtype is not None and out.name in judge_dtype:
+            act_cast = _round_to(act, tt.dtype)
+        elif dtype_name(act.dtype) != tt.dtype or tuple(act.shape) != tuple(tt.shape):
+            problems.append(
+                f"output {out.name!r}: kernel produced {act.dtype}{list(act.shape)}, spec "
+                f"inference says {tt.dtype}{list(tt.shape)}"
+            )
+            continue
+        if tuple(exp.shape) != tuple(tt.shape):
+            problems.append(
+                f"output {out.name!r}: reference produced shape {list(exp.shape)}, spec "
+                f"inference says {list(tt.shape)}; fix reference.py or the shape function"
+            )
+            continue
+        jd = (judge_dtype or {}).get(out.name, tt.dtype)
+        std = standard_for(jd, spec.standard, standard)
+        comps.append(
+            compare(act_cast, _round_to(exp, tt.dtype), std, output=out.name, inputs=named,
+                    judge_dtype=jd, keep_arrays=keep_arrays)
+        )
+    return comps, problems
+
+
+def run_case(
+    spec: OpSpec,
+    executor: Executor,
+    case: OpCase,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    standard: str | None = None,
+    precision_mode: str | None = None,
+    repro: Callable[[OpCase], str] | None = None,
+    keep_arrays: bool = True,
+) -> CaseResult:
+    """Generate ``case``'s inputs from ``seed``, run them and judge the outputs.
+
+    Example:
+        >>> # see tests/test_testing_runner.py; needs an executor such as opsdk.load(...)
+    """
+    inputs = make_inputs(spec, case, seed)
+    res = CaseResult(
+        spec.name, case.id, device, seed, dict(case.attrs), [_describe(a) for a in inputs],
+        repro=repro(case) if repro else "",
+    )
+    kernel_inputs, judge = None, None
+    if precision_mode is not None:
+        kernel_inputs, judge, res.note = _emulate(spec, case, inputs, precision_mode)
+    try:
+        res.comparisons, res.problems = run_arrays(
+            spec, executor, inputs, dict(case.attrs), standard=standard,
+            kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
+        )
+    except SpecError as e:
+        res.problems.append(str(e))
+    return res
+
+
+def _emulate(
+    spec: OpSpec, case: OpCase, inputs: list[np.ndarray | None], mode: str
+) -> tuple[list[np.ndarray | None] | None, dict[str, str] | None, str]:
+    kd = kernel_dtypes(spec, case.dtypes, mode)
+    if kd == case.dtypes:
+        return None, None, f"precision_mode={mode}: the kernel runs in {'/'.join(filter(None, kd))}"
+    with np.errstate(all="ignore"):
+        kin = [
+            None if a is None or d is None else a.astype(to_numpy(d))
+            for a, d in zip(inputs, kd, strict=False)
+        ]
+    binding = spec.bind_types(list(kd))
+    judge = {o.name: spec.output_dtype(o, binding) for o in spec.outputs}
+    note = (
+        f"precision_mode={mode}: float32 inputs cast to float16, float16 kernel, outputs cast "
+        f"back to float32, judged against the float64 reference by the float16 standard"
+    )
+    return kin, judge, note
+
+
+def seed_of(seed: int, case: OpCase) -> int:
+    """The per-case seed actually used (for reports)."""
+    return case_seed(seed, case.id)
