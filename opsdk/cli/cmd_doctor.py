@@ -1,0 +1,53 @@
+"""``opsdk doctor model.onnx --target ascend``: what ATC will reject or mis-handle.
+
+Exit status: 0 no findings, 1 findings, 2 the model cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from ..onnx.doctor import TARGETS
+
+    p = sub.add_parser(
+        "doctor",
+        help="list what ATC's ONNX parser will reject or mis-handle in a model",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="the .onnx file")
+    p.add_argument("--target", default="ascend", choices=sorted(TARGETS),
+                   help="ascend: ATC of CANN 5-7 (default); ascend-cann8: CANN 8")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="a shape you will give ATC for a dynamic input (repeatable)")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..onnx import ModelError
+    from ..onnx.doctor import diagnose, format_findings
+    from .cmd_export import parse_shapes
+
+    shapes = parse_shapes(args.input_shape)
+    try:
+        findings = diagnose(args.model, target=args.target, input_shapes=shapes)  # type: ignore[arg-type]
+    except ModelError as e:
+        if args.json:
+            print(json.dumps({"model": args.model, "error": str(e)}))
+        print(f"opsdk doctor: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({
+            "model": args.model,
+            "target": args.target,
+            "findings": [f.to_dict() for f in findings],
+        }, indent=2))
+    else:
+        print(format_findings(findings, args.target))
+    return 1 if findings else 0

@@ -1,0 +1,122 @@
+"""``opsdk export MyOp -o my_op.onnx``: a checked single-op ONNX model of an operator.
+
+Examples::
+
+  opsdk export ThresholdedRelu -o trelu.onnx --shape x=N,3,224,224 --attr alpha=0.5
+  opsdk export GridSample -o gs.onnx --dtype float16 --opset 15
+  opsdk export ThresholdedRelu -o trelu_any_runtime.onnx --with-function
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from typing import Any
+
+from ..errors import SpecError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write a single-op ONNX model of an operator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
+    p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    p.add_argument("--opset", type=int, default=None, help="ai.onnx opset (default 15)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="input shape; a non-numeric dim is symbolic (N). Repeatable")
+    p.add_argument("--dtype", action="append", default=[], metavar="[NAME=]DTYPE",
+                   help="dtype of every input, or of one input (NAME=DTYPE). Repeatable")
+    p.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE",
+                   help="attribute value (Python literal: 0.5, [1,1], 'linear'). Repeatable")
+    p.add_argument("--with-function", action="store_true",
+                   help="embed the spec's fallback function so any ONNX runtime can run it")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.set_defaults(func=run)
+
+
+def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise SpecError(f"{flag} {item!r}: expected NAME=VALUE")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def parse_shapes(items: list[str]) -> dict[str, tuple[int | str, ...]]:
+    """``x=1,3,N`` -> {"x": (1, 3, "N")}."""
+    shapes: dict[str, tuple[int | str, ...]] = {}
+    for name, value in _pairs(items, "--shape"):
+        dims: list[int | str] = []
+        for d in value.split(","):
+            d = d.strip()
+            if not d:
+                raise SpecError(f"--shape {name}={value}: empty dim")
+            dims.append(int(d) if d.lstrip("-").isdigit() else d)
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            raise SpecError(f"--shape {name}={value}: dims are >= 0 or symbolic names")
+        shapes[name] = tuple(dims)
+    return shapes
+
+
+def parse_attrs(items: list[str]) -> dict[str, Any]:
+    """``alpha=0.5`` -> {"alpha": 0.5}; non-literals are kept as strings."""
+    attrs: dict[str, Any] = {}
+    for name, value in _pairs(items, "--attr"):
+        try:
+            attrs[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            attrs[name] = value
+    return attrs
+
+
+def _dtypes(items: list[str]) -> str | dict[str, str] | None:
+    if not items:
+        return None
+    plain = [i for i in items if "=" not in i]
+    named = dict(_pairs([i for i in items if "=" in i], "--dtype"))
+    if plain and named:
+        raise SpecError("--dtype: give either one DTYPE for all inputs or NAME=DTYPE pairs")
+    if len(plain) > 1:
+        raise SpecError(f"--dtype given {len(plain)} times without input names")
+    return plain[0] if plain else named
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..onnx import DEFAULT_OPSET, OutputExistsError, export_model, save_model
+
+    if Path(args.output).exists() and not args.force:
+        raise OutputExistsError(f"{args.output} exists; pass --force to overwrite it")
+    model = export_model(
+        args.op,
+        shapes=parse_shapes(args.shape),
+        dtype=_dtypes(args.dtype),
+        attrs=parse_attrs(args.attr),
+        opset=args.opset or DEFAULT_OPSET,
+        with_function=args.with_function,
+    )
+    path = save_model(model, args.output, force=args.force)
+    node = model.graph.node[0]
+    ins = ", ".join(f"{i.name}{_shape(i)}" for i in model.graph.input)
+    outs = ", ".join(f"{o.name}{_shape(o)}" for o in model.graph.output)
+    extra = " + fallback function" if model.functions else ""
+    print(f"wrote {path}: {node.domain}::{node.op_type} ({ins}) -> ({outs}){extra}")
+    return 0
+
+
+def _shape(vi: Any) -> str:
+    import onnx
+
+    tt = vi.type.tensor_type
+    dims = [
+        str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+        for d in tt.shape.dim
+    ]
+    return f": {onnx.TensorProto.DataType.Name(tt.elem_type).lower()}[{','.join(dims)}]"

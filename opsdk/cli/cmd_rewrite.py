@@ -1,0 +1,56 @@
+"""``opsdk rewrite in.onnx -o out.onnx``: fuse chains or swap standard ops for opsdk ones.
+
+Examples::
+
+  opsdk rewrite resnet.onnx -o resnet_fused.onnx --fuse conv-bn-relu
+  opsdk rewrite flow.onnx -o flow_npu.onnx --replace GridSample
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from ..onnx import FUSIONS
+
+    p = sub.add_parser(
+        "rewrite",
+        help="fuse Conv-BN-Relu chains or replace standard ops by opsdk operators",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="the input .onnx file")
+    p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    p.add_argument("--fuse", action="append", default=[], choices=FUSIONS,
+                   help="a fusion to apply (repeatable)")
+    p.add_argument("--replace", action="append", default=[], metavar="OP",
+                   help="standard op to replace by the opsdk operator whose spec.onnx_op is OP")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import SpecError
+    from ..onnx import check_model, load_model, rewrite, save_model
+
+    if not args.fuse and not args.replace:
+        raise SpecError("nothing to do: pass --fuse conv-bn-relu and/or --replace OP")
+    replace = [op for item in args.replace for op in item.split(",") if op]
+    result = rewrite(load_model(args.model), fuse=args.fuse, replace=replace)
+    check_model(result.model)
+    path = save_model(result.model, args.output, force=args.force)
+    if args.json:
+        print(json.dumps({
+            "output": str(path),
+            "changed": result.changed,
+            "records": [r.__dict__ for r in result.records],
+        }, indent=2))
+        return 0
+    for r in result.records:
+        print(f"{r.action:9} {r.node}: {r.detail}")
+    print(f"wrote {path}: {result.changed} rewrite(s)")
+    return 0

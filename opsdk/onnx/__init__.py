@@ -1,0 +1,85 @@
+"""opsdk operators as first-class ONNX citizens.
+
+- **Schemas**: :func:`register_schema` turns a spec into an ``onnx.defs.OpSchema`` with
+  shape inference, so ONNX's strict shape inference and full checker accept custom nodes.
+- **Export**: :func:`export_model` writes a single-op model; :func:`add_node` and
+  :func:`insert_after` put a custom node into an existing model.
+- **Fallback functions**: :func:`attach_function` embeds ``spec.function`` (a
+  decomposition into standard ops) as a model-local function any runtime can run.
+- **Graph executor**: :class:`Session` runs a model holding custom nodes, standard parts
+  in ONNX Runtime and custom nodes in opsdk kernels, like ``onnxruntime.InferenceSession``.
+- **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`.
+- **Doctor**: :func:`opsdk.onnx.doctor.diagnose` lists what ATC will reject.
+- **--like**: :func:`like_onnx` outlines a spec from an ONNX operator's schema.
+
+Example:
+    >>> import numpy as np
+    >>> from opsdk.onnx import export_model, Session
+    >>> model = export_model("ThresholdedRelu", shapes={"x": ("N", 4)}, attrs={"alpha": 0.5})
+    >>> Session(model).run(None, {"x": np.array([[0.2, 0.7, -1.0, 3.0]], np.float32)})
+    ... # doctest: +SKIP
+    [array([[0. , 0.7, 0. , 3. ]], dtype=float32)]
+"""
+
+from __future__ import annotations
+
+from ._export import DEFAULT_OPSET, add_node, export_model, insert_after, make_node, to_text
+from ._functions import AttrRef, FunctionBuilder, attach_function, build_function
+from ._model import ModelError, OutputExistsError, load_model, save_model
+from ._rewrite import (
+    FUSIONS,
+    RewriteRecord,
+    RewriteResult,
+    fold_batch_norm,
+    fuse_conv_bn_relu,
+    replace_ops,
+    rewrite,
+)
+from ._schema import (
+    check_model,
+    make_schema,
+    register_all,
+    register_schema,
+    registered_schemas,
+    unregister_schema,
+)
+from ._session import IOInfo, ReferenceKernel, Session, StepInfo
+from .doctor import Finding, diagnose
+from .like import like_onnx
+
+__all__ = [
+    "DEFAULT_OPSET",
+    "AttrRef",
+    "FUSIONS",
+    "Finding",
+    "FunctionBuilder",
+    "IOInfo",
+    "ModelError",
+    "OutputExistsError",
+    "ReferenceKernel",
+    "RewriteRecord",
+    "RewriteResult",
+    "Session",
+    "StepInfo",
+    "add_node",
+    "attach_function",
+    "build_function",
+    "check_model",
+    "diagnose",
+    "export_model",
+    "fold_batch_norm",
+    "fuse_conv_bn_relu",
+    "insert_after",
+    "like_onnx",
+    "load_model",
+    "make_node",
+    "make_schema",
+    "register_all",
+    "register_schema",
+    "registered_schemas",
+    "replace_ops",
+    "rewrite",
+    "save_model",
+    "to_text",
+    "unregister_schema",
+]

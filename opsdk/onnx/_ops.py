@@ -1,0 +1,53 @@
+"""Which opsdk operators exist, looked up the way ONNX names them: (domain, op_type)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import OperatorNotFound
+from ..spec import OpSpec
+
+__all__ = ["catalog", "find_spec", "by_onnx_op", "load_kernel"]
+
+
+def catalog(extra: Iterable[OpSpec] = ()) -> dict[tuple[str, str], OpSpec]:
+    """Every operator opsdk can find, keyed by (domain, name); ``extra`` specs win."""
+    from ..registry import find_operators
+
+    found = {(i.domain, i.name): i.spec for i in find_operators()}
+    for spec in extra:
+        found[(spec.domain, spec.name)] = spec
+    return found
+
+
+def find_spec(
+    domain: str, op_type: str, extra: Iterable[OpSpec] = ()
+) -> OpSpec | None:
+    """The spec of ``domain::op_type``, or None when no operator defines it."""
+    for spec in extra:
+        if (spec.domain, spec.name) == (domain, op_type):
+            return spec
+    return catalog().get((domain, op_type))
+
+
+def by_onnx_op(extra: Iterable[OpSpec] = ()) -> dict[str, OpSpec]:
+    """Shipped or installed operators that implement a standard ONNX op (``spec.onnx_op``)."""
+    out: dict[str, OpSpec] = {}
+    for spec in catalog(extra).values():
+        if spec.onnx_op:
+            out.setdefault(spec.onnx_op, spec)
+    return out
+
+
+def load_kernel(spec: OpSpec) -> Any:
+    """The cpu executor of ``spec`` (built on first use), via :func:`opsdk.load`."""
+    import opsdk
+
+    try:
+        return opsdk.load(f"{spec.domain}::{spec.name}")
+    except OperatorNotFound as e:
+        raise OperatorNotFound(
+            f"{e} -- the model uses {spec.domain}::{spec.name}, but only its spec is known; "
+            "pass kernels={...} to Session or put the operator folder on OPSDK_OPERATORS_PATH"
+        ) from None

@@ -1,0 +1,377 @@
+"""Graph rewrites: fuse Conv -> BatchNormalization -> Relu, swap standard ops for opsdk ones.
+
+Every rewrite works on a copy and reports, node by node, what it changed and what it left
+alone (with the reason), so a user sees why a chain was not fused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, numpy_helper
+
+from ..errors import SpecError
+from ..spec import OpSpec
+from ._export import make_node, resolve_spec
+from ._model import (
+    attribute_value,
+    consumers_of,
+    is_standard_domain,
+    node_label,
+    opset_version,
+    tensor_type_of,
+    unique_name,
+    value_types,
+)
+from ._schema import node_attrs, register_schema
+
+__all__ = [
+    "RewriteRecord",
+    "RewriteResult",
+    "FUSIONS",
+    "fold_batch_norm",
+    "fuse_conv_bn_relu",
+    "replace_ops",
+    "rewrite",
+]
+
+#: Fusions ``opsdk rewrite --fuse`` knows, by name.
+FUSIONS = ("conv-bn-relu",)
+FUSED_OP = "com.opsdk::FusedConvBnRelu"
+
+
+@dataclass(frozen=True)
+class RewriteRecord:
+    """What a rewrite did at one place of the graph."""
+
+    node: str
+    action: str  # "fused", "replaced" or "skipped"
+    detail: str
+
+
+@dataclass
+class RewriteResult:
+    """The rewritten model and the record of every match."""
+
+    model: ModelProto
+    records: list[RewriteRecord] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        """How many places were rewritten."""
+        return sum(1 for r in self.records if r.action != "skipped")
+
+
+# ----------------------------------------------------------------------- folding
+def fold_batch_norm(
+    w: np.ndarray,
+    b: np.ndarray | None,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    epsilon: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fold inference-mode BatchNormalization into the preceding convolution.
+
+    ``BN(conv(x, w) + b) == conv(x, w') + b'`` with ``s = scale / sqrt(var + epsilon)``,
+    ``w' = w * s`` (per output channel) and ``b' = (b - mean) * s + bias``. Computed in
+    float64, returned in ``w``'s dtype.
+
+    Example:
+        >>> w2, b2 = fold_batch_norm(np.ones((1, 1, 1, 1)), None, np.array([2.0]),
+        ...                          np.array([1.0]), np.array([0.5]), np.array([3.0]), 1.0)
+        >>> float(w2.ravel()[0]), float(b2[0])
+        (1.0, 0.5)
+    """
+    s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + float(epsilon))
+    w64 = w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))
+    b64 = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
+    b_new = (b64 - mean.astype(np.float64)) * s + bias.astype(np.float64)
+    return w64.astype(w.dtype), b_new.astype(w.dtype)
+
+
+class _Skip(Exception):
+    """This match cannot be rewritten; the message says why."""
+
+
+@dataclass
+class _Graph:
+    """Lookups over one graph, rebuilt after each pass."""
+
+    model: ModelProto
+    producer: dict[str, int]
+    consumers: dict[str, list[int]]
+    inits: dict[str, onnx.TensorProto]
+    outputs: set[str]
+
+    @classmethod
+    def of(cls, model: ModelProto) -> _Graph:
+        g = model.graph
+        producer = {o: i for i, n in enumerate(g.node) for o in n.output if o}
+        return cls(
+            model,
+            producer,
+            consumers_of(g),
+            {t.name: t for t in g.initializer},
+            {o.name for o in g.output},
+        )
+
+    def node(self, value: str) -> NodeProto | None:
+        idx = self.producer.get(value)
+        return None if idx is None else self.model.graph.node[idx]
+
+    def sole_reader(self, value: str, reader: str) -> None:
+        """Skip unless ``value`` is read only by the node producing ``reader``."""
+        readers = self.consumers.get(value, [])
+        if value in self.outputs:
+            raise _Skip(f"{value!r} is a graph output")
+        if readers != [self.producer[reader]]:
+            raise _Skip(f"{value!r} has {len(readers)} readers (fusing needs exactly one)")
+
+    def const(self, value: str, what: str) -> np.ndarray:
+        if value not in self.inits:
+            raise _Skip(f"{what} {value!r} is not an initializer (constant)")
+        return numpy_helper.to_array(self.inits[value])
+
+
+# ------------------------------------------------------------------------ fusion
+def _conv_attrs(conv: NodeProto) -> dict[str, Any]:
+    raw = {a.name: attribute_value(a) for a in conv.attribute}
+    auto_pad = raw.pop("auto_pad", "NOTSET")
+    raw.pop("kernel_shape", None)
+    if auto_pad not in ("NOTSET", "VALID"):
+        raise _Skip(f"Conv auto_pad={auto_pad} (write explicit pads to fuse it)")
+    attrs = {
+        "strides": list(raw.pop("strides", [1, 1])),
+        "pads": list(raw.pop("pads", [0, 0, 0, 0])),
+        "dilations": list(raw.pop("dilations", [1, 1])),
+        "group": int(raw.pop("group", 1)),
+    }
+    if raw:
+        raise _Skip(f"Conv has unsupported attributes {sorted(raw)}")
+    if auto_pad == "VALID":
+        attrs["pads"] = [0, 0, 0, 0]
+    return attrs
+
+
+def _bn_params(g: _Graph, bn: NodeProto) -> tuple[list[np.ndarray], float]:
+    attrs = {a.name: attribute_value(a) for a in bn.attribute}
+    if int(attrs.get("training_mode", 0)):
+        raise _Skip("BatchNormalization runs in training mode")
+    if len([o for o in bn.output if o]) != 1:
+        raise _Skip("BatchNormalization has running-statistics outputs")
+    if len(bn.input) != 5:
+        raise _Skip(f"BatchNormalization has {len(bn.input)} inputs, expected 5")
+    names = ("scale", "B", "input_mean", "input_var")
+    params = [
+        g.const(v, f"BatchNormalization {n}") for v, n in zip(bn.input[1:], names, strict=True)
+    ]
+    return params, float(attrs.get("epsilon", 1e-5))
+
+
+def _fuse_one(
+    g: _Graph, relu: NodeProto, spec: OpSpec, taken: set[str]
+) -> tuple[NodeProto, list[NodeProto]]:
+    bn = g.node(relu.input[0])
+    if bn is None or bn.op_type != "BatchNormalization" or not is_standard_domain(bn.domain):
+        raise _Skip("no BatchNormalization before this Relu")
+    conv = g.node(bn.input[0])
+    if conv is None or conv.op_type != "Conv" or not is_standard_domain(conv.domain):
+        raise _Skip("no Conv before the BatchNormalization")
+    g.sole_reader(conv.output[0], bn.output[0])
+    g.sole_reader(bn.output[0], relu.output[0])
+    attrs = _conv_attrs(conv)
+    w = g.const(conv.input[1], "Conv weight")
+    if w.ndim != 4:
+        raise _Skip(f"Conv weight has rank {w.ndim}; FusedConvBnRelu is 2-D (rank 4)")
+    if w.dtype not in (np.float16, np.float32):
+        raise _Skip(f"Conv weight is {w.dtype}; FusedConvBnRelu takes float16 or float32")
+    b = g.const(conv.input[2], "Conv bias") if len(conv.input) > 2 and conv.input[2] else None
+    (scale, bias, mean, var), eps = _bn_params(g, bn)
+    w_new, b_new = fold_batch_norm(w, b, scale, bias, mean, var, eps)
+    base = conv.name or relu.output[0]
+    w_name, b_name = unique_name(f"{base}_w_folded", taken), unique_name(f"{base}_b_folded", taken)
+    inits = [numpy_helper.from_array(w_new, w_name), numpy_helper.from_array(b_new, b_name)]
+    g.model.graph.initializer.extend(inits)
+    name = conv.name or unique_name("fused_conv_bn_relu", taken)  # the Conv goes away
+    fused = make_node(spec, [conv.input[0], w_name, b_name], [relu.output[0]], attrs, name=name)
+    return fused, [conv, bn, relu]
+
+
+def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> RewriteResult:
+    """Replace Conv -> BatchNormalization -> Relu chains by FusedConvBnRelu nodes.
+
+    BatchNormalization is folded into new weight and bias initializers. A chain is fused
+    only when its intermediates have one reader each and are no graph outputs, the BN is
+    in inference mode and every weight and statistic is an initializer.
+
+    Example:
+        >>> result = fuse_conv_bn_relu(onnx.load("resnet.onnx"))  # doctest: +SKIP
+        >>> result.changed  # doctest: +SKIP
+        16
+    """
+    spec = resolve_spec(spec)
+    register_schema(spec)
+    out = ModelProto()
+    out.CopyFrom(model)
+    g = _Graph.of(out)
+    taken = {v for n in out.graph.node for v in (*n.input, *n.output, n.name)} | set(g.inits)
+    records: list[RewriteRecord] = []
+    replaced: dict[int, NodeProto] = {}
+    dropped: set[int] = set()
+    for idx, node in enumerate(out.graph.node):
+        if node.op_type != "Relu" or not is_standard_domain(node.domain):
+            continue
+        try:
+            fused, old = _fuse_one(g, node, spec, taken)
+        except _Skip as why:
+            records.append(RewriteRecord(node_label(node, idx), "skipped", str(why)))
+            continue
+        conv_idx = g.producer[old[0].output[0]]
+        replaced[conv_idx] = fused
+        dropped |= {g.producer[n.output[0]] for n in old}
+        labels = " -> ".join(node_label(n) for n in old)
+        records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)}"))
+    if replaced:
+        _apply(out, replaced, dropped, spec)
+    return RewriteResult(out, records)
+
+
+def _apply(
+    model: ModelProto, replaced: dict[int, NodeProto], dropped: set[int], spec: OpSpec
+) -> None:
+    g = model.graph
+    nodes = [replaced.get(i, n) for i, n in enumerate(g.node) if i in replaced or i not in dropped]
+    removed_values = {o for i in dropped for o in g.node[i].output} - {
+        o for n in replaced.values() for o in n.output
+    }
+    del g.node[:]
+    g.node.extend(nodes)
+    used = {v for n in g.node for v in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    gone = {t.name for t in g.initializer} - {t.name for t in keep}
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    inputs = [i for i in g.input if i.name not in gone]
+    del g.input[:]
+    g.input.extend(inputs)
+    infos = [vi for vi in g.value_info if vi.name not in removed_values]
+    del g.value_info[:]
+    g.value_info.extend(infos)
+    _ensure_import(model, spec)
+
+
+def _ensure_import(model: ModelProto, spec: OpSpec) -> None:
+    if opset_version(model, spec.domain) is None:
+        model.opset_import.append(onnx.helper.make_opsetid(spec.domain, spec.version))
+
+
+# ------------------------------------------------------------------- replacement
+def _onnx_defaults(node: NodeProto, model: ModelProto) -> dict[str, Any]:
+    """Attribute defaults of the node's standard schema at the model's opset."""
+    version = opset_version(model, node.domain) or onnx.defs.onnx_opset_version()
+    try:
+        schema = onnx.defs.get_schema(node.op_type, version, node.domain)
+    except onnx.defs.SchemaError:
+        return {}
+    out = {}
+    for name, a in schema.attributes.items():
+        if a.default_value.type != onnx.AttributeProto.UNDEFINED:
+            out[name] = attribute_value(a.default_value)
+    return out
+
+
+def _replacement(
+    node: NodeProto, spec: OpSpec, model: ModelProto, types: dict[str, Any], idx: int
+) -> NodeProto:
+    present = [i for i in node.input if i]
+    n_req = sum(1 for i in spec.inputs if not i.optional)
+    if not n_req <= len(node.input) <= len(spec.inputs):
+        raise _Skip(f"has {len(present)} inputs, {spec.name} takes {n_req}-{len(spec.inputs)}")
+    for inp, value in zip(spec.inputs, node.input, strict=False):
+        t = tensor_type_of(types.get(value)) if value else None
+        if t is not None and t.dtype not in spec.allowed_dtypes(inp.type):
+            allowed = ", ".join(spec.allowed_dtypes(inp.type))
+            raise _Skip(f"input {inp.name!r} is {t.dtype}; {spec.name} takes {allowed}")
+    probe = onnx.NodeProto()
+    probe.CopyFrom(node)
+    defaults = _onnx_defaults(node, model)
+    given = {a.name for a in node.attribute}
+    for a in spec.attrs:
+        if a.name not in given and a.name in defaults:
+            from ._schema import onnx_attr
+
+            probe.attribute.append(onnx_attr(a, defaults[a.name]))
+    try:
+        attrs = node_attrs(spec, probe, f"node {node_label(node, idx)}")
+    except SpecError as e:
+        raise _Skip(str(e)) from None
+    return make_node(spec, list(node.input), list(node.output), attrs, name=node.name or None)
+
+
+def replace_ops(
+    model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = ()
+) -> RewriteResult:
+    """Swap standard nodes for the opsdk operators implementing them (``spec.onnx_op``).
+
+    Example:
+        >>> result = replace_ops(onnx.load("flow.onnx"), ["GridSample"])  # doctest: +SKIP
+    """
+    from ._ops import by_onnx_op
+
+    table = by_onnx_op(extra)
+    wanted: dict[str, OpSpec] = {}
+    for op in op_types:
+        if op not in table:
+            raise SpecError(
+                f"no opsdk operator implements ONNX {op} (spec.onnx_op); create one with "
+                f"'opsdk new {op} --like onnx:{op}'"
+            )
+        wanted[op] = table[op]
+        register_schema(table[op])
+    out = ModelProto()
+    out.CopyFrom(model)
+    try:
+        types = value_types(onnx.shape_inference.infer_shapes(out))
+    except Exception:  # types only refine the checks; rewrite without them
+        types = value_types(out)
+    records: list[RewriteRecord] = []
+    for idx, node in enumerate(out.graph.node):
+        spec = wanted.get(node.op_type)
+        if spec is None or not is_standard_domain(node.domain):
+            continue
+        try:
+            new = _replacement(node, spec, out, types, idx)
+        except _Skip as why:
+            records.append(RewriteRecord(node_label(node, idx), "skipped", str(why)))
+            continue
+        detail = f"by {spec.domain}::{spec.name}"
+        records.append(RewriteRecord(node_label(node, idx), "replaced", detail))
+        out.graph.node[idx].CopyFrom(new)
+        _ensure_import(out, spec)
+    return RewriteResult(out, records)
+
+
+def rewrite(
+    model: ModelProto, *, fuse: Sequence[str] = (), replace: Sequence[str] = ()
+) -> RewriteResult:
+    """Apply the named fusions, then the replacements; records are concatenated.
+
+    Example:
+        >>> rewrite(model, fuse=["conv-bn-relu"], replace=["GridSample"])  # doctest: +SKIP
+    """
+    records: list[RewriteRecord] = []
+    for name in fuse:
+        if name not in FUSIONS:
+            raise SpecError(f"unknown fusion {name!r}; known: {', '.join(FUSIONS)}")
+        result = fuse_conv_bn_relu(model)
+        model, records = result.model, records + result.records
+    if replace:
+        result = replace_ops(model, replace)
+        model, records = result.model, records + result.records
+    return RewriteResult(model, records)

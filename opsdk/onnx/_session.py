@@ -1,0 +1,460 @@
+"""The graph executor: standard ops in ONNX Runtime, opsdk custom nodes in their kernels.
+
+The graph is cut into stages (as-soon-as-possible levels): every maximal group of
+standard nodes whose inputs are ready becomes one ONNX Runtime ``InferenceSession``
+(built once), and every custom node runs in its opsdk kernel in-process. Values pass
+between them as NumPy arrays: ONNX Runtime reads NumPy inputs and returns outputs backed by
+its own buffers without copying, and the kernels read and write NumPy memory directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TypeProto
+
+from ..dtypes import dtype_name, to_numpy
+from ..errors import OpsdkError, SpecError
+from ..spec import OpSpec, TensorType
+from ._model import (
+    ModelError,
+    consumers_of,
+    has_subgraphs,
+    is_standard_domain,
+    load_model,
+    node_input_names,
+    node_label,
+    topological_sort,
+    value_types,
+)
+from ._schema import check_custom_node, register_for_model
+
+__all__ = ["Session", "IOInfo", "StepInfo", "ReferenceKernel"]
+
+#: Domains whose nodes ONNX Runtime runs itself although they are not ONNX-standard.
+ORT_DOMAINS = frozenset({"com.microsoft", "com.microsoft.nchwc", "ai.onnx.contrib"})
+
+
+@dataclass(frozen=True)
+class IOInfo:
+    """A model input or output, like ``onnxruntime.NodeArg``: name, type, shape."""
+
+    name: str
+    type: str
+    shape: list[int | str | None]
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One stage of the plan: an ONNX Runtime part or one opsdk custom node."""
+
+    kind: str  # "onnxruntime" or "opsdk"
+    nodes: tuple[str, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass
+class _OrtStep:
+    info: StepInfo
+    session: Any
+    outputs: list[str]
+    inputs: list[str]
+
+
+@dataclass
+class _CustomStep:
+    info: StepInfo
+    kernel: Any
+    attrs: dict[str, Any]
+    inputs: list[str]
+    outputs: list[str]
+    release: list[str] = field(default_factory=list)
+
+
+class ReferenceKernel:
+    """Runs a spec's NumPy reference with the executor interface (no compiler needed).
+
+    Example:
+        >>> k = ReferenceKernel(spec)  # doctest: +SKIP
+        >>> k.run([x], {"alpha": 0.5})  # doctest: +SKIP
+    """
+
+    def __init__(self, spec: OpSpec) -> None:
+        if spec.reference is None:
+            raise SpecError(f"{spec.name}: no NumPy reference (reference.py) to run")
+        self.spec = spec
+
+    def run(
+        self,
+        inputs: Sequence[np.ndarray | None],
+        attrs: Mapping[str, Any] | None = None,
+        outputs: list[np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
+        """Call the reference; results are cast to the spec's output dtypes."""
+        resolved = self.spec.resolve_attrs(dict(attrs or {}))
+        args = list(inputs)
+        while args and args[-1] is None:
+            args.pop()
+        result = self.spec.reference(*args, **resolved)  # type: ignore[misc]
+        results = [result] if isinstance(result, np.ndarray) else list(result)
+        types = self.spec.infer(
+            [TensorType(a.shape, dtype_name(a.dtype)) if a is not None else None for a in inputs],
+            resolved,
+        )
+        arrays = [
+            np.asarray(r).astype(to_numpy(t.dtype), copy=False)
+            for r, t in zip(results, types, strict=True)
+        ]
+        if outputs is None:
+            return arrays
+        for buf, arr in zip(outputs, arrays, strict=True):
+            buf[...] = arr
+        return list(outputs)
+
+
+class Session:
+    """Run an ONNX model holding opsdk custom nodes on the CPU.
+
+    Same calling convention as ``onnxruntime.InferenceSession``.
+
+    Args:
+        model: a path, bytes or ModelProto.
+        kernels: overrides, ``{"domain::Op" or "Op": executor}``; an executor has
+            ``run(inputs, attrs, outputs=None) -> list[np.ndarray]`` and a ``spec``.
+            Other custom nodes use :func:`opsdk.load`.
+        providers: ONNX Runtime execution providers (default CPU).
+        sess_options: ``onnxruntime.SessionOptions`` for every ONNX Runtime part.
+        reference: run custom nodes with their NumPy references instead of the compiled
+            kernels (slow; for checking graphs without a compiler).
+
+    Example:
+        >>> sess = Session("model_with_custom_op.onnx")  # doctest: +SKIP
+        >>> [y] = sess.run(None, {"x": x})  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        kernels: Mapping[str, Any] | None = None,
+        providers: Sequence[Any] | None = None,
+        sess_options: Any = None,
+        reference: bool = False,
+    ) -> None:
+        self._model = load_model(model)
+        self._reference = reference
+        self._providers = list(providers or ["CPUExecutionProvider"])
+        self._options = sess_options
+        self._kernels = dict(kernels or {})
+        extra = [
+            k.spec for k in self._kernels.values() if isinstance(getattr(k, "spec", None), OpSpec)
+        ]
+        self._specs = register_for_model(self._model, extra)
+        self._types = _infer_types(self._model)
+        g = self._model.graph
+        inits = {t.name for t in g.initializer}
+        self._inputs = [i for i in g.input if i.name not in inits]
+        self._output_names = [o.name for o in g.output]
+        self._consts: dict[str, np.ndarray] = {}
+        self._steps: list[_OrtStep | _CustomStep] = []
+        self._plan()
+
+    @classmethod
+    def for_op(
+        cls,
+        op: OpSpec | str,
+        *,
+        attrs: Mapping[str, Any] | None = None,
+        inputs: Sequence[np.ndarray | None] = (),
+        **kwargs: Any,
+    ) -> Session:
+        """A Session over a single-node model of ``op``, typed like ``inputs``.
+
+        Dims are symbolic, so one session serves every shape of the same ranks and dtypes.
+        Feed it with the spec's input names: ``sess.run(None, {"x": x})``.
+
+        Example:
+            >>> sess = Session.for_op("ThresholdedRelu", attrs={"alpha": 0.5},
+            ...                       inputs=[np.zeros((2, 3), np.float32)])  # doctest: +SKIP
+        """
+        from ._export import export_model, resolve_spec
+
+        spec = resolve_spec(op)
+        shapes: dict[str, tuple[Any, ...]] = {}
+        dtypes: dict[str, str] = {}
+        for decl, arr in zip(spec.inputs, inputs, strict=False):
+            if arr is not None:
+                shapes[decl.name] = tuple(f"{decl.name}_d{k}" for k in range(np.ndim(arr)))
+                dtypes[decl.name] = dtype_name(np.asarray(arr).dtype)
+        model = export_model(spec, shapes=shapes, dtype=dtypes, attrs=attrs)
+        return cls(model, **kwargs)
+
+    # ----------------------------------------------------------------- planning
+    def _is_custom(self, node: NodeProto, idx: int) -> bool:
+        if is_standard_domain(node.domain) or node.domain in ORT_DOMAINS:
+            return False
+        key = (node.domain, node.op_type)
+        if key in self._specs:
+            return True
+        if any((f.domain, f.name) == key for f in self._model.functions):
+            return False  # ONNX Runtime inlines the model-local function
+        raise SpecError(
+            f"node {node_label(node, idx)}: no opsdk operator {node.domain}::{node.op_type} "
+            "is registered and the model carries no function for it; create it with "
+            f"'opsdk new {node.op_type}', add its folder to OPSDK_OPERATORS_PATH, or pass "
+            "kernels={...}"
+        )
+
+    def _plan(self) -> None:
+        g = self._model.graph
+        order = topological_sort(g)
+        custom = {idx for idx in order if self._is_custom(g.node[idx], idx)}
+        for idx in order:
+            if idx not in custom and has_subgraphs(g.node[idx]):
+                _reject_nested_custom(g.node[idx], idx, self._specs)
+        stage = _stages(g, order, custom)
+        last = max(stage.values(), default=0)
+        consumers = consumers_of(g)
+        for k in range(last + 1):
+            ort_nodes = [i for i in order if i not in custom and stage[i] == k]
+            if ort_nodes:
+                self._steps.append(self._ort_step(ort_nodes, consumers))
+            for i in order:
+                if i in custom and stage[i] == k + 1:
+                    self._steps.append(self._custom_step(i))
+        self._set_releases()
+
+    def _ort_step(self, idxs: list[int], consumers: Mapping[str, list[int]]) -> _OrtStep:
+        g = self._model.graph
+        nodes = [g.node[i] for i in idxs]
+        produced = [o for n in nodes for o in n.output if o]
+        produced_set = set(produced)
+        inits = {t.name: t for t in g.initializer}
+        needed = list(dict.fromkeys(v for n in nodes for v in node_input_names(n)))
+        feeds = [v for v in needed if v not in produced_set and v not in inits]
+        graph_out = set(self._output_names)
+        mine = set(idxs)
+        outs = [
+            o
+            for o in produced
+            if o in graph_out or any(c not in mine for c in consumers.get(o, ()))
+        ]
+        init_list = [inits[v] for v in needed if v in inits]
+        sub = _sub_model(self._model, nodes, feeds, outs, init_list, self._types)
+        info = StepInfo(
+            "onnxruntime", tuple(node_label(g.node[i], i) for i in idxs), tuple(feeds), tuple(outs)
+        )
+        return _OrtStep(info, self._ort_session(sub, info), outs, feeds)
+
+    def _ort_session(self, sub: ModelProto, info: StepInfo) -> Any:
+        import onnxruntime as ort
+
+        opts = self._options
+        if opts is None:
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            # Idle ORT threads spin by default; between parts they would steal the cores
+            # the opsdk kernels run on (measured: 4x slower on 2 cores). Sleep instead.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            return ort.InferenceSession(
+                sub.SerializeToString(), sess_options=opts, providers=self._providers
+            )
+        except Exception as e:
+            raise ModelError(
+                f"ONNX Runtime cannot load the part made of {', '.join(info.nodes[:5])}"
+                f"{' ...' if len(info.nodes) > 5 else ''}: {e}"
+            ) from None
+
+    def _custom_step(self, idx: int) -> _CustomStep:
+        g = self._model.graph
+        node = g.node[idx]
+        spec = self._specs[(node.domain, node.op_type)]
+        attrs = check_custom_node(spec, node, self._model, idx)
+        inits = {t.name: t for t in g.initializer}
+        for v in node.input:
+            if v in inits and v not in self._consts:
+                self._consts[v] = onnx.numpy_helper.to_array(inits[v])
+        label = node_label(node, idx)
+        info = StepInfo("opsdk", (label,), tuple(v for v in node.input if v), tuple(node.output))
+        return _CustomStep(info, self._kernel(spec), attrs, list(node.input), list(node.output))
+
+    def _kernel(self, spec: OpSpec) -> Any:
+        for key in (f"{spec.domain}::{spec.name}", spec.name):
+            if key in self._kernels:
+                return self._kernels[key]
+        if self._reference:
+            return ReferenceKernel(spec)
+        from ._ops import load_kernel
+
+        return load_kernel(spec)
+
+    def _set_releases(self) -> None:
+        """Mark, for custom steps, values no later step reads (freed early)."""
+        keep = set(self._output_names) | set(self._consts)
+        later: set[str] = set()
+        for step in reversed(self._steps):
+            if isinstance(step, _CustomStep):
+                step.release = [v for v in step.inputs if v and v not in later and v not in keep]
+            later.update(step.inputs)
+
+    # -------------------------------------------------------------------- public
+    @property
+    def steps(self) -> list[StepInfo]:
+        """The execution plan, in order (for inspection and tests)."""
+        return [s.info for s in self._steps]
+
+    def get_inputs(self) -> list[IOInfo]:
+        """The model inputs (initializers excluded), like ``InferenceSession.get_inputs``."""
+        return [_io_info(vi.name, vi.type) for vi in self._inputs]
+
+    def get_outputs(self) -> list[IOInfo]:
+        """The model outputs with their inferred types."""
+        return [_io_info(n, self._types.get(n)) for n in self._output_names]
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        input_feed: Mapping[str, Any],
+        run_options: Any = None,
+    ) -> list[np.ndarray]:
+        """Run the model; returns the requested outputs (all when ``output_names`` is None).
+
+        Example:
+            >>> y, = sess.run(["y"], {"x": np.ones((2, 3), np.float32)})  # doctest: +SKIP
+        """
+        wanted = list(output_names) if output_names else list(self._output_names)
+        env = self._feeds(input_feed, wanted)
+        for step in self._steps:
+            if isinstance(step, _OrtStep):
+                feeds = {v: env[v] for v in step.inputs}
+                values = step.session.run(step.outputs, feeds, run_options)
+                env.update(zip(step.outputs, values, strict=True))
+            else:
+                self._run_custom(step, env)
+        return [env[n] for n in wanted]
+
+    def _feeds(self, input_feed: Mapping[str, Any], wanted: Iterable[str]) -> dict[str, Any]:
+        known = {vi.name for vi in self._inputs}
+        missing = [n for n in known if n not in input_feed]
+        extra = [n for n in input_feed if n not in known]
+        if missing or extra:
+            expected = ", ".join(f"{i.name} {i.type} {i.shape}" for i in self.get_inputs())
+            what = f"missing input(s) {missing}" if missing else f"unknown input(s) {extra}"
+            raise ModelError(f"Session.run: {what}; the model takes: {expected}")
+        unknown = [n for n in wanted if n not in self._output_names]
+        if unknown:
+            raise ModelError(
+                f"Session.run: unknown output(s) {unknown}; outputs: {self._output_names}"
+            )
+        env: dict[str, Any] = dict(self._consts)
+        for k, v in input_feed.items():
+            env[k] = v if isinstance(v, np.ndarray) else np.asarray(v)
+        return env
+
+    def _run_custom(self, step: _CustomStep, env: dict[str, Any]) -> None:
+        arrays = [env[v] if v else None for v in step.inputs]
+        try:
+            outs = step.kernel.run(arrays, step.attrs)
+        except OpsdkError as e:
+            raise type(e)(f"{e} -- while running node {step.info.nodes[0]}") from e
+        env.update(zip(step.outputs, outs, strict=True))
+        for v in step.release:
+            env.pop(v, None)
+
+
+# ---------------------------------------------------------------------- helpers
+def _infer_types(model: ModelProto) -> dict[str, TypeProto]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except SpecError:
+        raise
+    except Exception as e:
+        raise ModelError(f"ONNX shape inference failed on the model: {e}") from None
+    return value_types(inferred)
+
+
+def _stages(graph: onnx.GraphProto, order: list[int], custom: set[int]) -> dict[int, int]:
+    """ASAP stages: standard node -> stage of its ORT part; custom node -> stage >= 1.
+
+    Standard nodes of stage k run in ORT part k; custom nodes of stage k run after part
+    k-1 and before part k.
+    """
+    value_stage: dict[str, int] = {}
+    stage: dict[int, int] = {}
+    for idx in order:
+        node = graph.node[idx]
+        base = max((value_stage.get(v, 0) for v in node_input_names(node)), default=0)
+        stage[idx] = base + 1 if idx in custom else base
+        for o in node.output:
+            value_stage[o] = stage[idx]
+    return stage
+
+
+def _reject_nested_custom(node: NodeProto, idx: int, specs: Mapping[Any, OpSpec]) -> None:
+    from ._model import iter_all_nodes
+
+    for attr in node.attribute:
+        for sg in ([attr.g] if attr.HasField("g") else list(attr.graphs)):
+            for inner in iter_all_nodes(sg):
+                if (inner.domain, inner.op_type) in specs:
+                    raise SpecError(
+                        f"node {node_label(node, idx)}: its subgraph holds custom node "
+                        f"{node_label(inner)}; Session runs custom nodes only in the main "
+                        "graph. Embed the fallback function (opsdk export --with-function)"
+                    )
+
+
+def _sub_model(
+    model: ModelProto,
+    nodes: list[NodeProto],
+    feeds: list[str],
+    outs: list[str],
+    inits: list[onnx.TensorProto],
+    types: Mapping[str, TypeProto],
+) -> ModelProto:
+    graph_inputs = {vi.name: vi for vi in model.graph.input}
+
+    def vi(name: str, required: bool) -> onnx.ValueInfoProto:
+        if name in graph_inputs:
+            return graph_inputs[name]
+        v = onnx.ValueInfoProto(name=name)
+        if name in types:
+            v.type.CopyFrom(types[name])
+        elif required:
+            raise ModelError(
+                f"cannot tell the type of {name!r}, which an ONNX Runtime part reads; "
+                "add a value_info for it or make shape inference reach it"
+            )
+        return v
+
+    graph = onnx.helper.make_graph(
+        nodes,
+        "opsdk_part",
+        [vi(n, True) for n in feeds],
+        [vi(n, False) for n in outs],
+        initializer=inits,
+    )
+    sub = onnx.helper.make_model(
+        graph, opset_imports=list(model.opset_import), ir_version=model.ir_version
+    )
+    sub.functions.extend(model.functions)
+    return sub
+
+
+def _io_info(name: str, tp: TypeProto | None) -> IOInfo:
+    if tp is None or not tp.HasField("tensor_type"):
+        return IOInfo(name, "unknown", [])
+    tt = tp.tensor_type
+    type_name = onnx.TensorProto.DataType.Name(tt.elem_type).lower()
+    shape: list[int | str | None] = []
+    for d in tt.shape.dim:
+        shape.append(
+            int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or None)
+        )
+    return IOInfo(name, f"tensor({type_name})", shape)
