@@ -13,3 +13,12 @@ SPEC = OpSpec(
     doc="Elementwise thresholded rectifier: y = x if x > alpha else 0.",
     onnx_op="ThresholdedRelu",
 )
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """Where(Greater(x, alpha), x, 0), comparing in x's dtype as the kernel does."""
+    x = fb.input("x")
+    alpha = fb.op("CastLike", fb.op("Constant", value_float=fb.attr("alpha")), x)
+    zero = fb.op("CastLike", fb.op("Constant", value_float=0.0), x)
+    return fb.op("Where", fb.op("Greater", x, alpha), x, zero)
