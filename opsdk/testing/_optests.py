@@ -173,8 +173,10 @@ def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
     return test_check
 
 
-def op_tests(test_file: str | Path) -> dict[str, Callable[..., Any]]:
-    """The test functions of the operator whose folder holds ``test_file``.
+def op_tests(
+    test_file: str | Path, *, folder: str | Path | None = None
+) -> dict[str, Callable[..., Any]]:
+    """The test functions of the operator whose folder holds ``test_file`` (or ``folder``).
 
     Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ..., "test_<op>_check":
     ...}``; put them in the test module's globals so pytest collects them.
@@ -185,7 +187,7 @@ def op_tests(test_file: str | Path) -> dict[str, Callable[..., Any]]:
     """
     from ..registry import load_spec
 
-    folder = Path(test_file).resolve().parent
+    folder = Path(folder).resolve() if folder is not None else Path(test_file).resolve().parent
     spec = load_spec(folder)
     snake = spec.snake_name
     tests: dict[str, Callable[..., Any]] = {f"test_{snake}": _numerics(folder, spec)}
