@@ -73,6 +73,27 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
   throw py::value_error("unknown attribute type " + type);
 }
 
+// Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
+void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
+            std::vector<bool> present, std::vector<opsdk::Tensor> outs,
+            std::vector<std::string> names, std::vector<opsdk::AttrValue> values) {
+  opsdk::CustomOpKernelContext ctx(r.name(), std::move(ins), std::move(present), std::move(outs),
+                                   std::move(names), std::move(values));
+  std::string error;
+  {
+    py::gil_scoped_release nogil;
+    try {
+      r.kernel()(ctx);
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "std::exception with an empty message";
+    } catch (...) {
+      error = "unknown C++ exception";
+    }
+  }
+  if (!error.empty()) throw std::runtime_error(r.name() + ": " + error);
+}
+
 void run(size_t index, const py::sequence& inputs, const py::sequence& outputs,
          const py::sequence& attr_values) {
   auto& regs = opsdk::registry();
@@ -103,22 +124,140 @@ void run(size_t index, const py::sequence& inputs, const py::sequence& outputs,
     names.push_back(r.attrs()[i].name);
     values.push_back(attr_from_py(attr_values[i], r.attrs()[i].type));
   }
-  opsdk::CustomOpKernelContext ctx(r.name(), std::move(ins), std::move(present), std::move(outs),
-                                   std::move(names), std::move(values));
-  std::string error;
-  {
-    py::gil_scoped_release nogil;
-    try {
-      r.kernel()(ctx);
-    } catch (const std::exception& e) {
-      error = e.what();
-      if (error.empty()) error = "std::exception with an empty message";
-    } catch (...) {
-      error = "unknown C++ exception";
+  invoke(r, std::move(ins), std::move(present), std::move(outs), std::move(names),
+         std::move(values));
+}
+
+
+// A C++ fast path for the common call: every input a C-contiguous ndarray of a registered
+// dtype combination, all of one shape (elementwise ops without a shape function), and
+// attributes passed as plain Python values. Anything else goes to the Python executor,
+// which checks everything and raises the precise error.
+class FastCaller {
+ public:
+  struct Kernel {
+    std::vector<int> in_nums;
+    size_t index;
+    std::vector<py::dtype> out_dtypes;
+    std::vector<std::string> attr_order;
+  };
+  struct AttrSpec {
+    std::string name, type;
+    py::object default_value;  // None when required
+  };
+
+  FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
+             py::object fallback)
+      : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)) {
+    for (const auto& k : kernels) {
+      auto t = k.cast<py::tuple>();
+      Kernel kern;
+      for (const auto& d : t[0].cast<py::list>()) kern.in_nums.push_back(d.cast<py::dtype>().num());
+      kern.index = t[1].cast<size_t>();
+      for (const auto& d : t[2].cast<py::list>()) kern.out_dtypes.push_back(d.cast<py::dtype>());
+      kern.attr_order = t[3].cast<std::vector<std::string>>();
+      kernels_.push_back(std::move(kern));
+    }
+    for (const auto& a : attrs) {
+      auto t = a.cast<py::tuple>();
+      attrs_.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2]});
     }
   }
-  if (!error.empty()) throw std::runtime_error(r.name() + ": " + error);
-}
+
+  py::object call(const py::args& args, const py::kwargs& kwargs) {
+    const size_t n = py::len(args);
+    if (n != n_inputs_ || n < n_required_) return fallback_(*args, **kwargs);
+    std::vector<int> nums(n);
+    const py::array* first = nullptr;
+    std::vector<py::array> arrays;
+    arrays.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      PyObject* o = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
+      if (!py::isinstance<py::array>(o)) return fallback_(*args, **kwargs);
+      arrays.push_back(py::reinterpret_borrow<py::array>(o));
+      const py::array& a = arrays.back();
+      if (!(a.flags() & py::array::c_style)) return fallback_(*args, **kwargs);
+      nums[i] = a.dtype().num();
+      if (first && !same_shape(*first, a)) return fallback_(*args, **kwargs);
+      if (!first) first = &arrays.back();
+    }
+    const Kernel* k = nullptr;
+    for (const auto& cand : kernels_)
+      if (cand.in_nums == nums) { k = &cand; break; }
+    if (!k) return fallback_(*args, **kwargs);
+    std::vector<opsdk::AttrValue> values;
+    std::vector<std::string> names;
+    if (!resolve_attrs(*k, kwargs, names, values)) return fallback_(*args, **kwargs);
+    const opsdk::OpRegistration& r = *opsdk::registry()[k->index];
+    std::vector<opsdk::Tensor> ins;
+    ins.reserve(n);
+    for (size_t i = 0; i < n; ++i) ins.push_back(make_tensor(arrays[i], r.inputs()[i], false));
+    std::vector<py::ssize_t> shape(first->shape(), first->shape() + first->ndim());
+    py::list results;
+    std::vector<opsdk::Tensor> outs;
+    for (size_t i = 0; i < k->out_dtypes.size(); ++i) {
+      py::array out(k->out_dtypes[i], shape);
+      outs.push_back(make_tensor(out, r.outputs()[i], true));
+      results.append(out);
+    }
+    invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), std::move(names),
+           std::move(values));
+    if (py::len(results) == 1) return results[0];
+    return py::tuple(results);
+  }
+
+ private:
+  static bool same_shape(const py::array& a, const py::array& b) {
+    if (a.ndim() != b.ndim()) return false;
+    for (py::ssize_t d = 0; d < a.ndim(); ++d)
+      if (a.shape(d) != b.shape(d)) return false;
+    return true;
+  }
+
+  bool resolve_attrs(const Kernel& k, const py::kwargs& kwargs, std::vector<std::string>& names,
+                     std::vector<opsdk::AttrValue>& values) const {
+    size_t used = 0;
+    for (const auto& name : k.attr_order) {
+      const AttrSpec* spec = nullptr;
+      for (const auto& a : attrs_)
+        if (a.name == name) spec = &a;
+      if (!spec) return false;
+      py::handle v;
+      if (kwargs.contains(name.c_str())) {
+        v = kwargs[name.c_str()];
+        ++used;
+      } else if (!spec->default_value.is_none()) {
+        v = spec->default_value;
+      } else {
+        return false;  // required and missing: the Python path explains
+      }
+      if (!plain_value(v, spec->type)) return false;
+      names.push_back(name);
+      values.push_back(attr_from_py(v, spec->type));
+    }
+    return used == py::len(kwargs);
+  }
+
+  static bool plain_value(const py::handle& v, const std::string& type) {
+    PyObject* o = v.ptr();
+    if (type == "float") return PyFloat_CheckExact(o) || PyLong_CheckExact(o);
+    if (type == "int") return PyLong_CheckExact(o);
+    if (type == "bool") return PyBool_Check(o);
+    if (type == "string") return PyUnicode_CheckExact(o);
+    if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return false;
+    for (const auto& e : v) {
+      PyObject* p = e.ptr();
+      if (type == "ints" ? !PyLong_CheckExact(p) : !(PyFloat_CheckExact(p) || PyLong_CheckExact(p)))
+        return false;
+    }
+    return true;
+  }
+
+  size_t n_required_, n_inputs_;
+  std::vector<Kernel> kernels_;
+  std::vector<AttrSpec> attrs_;
+  py::object fallback_;
+};
 
 }  // namespace
 
@@ -130,6 +269,9 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
     return out;
   });
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
+  py::class_<FastCaller>(m, "FastCaller")
+      .def(py::init<size_t, size_t, const py::list&, const py::list&, py::object>())
+      .def("__call__", &FastCaller::call);
   m.def("set_num_threads", [](int n) { opsdk::num_threads_setting() = n > 0 ? n : 1; });
   m.def("get_num_threads", [] { return opsdk::num_threads_setting(); });
 }

@@ -67,6 +67,26 @@ class Operator:
         self._n_inputs = len(spec.inputs)
         self._n_required = sum(1 for i in spec.inputs if not i.optional)
         self._plans: dict[tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]] = {}
+        self._call = self._fast_caller() if spec.elementwise else self._slow_call
+
+    def _fast_caller(self) -> Callable[..., Any]:
+        """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
+        kernels = [
+            (
+                [to_numpy(d) for d in e.input_dtypes],
+                e.index,
+                [to_numpy(d) for d in e.output_dtypes],
+                list(e.attr_order),
+            )
+            for e in self._table.values()
+        ]
+        attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
+        n = len(self.spec.inputs)
+        return self.module.FastCaller(n, n, kernels, attrs, self._slow_call)  # type: ignore[no-any-return]
+
+    def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
+        outs = self.run(list(inputs), attrs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property
     def name(self) -> str:
@@ -85,8 +105,7 @@ class Operator:
         return f"<opsdk.Operator {self.spec.domain}::{self.spec.name} (cpu)>"
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
-        outs = self.run(list(inputs), attrs)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return self._call(*inputs, **attrs)
 
     def set_num_threads(self, n: int) -> None:
         """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""
