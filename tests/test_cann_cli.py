@@ -1,0 +1,137 @@
+"""`opsdk cann` and `opsdk atc` from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import onnx
+import onnx.helper as oh
+import pytest
+
+from opsdk.cann import CannArgError, compute_unit, parse_input_shape, plan_atc
+from opsdk.cli import main
+
+TR = str(Path(__file__).resolve().parents[1] / "operators" / "thresholded_relu")
+
+
+def _model(path: Path, shape: list, domain_version: int = 1) -> Path:
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, shape)
+    node = oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)
+    m = oh.make_model(oh.make_graph([node], "g", [x], [y]),
+                      opset_imports=[oh.make_opsetid("com.opsdk", domain_version)])
+    onnx.save(m, path)
+    return path
+
+
+def test_cann_writes_and_refuses_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "prj"
+    assert main(["cann", TR, "-o", str(out), "--soc", "Ascend910B3", "--soc", "ascend310p"]) == 0
+    text = (out / "op_host" / "thresholded_relu.cpp").read_text()
+    assert 'AddConfig("ascend910b")' in text and 'AddConfig("ascend310p")' in text
+    assert main(["cann", TR, "-o", str(out)]) == 1
+    assert "is not empty; pass --force" in capsys.readouterr().err
+    socs = ["--soc", "Ascend910B3", "--soc", "ascend310p"]
+    assert main(["cann", TR, "-o", str(out), "--force", "--json", *socs]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] == [] and len(report["unchanged"]) == 15
+    assert main(["cann", TR, "-o", str(out), "--force", "--json"]) == 0  # one soc less
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(report["written"]) == ["CMakePresets.json", "op_host/thresholded_relu.cpp"]
+
+
+def test_cann_keys_from_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _model(tmp_path / "m.onnx", [2, 3], domain_version=4)
+    out = tmp_path / "prj"
+    assert main(["cann", TR, "-o", str(out), "--onnx-model", str(model)]) == 0
+    plugin = (out / "framework" / "onnx_plugin" / "thresholded_relu_plugin.cc").read_text()
+    assert '.OriginOpType("com.opsdk::4::ThresholdedRelu")' in plugin
+    assert main(["cann", TR, "-o", str(tmp_path / "p2"), "--origin-op-type", "bad"]) == 1
+    assert "must be <domain>::<opset>::ThresholdedRelu" in capsys.readouterr().err
+
+
+def test_unknown_soc_is_explained() -> None:
+    with pytest.raises(CannArgError, match="unknown SoC 'Ascend999'.*ascend910b"):
+        compute_unit("Ascend999")
+
+
+def test_input_shape_syntax() -> None:
+    assert parse_input_shape("x:1,3,224,224;m:1~8,-1") == {"x": ["1", "3", "224", "224"], "m": ["1~8", "-1"]}
+    with pytest.raises(CannArgError, match="dim 'a' is not an int, -1 or a range"):
+        parse_input_shape("x:1,a")
+    with pytest.raises(CannArgError, match="range '8~1' has lo > hi"):
+        parse_input_shape("x:8~1")
+
+
+def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
+    model = _model(tmp_path / "m.onnx", ["N", 3])
+    kw = {"soc_version": "Ascend910B3", "output": str(tmp_path / "out")}
+    with pytest.raises(CannArgError, match="'x' has rank 3 but the model's input has rank 2"):
+        plan_atc(model, input_shape="x:1,3,4", **kw)
+    with pytest.raises(CannArgError, match="dim 1 is 4 but the model fixes it to 3"):
+        plan_atc(model, input_shape="x:1,4", **kw)
+    with pytest.raises(CannArgError, match="names 'z', which is not a graph input; inputs are: x"):
+        plan_atc(model, input_shape="z:1,3", **kw)
+    with pytest.raises(CannArgError, match="have dynamic dims and no --input-shape"):
+        plan_atc(model, **kw)
+    with pytest.raises(CannArgError, match="--precision-mode 'fast' is not accepted"):
+        plan_atc(model, input_shape="x:1,3", precision_mode="fast", **kw)
+    with pytest.raises(CannArgError, match="--soc-version 'Ascend910' is not a known SoC version"):
+        plan_atc(model, input_shape="x:1,3", soc_version="Ascend910", output="o")
+    plan = plan_atc(model, input_shape="x:1~8,3", precision_mode="allow_fp32_to_fp16",
+                    op_select_implmode="high_performance", **kw)
+    assert plan.command[:2] == ["atc", "--framework=5"]
+    assert "--input_shape=x:1~8,3" in plan.command and "--soc_version=Ascend910B3" in plan.command
+    assert any("dynamic-shape" in n for n in plan.notes)
+
+
+def test_atc_without_atc_prints_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH", raising=False)
+    model = _model(tmp_path / "m.onnx", [2, 3])
+    vendor = tmp_path / "vendors" / "opsdk"
+    (vendor / "op_proto").mkdir(parents=True)
+    args = ["atc", str(model), "--soc-version", "Ascend910B3", "--output", str(tmp_path / "out"),
+            "--precision-mode", "allow_fp32_to_fp16", "--op-select-implmode", "high_performance",
+            "--input-shape", "x:2,3", "--custom-opp", str(vendor)]
+    assert main(args) == 3
+    out = capsys.readouterr().out
+    assert "atc is not on PATH here" in out and "--framework=5" in out
+    assert f"export ASCEND_CUSTOM_OPP_PATH={vendor}" in out
+    assert main(args + ["--json", "--dry-run"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "dry-run" and report["env"]["ASCEND_CUSTOM_OPP_PATH"] == str(vendor)
+    doctor_missing = any("doctor check skipped" in n for n in report["notes"])
+    assert doctor_missing or isinstance(report["findings"], list)
+
+
+def test_atc_blocks_on_plugin_key_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _model(tmp_path / "m.onnx", [2, 3], domain_version=2)
+    prj = tmp_path / "prj"
+    assert main(["cann", TR, "-o", str(prj)]) == 0
+    capsys.readouterr()
+    code = main(["atc", str(model), "--soc-version", "Ascend910B3", "--output", "o", "--skip-doctor",
+                 "--op-project", str(prj)])
+    assert code == 1
+    assert "needs the plugin key 'com.opsdk::2::ThresholdedRelu'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses a shell script as atc")
+def test_atc_runs_atc_when_present(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "atc"
+    fake.write_text('#!/bin/sh\necho "args: $*"\necho "opp=$ASCEND_CUSTOM_OPP_PATH"\nexit 0\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    model = _model(tmp_path / "m.onnx", [2, 3])
+    assert main(["atc", str(model), "--soc-version", "Ascend310P3", "--output", "out.om",
+                 "--skip-doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "--framework=5" in out and "--output=out " in out + " " and "--soc_version=Ascend310P3" in out
