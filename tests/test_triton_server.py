@@ -25,7 +25,7 @@ import pytest
 from opsdk.triton import RepositoryOptions, TritonServer, build_repository
 from opsdk.triton.testing import process_gone, serve_env_or_skip, triton_server  # noqa: F401
 
-from test_triton_build import mlp_model
+from test_triton_build import custom_op_model, mlp_model
 
 http = pytest.importorskip("tritonclient.http")
 grpc = pytest.importorskip("tritonclient.grpc")
@@ -52,7 +52,7 @@ def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def repo(model_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def repo(model_file: Path, custom_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two models of the same graph: with dynamic batching and without."""
     root = tmp_path_factory.mktemp("repo")
     common: dict[str, Any] = {"max_batch_size": MAX_BATCH, "operators_path": ()}
@@ -60,7 +60,16 @@ def repo(model_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         "mlp", max_queue_delay_us=2000, preferred_batch_sizes=(4, 8), warmup=True, **common))
     build_repository(model_file, root, RepositoryOptions(
         "mlp_unbatched", dynamic_batching=False, **common))
+    build_repository(custom_file, root, RepositoryOptions("custom", max_batch_size=MAX_BATCH))
     return root
+
+
+@pytest.fixture(scope="module")
+def custom_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A graph with an opsdk custom node (com.opsdk::ThresholdedRelu) next to standard ones."""
+    path = tmp_path_factory.mktemp("onnx") / "custom.onnx"
+    onnx.save(custom_op_model("com.opsdk", "ThresholdedRelu"), str(path))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +81,8 @@ def small_repo(model_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 @pytest.fixture(scope="module")
-def server(repo: Path, model_file: Path) -> Iterator[TritonServer]:
-    graph_session(model_file)
+def server(repo: Path, model_file: Path, custom_file: Path) -> Iterator[TritonServer]:
+    graph_session(custom_file)  # builds the custom kernel into the cache the server shares
     env = serve_env_or_skip()
     with TritonServer(repo, venv=env.venv) as srv:
         yield srv
@@ -125,6 +134,19 @@ def test_grpc_matches_graph_executor(server: TritonServer, session: Any) -> None
         client.close()
     [want] = session.run(None, feeds)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_custom_operator_node_serves_like_the_graph_executor(
+    server: TritonServer, custom_file: Path
+) -> None:
+    x = np.array([[-2.0, 0.5, 1.0, 3.0], [1.5, -0.1, 0.99, 7.0]], np.float32)
+    with http.InferenceServerClient(server.http_url) as client:
+        t = http.InferInput("x", list(x.shape), "FP32")
+        t.set_data_from_numpy(x)
+        got = client.infer("custom", [t]).as_numpy("y")
+    [want] = graph_session(custom_file).run(None, {"x": x})
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, np.where(x > 1.0, x, 0.0))  # ThresholdedRelu, alpha=1
 
 
 def run_clients(url: str, jobs: list[Callable[[Any], None]], workers: int = 8) -> list[str]:
