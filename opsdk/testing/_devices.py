@@ -60,14 +60,16 @@ class _OnnxRuntime:
 
     def __init__(self, folder: Path, spec: OpSpec) -> None:
         try:
-            from opsdk.onnx import Session  # type: ignore[attr-defined]
+            from opsdk.onnx import Session
         except ImportError as e:
             raise DeviceUnavailable(
                 f"onnxruntime unavailable: opsdk.onnx.Session cannot be imported ({e})"
             ) from e
-        self._session_cls = Session
+        import opsdk
+
+        self._session_cls: Any = Session
         self.spec = spec
-        self.folder = folder
+        self._kernels = {f"{spec.domain}::{spec.name}": opsdk.load(str(folder))}
         self._sessions: dict[Any, Any] = {}
 
     def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
@@ -78,9 +80,12 @@ class _OnnxRuntime:
         )
         sess = self._sessions.get(key)
         if sess is None:
-            sess = self._session_cls.for_op(self.spec, attrs=attrs, inputs=list(inputs))
+            sess = self._session_cls.for_op(
+                self.spec, attrs=attrs, inputs=list(inputs), kernels=self._kernels
+            )
             self._sessions[key] = sess
-        return [np.asarray(o) for o in sess.run(list(inputs))]
+        feed = {d.name: a for d, a in zip(self.spec.inputs, inputs, strict=False) if a is not None}
+        return [np.asarray(o) for o in sess.run(None, feed)]
 
 
 class _Triton:
