@@ -22,13 +22,17 @@ def _model(path: Path, shape: list, domain_version: int = 1) -> Path:
     x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)
     y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, shape)
     node = oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)
-    m = oh.make_model(oh.make_graph([node], "g", [x], [y]),
-                      opset_imports=[oh.make_opsetid("com.opsdk", domain_version)])
+    m = oh.make_model(
+        oh.make_graph([node], "g", [x], [y]),
+        opset_imports=[oh.make_opsetid("com.opsdk", domain_version)],
+    )
     onnx.save(m, path)
     return path
 
 
-def test_cann_writes_and_refuses_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cann_writes_and_refuses_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "prj"
     assert main(["cann", TR, "-o", str(out), "--soc", "Ascend910B3", "--soc", "ascend310p"]) == 0
     text = (out / "op_host" / "thresholded_relu.cpp").read_text()
@@ -60,7 +64,10 @@ def test_unknown_soc_is_explained() -> None:
 
 
 def test_input_shape_syntax() -> None:
-    assert parse_input_shape("x:1,3,224,224;m:1~8,-1") == {"x": ["1", "3", "224", "224"], "m": ["1~8", "-1"]}
+    assert parse_input_shape("x:1,3,224,224;m:1~8,-1") == {
+        "x": ["1", "3", "224", "224"],
+        "m": ["1~8", "-1"],
+    }
     with pytest.raises(CannArgError, match="dim 'a' is not an int, -1 or a range"):
         parse_input_shape("x:1,a")
     with pytest.raises(CannArgError, match="range '8~1' has lo > hi"):
@@ -82,23 +89,42 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
         plan_atc(model, input_shape="x:1,3", precision_mode="fast", **kw)
     with pytest.raises(CannArgError, match="--soc-version 'Ascend910' is not a known SoC version"):
         plan_atc(model, input_shape="x:1,3", soc_version="Ascend910", output="o")
-    plan = plan_atc(model, input_shape="x:1~8,3", precision_mode="allow_fp32_to_fp16",
-                    op_select_implmode="high_performance", **kw)
+    plan = plan_atc(
+        model,
+        input_shape="x:1~8,3",
+        precision_mode="allow_fp32_to_fp16",
+        op_select_implmode="high_performance",
+        **kw,
+    )
     assert plan.command[:2] == ["atc", "--framework=5"]
     assert "--input_shape=x:1~8,3" in plan.command and "--soc_version=Ascend910B3" in plan.command
     assert any("dynamic-shape" in n for n in plan.notes)
 
 
-def test_atc_without_atc_prints_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_atc_without_atc_prints_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH", raising=False)
     model = _model(tmp_path / "m.onnx", [2, 3])
     vendor = tmp_path / "vendors" / "opsdk"
     (vendor / "op_proto").mkdir(parents=True)
-    args = ["atc", str(model), "--soc-version", "Ascend910B3", "--output", str(tmp_path / "out"),
-            "--precision-mode", "allow_fp32_to_fp16", "--op-select-implmode", "high_performance",
-            "--input-shape", "x:2,3", "--custom-opp", str(vendor)]
+    args = [
+        "atc",
+        str(model),
+        "--soc-version",
+        "Ascend910B3",
+        "--output",
+        str(tmp_path / "out"),
+        "--precision-mode",
+        "allow_fp32_to_fp16",
+        "--op-select-implmode",
+        "high_performance",
+        "--input-shape",
+        "x:2,3",
+        "--custom-opp",
+        str(vendor),
+    ]
     assert main(args) == 3
     out = capsys.readouterr().out
     assert "atc is not on PATH here" in out and "--framework=5" in out
@@ -110,20 +136,34 @@ def test_atc_without_atc_prints_command(tmp_path: Path, capsys: pytest.CaptureFi
     assert doctor_missing or isinstance(report["findings"], list)
 
 
-def test_atc_blocks_on_plugin_key_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_atc_blocks_on_plugin_key_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = _model(tmp_path / "m.onnx", [2, 3], domain_version=2)
     prj = tmp_path / "prj"
     assert main(["cann", TR, "-o", str(prj)]) == 0
     capsys.readouterr()
-    code = main(["atc", str(model), "--soc-version", "Ascend910B3", "--output", "o", "--skip-doctor",
-                 "--op-project", str(prj)])
+    code = main(
+        [
+            "atc",
+            str(model),
+            "--soc-version",
+            "Ascend910B3",
+            "--output",
+            "o",
+            "--skip-doctor",
+            "--op-project",
+            str(prj),
+        ]
+    )
     assert code == 1
     assert "needs the plugin key 'com.opsdk::2::ThresholdedRelu'" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses a shell script as atc")
-def test_atc_runs_atc_when_present(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_atc_runs_atc_when_present(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "atc"
@@ -131,7 +171,23 @@ def test_atc_runs_atc_when_present(tmp_path: Path, capsys: pytest.CaptureFixture
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     model = _model(tmp_path / "m.onnx", [2, 3])
-    assert main(["atc", str(model), "--soc-version", "Ascend310P3", "--output", "out.om",
-                 "--skip-doctor"]) == 0
+    assert (
+        main(
+            [
+                "atc",
+                str(model),
+                "--soc-version",
+                "Ascend310P3",
+                "--output",
+                "out.om",
+                "--skip-doctor",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "--framework=5" in out and "--output=out " in out + " " and "--soc_version=Ascend310P3" in out
+    assert (
+        "--framework=5" in out
+        and "--output=out " in out + " "
+        and "--soc_version=Ascend310P3" in out
+    )

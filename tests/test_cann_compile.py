@@ -69,16 +69,30 @@ def test_plugin_glue_compiles(name: str, projects: dict[str, Path], cann_include
 
 
 def test_npu_executor_signatures_match_headers(tmp_path: Path, cann_include: Path) -> None:
-    lines = ["#include <cstdint>", "#include <type_traits>", '#include "acl/acl.h"',
-             '#include "acl/acl_op_compiler.h"']
+    lines = [
+        "#include <cstdint>",
+        "#include <type_traits>",
+        '#include "acl/acl.h"',
+        '#include "acl/acl_op_compiler.h"',
+    ]
     for name, (_, _, ctype) in SIGNATURES.items():
         lines.append(f'static_assert(std::is_same<decltype({name}), {ctype}>::value, "{name}");')
-    enums = {"ACL_FLOAT16": ACL_DTYPES["float16"], "ACL_FLOAT": ACL_DTYPES["float32"],
-             "ACL_BF16": ACL_DTYPES["bfloat16"], "ACL_INT64": ACL_DTYPES["int64"],
-             "ACL_BOOL": ACL_DTYPES["bool"], "ACL_UINT8": ACL_DTYPES["uint8"],
-             "ACL_DT_UNDEFINED": -1, "ACL_FORMAT_ND": 2, "ACL_FORMAT_UNDEFINED": -1,
-             "ACL_MEMCPY_HOST_TO_DEVICE": 1, "ACL_MEMCPY_DEVICE_TO_HOST": 2,
-             "ACL_MEM_MALLOC_HUGE_FIRST": 0, "ACL_ENGINE_SYS": 0, "ACL_COMPILE_SYS": 0}
+    enums = {
+        "ACL_FLOAT16": ACL_DTYPES["float16"],
+        "ACL_FLOAT": ACL_DTYPES["float32"],
+        "ACL_BF16": ACL_DTYPES["bfloat16"],
+        "ACL_INT64": ACL_DTYPES["int64"],
+        "ACL_BOOL": ACL_DTYPES["bool"],
+        "ACL_UINT8": ACL_DTYPES["uint8"],
+        "ACL_DT_UNDEFINED": -1,
+        "ACL_FORMAT_ND": 2,
+        "ACL_FORMAT_UNDEFINED": -1,
+        "ACL_MEMCPY_HOST_TO_DEVICE": 1,
+        "ACL_MEMCPY_DEVICE_TO_HOST": 2,
+        "ACL_MEM_MALLOC_HUGE_FIRST": 0,
+        "ACL_ENGINE_SYS": 0,
+        "ACL_COMPILE_SYS": 0,
+    }
     for enum, value in enums.items():
         lines.append(f'static_assert({enum} == {value}, "{enum}");')
     src = tmp_path / "signatures.cpp"
@@ -87,6 +101,7 @@ def test_npu_executor_signatures_match_headers(tmp_path: Path, cann_include: Pat
 
 
 # --- the ONNX attribute parsing, compiled and run on the JSON GE's parser produces ---------
+
 
 def _ge_attribute_json(node: Any, omit_defaults: bool = False) -> str:
     """The "attribute" string GE's ONNX parser gives ParseParamsByOperatorFn plugins
@@ -97,7 +112,7 @@ def _ge_attribute_json(node: Any, omit_defaults: bool = False) -> str:
     for a in node.attribute:
         item: dict[str, Any] = {"name": a.name, "type": int(a.type)}
         if a.type == onnx.AttributeProto.FLOAT and not (omit_defaults and a.f == 0.0):
-            item["f"] = "%g" % a.f
+            item["f"] = f"{a.f:g}"
         elif a.type == onnx.AttributeProto.INT and not (omit_defaults and a.i == 0):
             item["i"] = a.i
         elif a.type == onnx.AttributeProto.STRING:
@@ -127,7 +142,8 @@ int main(int, char** argv) {
     }
     std::printf("{\\"axis\\": %lld, \\"epsilon\\": %.9g, \\"keepdims\\": %s, \\"pads\\": [",
                 (long long)a.axis, a.epsilon, a.keepdims ? "true" : "false");
-    for (size_t i = 0; i < a.pads.size(); ++i) std::printf("%s%lld", i ? ", " : "", (long long)a.pads[i]);
+    for (size_t i = 0; i < a.pads.size(); ++i)
+        std::printf("%s%lld", i ? ", " : "", (long long)a.pads[i]);
     std::printf("], \\"scales\\": [");
     for (size_t i = 0; i < a.scales.size(); ++i) std::printf("%s%.9g", i ? ", " : "", a.scales[i]);
     std::printf("]}\\n%s\\n", a.mode.c_str());
@@ -142,8 +158,21 @@ def harness(projects: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     (work / "main.cpp").write_text(HARNESS)
     exe = work / "parse_rich_op"
     plugin = projects["rich_op"] / "framework" / "onnx_plugin"
-    proc = subprocess.run([CXX or "g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", f"-I{plugin}",
-                           str(work / "main.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            CXX or "g++",
+            "-std=c++11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{plugin}",
+            str(work / "main.cpp"),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return exe
 
@@ -162,12 +191,28 @@ def _parsed(out: str) -> dict[str, Any]:
 
 
 def test_parse_all_attribute_types(harness: Path, tmp_path: Path) -> None:
-    node = oh.make_node("RichOp", ["x", "i"], ["y", "c"], domain="com.example.test", axis=-2,
-                        epsilon=0.25, keepdims=0, mode='ne"arest', pads=[3, 4, 5], scales=[1.5])
+    node = oh.make_node(
+        "RichOp",
+        ["x", "i"],
+        ["y", "c"],
+        domain="com.example.test",
+        axis=-2,
+        epsilon=0.25,
+        keepdims=0,
+        mode='ne"arest',
+        pads=[3, 4, 5],
+        scales=[1.5],
+    )
     code, out = _run(harness, tmp_path, _ge_attribute_json(node))
     assert code == 0, out
-    assert _parsed(out) == {"axis": -2, "epsilon": 0.25, "keepdims": False, "mode": 'ne"arest',
-                               "pads": [3, 4, 5], "scales": [1.5]}
+    assert _parsed(out) == {
+        "axis": -2,
+        "epsilon": 0.25,
+        "keepdims": False,
+        "mode": 'ne"arest',
+        "pads": [3, 4, 5],
+        "scales": [1.5],
+    }
 
 
 def test_parse_fills_defaults(harness: Path, tmp_path: Path) -> None:
@@ -176,11 +221,15 @@ def test_parse_fills_defaults(harness: Path, tmp_path: Path) -> None:
     assert code == 0, out
     got = _parsed(out)
     assert got["axis"] == 0 and got["keepdims"] is True and got["mode"] == 'bi"linear'
-    assert got["pads"] == [1, 1] and got["scales"] == [0.5, 2.0] and abs(got["epsilon"] - 1e-5) < 1e-12
+    assert (
+        got["pads"] == [1, 1] and got["scales"] == [0.5, 2.0] and abs(got["epsilon"] - 1e-5) < 1e-12
+    )
 
 
 def test_parse_rejects_missing_required_and_wrong_type(harness: Path, tmp_path: Path) -> None:
-    code, out = _run(harness, tmp_path, _ge_attribute_json(oh.make_node("RichOp", [], [], epsilon=0.5)))
+    code, out = _run(
+        harness, tmp_path, _ge_attribute_json(oh.make_node("RichOp", [], [], epsilon=0.5))
+    )
     assert code == 2 and "RichOp: the node has no attribute 'axis' (int)" in out
     code, out = _run(harness, tmp_path, "")
     assert code == 2 and "'axis'" in out

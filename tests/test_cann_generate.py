@@ -8,14 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
+from test_cann_specs import rich_op, thresholded_relu
 
 from opsdk.cann import cann_op, msopgen_data, render_project, write_project
 from opsdk.cann._msopgen import MSOPGEN_ATTR_TYPES, MSOPGEN_IO_TYPES
 from opsdk.cann._project import MANIFEST, ProjectExists
 from opsdk.errors import SpecError
 from opsdk.spec import Attr, Input, OpSpec, Output
-
-from test_cann_specs import rich_op, thresholded_relu
 
 GOLDEN = Path(__file__).parent / "golden" / "cann"
 SPECS = {"thresholded_relu": thresholded_relu, "rich_op": rich_op}
@@ -68,7 +67,10 @@ def test_msopgen_json_rich() -> None:
     attrs = {a["name"]: a for a in entry["attr"]}
     assert attrs["axis"] == {"name": "axis", "param_type": "required", "type": "int"}
     assert attrs["pads"]["type"] == "list_int" and attrs["pads"]["default_value"] == [1, 1]
-    assert attrs["scales"]["type"] == "list_float" and attrs["scales"]["default_value"] == [0.5, 2.0]
+    assert attrs["scales"]["type"] == "list_float" and attrs["scales"]["default_value"] == [
+        0.5,
+        2.0,
+    ]
     assert attrs["keepdims"]["default_value"] is True and attrs["mode"]["type"] == "string"
 
 
@@ -82,7 +84,7 @@ def test_msopgen_json_thresholded_relu() -> None:
 
 def test_opdef_spelling_rich() -> None:
     src = render_project(rich_op())["op_host/rich_op.cpp"]
-    assert '.ParamType(OPTIONAL)' in src and 'this->Input("bias")' in src
+    assert ".ParamType(OPTIONAL)" in src and 'this->Input("bias")' in src
     assert ".DataType({ge::DT_FLOAT16, ge::DT_FLOAT16, ge::DT_FLOAT, ge::DT_FLOAT})" in src
     assert ".DataType({ge::DT_INT32, ge::DT_INT64, ge::DT_INT32, ge::DT_INT64})" in src
     assert 'this->Attr("axis").AttrType(REQUIRED).Int();' in src
@@ -102,8 +104,10 @@ def test_proto_and_kernel_rich() -> None:
     assert ".OUTPUT(count, TensorType({DT_INT32, DT_INT64}))" in proto
     assert ".REQUIRED_ATTR(axis, Int)" in proto and ".ATTR(pads, ListInt, {1, 1})" in proto
     kernel = files["op_kernel/rich_op.cpp"]
-    assert "void rich_op(GM_ADDR x, GM_ADDR index, GM_ADDR bias, GM_ADDR y, GM_ADDR count, " \
-           "GM_ADDR workspace, GM_ADDR tiling)" in kernel
+    assert (
+        "void rich_op(GM_ADDR x, GM_ADDR index, GM_ADDR bias, GM_ADDR y, GM_ADDR count, "
+        "GM_ADDR workspace, GM_ADDR tiling)" in kernel
+    )
     assert "GET_TILING_DATA(tilingData, tiling);" in kernel and "TODO(author)" in kernel
     tiling = files["op_host/rich_op_tiling.h"]
     width = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "float": 4, "uint8_t": 1}
@@ -117,13 +121,20 @@ def test_plugin_keys_default_and_explicit() -> None:
     assert '.OriginOpType("com.example.test::2::RichOp")' in plugin
     assert ".ParseParamsByOperatorFn(ParseParamsRichOp)" in plugin and "ImplyType::TVM" in plugin
     keys = ["ai.onnx::17::RichOp", "com.example.test::2::RichOp"]
-    plugin = render_project(rich_op(), origin_op_types=keys)["framework/onnx_plugin/rich_op_plugin.cc"]
+    plugin = render_project(rich_op(), origin_op_types=keys)[
+        "framework/onnx_plugin/rich_op_plugin.cc"
+    ]
     assert 'ge::AscendString("ai.onnx::17::RichOp"),' in plugin
 
 
 def test_string_default_too_long_is_refused() -> None:
-    spec = OpSpec("LongStr", domain="com.example", inputs=[Input("x", "float32")],
-                  outputs=[Output("y", "float32")], attrs=[Attr("mode", "string", "m" * 80)])
+    spec = OpSpec(
+        "LongStr",
+        domain="com.example",
+        inputs=[Input("x", "float32")],
+        outputs=[Output("y", "float32")],
+        attrs=[Attr("mode", "string", "m" * 80)],
+    )
     with pytest.raises(SpecError, match="LongStr: default of string attribute 'mode' is longer"):
         cann_op(spec)
 

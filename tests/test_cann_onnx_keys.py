@@ -19,10 +19,14 @@ def _model(nodes: list, imports: dict[str, int]) -> onnx.ModelProto:
 
 
 def test_custom_domain_key_uses_the_imported_version(tmp_path: Path) -> None:
-    m = _model([oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)],
-               {"com.opsdk": 3})
+    m = _model(
+        [oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)],
+        {"com.opsdk": 3},
+    )
     onnx.save(m, tmp_path / "m.onnx")
-    assert origin_op_types(tmp_path / "m.onnx") == {"ThresholdedRelu": ["com.opsdk::3::ThresholdedRelu"]}
+    assert origin_op_types(tmp_path / "m.onnx") == {
+        "ThresholdedRelu": ["com.opsdk::3::ThresholdedRelu"]
+    }
 
 
 def test_default_domain_single_import_is_ai_onnx() -> None:
@@ -38,7 +42,9 @@ def test_standard_nodes_are_not_custom() -> None:
 
 
 def test_version_mismatch_is_flagged_with_the_fix() -> None:
-    m = _model([oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk")], {"com.opsdk": 2})
+    m = _model(
+        [oh.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk")], {"com.opsdk": 2}
+    )
     [p] = check_plugin_keys(m, {"ThresholdedRelu": ["com.opsdk::1::ThresholdedRelu"]})
     assert "needs the plugin key 'com.opsdk::2::ThresholdedRelu'" in p.message
     assert "different opset version" in p.message and "--onnx-model" in p.message
@@ -49,14 +55,21 @@ def test_unimported_domain_and_mixed_default_domain_are_flagged() -> None:
     m = _model([oh.make_node("MyOp", ["x"], ["y"], domain="com.missing")], {"": 17})
     [p] = check_plugin_keys(m, {})
     assert "does not list" in p.message and "com.missing" in p.message
-    mixed = _model([oh.make_node("Relu", ["x"], ["t"]),
-                    oh.make_node("ThresholdedRelu", ["t"], ["y"], domain="com.opsdk")],
-                   {"": 17, "com.opsdk": 1})
+    mixed = _model(
+        [
+            oh.make_node("Relu", ["x"], ["t"]),
+            oh.make_node("ThresholdedRelu", ["t"], ["y"], domain="com.opsdk"),
+        ],
+        {"": 17, "com.opsdk": 1},
+    )
     problems = check_plugin_keys(mixed, {"ThresholdedRelu": ["com.opsdk::1::ThresholdedRelu"]})
     assert len(problems) == 1 and "E16005" in problems[0].message
     fixed = normalize_default_domain(mixed)
     assert check_plugin_keys(fixed, {"ThresholdedRelu": ["com.opsdk::1::ThresholdedRelu"]}) == []
-    assert [k.key for k in node_keys(fixed)] == ["ai.onnx::17::Relu", "com.opsdk::1::ThresholdedRelu"]
+    assert [k.key for k in node_keys(fixed)] == [
+        "ai.onnx::17::Relu",
+        "com.opsdk::1::ThresholdedRelu",
+    ]
     assert mixed.opset_import[0].domain == ""  # the original is untouched
 
 

@@ -39,7 +39,9 @@ def rich_op() -> OpSpec:
     )
 
     @spec.register_shape
-    def _shape(x: TensorType, index: TensorType, bias: TensorType | None = None, **_: object) -> list[TensorType]:
+    def _shape(
+        x: TensorType, index: TensorType, bias: TensorType | None = None, **_: object
+    ) -> list[TensorType]:
         return [x, TensorType(index.shape, index.dtype)]
 
     return spec

@@ -29,7 +29,13 @@ from ._onnx_keys import (
     normalize_default_domain,
     origin_op_types,
 )
-from ._project import ProjectExists, WriteReport, read_project_manifest, render_project, write_project
+from ._project import (
+    ProjectExists,
+    WriteReport,
+    read_project_manifest,
+    render_project,
+    write_project,
+)
 from ._socs import CannArgError, compute_unit, implmodes, precision_modes, soc_table
 
 __all__ = [

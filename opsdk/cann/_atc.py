@@ -72,7 +72,9 @@ def parse_input_shape(text: str) -> dict[str, list[str]]:
     for part in [p.strip() for p in text.split(";") if p.strip()]:
         name, sep, dims_text = part.rpartition(":")
         if not sep or not name:
-            raise CannArgError(f"--input-shape entry {part!r} must be NAME:D1,D2,... (e.g. x:1,3,224,224)")
+            raise CannArgError(
+                f"--input-shape entry {part!r} must be NAME:D1,D2,... (e.g. x:1,3,224,224)"
+            )
         dims = [d.strip() for d in dims_text.split(",")] if dims_text.strip() else []
         for d in dims:
             if not _DIM.match(d):
@@ -110,7 +112,7 @@ def _check_dims(name: str, given: list[str], have: list[int | str | None]) -> No
             f"--input-shape {name!r} has rank {len(given)} but the model's input has rank "
             f"{len(have)} (shape {have}); give {len(have)} dims"
         )
-    for i, (g, h) in enumerate(zip(given, have)):
+    for i, (g, h) in enumerate(zip(given, have, strict=False)):
         if isinstance(h, int) and h > 0 and g != str(h):
             raise CannArgError(
                 f"--input-shape {name!r}: dim {i} is {g} but the model fixes it to {h}; "
@@ -133,7 +135,9 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
     if missing:
         raise CannArgError(
             f"graph input(s) {', '.join(missing)} have dynamic dims and no --input-shape; "
-            "ATC needs a shape per input, e.g. --input-shape \"" + ";".join(f"{n}:1,..." for n in missing) + "\""
+            'ATC needs a shape per input, e.g. --input-shape "'
+            + ";".join(f"{n}:1,..." for n in missing)
+            + '"'
         )
     if shapes and any("-1" in d or any("~" in x for x in d) for d in shapes.values()):
         notes.append("dynamic dims (-1 or lo~hi) ask ATC for a dynamic-shape model")
@@ -162,9 +166,12 @@ def _custom_opp_env(custom_opp: Sequence[str | Path]) -> dict[str, str]:
     dirs = []
     for d in custom_opp:
         p = Path(d).resolve()
-        if not p.is_dir() or not any((p / s).exists() for s in ("op_proto", "framework", "op_impl")):
+        if not p.is_dir() or not any(
+            (p / s).exists() for s in ("op_proto", "framework", "op_impl")
+        ):
             raise CannArgError(
-                f"--custom-opp {d}: not an installed operator package (a vendors/<name> folder with "
+                f"--custom-opp {d}: not an installed operator package (a vendors/<name> folder "
+                "with "
                 "op_proto/, op_impl/ or framework/); install build_out/custom_opp_*.run first"
             )
         dirs.append(str(p))
@@ -181,14 +188,18 @@ def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
     for prj in projects:
         man = read_project_manifest(prj)
         if not man:
-            raise CannArgError(f"--op-project {prj}: no opsdk manifest; pass a folder written by `opsdk cann`")
+            raise CannArgError(
+                f"--op-project {prj}: no opsdk manifest; pass a folder written by `opsdk cann`"
+            )
         keys.setdefault(man["op"], []).extend(man.get("origin_op_types", []))
     return keys
 
 
 def _check_choice(value: str | None, allowed: Sequence[str], flag: str) -> None:
     if value is not None and value not in allowed:
-        raise CannArgError(f"{flag} {value!r} is not accepted by ATC; use one of {', '.join(allowed)}")
+        raise CannArgError(
+            f"{flag} {value!r} is not accepted by ATC; use one of {', '.join(allowed)}"
+        )
 
 
 def plan_atc(
@@ -229,7 +240,13 @@ def plan_atc(
     if out.endswith(".om"):
         out = out[:-3]
         notes.append("ATC appends .om itself; --output given without it")
-    cmd = ["atc", "--framework=5", f"--model={path}", f"--output={out}", f"--soc_version={soc_version}"]
+    cmd = [
+        "atc",
+        "--framework=5",
+        f"--model={path}",
+        f"--output={out}",
+        f"--soc_version={soc_version}",
+    ]
     if input_shape:
         cmd.append(f"--input_shape={input_shape}")
     if precision_mode:

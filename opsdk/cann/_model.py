@@ -168,7 +168,11 @@ def _out_source(spec: OpSpec) -> tuple[tuple[str, int | str], ...]:
     src: list[tuple[str, int | str]] = []
     for out in spec.outputs:
         idx = next(
-            (i for i, inp in enumerate(spec.inputs) if out.type in spec.types and inp.type == out.type),
+            (
+                i
+                for i, inp in enumerate(spec.inputs)
+                if out.type in spec.types and inp.type == out.type
+            ),
             None,
         )
         if idx is not None and not spec.inputs[idx].optional:

@@ -54,13 +54,16 @@ def msopgen_data(spec: OpSpec) -> list[dict[str, Any]]:
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            attrs=[Attr("pads", "ints", [1, 1])], types={"T": TFloat})
         >>> d = msopgen_data(s)[0]
-        >>> d["input_desc"][0]["type"], d["attr"][0]
-        (['fp16', 'float'], {'name': 'pads', 'param_type': 'optional', 'type': 'list_int', 'default_value': [1, 1]})
+        >>> d["input_desc"][0]["type"], d["attr"][0]["type"], d["attr"][0]["default_value"]
+        (['fp16', 'float'], 'list_int', [1, 1])
     """
     op = cann_op(spec)
     attrs = []
     for a in op.attrs:
-        item: dict[str, Any] = {"name": a.name, "param_type": "required" if a.required else "optional"}
+        item: dict[str, Any] = {
+            "name": a.name,
+            "param_type": "required" if a.required else "optional",
+        }
         item["type"] = a.msopgen_type
         if not a.required:
             item["default_value"] = _default(a.type, a.default)

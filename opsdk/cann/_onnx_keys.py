@@ -90,22 +90,34 @@ def node_keys(model: Any) -> list[NodeKey]:
             if n.domain not in imports:
                 problem = (
                     f"node {name!r} ({n.op_type}) has domain {n.domain!r}, which the model's "
-                    f"opset_import does not list; ATC rejects it (\"The opset of domain[{n.domain}] "
-                    f"has no responding version\"): add opset_import {{domain: {n.domain!r}, version: N}}"
+                    f'opset_import does not list; ATC rejects it ("The opset of domain[{n.domain}] '
+                    f'has no responding version"): add opset_import '
+                    f"{{domain: {n.domain!r}, version: N}}"
                 )
                 out.append(NodeKey(name, n.op_type, n.domain, None, custom, problem))
                 continue
-            out.append(NodeKey(name, n.op_type, n.domain, f"{n.domain}::{imports[n.domain]}::{n.op_type}", custom))
+            out.append(
+                NodeKey(
+                    name,
+                    n.op_type,
+                    n.domain,
+                    f"{n.domain}::{imports[n.domain]}::{n.op_type}",
+                    custom,
+                )
+            )
         elif len(imports) == 1:
             dom, ver = next(iter(imports.items()))
-            out.append(NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom))
+            out.append(
+                NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom)
+            )
         else:
             listed = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in imports.items())
             problem = (
                 f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
-                f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain only "
-                "when exactly one opset is imported (ATC error E16005): convert a copy made by "
-                "opsdk.cann.normalize_default_domain(model), or put the custom ops in the default domain"
+                f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain "
+                "only when exactly one opset is imported (ATC error E16005): convert a copy made "
+                "by opsdk.cann.normalize_default_domain(model), or put the custom ops in the "
+                "default domain"
             )
             out.append(NodeKey(name, n.op_type, "", None, custom, problem))
     return out
@@ -131,7 +143,9 @@ def origin_op_types(model: Any) -> dict[str, list[str]]:
 
 def _mismatch(nk: NodeKey, have: Sequence[str]) -> str:
     domain_dot = nk.key.rsplit("::", 2)[0] if nk.key else nk.domain
-    same = [k for k in have if k.rsplit("::", 1)[-1] == nk.op_type and k.split("::")[0] == domain_dot]
+    same = [
+        k for k in have if k.rsplit("::", 1)[-1] == nk.op_type and k.split("::")[0] == domain_dot
+    ]
     base = f"node {nk.node!r} ({nk.op_type}) needs the plugin key {nk.key!r}"
     if same:
         return (

@@ -172,7 +172,9 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ProjectExists(f"{path}: unreadable opsdk manifest ({e}); remove it or pick another folder") from None
+        raise ProjectExists(
+            f"{path}: unreadable opsdk manifest ({e}); remove it or pick another folder"
+        ) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -240,7 +242,9 @@ def write_project(
         if rel == "build.sh":
             target.chmod(0o755)
         report.written.append(rel)
-    hashes = {rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()}
+    hashes = {
+        rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
+    }
     manifest = {
         "generator": "opsdk",
         "op": spec.name,

@@ -82,7 +82,11 @@ def find_headers() -> HeaderSet | None:
         return HeaderSet(tk, f"CANN toolkit at {tk.parent}")
     inc = cache_include()
     if _complete(inc):
-        src = (_cache_root() / "SOURCE").read_text().strip() if (_cache_root() / "SOURCE").is_file() else "?"
+        src = (
+            (_cache_root() / "SOURCE").read_text().strip()
+            if (_cache_root() / "SOURCE").is_file()
+            else "?"
+        )
         return HeaderSet(inc, f"{src} (fetched)")
     return None
 
@@ -152,7 +156,9 @@ def fetch(version: str | None = None, *, force: bool = False, timeout: float = 6
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m opsdk.cann.headers [--fetch] [--version V] [--force]``."""
-    p = argparse.ArgumentParser(prog="python -m opsdk.cann.headers", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m opsdk.cann.headers", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--fetch", action="store_true", help="download the headers if none are found")
     p.add_argument("--version", help="torch-npu version to take the headers from")
     p.add_argument("--force", action="store_true", help="fetch even if headers are present")
@@ -163,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cann headers: {e}", file=sys.stderr)
         return 1
     if hs is None:
-        print("cann headers: none found; run `python -m opsdk.cann.headers --fetch`", file=sys.stderr)
+        print(
+            "cann headers: none found; run `python -m opsdk.cann.headers --fetch`", file=sys.stderr
+        )
         return 1
     print(f"{hs.include}  ({hs.source})")
     return 0

@@ -27,7 +27,9 @@ exit codes: 0 converted (or --dry-run), 1 invalid arguments / blocking findings 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "atc", help="validate and run CANN's ATC conversion of an ONNX model", epilog=HELP,
+        "atc",
+        help="validate and run CANN's ATC conversion of an ONNX model",
+        epilog=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="the ONNX model")
@@ -36,10 +38,20 @@ def register(sub: Any) -> None:
     p.add_argument("--input-shape", help='ATC syntax: "x:1,3,224,224;y:-1,8" (-1 or lo~hi dynamic)')
     p.add_argument("--precision-mode", help="e.g. allow_fp32_to_fp16, must_keep_origin_dtype")
     p.add_argument("--op-select-implmode", help="high_performance or high_precision")
-    p.add_argument("--custom-opp", action="append", default=[], metavar="DIR",
-                   help="installed vendors/<name> package, added to ASCEND_CUSTOM_OPP_PATH")
-    p.add_argument("--op-project", action="append", default=[], metavar="DIR",
-                   help="opsdk cann project whose plugin keys are checked against the model")
+    p.add_argument(
+        "--custom-opp",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="installed vendors/<name> package, added to ASCEND_CUSTOM_OPP_PATH",
+    )
+    p.add_argument(
+        "--op-project",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="opsdk cann project whose plugin keys are checked against the model",
+    )
     p.add_argument("--skip-doctor", action="store_true", help="do not run the doctor check")
     p.add_argument("--dry-run", action="store_true", help="print the plan, do not run atc")
     p.add_argument("--json", action="store_true", help="print a JSON report")
@@ -61,7 +73,11 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
     if report.get("status") in ("no-atc", "dry-run"):
         for k, v in report["env"].items():
             print(f"  export {k}={v}")
-        print("  " + report["shell"].split(" atc ", 1)[-1] if report["env"] else "  " + report["shell"])
+        print(
+            "  " + report["shell"].split(" atc ", 1)[-1]
+            if report["env"]
+            else "  " + report["shell"]
+        )
     if report.get("stdout"):
         print(report["stdout"])
     if report.get("stderr"):
@@ -72,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
     from ..cann import atc_executable, plan_atc, run_atc
 
     plan = plan_atc(
-        args.model, soc_version=args.soc_version, output=args.output,
-        input_shape=args.input_shape, precision_mode=args.precision_mode,
-        op_select_implmode=args.op_select_implmode, custom_opp=args.custom_opp,
-        op_projects=args.op_project, skip_doctor=args.skip_doctor,
+        args.model,
+        soc_version=args.soc_version,
+        output=args.output,
+        input_shape=args.input_shape,
+        precision_mode=args.precision_mode,
+        op_select_implmode=args.op_select_implmode,
+        custom_opp=args.custom_opp,
+        op_projects=args.op_project,
+        skip_doctor=args.skip_doctor,
     )
     report = plan.as_dict()
     if plan.blocking:
@@ -88,7 +109,11 @@ def run(args: argparse.Namespace) -> int:
         _emit(args, report)
         return 0 if args.dry_run else EXIT_NO_ATC
     proc = run_atc(plan, exe)
-    report.update(status="ok" if proc.returncode == 0 else "failed", returncode=proc.returncode,
-                  stdout=proc.stdout[-4000:], stderr=proc.stderr[-4000:])
+    report.update(
+        status="ok" if proc.returncode == 0 else "failed",
+        returncode=proc.returncode,
+        stdout=proc.stdout[-4000:],
+        stderr=proc.stderr[-4000:],
+    )
     _emit(args, report)
     return 0 if proc.returncode == 0 else 1

@@ -21,16 +21,28 @@ and keeps files you edited; files opsdk did not write are never touched.
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "cann", help="generate the CANN project (OpDef, kernel skeleton, ONNX plugin, op proto)",
-        epilog=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "cann",
+        help="generate the CANN project (OpDef, kernel skeleton, ONNX plugin, op proto)",
+        epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", help="operator: MyOp, my_op, domain::MyOp or a folder with spec.py")
     p.add_argument("-o", "--output", required=True, help="project folder to write")
-    p.add_argument("--soc", action="append", default=[], metavar="SOC",
-                   help="compute unit or SoC version, repeatable (default ascend910b)")
+    p.add_argument(
+        "--soc",
+        action="append",
+        default=[],
+        metavar="SOC",
+        help="compute unit or SoC version, repeatable (default ascend910b)",
+    )
     p.add_argument("--onnx-model", metavar="MODEL", help="register the keys this ONNX model needs")
-    p.add_argument("--origin-op-type", action="append", default=[], metavar="KEY",
-                   help="register exactly this key (domain::opset::OpType), repeatable")
+    p.add_argument(
+        "--origin-op-type",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="register exactly this key (domain::opset::OpType), repeatable",
+    )
     p.add_argument("--vendor", default="opsdk", help="vendor_name of the operator package")
     p.add_argument("--force", action="store_true", help="regenerate into a non-empty folder")
     p.add_argument("--json", action="store_true", help="print a JSON report")
@@ -66,8 +78,12 @@ def run(args: argparse.Namespace) -> int:
     spec = find_operator(args.name).spec
     socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
     report = write_project(
-        spec, args.output, socs=socs, origin_op_types=_keys(args, spec),
-        vendor=args.vendor, force=args.force,
+        spec,
+        args.output,
+        socs=socs,
+        origin_op_types=_keys(args, spec),
+        vendor=args.vendor,
+        force=args.force,
     )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))

@@ -37,8 +37,16 @@ __all__ = ["NpuOperator", "npu_available", "SIGNATURES", "ACL_DTYPES"]
 
 #: opsdk dtype -> aclDataType (acl/acl_base_rt.h).
 ACL_DTYPES: dict[str, int] = {
-    "float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6,
-    "int64": 9, "float64": 11, "bool": 12, "bfloat16": 27,
+    "float32": 0,
+    "float16": 1,
+    "int8": 2,
+    "int32": 3,
+    "uint8": 4,
+    "int16": 6,
+    "int64": 9,
+    "float64": 11,
+    "bool": 12,
+    "bfloat16": 27,
 }
 ACL_DT_UNDEFINED = -1
 ACL_FORMAT_ND = 2
@@ -67,24 +75,50 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "aclrtSynchronizeStream": (_I, [_P], "aclError(aclrtStream)"),
     "aclrtMalloc": (_I, [_PP, _S, _I], "aclError(void**, size_t, aclrtMemMallocPolicy)"),
     "aclrtFree": (_I, [_P], "aclError(void*)"),
-    "aclrtMemcpy": (_I, [_P, _S, _P, _S, _I], "aclError(void*, size_t, const void*, size_t, aclrtMemcpyKind)"),
-    "aclCreateTensorDesc": (_P, [_I, _I, ctypes.POINTER(ctypes.c_int64), _I],
-                            "aclTensorDesc*(aclDataType, int, const int64_t*, aclFormat)"),
+    "aclrtMemcpy": (
+        _I,
+        [_P, _S, _P, _S, _I],
+        "aclError(void*, size_t, const void*, size_t, aclrtMemcpyKind)",
+    ),
+    "aclCreateTensorDesc": (
+        _P,
+        [_I, _I, ctypes.POINTER(ctypes.c_int64), _I],
+        "aclTensorDesc*(aclDataType, int, const int64_t*, aclFormat)",
+    ),
     "aclDestroyTensorDesc": (None, [_P], "void(const aclTensorDesc*)"),
     "aclCreateDataBuffer": (_P, [_P, _S], "aclDataBuffer*(void*, size_t)"),
     "aclDestroyDataBuffer": (_I, [_P], "aclError(const aclDataBuffer*)"),
     "aclopCreateAttr": (_P, [], "aclopAttr*()"),
     "aclopDestroyAttr": (None, [_P], "void(const aclopAttr*)"),
-    "aclopSetAttrInt": (_I, [_P, _STR, ctypes.c_int64], "aclError(aclopAttr*, const char*, int64_t)"),
-    "aclopSetAttrFloat": (_I, [_P, _STR, ctypes.c_float], "aclError(aclopAttr*, const char*, float)"),
-    "aclopSetAttrBool": (_I, [_P, _STR, ctypes.c_uint8], "aclError(aclopAttr*, const char*, uint8_t)"),
+    "aclopSetAttrInt": (
+        _I,
+        [_P, _STR, ctypes.c_int64],
+        "aclError(aclopAttr*, const char*, int64_t)",
+    ),
+    "aclopSetAttrFloat": (
+        _I,
+        [_P, _STR, ctypes.c_float],
+        "aclError(aclopAttr*, const char*, float)",
+    ),
+    "aclopSetAttrBool": (
+        _I,
+        [_P, _STR, ctypes.c_uint8],
+        "aclError(aclopAttr*, const char*, uint8_t)",
+    ),
     "aclopSetAttrString": (_I, [_P, _STR, _STR], "aclError(aclopAttr*, const char*, const char*)"),
-    "aclopSetAttrListInt": (_I, [_P, _STR, _I, ctypes.POINTER(ctypes.c_int64)],
-                            "aclError(aclopAttr*, const char*, int, const int64_t*)"),
-    "aclopSetAttrListFloat": (_I, [_P, _STR, _I, ctypes.POINTER(ctypes.c_float)],
-                              "aclError(aclopAttr*, const char*, int, const float*)"),
+    "aclopSetAttrListInt": (
+        _I,
+        [_P, _STR, _I, ctypes.POINTER(ctypes.c_int64)],
+        "aclError(aclopAttr*, const char*, int, const int64_t*)",
+    ),
+    "aclopSetAttrListFloat": (
+        _I,
+        [_P, _STR, _I, ctypes.POINTER(ctypes.c_float)],
+        "aclError(aclopAttr*, const char*, int, const float*)",
+    ),
     "aclopCompileAndExecute": (
-        _I, [_STR, _I, _PP, _PP, _I, _PP, _PP, _P, _I, _I, _STR, _P],
+        _I,
+        [_STR, _I, _PP, _PP, _I, _PP, _PP, _P, _I, _I, _STR, _P],
         "aclError(const char*, int, const aclTensorDesc* const*, const aclDataBuffer* const*, int, "
         "const aclTensorDesc* const*, aclDataBuffer* const*, const aclopAttr*, aclopEngineType, "
         "aclopCompileType, const char*, aclrtStream)",
@@ -103,8 +137,10 @@ def _cann_home() -> Path | None:
 def _find_lib() -> tuple[str | None, str]:
     home = _cann_home()
     if home is None:
-        return None, ("no CANN toolkit: ASCEND_HOME_PATH is not set and "
-                      "/usr/local/Ascend/ascend-toolkit/latest does not exist (source set_env.sh)")
+        return None, (
+            "no CANN toolkit: ASCEND_HOME_PATH is not set and "
+            "/usr/local/Ascend/ascend-toolkit/latest does not exist (source set_env.sh)"
+        )
     for cand in (home / "lib64" / "libascendcl.so", home / "runtime" / "lib64" / "libascendcl.so"):
         if cand.is_file():
             return str(cand), ""
@@ -132,14 +168,18 @@ class _Acl:
         count = ctypes.c_uint32(0)
         self._check("aclrtGetDeviceCount", lib.aclrtGetDeviceCount(ctypes.byref(count)))
         if count.value == 0:
-            raise DeviceUnavailable("npu unavailable: no Ascend device is visible (aclrtGetDeviceCount = 0)")
+            raise DeviceUnavailable(
+                "npu unavailable: no Ascend device is visible (aclrtGetDeviceCount = 0)"
+            )
         self._check("aclrtSetDevice", lib.aclrtSetDevice(device))
         self._check("aclrtCreateStream", lib.aclrtCreateStream(ctypes.byref(self.stream)))
         atexit.register(self.close)
 
     def _check(self, what: str, ret: int) -> None:
         if ret != 0:
-            raise DeviceUnavailable(f"npu unavailable: {what} returned ACL error {ret} (check npu-smi info)")
+            raise DeviceUnavailable(
+                f"npu unavailable: {what} returned ACL error {ret} (check npu-smi info)"
+            )
 
     def close(self) -> None:
         self.lib.aclrtDestroyStream(self.stream)
@@ -193,7 +233,7 @@ class _Launch:
         self.attr: int | None = None
 
     def tensor(self, arr: np.ndarray | None, upload: bool) -> tuple[int, int, int]:
-        """(desc, data buffer, device pointer) of one tensor; (desc, buffer, 0) for an absent one."""
+        """(desc, data buffer, device pointer) of a tensor; (desc, buffer, 0) when absent."""
         lib = self.lib
         if arr is None:
             desc = lib.aclCreateTensorDesc(ACL_DT_UNDEFINED, 0, None, ACL_FORMAT_UNDEFINED)
@@ -202,13 +242,22 @@ class _Launch:
             self.bufs.append(buf)
             return desc, buf, 0
         dims = (ctypes.c_int64 * arr.ndim)(*arr.shape)
-        desc = lib.aclCreateTensorDesc(ACL_DTYPES[dtype_name(arr.dtype)], arr.ndim, dims, ACL_FORMAT_ND)
+        desc = lib.aclCreateTensorDesc(
+            ACL_DTYPES[dtype_name(arr.dtype)], arr.ndim, dims, ACL_FORMAT_ND
+        )
         ptr = ctypes.c_void_p()
-        self._ok("aclrtMalloc", lib.aclrtMalloc(ctypes.byref(ptr), max(arr.nbytes, 1), ACL_MEM_MALLOC_HUGE_FIRST))
+        self._ok(
+            "aclrtMalloc",
+            lib.aclrtMalloc(ctypes.byref(ptr), max(arr.nbytes, 1), ACL_MEM_MALLOC_HUGE_FIRST),
+        )
         self.dev.append(ptr.value or 0)
         if upload and arr.nbytes:
-            self._ok("aclrtMemcpy", lib.aclrtMemcpy(ptr, arr.nbytes, arr.ctypes.data, arr.nbytes,
-                                                    ACL_MEMCPY_HOST_TO_DEVICE))
+            self._ok(
+                "aclrtMemcpy",
+                lib.aclrtMemcpy(
+                    ptr, arr.nbytes, arr.ctypes.data, arr.nbytes, ACL_MEMCPY_HOST_TO_DEVICE
+                ),
+            )
         buf = lib.aclCreateDataBuffer(ptr, arr.nbytes)
         self.descs.append(desc)
         self.bufs.append(buf)
@@ -280,8 +329,9 @@ class NpuOperator:
         outs = self.run(list(inputs), attrs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def run(self, inputs: Sequence[Any], attrs: dict[str, Any],
-            outputs: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    def run(
+        self, inputs: Sequence[Any], attrs: dict[str, Any], outputs: list[np.ndarray] | None = None
+    ) -> list[np.ndarray]:
         """Run once; writes into ``outputs`` when given (shapes/dtypes must match inference)."""
         spec = self.spec
         resolved = spec.resolve_attrs(attrs)
@@ -298,20 +348,33 @@ class NpuOperator:
             attr = launch.attrs(spec, resolved)
             lib, stream = self._acl.lib, self._acl.stream
             ret = lib.aclopCompileAndExecute(
-                spec.name.encode(), len(ins), _array([d for d, _, _ in ins]), _array([b for _, b, _ in ins]),
-                len(outs), _array([d for d, _, _ in outs]), _array([b for _, b, _ in outs]), attr,
-                ACL_ENGINE_SYS, ACL_COMPILE_SYS, None, stream,
+                spec.name.encode(),
+                len(ins),
+                _array([d for d, _, _ in ins]),
+                _array([b for _, b, _ in ins]),
+                len(outs),
+                _array([d for d, _, _ in outs]),
+                _array([b for _, b, _ in outs]),
+                attr,
+                ACL_ENGINE_SYS,
+                ACL_COMPILE_SYS,
+                None,
+                stream,
             )
             if ret != 0:
                 raise KernelError(
-                    f"{spec.name}: aclopCompileAndExecute returned ACL error {ret}; is the operator "
-                    "package installed (custom_opp_*.run) and ASCEND_CUSTOM_OPP_PATH set?"
+                    f"{spec.name}: aclopCompileAndExecute returned ACL error {ret}; is the "
+                    "operator package installed (custom_opp_*.run) and ASCEND_CUSTOM_OPP_PATH set?"
                 )
             launch._ok("aclrtSynchronizeStream", lib.aclrtSynchronizeStream(stream))
-            for o, (_, _, dev) in zip(outputs, outs):
+            for o, (_, _, dev) in zip(outputs, outs, strict=True):
                 if o.nbytes:
-                    launch._ok("aclrtMemcpy", lib.aclrtMemcpy(o.ctypes.data, o.nbytes, dev, o.nbytes,
-                                                              ACL_MEMCPY_DEVICE_TO_HOST))
+                    launch._ok(
+                        "aclrtMemcpy",
+                        lib.aclrtMemcpy(
+                            o.ctypes.data, o.nbytes, dev, o.nbytes, ACL_MEMCPY_DEVICE_TO_HOST
+                        ),
+                    )
         finally:
             launch.free()
         return outputs
