@@ -142,3 +142,11 @@ def test_thread_count_does_not_change_results(relu, threads):
 def test_empty_and_scalar_inputs(relu):
     assert relu(np.zeros((0, 3), np.float32)).shape == (0, 3)
     assert relu(np.array(2.0, np.float32)).shape == ()
+
+
+def test_fast_path_and_checked_path_agree(relu):
+    x = np.random.default_rng(3).normal(size=(3, 7)).astype(np.float32)
+    fast = relu(x, alpha=0.2)  # plain arguments: the C++ fast path
+    checked = relu(x, alpha=np.float32(0.2))  # a NumPy scalar attribute: the Python path
+    np.testing.assert_array_equal(fast, checked)
+    np.testing.assert_array_equal(relu(x.T, alpha=0.2), relu.reference(x.T, alpha=0.2))

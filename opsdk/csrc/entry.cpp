@@ -200,8 +200,12 @@ class FastCaller {
       outs.push_back(make_tensor(out, r.outputs()[i], true));
       results.append(out);
     }
-    invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), std::move(names),
-           std::move(values));
+    try {
+      invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), std::move(names),
+             std::move(values));
+    } catch (const std::runtime_error&) {
+      return fallback_(*args, **kwargs);  // the Python path re-runs and raises KernelError
+    }
     if (py::len(results) == 1) return results[0];
     return py::tuple(results);
   }
