@@ -76,7 +76,9 @@ def build_op(name: str, *, force: bool = False, progress: Any = None) -> Path:
     if info.prebuilt is not None:
         return info.prebuilt
     try:
-        return build_operator(info.folder, name=info.spec.snake_name, force=force, progress=progress).module
+        return build_operator(
+            info.folder, name=info.spec.snake_name, force=force, progress=progress
+        ).module
     except BuildError as e:
         raise type(e)(f"{e}\n-- while building {info.name} from {info.folder}") from None
 
@@ -96,13 +98,15 @@ def load(name: str, *, device: str = "cpu", progress: Any = None) -> Any:
 
     info = find_operator(name)
     if device == "npu":
-        from .runtime.npu import NpuOperator  # type: ignore[import-not-found]
+        from .runtime.npu import NpuOperator
 
         return NpuOperator(info.spec)
     if device != "cpu":
         raise DeviceUnavailable(f"{info.name}: unknown device {device!r}; use 'cpu' or 'npu'")
     module_path = (
-        info.prebuilt if info.prebuilt is not None else build_op(str(info.folder), progress=progress)
+        info.prebuilt
+        if info.prebuilt is not None
+        else build_op(str(info.folder), progress=progress)
     )
     key = (str(info.folder), str(module_path))
     if key not in _LOADED:

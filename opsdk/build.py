@@ -212,14 +212,19 @@ def _run(cmd: list[str], cwd: Path, log: Path) -> subprocess.CompletedProcess[st
     return proc
 
 
-def _configure(src: Path, build: Path, tc: Toolchain, log: Path) -> subprocess.CompletedProcess[str]:
+def _configure(
+    src: Path, build: Path, tc: Toolchain, log: Path
+) -> subprocess.CompletedProcess[str]:
     import pybind11
 
     cmd = [
         "cmake",
-        "-S", str(src),
-        "-B", str(build),
-        "-G", tc.generator,
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "-G",
+        tc.generator,
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DCMAKE_CXX_COMPILER={tc.cxx}",
         f"-DCMAKE_CXX_FLAGS_RELEASE={tc.cxxflags}",

@@ -212,9 +212,7 @@ def find_operator(name: str) -> OperatorInfo:
         folder = p.resolve()
         return OperatorInfo(load_spec(folder), folder, "source", "", _prebuilt_module(folder))
     ops = find_operators()
-    matches = [
-        o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)
-    ]
+    matches = [o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)]
     if not matches:
         known = ", ".join(sorted(o.name for o in ops)) or "none"
         raise OperatorNotFound(
@@ -223,7 +221,6 @@ def find_operator(name: str) -> OperatorInfo:
         )
     if len(matches) > 1:
         raise OperatorNotFound(
-            f"{name!r} is ambiguous: {', '.join(o.qualified for o in matches)}; "
-            "use domain::Name"
+            f"{name!r} is ambiguous: {', '.join(o.qualified for o in matches)}; use domain::Name"
         )
     return matches[0]

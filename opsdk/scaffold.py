@@ -44,8 +44,8 @@ def parse_io(items: Sequence[str]) -> list[IoDecl]:
     """Parse ``["x:float16,float32", "bias:float32?"]``.
 
     Example:
-        >>> parse_io(["x:float16,float32", "b?"])
-        [IoDecl(name='x', dtypes=('float16', 'float32'), optional=False), IoDecl(name='b', dtypes=(), optional=True)]
+        >>> [(d.name, d.dtypes, d.optional) for d in parse_io(["x:float16,float32", "b?"])]
+        [('x', ('float16', 'float32'), False), ('b', (), True)]
     """
     out = []
     for raw in items:
@@ -78,9 +78,7 @@ def _parse_default(name: str, typ: str, text: str) -> Any:
         conv = int if typ == "ints" else float
         return [conv(v) for v in text.strip("[]").split(",") if v.strip()]
     except ValueError:
-        raise ScaffoldError(
-            f"attribute {name!r}: default {text!r} is not a valid {typ}"
-        ) from None
+        raise ScaffoldError(f"attribute {name!r}: default {text!r} is not a valid {typ}") from None
 
 
 def parse_attrs(items: Sequence[str]) -> list[Attr]:
@@ -126,14 +124,27 @@ def _type_vars(
 
 
 def _cpp_literal(a: Attr) -> str:
-    return {"int": "int", "float": "float", "bool": "bool", "string": "std::string",
-            "ints": "std::vector<int64_t>", "floats": "std::vector<float>"}[a.type]
+    return {
+        "int": "int",
+        "float": "float",
+        "bool": "bool",
+        "string": "std::string",
+        "ints": "std::vector<int64_t>",
+        "floats": "std::vector<float>",
+    }[a.type]
 
 
 _CPP_TYPES = {
-    "float16": "opsdk::half", "bfloat16": "opsdk::bfloat16", "float32": "float",
-    "float64": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-    "int64": "int64_t", "uint8": "uint8_t", "bool": "bool",
+    "float16": "opsdk::half",
+    "bfloat16": "opsdk::bfloat16",
+    "float32": "float",
+    "float64": "double",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "bool": "bool",
 }
 
 
@@ -148,14 +159,20 @@ def _context(spec: OpSpec, in_types: list[str], like_doc: str) -> dict[str, Any]
     for combo in spec.dtype_combinations():
         binding = spec.bind_types(combo)
         outs = [spec.output_dtype(o, binding) for o in spec.outputs]
-        regs.append({
-            "inputs": [{"name": i.name, "dtype": d, "optional": i.optional}
-                       for i, d in zip(spec.inputs, combo)],
-            "outputs": [{"name": o.name, "dtype": d, "same_as_first": d == combo[0]}
-                        for o, d in zip(spec.outputs, outs)],
-            "first_cpp": _CPP_TYPES[combo[0]],
-            "out_cpp": [_CPP_TYPES[d] for d in outs],
-        })
+        regs.append(
+            {
+                "inputs": [
+                    {"name": i.name, "dtype": d, "optional": i.optional}
+                    for i, d in zip(spec.inputs, combo)
+                ],
+                "outputs": [
+                    {"name": o.name, "dtype": d, "same_as_first": d == combo[0]}
+                    for o, d in zip(spec.outputs, outs)
+                ],
+                "first_cpp": _CPP_TYPES[combo[0]],
+                "out_cpp": [_CPP_TYPES[d] for d in outs],
+            }
+        )
     params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
     kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
     signature = ", ".join(params + (["*"] + kw if kw else []))
@@ -170,10 +187,20 @@ def _context(spec: OpSpec, in_types: list[str], like_doc: str) -> dict[str, Any]
         "domain": spec.domain,
         "_op": {
             "doc": like_doc,
-            "inputs": [{"name": i.name, "type": i.type, "optional": i.optional} for i in spec.inputs],
+            "inputs": [
+                {"name": i.name, "type": i.type, "optional": i.optional} for i in spec.inputs
+            ],
             "outputs": [{"name": o.name, "type": o.type} for o in spec.outputs],
-            "attrs": [{"name": a.name, "type": a.type, "required": a.required,
-                       "default": repr(a.default), "cpp": _cpp_literal(a)} for a in spec.attrs],
+            "attrs": [
+                {
+                    "name": a.name,
+                    "type": a.type,
+                    "required": a.required,
+                    "default": repr(a.default),
+                    "cpp": _cpp_literal(a),
+                }
+                for a in spec.attrs
+            ],
             "types": {k: repr(tuple(v)) for k, v in spec.types.items()},
             "registrations": regs,
             "signature": signature,

@@ -464,10 +464,10 @@ def _coerce_attr(a: Attr, value: Any) -> Any:
         if not isinstance(value, str):
             raise SpecError(bad)
         return value
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        if not hasattr(value, "tolist"):
-            raise SpecError(bad)
+    if isinstance(value, np.ndarray):
         value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise SpecError(bad)
     elem = Attr(a.name, "int" if t == "ints" else "float")
     try:
         return [_coerce_attr(elem, v) for v in value]

@@ -32,9 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"opsdk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = sorted(
-        m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")
-    )
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_"))
     for name in names:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser

@@ -37,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         t0 = time.perf_counter()
         try:
-            res = build_operator(info.folder, name=info.spec.snake_name, force=args.force,
-                                 progress=progress)
+            res = build_operator(
+                info.folder, name=info.spec.snake_name, force=args.force, progress=progress
+            )
             Operator(info.spec, load_module(res.module), info.folder)  # checks spec vs C++
         except BuildError as e:
             failed += 1

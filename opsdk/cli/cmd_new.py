@@ -22,7 +22,9 @@ float, bool, string, ints, floats (no default = required).
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "new", help="scaffold a new operator", epilog=HELP,
+        "new",
+        help="scaffold a new operator",
+        epilog=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", help="op type, UpperCamelCase (e.g. MyOp)")
@@ -41,7 +43,7 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str]:
     kind, _, op_type = like.partition(":")
     if kind != "onnx" or not op_type:
         raise ScaffoldError(f"--like {like!r}: expected onnx:<OpType>, e.g. onnx:GridSample")
-    from ..onnx.like import like_onnx  # type: ignore[import-not-found]
+    from ..onnx.like import like_onnx
 
     info = like_onnx(op_type)
     types = info.get("types", {})
@@ -57,15 +59,23 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    inputs, outputs, attrs, doc = [], [], [], ""
+    inputs: list[IoDecl] = []
+    outputs: list[IoDecl] = []
+    attrs: list[Attr] = []
+    doc = ""
     if args.like:
         inputs, outputs, attrs, doc = _from_like(args.like)
     inputs = parse_io(args.inputs) or inputs
     outputs = parse_io(args.outputs) or outputs
     attrs = parse_attrs(args.attrs) or attrs
     path = new_operator(
-        args.name, inputs=inputs, outputs=outputs, attrs=attrs, domain=args.domain,
-        root=args.dir, doc=doc,
+        args.name,
+        inputs=inputs,
+        outputs=outputs,
+        attrs=attrs,
+        domain=args.domain,
+        root=args.dir,
+        doc=doc,
     )
     print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")

@@ -31,7 +31,9 @@ def _mismatch(spec: OpSpec, what: str, cpp: object, py: object) -> RegistrationM
     )
 
 
-def _check_args(spec: OpSpec, kind: str, decls: Sequence[Sequence[Any]], items: Sequence[Any]) -> None:
+def _check_args(
+    spec: OpSpec, kind: str, decls: Sequence[Sequence[Any]], items: Sequence[Any]
+) -> None:
     cpp_names = [d[1] for d in sorted(decls, key=lambda d: d[0])]
     if sorted(d[0] for d in decls) != list(range(len(decls))):
         raise _mismatch(spec, f"{kind} positions", [d[0] for d in decls], list(range(len(items))))
@@ -45,7 +47,9 @@ def _check_args(spec: OpSpec, kind: str, decls: Sequence[Sequence[Any]], items: 
         if kind == "input" and bool(optional) != item.optional:
             how = "OptionalInput" if item.optional else "Input"
             raise _mismatch(
-                spec, f"whether input {name!r} is optional", bool(optional),
+                spec,
+                f"whether input {name!r} is optional",
+                bool(optional),
                 f"{item.optional} (use .{how}(...))",
             )
 
@@ -68,7 +72,9 @@ def _check_attrs(spec: OpSpec, attrs: Sequence[Sequence[Any]]) -> tuple[str, ...
     return tuple(a[0] for a in attrs)
 
 
-def dispatch_table(spec: OpSpec, regs: Sequence[dict[str, Any]]) -> dict[tuple[str, ...], KernelEntry]:
+def dispatch_table(
+    spec: OpSpec, regs: Sequence[dict[str, Any]]
+) -> dict[tuple[str, ...], KernelEntry]:
     """Validate every registration against ``spec``; return {input dtypes: entry}."""
     table: dict[tuple[str, ...], KernelEntry] = {}
     for idx, reg in enumerate(regs):
@@ -76,7 +82,7 @@ def dispatch_table(spec: OpSpec, regs: Sequence[dict[str, Any]]) -> dict[tuple[s
             raise _mismatch(spec, "the op name", repr(reg["name"]), repr(spec.name))
         if not reg["has_kernel"]:
             raise RegistrationMismatch(
-                f"{spec.name}: a REGISTER_CUSTOM_OP(\"{spec.name}\") has no .KernelFn(...)"
+                f'{spec.name}: a REGISTER_CUSTOM_OP("{spec.name}") has no .KernelFn(...)'
             )
         _check_args(spec, "input", reg["inputs"], spec.inputs)
         _check_args(spec, "output", reg["outputs"], spec.outputs)

@@ -66,7 +66,9 @@ class Operator:
         self._run = module.run
         self._n_inputs = len(spec.inputs)
         self._n_required = sum(1 for i in spec.inputs if not i.optional)
-        self._plans: dict[tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]] = {}
+        self._plans: dict[
+            tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]
+        ] = {}
         self._call = self._fast_caller() if spec.elementwise else self._slow_call
 
     def _fast_caller(self) -> Callable[..., Any]:
@@ -82,7 +84,8 @@ class Operator:
         ]
         attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
         n = len(self.spec.inputs)
-        return self.module.FastCaller(n, n, kernels, attrs, self._slow_call)  # type: ignore[no-any-return]
+        caller: Callable[..., Any] = self.module.FastCaller(n, n, kernels, attrs, self._slow_call)
+        return caller
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
         outs = self.run(list(inputs), attrs)
@@ -157,13 +160,17 @@ class Operator:
         entry = self._table.get(key)
         if entry is None:  # pragma: no cover - dispatch_table guarantees coverage
             raise SpecError(f"{spec.name}: no kernel for input dtypes {key}")
-        types_in = [TensorType(a.shape, d) if a is not None and d else None for a, d in zip(arrays, dts)]
+        types_in = [
+            TensorType(a.shape, d) if a is not None and d else None for a, d in zip(arrays, dts)
+        ]
         out_types = spec.infer(types_in, attrs)
         outs = []
         for o, t in zip(spec.outputs, out_types):
             if any(not isinstance(d, int) or d < 0 for d in t.shape):
-                raise SpecError(f"{spec.name}: inferred output {o.name!r} shape {t.shape} is not concrete")
-            outs.append((tuple(int(d) for d in t.shape), to_numpy(t.dtype)))
+                raise SpecError(
+                    f"{spec.name}: inferred output {o.name!r} shape {t.shape} is not concrete"
+                )
+            outs.append((tuple(d for d in t.shape if isinstance(d, int)), to_numpy(t.dtype)))
         return entry, outs
 
     def run(
@@ -204,7 +211,9 @@ class Operator:
         if given is None:
             return [np.empty(shape, dt) for shape, dt in out_specs]
         if len(given) != len(out_specs):
-            raise SpecError(f"{self.spec.name}: expected {len(out_specs)} output buffers, got {len(given)}")
+            raise SpecError(
+                f"{self.spec.name}: expected {len(out_specs)} output buffers, got {len(given)}"
+            )
         for o, buf, (shape, dt) in zip(self.spec.outputs, given, out_specs):
             if buf.shape != shape or buf.dtype != dt or not buf.flags.c_contiguous:
                 raise SpecError(
