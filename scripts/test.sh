@@ -4,6 +4,8 @@
 set -euo pipefail
 . "$(dirname "$0")/_env.sh"
 cd "$ROOT"
+echo "==> CANN public headers (for compile checks of generated C++; skipped tests say why if this fails)"
+python -m opsdk.cann.headers --fetch || echo "    could not fetch CANN headers; their compile tests will skip with the reason"
 echo "==> ruff"; ruff check .
 echo "==> mypy"; mypy
 echo "==> pytest"; python -m pytest "$@"
