@@ -92,7 +92,8 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
     check_golden("cpu/model.py", text)
     compile(text, "model.py", "exec")
     assert "from opsdk.onnx import Session" in text
-    assert "onnxruntime" not in text  # no fallback: the model runs in opsdk's executor
+    assert "InferenceSession" not in text  # no fallback: the model runs in opsdk's executor
+    assert "Session(str(path), sess_options=" in text
 
 
 def test_ascend_static_golden() -> None:

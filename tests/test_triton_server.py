@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from test_triton_build import custom_op_model, mlp_model
 
 from opsdk.triton import RepositoryOptions, TritonServer, build_repository
 from opsdk.triton.testing import process_gone, serve_env_or_skip, triton_server  # noqa: F401
-
-from test_triton_build import custom_op_model, mlp_model
 
 http = pytest.importorskip("tritonclient.http")
 grpc = pytest.importorskip("tritonclient.grpc")
@@ -201,7 +200,7 @@ def test_batched_and_unbatched_give_equal_results(server: TritonServer, session:
         [want] = session.run(None, feeds)
         np.testing.assert_array_equal(results[("mlp", i)], results[("mlp_unbatched", i)])
         np.testing.assert_allclose(results[("mlp", i)], want, rtol=1e-6, atol=1e-6)
-    diff = {m: [a - b for a, b in zip(after[m], before[m])] for m in after}
+    diff = {m: [a - b for a, b in zip(after[m], before[m], strict=True)] for m in after}
     for model in ("mlp", "mlp_unbatched"):
         assert diff[model][:2] == [len(requests), sum(len(r["x"]) for r in requests)]
     assert diff["mlp"][2] < len(requests), "dynamic batching never merged concurrent requests"

@@ -73,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
         for s in old:
             signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
         try:
-            code = server.stop()
-            if code is not None:
-                print(f"tritonserver stopped (exit code {code})", file=sys.stderr)
+            stopped = server.stop()
+            if stopped is not None:
+                print(f"tritonserver stopped (exit code {stopped})", file=sys.stderr)
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)

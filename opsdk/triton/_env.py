@@ -32,7 +32,9 @@ def unsupported_platform() -> str | None:
     """
     system, machine = platform.system(), platform.machine()
     if system != "Linux" or machine not in ("x86_64", "aarch64"):
-        return f"nvidia-pytriton ships tritonserver for Linux x86_64/aarch64, not {system} {machine}"
+        return (
+            f"nvidia-pytriton ships tritonserver for Linux x86_64/aarch64, not {system} {machine}"
+        )
     libc, version = platform.libc_ver()
     if libc == "glibc" and version and tuple(map(int, version.split(".")[:2])) < (2, 35):
         return f"nvidia-pytriton's tritonserver needs glibc >= 2.35, this host has {version}"

@@ -40,6 +40,7 @@ class RepositoryOptions:
     operators_path: tuple[str, ...] | None = None  # None: folders of the model's custom ops
     device_ids: str = "0"  # ascend: NPU ids for npu_ge's device_ids parameter
     static_model: bool = False  # ascend: npu_ge static graph (all shapes fixed)
+    intra_op_threads: int = 1  # cpu: ONNX Runtime threads per model instance
     extra_parameters: tuple[tuple[str, str], ...] = field(default=())
 
     def check(self) -> None:
@@ -55,6 +56,8 @@ class RepositoryOptions:
             raise TritonConfigError(f"max_batch_size {self.max_batch_size} must be >= 0")
         if self.instances < 1:
             raise TritonConfigError(f"instances {self.instances} must be >= 1")
+        if self.intra_op_threads < 1:
+            raise TritonConfigError(f"intra_op_threads {self.intra_op_threads} must be >= 1")
         if self.max_queue_delay_us < 0:
             raise TritonConfigError(f"max_queue_delay_us {self.max_queue_delay_us} must be >= 0")
         if self.static_model and self.target != "ascend":
@@ -110,7 +113,7 @@ def _warmup(io: GraphIO, batched: bool, opts: RepositoryOptions) -> list[dict[st
     return rows
 
 
-def _parameters(io: GraphIO, opts: RepositoryOptions, batched: bool) -> list[tuple[str, str]]:
+def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
     if opts.target == "ascend":
         params = [("device_ids", opts.device_ids)]
         if opts.static_model:
@@ -118,7 +121,11 @@ def _parameters(io: GraphIO, opts: RepositoryOptions, batched: bool) -> list[tup
             params.append(("static_model", "1"))
         return params + list(opts.extra_parameters)
     ops = opts.operators_path if opts.operators_path is not None else _operator_folders(io)
-    params = [("onnx_model", "model.onnx"), ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops))]
+    params = [
+        ("onnx_model", "model.onnx"),
+        ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops)),
+        ("intra_op_threads", str(opts.intra_op_threads)),
+    ]
     if io.custom_ops:
         params.append(("opsdk_custom_ops", ",".join(io.custom_ops)))
     return params + list(opts.extra_parameters)
@@ -155,7 +162,9 @@ def _operator_folders(io: GraphIO) -> list[str]:
     return folders
 
 
-def render_model(io: GraphIO, opts: RepositoryOptions, source: str = "model.onnx") -> dict[str, str]:
+def render_model(
+    io: GraphIO, opts: RepositoryOptions, source: str = "model.onnx"
+) -> dict[str, str]:
     """Render the files of one model folder: ``{"config.pbtxt": ..., "1/model.py": ...}``.
 
     Example:
@@ -185,7 +194,7 @@ def render_model(io: GraphIO, opts: RepositoryOptions, source: str = "model.onnx
         "max_queue_delay_us": opts.max_queue_delay_us,
         "instances": opts.instances,
         "instance_kind": "KIND_CPU" if opts.target == "cpu" else None,
-        "parameters": _parameters(io, opts, batched),
+        "parameters": _parameters(io, opts),
         "warmup": _warmup(io, batched, opts),
     }
     env = _env()
