@@ -4,6 +4,9 @@
 set -euo pipefail
 . "$(dirname "$0")/_env.sh"
 cd "$ROOT"
+echo "==> serving environment (tritonserver from nvidia-pytriton, numpy 1.26)"
+export OPSDK_SERVE_VENV="${OPSDK_SERVE_VENV:-$ROOT/.venv-serve}"
+bash "$ROOT/.ci/serve_env.sh"
 echo "==> CANN public headers (for compile checks of generated C++; skipped tests say why if this fails)"
 python -m opsdk.cann.headers --fetch || echo "    could not fetch CANN headers; their compile tests will skip with the reason"
 echo "==> ruff"; ruff check .
