@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import subprocess
+import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -80,12 +82,11 @@ def _target(info: Any, tmp: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    import pytest
-
     from ..registry import find_operator
 
     info = find_operator(args.op)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)
-        return int(pytest.main(argv))
+        # A fresh interpreter: pytest must import (and assert-rewrite) opsdk itself.
+        return subprocess.call([sys.executable, "-m", "pytest", *argv])

@@ -1,0 +1,96 @@
+"""The pytest plugin and `opsdk test` / `opsdk check`, run as a user runs them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opsdk.cli import main
+from opsdk.cli.cmd_test import pytest_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+OP_DIR = ROOT / "operators" / "thresholded_relu"
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_generated_tests_pass_and_write_a_json_report(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    p = run("-m", "pytest", str(OP_DIR), "-p", "no:cacheprovider", "--opsdk-seed=3",
+            f"--opsdk-report={report}", "-k", "float32-small or float16-edge or onnx or check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "opsdk: device=cpu, seed=3" in p.stdout
+    data = json.loads(report.read_text())
+    cases = {c["case"]: c for c in data["cases"]}
+    assert {"float32-small", "float16-edge", "test_thresholdedrelu"} <= set(cases)
+    assert cases["float32-small"]["seed"] == 3 and cases["float32-small"]["passed"]
+    assert cases["float16-edge"]["outputs"][0]["standard"] == "mere-mare"
+
+
+@pytest.mark.parametrize(
+    "device, reason",
+    [("npu", "npu unavailable"), ("triton", "triton unavailable: no server configured")],
+)
+def test_unavailable_devices_are_skipped_with_their_reason(device: str, reason: str) -> None:
+    p = run("-m", "pytest", str(OP_DIR), "-q", "-rs", "-p", "no:cacheprovider",
+            f"--opsdk-device={device}", "-k", "float32-small")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 skipped" in p.stdout and reason in p.stdout
+
+
+def test_onnxruntime_device_runs_the_exported_graph() -> None:
+    p = run("-m", "pytest", str(OP_DIR), "-q", "-p", "no:cacheprovider",
+            "--opsdk-device=onnxruntime", "-k", "float16-broadcast or float32-odd or empty")
+    if "opsdk.onnx.Session cannot be imported" in p.stdout:
+        pytest.skip("opsdk.onnx.Session is not part of this tree")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "passed" in p.stdout and "skipped" not in p.stdout
+
+
+def test_a_failure_prints_a_repro_command_that_reproduces_it() -> None:
+    p = run("-m", "pytest", str(OP_DIR), "-q", "-p", "no:cacheprovider", "--opsdk-seed=11",
+            "--opsdk-precision-mode=force_fp16", "-k", "float32-large")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "precision_mode=force_fp16" in p.stdout and "FAILED under mere-mare" in p.stdout
+    line = next(ln for ln in p.stdout.splitlines() if "reproduce: " in ln)
+    cmd = shlex.split(line.split("reproduce: ", 1)[1])
+    assert cmd[0] == "pytest" and "--opsdk-seed=11" in cmd
+    mismatches = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith("at [")]
+    again = run("-m", *cmd, "-p", "no:cacheprovider")
+    assert again.returncode == 1
+    assert [ln.strip() for ln in again.stdout.splitlines()
+            if ln.strip().startswith("at [")] == mismatches
+
+
+def test_opsdk_test_passes_options_and_pytest_arguments(tmp_path: Path) -> None:
+    report = tmp_path / "r.html"
+    p = run("-m", "opsdk", "test", "ThresholdedRelu", "--seed", "2", "--report", str(report),
+            "-k", "float32-odd", "-q", "-p", "no:cacheprovider")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "--opsdk-seed=2" in p.stdout and "1 passed" in p.stdout
+    assert "data:image/png;base64," in report.read_text()
+
+
+def test_pytest_argv_accepts_options_after_the_operator() -> None:
+    ns = argparse.Namespace(device=None, seed=None, standard="msopst", precision_mode=None,
+                            report=None, pytest_args=["--precision-mode", "force_fp16", "-x"])
+    argv = pytest_argv(ns, Path("/ops/my_op"))
+    assert argv[argv.index("/ops/my_op"):] == [
+        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16", "-x",
+    ]
+
+
+def test_opsdk_check_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "ThresholdedRelu"]) == 0
+    out = capsys.readouterr().out
+    assert "opsdk.check(ThresholdedRelu): passed" in out and "determinism" in out
