@@ -210,7 +210,9 @@ def find_operator(name: str) -> OperatorInfo:
     p = Path(name)
     if (p / "spec.py").is_file():
         folder = p.resolve()
-        return OperatorInfo(load_spec(folder), folder, "source", "", _prebuilt_module(folder))
+        return _verified(
+            OperatorInfo(load_spec(folder), folder, "source", "", _prebuilt_module(folder))
+        )
     ops = find_operators()
     matches = [o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)]
     if not matches:
@@ -223,4 +225,14 @@ def find_operator(name: str) -> OperatorInfo:
         raise OperatorNotFound(
             f"{name!r} is ambiguous: {', '.join(o.qualified for o in matches)}; use domain::Name"
         )
-    return matches[0]
+    return _verified(matches[0])
+
+
+def _verified(info: OperatorInfo) -> OperatorInfo:
+    """Check a prebuilt kernel against its package manifest and this host before use
+    (:class:`~opsdk.errors.ManifestError` on a mismatch, never an undefined-symbol crash)."""
+    if info.prebuilt is not None:
+        from .package import verify_prebuilt
+
+        info.prebuilt = verify_prebuilt(info.folder, info.prebuilt, package=info.package)
+    return info

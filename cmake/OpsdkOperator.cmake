@@ -1,0 +1,235 @@
+# OpsdkOperator.cmake: build opsdk operator kernels from your own CMake project.
+#
+#   cmake_minimum_required(VERSION 3.18)
+#   project(my_kernels LANGUAGES CXX)
+#   list(APPEND CMAKE_MODULE_PATH "/path/to/opsdk/cmake")   # `opsdk cmake-dir` prints it
+#   include(OpsdkOperator)
+#   opsdk_add_operator(my_op FOLDER operators/my_op)
+#
+# opsdk_add_operator(<target>
+#     [FOLDER <dir>]                  operator folder: its *.cpp/*.cc/*.cxx are compiled and
+#                                     it is on the include path
+#     [SOURCES <file>...]             more (or, without FOLDER, all) kernel sources
+#     [OUTPUT_DIRECTORY <dir>]        where the module is written (default: the binary dir
+#                                     of the target, in a subfolder named <target>)
+#     [INSTALL_DESTINATION <dir>]     install(TARGETS) destination (e.g. inside a wheel)
+#     [PORTABLE]                      flags for binaries that run on other hosts (see below)
+#     [CPU_BASELINE <arch>])          -march value: native, x86-64, x86-64-v2, armv8-a, ...
+#
+# The result is a pybind11 module named `_opsdk_kernels` (the name opsdk's runtime loads)
+# made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp),
+# which is compiled once per project and shared by every operator target. Load it with
+# opsdk.runtime.load_module(path), or put it next to the operator's spec.py, where opsdk
+# picks it up as a prebuilt kernel.
+#
+# PORTABLE (used by `opsdk package`): CPU_BASELINE defaults to x86-64-v2 (x86_64) or
+# armv8-a (aarch64) instead of the compiler's default or native; libstdc++ and libgcc are
+# linked statically and their symbols hidden, so the module needs only the C library; the
+# module is stripped; and source/build paths are mapped to fixed names so that the same
+# sources give the same bytes wherever they are built.
+#
+# Variables (set before include() to override):
+#   OPSDK_INCLUDE_DIR    folder holding opsdk/custom_op.h
+#   OPSDK_ENTRY_SOURCE   opsdk's entry.cpp
+# Both are found next to this file (a source checkout or an installed opsdk), else by
+# asking the Python interpreter for `opsdk._paths`.
+
+include_guard(GLOBAL)
+
+if(CMAKE_VERSION VERSION_LESS 3.18)
+  message(FATAL_ERROR "OpsdkOperator.cmake needs CMake >= 3.18 (this is ${CMAKE_VERSION}); "
+                      "pip install -U cmake")
+endif()
+get_property(_opsdk_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+if(NOT "CXX" IN_LIST _opsdk_languages)
+  message(FATAL_ERROR "include(OpsdkOperator) after project(<name> LANGUAGES CXX)")
+endif()
+
+set(_OPSDK_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+
+# ------------------------------------------------------------------- Python + pybind11
+if(NOT TARGET pybind11::module)
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(Python 3.10 COMPONENTS Interpreter Development.Module REQUIRED)
+  find_package(pybind11 CONFIG QUIET)
+  if(NOT pybind11_FOUND)
+    execute_process(
+      COMMAND "${Python_EXECUTABLE}" -m pybind11 --cmakedir
+      OUTPUT_VARIABLE _opsdk_pybind11_dir
+      OUTPUT_STRIP_TRAILING_WHITESPACE
+      RESULT_VARIABLE _opsdk_rc)
+    if(NOT _opsdk_rc EQUAL 0)
+      message(FATAL_ERROR "opsdk: pybind11 not found for ${Python_EXECUTABLE}; "
+                          "pip install pybind11 or set pybind11_DIR")
+    endif()
+    find_package(pybind11 CONFIG REQUIRED HINTS "${_opsdk_pybind11_dir}")
+  endif()
+endif()
+
+# ------------------------------------------------------------------- opsdk C++ API
+function(_opsdk_locate_api)
+  if(OPSDK_INCLUDE_DIR AND OPSDK_ENTRY_SOURCE)
+    return()
+  endif()
+  # A checkout (<root>/cmake next to <root>/opsdk) or an install (opsdk/_data/cmake).
+  foreach(pkg IN ITEMS "${_OPSDK_CMAKE_DIR}/../opsdk" "${_OPSDK_CMAKE_DIR}/../..")
+    get_filename_component(pkg "${pkg}" ABSOLUTE)
+    if(EXISTS "${pkg}/include/opsdk/custom_op.h" AND EXISTS "${pkg}/csrc/entry.cpp")
+      set(OPSDK_INCLUDE_DIR "${pkg}/include" CACHE PATH "folder holding opsdk/custom_op.h")
+      set(OPSDK_ENTRY_SOURCE "${pkg}/csrc/entry.cpp" CACHE FILEPATH "opsdk's entry.cpp")
+      return()
+    endif()
+  endforeach()
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c
+            "import opsdk._paths as p; print(p.include_dir()); print(p.entry_source())"
+    OUTPUT_VARIABLE _out
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "opsdk: cannot find the opsdk C++ API (custom_op.h, entry.cpp) next "
+                        "to ${_OPSDK_CMAKE_DIR} nor through ${Python_EXECUTABLE}; pip install "
+                        "opsdk or set OPSDK_INCLUDE_DIR and OPSDK_ENTRY_SOURCE")
+  endif()
+  string(REPLACE "\n" ";" _out "${_out}")
+  list(GET _out 0 _inc)
+  list(GET _out 1 _entry)
+  set(OPSDK_INCLUDE_DIR "${_inc}" CACHE PATH "folder holding opsdk/custom_op.h")
+  set(OPSDK_ENTRY_SOURCE "${_entry}" CACHE FILEPATH "opsdk's entry.cpp")
+endfunction()
+_opsdk_locate_api()
+foreach(_f IN ITEMS "${OPSDK_INCLUDE_DIR}/opsdk/custom_op.h" "${OPSDK_ENTRY_SOURCE}")
+  if(NOT EXISTS "${_f}")
+    message(FATAL_ERROR "opsdk: ${_f} does not exist; check OPSDK_INCLUDE_DIR and "
+                        "OPSDK_ENTRY_SOURCE")
+  endif()
+endforeach()
+
+include(CheckCXXCompilerFlag)
+include(CheckLinkerFlag)
+
+# Default CPU baseline of PORTABLE builds, per architecture.
+function(_opsdk_default_baseline out)
+  string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" proc)
+  if(proc MATCHES "^(x86_64|amd64)$")
+    set(${out} "x86-64-v2" PARENT_SCOPE)
+  elseif(proc MATCHES "^(aarch64|arm64)$")
+    set(${out} "armv8-a" PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Compile and link options of one flavour (portable or not, CPU baseline); cached by name.
+function(_opsdk_flags portable baseline out_compile out_link)
+  set(copts "")
+  set(lopts "")
+  if(baseline)
+    string(MAKE_C_IDENTIFIER "OPSDK_HAS_MARCH_${baseline}" var)
+    check_cxx_compiler_flag("-march=${baseline}" ${var})
+    if(NOT ${var})
+      message(FATAL_ERROR "opsdk: the compiler ${CMAKE_CXX_COMPILER} does not accept "
+                          "-march=${baseline}; choose another CPU_BASELINE")
+    endif()
+    list(APPEND copts "-march=${baseline}")
+    if(NOT baseline STREQUAL "native")
+      list(APPEND copts "-mtune=generic")
+    endif()
+  endif()
+  if(portable)
+    check_cxx_compiler_flag("-ffile-prefix-map=/a=b" OPSDK_HAS_FILE_PREFIX_MAP)
+    if(OPSDK_HAS_FILE_PREFIX_MAP)
+      list(APPEND copts "-ffile-prefix-map=${CMAKE_SOURCE_DIR}=."
+                        "-ffile-prefix-map=${CMAKE_BINARY_DIR}=build"
+                        "-ffile-prefix-map=${OPSDK_INCLUDE_DIR}=opsdk-include")
+    endif()
+    foreach(flag IN ITEMS "-static-libstdc++" "-static-libgcc" "LINKER:--exclude-libs,ALL"
+                          "LINKER:--strip-all")
+      string(MAKE_C_IDENTIFIER "OPSDK_HAS_LINK_${flag}" var)
+      check_linker_flag(CXX "${flag}" ${var})
+      if(${var})
+        list(APPEND lopts "${flag}")
+      endif()
+    endforeach()
+  endif()
+  set(${out_compile} "${copts}" PARENT_SCOPE)
+  set(${out_link} "${lopts}" PARENT_SCOPE)
+endfunction()
+
+# The entry point as an OBJECT library, compiled once per flavour and shared.
+function(_opsdk_entry_target flavour copts out)
+  set(name "opsdk_entry_${flavour}")
+  if(NOT TARGET ${name})
+    add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}")
+    target_include_directories(${name} PRIVATE "${OPSDK_INCLUDE_DIR}")
+    target_link_libraries(${name} PRIVATE pybind11::module)
+    target_compile_options(${name} PRIVATE ${copts})
+    set_target_properties(${name} PROPERTIES
+      CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON
+      CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  endif()
+  set(${out} ${name} PARENT_SCOPE)
+endfunction()
+
+function(opsdk_add_operator target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE"
+    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "opsdk_add_operator(${target}): unknown arguments "
+                        "${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  set(sources "")
+  if(ARG_FOLDER)
+    get_filename_component(folder "${ARG_FOLDER}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${folder}/spec.py")
+      message(FATAL_ERROR "opsdk_add_operator(${target}): ${folder} is not an operator "
+                          "folder (no spec.py); create one with `opsdk new`")
+    endif()
+    file(GLOB sources CONFIGURE_DEPENDS "${folder}/*.cpp" "${folder}/*.cc" "${folder}/*.cxx")
+    list(SORT sources)
+  endif()
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND sources "${src}")
+  endforeach()
+  if(NOT sources)
+    message(FATAL_ERROR "opsdk_add_operator(${target}): no C++ sources; give FOLDER "
+                        "(holding kernel.cpp) or SOURCES")
+  endif()
+
+  set(baseline "${ARG_CPU_BASELINE}")
+  if(NOT baseline AND ARG_PORTABLE)
+    _opsdk_default_baseline(baseline)
+  endif()
+  if(ARG_PORTABLE)
+    set(portable ON)
+  else()
+    set(portable OFF)
+  endif()
+  _opsdk_flags(${portable} "${baseline}" copts lopts)
+  string(MAKE_C_IDENTIFIER "${portable}_${baseline}" flavour)
+  _opsdk_entry_target(${flavour} "${copts}" entry)
+
+  pybind11_add_module(${target} MODULE NO_EXTRAS ${sources})
+  target_link_libraries(${target} PRIVATE ${entry})
+  target_include_directories(${target} PRIVATE "${OPSDK_INCLUDE_DIR}" ${folder})
+  target_compile_options(${target} PRIVATE ${copts})
+  target_link_options(${target} PRIVATE ${lopts})
+  if(ARG_OUTPUT_DIRECTORY)
+    get_filename_component(outdir "${ARG_OUTPUT_DIRECTORY}" ABSOLUTE
+                           BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  else()
+    set(outdir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
+  endif()
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME _opsdk_kernels
+    LIBRARY_OUTPUT_DIRECTORY "${outdir}"
+    CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  foreach(cfg IN ITEMS DEBUG RELEASE RELWITHDEBINFO MINSIZEREL)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY_${cfg} "${outdir}")
+  endforeach()
+  if(ARG_INSTALL_DESTINATION)
+    install(TARGETS ${target} LIBRARY DESTINATION "${ARG_INSTALL_DESTINATION}")
+  endif()
+endfunction()

@@ -1,0 +1,83 @@
+"""``opsdk package OP [OP ...] -o dist/``: build an installable wheel of operators."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+HELP = """\
+examples:
+  opsdk package operators/my_op -o dist/
+  opsdk package operators/my_op operators/other -o dist/ --name acme-ops --version 1.2.0
+  pip install dist/acme_ops-1.2.0-*.whl && opsdk list
+
+The wheel holds prebuilt kernels compiled for a portable CPU baseline (default x86-64-v2
+on x86_64, armv8-a on aarch64), the specs, references, tests, ONNX schemas and CANN
+projects, and a manifest that opsdk checks before loading a kernel. Installed, opsdk
+finds the operators by name and never compiles them.
+  opsdk package --cmake-dir     print the folder of OpsdkOperator.cmake and exit
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "package", help="build a wheel of operators with prebuilt kernels", epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("ops", nargs="*", metavar="OP", help="operator folders (or names)")
+    p.add_argument("-o", "--out", default="dist", help="output folder (default ./dist)")
+    p.add_argument("--name", help="package name (required for several operators)")
+    p.add_argument("--version", default="0.1.0", help="package version (default 0.1.0)")
+    p.add_argument("--soc", action="append", metavar="SOC",
+                   help="CANN target, repeatable (SoC version or compute unit; "
+                        "default ascend910b)")
+    p.add_argument("--cpu-baseline", metavar="ARCH",
+                   help="-march of the kernels: x86-64, x86-64-v2 (default), x86-64-v3, "
+                        "x86-64-v4, armv8-a; '' for the compiler default")
+    p.add_argument("--no-onnx", action="store_true", help="leave out the ONNX artefacts")
+    p.add_argument("--no-cann", action="store_true", help="leave out the CANN projects")
+    p.add_argument("--exclude-sources", action="store_true",
+                   help="do not ship the C++ kernel sources in the wheel")
+    p.add_argument("--keep-project", metavar="DIR",
+                   help="also write the generated build project to DIR (for a look)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a different wheel of the same name in the output folder")
+    p.add_argument("--cmake-dir", action="store_true",
+                   help="print the folder of OpsdkOperator.cmake and exit")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..package import cmake_dir, package_operators
+
+    if args.cmake_dir:
+        print(cmake_dir())
+        return 0
+
+    def progress(msg: str) -> None:
+        if not args.quiet:
+            print(f"  {msg}", file=sys.stderr, flush=True)
+
+    res = package_operators(
+        args.ops, args.out, name=args.name, version=args.version,
+        socs=args.soc or ("ascend910b",), cpu_baseline=args.cpu_baseline,
+        onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,
+        keep_project=args.keep_project, force=args.force, progress=progress,
+    )
+    state = "unchanged (identical wheel already there)" if res.unchanged else "built"
+    print(f"{state}: {res.wheel} ({_size(res.wheel.stat().st_size)}) in {res.seconds:.1f} s")
+    for op, files in res.artefacts.items():
+        kinds = sorted({f.split("/")[0] for f in files})
+        print(f"  {op}: kernel, spec, reference" + (f", {', '.join(kinds)}" if kinds else ""))
+    for kind, why in res.skipped.items():
+        print(f"  no {kind} artefacts: {why}")
+    if res.project is not None:
+        print(f"  build project kept in {res.project}")
+    print(f"install: pip install {res.wheel}")
+    return 0

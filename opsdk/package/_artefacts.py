@@ -1,0 +1,144 @@
+"""The ONNX and CANN artefacts an operator wheel carries, from opsdk.onnx and opsdk.cann.
+
+Both generators are optional parts of opsdk: when one cannot be imported, the wheel is
+built without its artefacts and :class:`Artefacts` says why. A generator that exists but
+fails on an operator is an error (a wheel silently missing its CANN project is worse).
+
+Per operator folder in the wheel::
+
+    onnx/schema.json       the ONNX OpSchema (domain, version, inputs, outputs, type
+                           constraints, attributes), for tools without opsdk
+    onnx/function.onnx     the fallback decomposition (FunctionProto), when spec.py has one
+    cann/...               the CANN operator project (msopgen JSON, op_host, op_kernel,
+                           ONNX framework plugin, op proto) for the target SoCs
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BuildError, OpsdkError
+from ..spec import OpSpec
+from ._project import BANNER
+
+__all__ = ["Artefacts", "generate_artefacts", "schema_dict"]
+
+
+@dataclass
+class Artefacts:
+    """Generated files per operator snake name, and what was left out and why."""
+
+    files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # kind -> reason
+    onnx_opset: int | None = None
+
+    def listing(self, snake: str) -> list[str]:
+        return sorted(self.files.get(snake, {}))
+
+
+def schema_dict(spec: OpSpec) -> dict[str, Any]:
+    """The ONNX OpSchema of ``spec`` (as opsdk.onnx builds it) as plain JSON data.
+
+    Example:
+        >>> schema_dict(spec)["since_version"]  # doctest: +SKIP
+        1
+    """
+    from opsdk.onnx import make_schema
+
+    s = make_schema(spec)
+    opt = {0: "single", 1: "optional", 2: "variadic"}
+
+    def params(ps: Any) -> list[dict[str, Any]]:
+        return [
+            {"name": p.name, "type": p.type_str, "option": opt.get(int(p.option), str(p.option))}
+            for p in ps
+        ]
+
+    attrs = []
+    for a in spec.attrs:
+        attrs.append({
+            "name": a.name,
+            "type": a.type,
+            "required": a.required,
+            "default": None if a.required else a.default,
+        })
+    return {
+        "generated": BANNER,
+        "domain": s.domain,
+        "name": s.name,
+        "since_version": s.since_version,
+        "doc": s.doc,
+        "inputs": params(s.inputs),
+        "outputs": params(s.outputs),
+        "type_constraints": [
+            {"type_param": c.type_param_str, "allowed_types": list(c.allowed_type_strs)}
+            for c in s.type_constraints
+        ],
+        "attributes": attrs,
+    }
+
+
+def _onnx_files(spec: OpSpec) -> tuple[dict[str, bytes], int]:
+    from opsdk.onnx import DEFAULT_OPSET, build_function
+
+    text = json.dumps(schema_dict(spec), indent=2, sort_keys=True) + "\n"
+    files = {"onnx/schema.json": text.encode()}
+    if spec.function is not None:
+        files["onnx/function.onnx"] = build_function(spec, DEFAULT_OPSET).SerializeToString(
+            deterministic=True
+        )
+    return files, int(DEFAULT_OPSET)
+
+
+def _cann_files(spec: OpSpec, socs: Sequence[str]) -> dict[str, bytes]:
+    from opsdk.cann import render_project
+
+    return {f"cann/{rel}": text.encode() for rel, text in render_project(spec, socs).items()}
+
+
+def _available(kind: str) -> str | None:
+    """None when ``opsdk.<kind>`` imports, else the reason it does not."""
+    import importlib
+
+    try:
+        importlib.import_module(f"opsdk.{kind}")
+    except ImportError as e:
+        return f"opsdk.{kind} is not available ({e})"
+    return None
+
+
+def generate_artefacts(
+    specs: Sequence[OpSpec], *, onnx: bool = True, cann: bool = True,
+    socs: Sequence[str] = ("ascend910b",),
+) -> Artefacts:
+    """Generate the ONNX and CANN artefacts of each spec (keyed by snake name).
+
+    Example:
+        >>> a = generate_artefacts([spec], cann=False)  # doctest: +SKIP
+        >>> a.listing(spec.snake_name)  # doctest: +SKIP
+        ['onnx/function.onnx', 'onnx/schema.json']
+    """
+    out = Artefacts(files={s.snake_name: {} for s in specs})
+    wanted = {"onnx": onnx, "cann": cann}
+    for kind, want in wanted.items():
+        reason = "disabled (--no-" + kind + ")" if not want else _available(kind)
+        if reason:
+            out.skipped[kind] = reason
+    for spec in specs:
+        try:
+            if "onnx" not in out.skipped:
+                files, out.onnx_opset = _onnx_files(spec)
+                out.files[spec.snake_name].update(files)
+            if "cann" not in out.skipped:
+                out.files[spec.snake_name].update(_cann_files(spec, socs))
+        except OpsdkError as e:
+            raise type(e)(f"{e} -- while generating the artefacts of {spec.name}") from e
+        except Exception as e:
+            raise BuildError(
+                f"{spec.name}: generating its ONNX/CANN artefacts failed: "
+                f"{type(e).__name__}: {e} (skip them with --no-onnx / --no-cann)"
+            ) from e
+    return out
