@@ -243,3 +243,24 @@ def test_missing_serving_venv_says_how_to_make_it(
     (tmp_path / "empty" / "bin" / "python").touch()
     with pytest.raises(ServeEnvMissing, match="has no nvidia-pytriton"):
         locate_serve_env(tmp_path / "empty")
+
+
+def test_fixture_skips_without_venv_but_fails_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opsdk.triton.testing import serve_env_or_skip
+
+    monkeypatch.setenv("OPSDK_SERVE_VENV", str(tmp_path / "nowhere"))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"create it with `bash \.ci/serve_env\.sh`"):
+        serve_env_or_skip()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the Triton server tests"):
+        serve_env_or_skip()
+
+
+def test_server_needs_a_repository_folder(tmp_path: Path) -> None:
+    from opsdk.triton import TritonServer
+
+    with pytest.raises(TritonConfigError, match="is not a folder; make one with"):
+        TritonServer(tmp_path / "missing")

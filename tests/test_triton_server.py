@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import onnx
 import pytest
 from test_triton_build import custom_op_model, mlp_model
 
-from opsdk.triton import RepositoryOptions, TritonServer, build_repository
+from opsdk.triton import RepositoryOptions, TritonServer, TritonServerError, build_repository
 from opsdk.triton.testing import process_gone, serve_env_or_skip, triton_server  # noqa: F401
 
 http = pytest.importorskip("tritonclient.http")
@@ -247,6 +248,23 @@ def test_malformed_request_gets_an_error_and_server_keeps_serving(
         np.testing.assert_allclose(http_infer(client, "mlp", good), session.run(None, good)[0],
                                    rtol=1e-6, atol=1e-6)
     assert server.poll() is None
+
+
+def test_a_model_that_fails_to_load_fails_the_start_loudly(
+    small_repo: Path, model_file: Path, tmp_path: Path
+) -> None:
+    graph_session(model_file)
+    env = serve_env_or_skip()
+    broken = tmp_path / "broken"
+    shutil.copytree(small_repo, broken)
+    (broken / "mlp" / "1" / "model.onnx").unlink()
+    before = set(os.listdir(SHM))
+    server = TritonServer(broken, venv=env.venv)
+    with pytest.raises(TritonServerError, match=r"(?s)exited with code 1 before it was ready.*"
+                       r"failed to load 'mlp'.*model\.onnx"):
+        server.start()
+    assert server.pid is None
+    assert set(os.listdir(SHM)) - before == set()
 
 
 _FIXTURE_RUN: dict[str, Any] = {}
