@@ -100,7 +100,7 @@ def _client_factory(protocol: str, server: TritonServer) -> tuple[Any, str]:
 
         return module, server.http_url
     if protocol == "grpc":
-        import tritonclient.grpc as module  # type: ignore[no-redef]
+        import tritonclient.grpc as module
 
         return module, server.grpc_url
     raise TritonConfigError(f"protocol {protocol!r} is not one of http, grpc")
@@ -174,7 +174,7 @@ def _np_to_triton(value: np.ndarray) -> str:
 
 def _direct(onnx_path: Path, feeds: dict[str, np.ndarray], requests: int) -> dict[str, Any]:
     """The graph executor called in-process, as the baseline for the serving overhead."""
-    from ..onnx import Session  # type: ignore[attr-defined]
+    from ..onnx import Session
 
     session = Session(str(onnx_path))
     for _ in range(10):
