@@ -1,0 +1,460 @@
+// FusedConvBnRelu CPU kernel: y = relu(conv2d(x, w) + b), NCHW, BN folded into w and b.
+//
+// The convolution is a blocked GEMM per image and group:
+//   Y[Mg, OH*OW] = W[Mg, K] * im2col(X)[K, OH*OW],   K = C/group * kH * kW.
+// * The im2col matrix is never materialised: for each block of K rows (KC) and spatial
+//   columns (NC) it is packed straight from x (padding, strides and dilations applied,
+//   float16 widened to float32) into NR-wide column panels that the micro-kernel streams.
+// * The weights need no packing: the micro-kernel broadcasts from MR rows of W in place
+//   (W's layout [M][C/g][kH][kW] is already the GEMM's row-major A).
+// * The register-blocked MR x NR (6 x 16) micro-kernel keeps 12 vector accumulators;
+//   it is written with GCC/Clang vector extensions, which compile to AVX2 + FMA under
+//   -march=native (and to SSE or NEON elsewhere). Bias is the accumulators' initial
+//   value and Relu is applied on the last K block, in registers, before the one store.
+// * Work is split over (image, group, column block, output-channel block) tasks run by
+//   ctx.parallel_for; each thread packs into its own reusable, aligned scratch.
+// float16: inputs widen to float32 while packing, accumulation is float32, and the
+// output is rounded to float16 once.
+#include <opsdk/custom_op.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX__) || defined(__F16C__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using opsdk::half;
+
+typedef float v8 __attribute__((vector_size(32)));
+
+constexpr int MR = 6;          // output channels per micro-tile
+constexpr int NR = 16;         // output positions per micro-tile (two 8-float vectors)
+constexpr int64_t KC = 256;    // K rows per packed block
+constexpr int64_t NC = 128;    // spatial columns per packed block (multiple of NR)
+
+inline v8 load8(const float* p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+inline v8 splat(float s) { return v8{s, s, s, s, s, s, s, s}; }
+inline v8 fmadd(v8 a, v8 b, v8 c) {
+#if defined(__AVX__) && defined(__FMA__)
+  return reinterpret_cast<v8>(_mm256_fmadd_ps(reinterpret_cast<__m256>(a),
+                                              reinterpret_cast<__m256>(b),
+                                              reinterpret_cast<__m256>(c)));
+#else
+  return a * b + c;
+#endif
+}
+inline v8 relu(v8 v) {
+  const v8 z = splat(0.0f);
+  return v > z ? v : z;
+}
+
+struct Geom {
+  int64_t n, c, h, w;            // input
+  int64_t m, cg, mg, kh, kw;     // weights
+  int64_t oh, ow;                // output
+  int64_t sh, sw, pt, pl, dh, dw, group;
+  int64_t k() const { return cg * kh * kw; }
+  int64_t p() const { return oh * ow; }
+};
+
+// Per-thread scratch, grown on demand and reused across calls (64-byte aligned).
+float* scratch(size_t floats, int slot) {
+  thread_local std::vector<float> buf[1];
+  std::vector<float>& b = buf[slot];
+  if (b.size() < floats + 16) b.resize(floats + 16);
+  const auto addr = reinterpret_cast<uintptr_t>(b.data());
+  return reinterpret_cast<float*>((addr + 63) & ~static_cast<uintptr_t>(63));
+}
+
+// ------------------------------------------------------------------------ packing
+// Widen n values (stride `stride` in src) to float32.
+template <class T>
+inline void widen(const T* src, int64_t stride, float* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1) {
+      if (n == NR) {  // a whole panel row: two vector moves, no library call
+        store8(dst, load8(src));
+        store8(dst + 8, load8(src + 8));
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+      return;
+    }
+  } else {
+#if defined(__F16C__)
+    if (stride == 1) {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(src + i))));
+      for (; i < n; ++i) dst[i] = opsdk::to_float(src[i]);
+      return;
+    }
+#endif
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = opsdk::to_float(src[i * stride]);
+}
+
+// Where each packed value comes from, per kernel tap and block column: the offset in
+// the input channel plane, or -1 for zero padding. Built once per column block and tap
+// (it does not depend on the channel), then reused for every channel. Each NR-wide
+// panel is classified so the common cases skip the per-element gather: all padding,
+// or one contiguous run of the input row.
+enum PanelKind : uint8_t { kZero, kContiguous, kGather };
+
+struct BlockPlan {
+  int64_t panels = 0;
+  std::vector<int32_t> off;     // taps * panels * NR
+  std::vector<PanelKind> kind;  // taps * panels
+
+  void build(const Geom& g, int64_t j0, int64_t nc) {
+    const int64_t taps = g.kh * g.kw;
+    panels = (nc + NR - 1) / NR;
+    off.assign(static_cast<size_t>(taps * panels * NR), -1);
+    kind.assign(static_cast<size_t>(taps * panels), kZero);
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      const int64_t ki = tap / g.kw, kj = tap % g.kw;
+      int32_t* o = off.data() + tap * panels * NR;
+      int64_t oh = j0 / g.ow, ow = j0 % g.ow;
+      for (int64_t jp = 0; jp < nc; ++jp) {
+        const int64_t ih = oh * g.sh - g.pt + ki * g.dh, iw = ow * g.sw - g.pl + kj * g.dw;
+        if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) o[jp] = static_cast<int32_t>(ih * g.w + iw);
+        if (++ow == g.ow) {
+          ow = 0;
+          ++oh;
+        }
+      }
+      for (int64_t q = 0; q < panels; ++q) kind[static_cast<size_t>(tap * panels + q)] =
+          classify(o + q * NR);
+    }
+  }
+
+  static PanelKind classify(const int32_t* o) {
+    bool any = false, contiguous = o[0] >= 0;
+    for (int l = 0; l < NR; ++l) {
+      any = any || o[l] >= 0;
+      contiguous = contiguous && o[l] == o[0] + l;
+    }
+    return !any ? kZero : contiguous ? kContiguous : kGather;
+  }
+};
+
+// One NR-wide panel row: dst[l] = src[o[l]], or 0 where o[l] < 0.
+template <class T>
+inline void gather_row(const T* src, const int32_t* o, float* dst) {
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const __m256i none = _mm256_set1_epi32(-1);
+    for (int h = 0; h < NR; h += 8) {
+      const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o + h));
+      const __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, none));
+      const __m256i safe = _mm256_and_si256(idx, _mm256_castps_si256(mask));
+      _mm256_storeu_ps(dst + h, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), src, safe, mask, 4));
+    }
+    return;
+  }
+#endif
+  for (int l = 0; l < NR; ++l) dst[l] = o[l] >= 0 ? opsdk::to_float(src[o[l]]) : 0.0f;
+}
+
+// Pack im2col rows [k0, k0 + kc) of the block's columns into NR-wide panels: panel q
+// holds block columns q*NR .. q*NR+NR-1 as kc consecutive rows of NR floats; columns
+// past the block are zero.
+template <class T>
+void pack_b(const T* xg, const Geom& g, const BlockPlan& plan, int64_t k0, int64_t kc,
+            float* bp) {
+  const int64_t taps = g.kh * g.kw, plane = g.h * g.w, panels = plan.panels;
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const int64_t k = k0 + kk, c = k / taps, tap = k % taps;
+    const T* src = xg + c * plane;
+    const int32_t* o = plan.off.data() + tap * panels * NR;
+    const PanelKind* kind = plan.kind.data() + tap * panels;
+    for (int64_t q = 0; q < panels; ++q) {
+      float* dst = bp + (q * kc + kk) * NR;
+      switch (kind[q]) {
+        case kZero: store8(dst, splat(0.0f)); store8(dst + 8, splat(0.0f)); break;
+        case kContiguous: widen(src + o[q * NR], 1, dst, NR); break;
+        default: gather_row(src, o + q * NR, dst); break;
+      }
+    }
+  }
+}
+
+// -------------------------------------------------------------------- micro-kernel
+// Where a micro-tile's results go: partial sums (float) between K blocks, the final
+// relu'd values (OutT) after the last one. For float32 both are the output itself.
+template <class OutT>
+struct Tile {
+  float* acc;        // partial sums, row stride ldacc (unused when first && last)
+  int64_t ldacc;
+  OutT* y;           // final output, row stride ldy
+  int64_t ldy;
+  int ncols;         // valid columns (<= NR)
+  const float* bias; // MR values (nullptr: zero)
+  bool first, last;
+};
+
+template <class OutT>
+inline void put_row(const Tile<OutT>& t, int i, v8 lo, v8 hi) {
+  alignas(32) float tmp[NR];
+  if (t.last) {
+    lo = relu(lo);
+    hi = relu(hi);
+  }
+  if (t.last && !std::is_same_v<OutT, float>) {
+    store8(tmp, lo);
+    store8(tmp + 8, hi);
+    OutT* y = t.y + i * t.ldy;
+    for (int j = 0; j < t.ncols; ++j) opsdk::from_float(tmp[j], &y[j]);
+    return;
+  }
+  float* dst = t.last ? reinterpret_cast<float*>(t.y) + i * t.ldy : t.acc + i * t.ldacc;
+  if (t.ncols == NR) {
+    store8(dst, lo);
+    store8(dst + 8, hi);
+  } else {
+    store8(tmp, lo);
+    store8(tmp + 8, hi);
+    std::memcpy(dst, tmp, static_cast<size_t>(t.ncols) * sizeof(float));
+  }
+}
+
+template <int R, class OutT>
+__attribute__((noinline)) void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* bp, const Tile<OutT>& t) {
+  v8 c0[R], c1[R];
+  for (int i = 0; i < R; ++i) {
+    if (t.first) {
+      c0[i] = c1[i] = splat(t.bias ? t.bias[i] : 0.0f);
+    } else if (t.ncols == NR) {
+      c0[i] = load8(t.acc + i * t.ldacc);
+      c1[i] = load8(t.acc + i * t.ldacc + 8);
+    } else {
+      alignas(32) float tmp[NR] = {};
+      std::memcpy(tmp, t.acc + i * t.ldacc, static_cast<size_t>(t.ncols) * sizeof(float));
+      c0[i] = load8(tmp);
+      c1[i] = load8(tmp + 8);
+    }
+  }
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    const v8 b0 = load8(bp + k * NR), b1 = load8(bp + k * NR + 8);
+    for (int i = 0; i < R; ++i) {
+      const v8 ai = splat(a[i * lda + k]);
+      c0[i] = fmadd(ai, b0, c0[i]);
+      c1[i] = fmadd(ai, b1, c1[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) put_row(t, i, c0[i], c1[i]);
+}
+
+template <class OutT>
+void run_tile(int rows, int64_t kc, const float* a, int64_t lda, const float* bp,
+              const Tile<OutT>& t) {
+  switch (rows) {
+    case 6: micro_kernel<6>(kc, a, lda, bp, t); break;
+    case 5: micro_kernel<5>(kc, a, lda, bp, t); break;
+    case 4: micro_kernel<4>(kc, a, lda, bp, t); break;
+    case 3: micro_kernel<3>(kc, a, lda, bp, t); break;
+    case 2: micro_kernel<2>(kc, a, lda, bp, t); break;
+    default: micro_kernel<1>(kc, a, lda, bp, t); break;
+  }
+}
+
+// Rows of the next micro-tile when `rem` output channels are left: MR, except that a
+// remainder of 1..3 rows is merged with the previous tile and split in two (7 -> 4 + 3,
+// 8 -> 4 + 4, 9 -> 5 + 4), since narrow tiles waste most of the FMA throughput.
+inline int64_t tile_rows(int64_t rem) {
+  if (rem <= MR) return rem;
+  const int64_t r = rem % MR;
+  if (r == 0 || r >= 4 || rem > MR + r) return MR;
+  return (rem + 1) / 2;
+}
+
+// ---------------------------------------------------------------------- one task
+struct Task {
+  int64_t n, grp, j0, nc, m0, m1;  // image, group, columns [j0, j0+nc), channels [m0, m1)
+};
+
+// Compute output channels [m0, m1) (within the group) x columns [j0, j0 + nc) of one
+// image and group, over all of K in KC blocks.
+template <class T>
+void run_task(const Task& tk, const Geom& g, const T* x, const float* wf, const float* bf,
+              T* y) {
+  const int64_t kdim = g.k(), p = g.p();
+  const int64_t panels = (tk.nc + NR - 1) / NR;
+  const int64_t kc_max = std::min(KC, kdim);
+  float* bp = scratch(static_cast<size_t>(kc_max * panels * NR), 0);
+  thread_local BlockPlan plan;
+  plan.build(g, tk.j0, tk.nc);
+  float* acc = nullptr;
+  std::vector<float> acc_buf;
+  if (!std::is_same_v<T, float> && kdim > KC) {
+    acc_buf.resize(static_cast<size_t>((tk.m1 - tk.m0) * panels * NR));
+    acc = acc_buf.data();
+  }
+  const T* xg = x + (tk.n * g.c + tk.grp * g.cg) * g.h * g.w;
+  const int64_t mbase = tk.grp * g.mg;
+  T* yb = y + (tk.n * g.m + mbase) * p + tk.j0;
+  for (int64_t k0 = 0; k0 < kdim; k0 += KC) {
+    const int64_t kc = std::min(KC, kdim - k0);
+    pack_b(xg, g, plan, k0, kc, bp);
+    for (int64_t m = tk.m0, rows = 0; m < tk.m1; m += rows) {
+      rows = tile_rows(tk.m1 - m);
+      for (int64_t q = 0; q < panels; ++q) {
+        const int ncols = static_cast<int>(std::min<int64_t>(NR, tk.nc - q * NR));
+        Tile<T> t;
+        t.y = yb + m * p + q * NR;
+        t.ldy = p;
+        if constexpr (std::is_same_v<T, float>) {
+          t.acc = t.y;
+          t.ldacc = p;
+        } else {
+          t.acc = acc ? acc + (m - tk.m0) * panels * NR + q * NR : nullptr;
+          t.ldacc = panels * NR;
+        }
+        t.ncols = ncols;
+        t.bias = bf ? bf + mbase + m : nullptr;
+        t.first = k0 == 0;
+        t.last = k0 + kc >= kdim;
+        run_tile(static_cast<int>(rows), kc, wf + (mbase + m) * kdim + k0, kdim, bp + q * kc * NR, t);
+      }
+    }
+  }
+}
+
+// Split the work into tasks: column blocks of NC, and output-channel blocks when there
+// are too few column blocks to keep every thread busy.
+std::vector<Task> make_tasks(const Geom& g, int threads) {
+  const int64_t p = g.p();
+  const int64_t nc = std::min<int64_t>(NC, (p + NR - 1) / NR * NR);
+  const int64_t jblocks = (p + nc - 1) / nc;
+  const int64_t base = g.n * g.group * jblocks;
+  int64_t msplit = 1;
+  if (threads > 1 && base < 4 * threads) {
+    const int64_t want = (4 * threads + base - 1) / base;
+    msplit = std::max<int64_t>(1, std::min(want, g.mg / (4 * MR)));
+  }
+  const int64_t mchunk = ((g.mg + msplit - 1) / msplit + MR - 1) / MR * MR;
+  std::vector<Task> tasks;
+  tasks.reserve(static_cast<size_t>(base * msplit));
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t grp = 0; grp < g.group; ++grp)
+      for (int64_t jb = 0; jb < jblocks; ++jb)
+        for (int64_t m0 = 0; m0 < g.mg; m0 += mchunk)
+          tasks.push_back({n, grp, jb * nc, std::min(nc, p - jb * nc), m0,
+                           std::min(g.mg, m0 + mchunk)});
+  return tasks;
+}
+
+// ------------------------------------------------------------------------ entry
+Geom geometry(const CustomOpKernelContext& ctx) {
+  const opsdk::Tensor& x = ctx.input(0);
+  const opsdk::Tensor& w = ctx.input(1);
+  const auto strides = ctx.attr<std::vector<int64_t>>("strides");
+  const auto pads = ctx.attr<std::vector<int64_t>>("pads");
+  const auto dil = ctx.attr<std::vector<int64_t>>("dilations");
+  if (strides.size() != 2 || pads.size() != 4 || dil.size() != 2)
+    throw opsdk::OpError("FusedConvBnRelu: strides/dilations need 2 values and pads 4");
+  Geom g{};
+  g.n = x.size(0); g.c = x.size(1); g.h = x.size(2); g.w = x.size(3);
+  g.m = w.size(0); g.cg = w.size(1); g.kh = w.size(2); g.kw = w.size(3);
+  g.sh = strides[0]; g.sw = strides[1];
+  g.pt = pads[0]; g.pl = pads[1];
+  g.dh = dil[0]; g.dw = dil[1];
+  g.group = ctx.attr<int64_t>("group");
+  g.mg = g.group > 0 ? g.m / g.group : 0;
+  const opsdk::Tensor& y = ctx.output(0);
+  g.oh = y.size(2);
+  g.ow = y.size(3);
+  if (g.group < 1 || g.cg * g.group != g.c || g.mg * g.group != g.m)
+    throw opsdk::OpError(opsdk::detail::cat("FusedConvBnRelu: w has shape (", g.m, ", ", g.cg,
+                                            ", ...) which does not fit C=", g.c,
+                                            " and group=", g.group));
+  if (g.h * g.w > INT32_MAX)
+    throw opsdk::OpError(opsdk::detail::cat("FusedConvBnRelu: input 'x' has ", g.h, "x", g.w,
+                                            " = ", g.h * g.w, " pixels per channel; the kernel "
+                                            "indexes a channel plane with int32 (at most ",
+                                            INT32_MAX, "); tile the image"));
+  return g;
+}
+
+// float32 copies of the weights and bias (for float16 inputs), converted in parallel.
+template <class T>
+const float* as_float(const CustomOpKernelContext& ctx, const T* src, int64_t n,
+                      std::vector<float>& store) {
+  if constexpr (std::is_same_v<T, float>) {
+    return src;
+  } else {
+    store.resize(static_cast<size_t>(n));
+    float* dst = store.data();
+    ctx.parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = opsdk::to_float(src[i]);
+    });
+    return dst;
+  }
+}
+
+template <class T>
+void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
+  const Geom g = geometry(ctx);
+  T* y = ctx.output(0).mutable_data<T>();
+  const int64_t total = g.n * g.m * g.p();
+  if (total == 0) return;
+  std::vector<float> wstore, bstore;
+  const float* bf = nullptr;
+  if (ctx.has_input(2)) {
+    const opsdk::Tensor& b = ctx.input(2);
+    if (b.numel() != g.m)
+      throw opsdk::OpError(opsdk::detail::cat("FusedConvBnRelu: b has ", b.numel(),
+                                              " values, expected M=", g.m));
+    bf = as_float(ctx, b.data<T>(), g.m, bstore);
+  }
+  if (g.k() == 0) {  // no input channels: y = relu(b)
+    ctx.parallel_for(total, 1 << 15, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        opsdk::from_float(bf ? std::max(bf[(i / g.p()) % g.m], 0.0f) : 0.0f, &y[i]);
+    });
+    return;
+  }
+  const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
+  const T* x = ctx.input(0).data<T>();
+  const std::vector<Task> tasks = make_tasks(g, ctx.num_threads());
+  ctx.parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y);
+  });
+}
+
+}  // namespace
+
+REGISTER_CUSTOM_OP("FusedConvBnRelu")
+    .Input(0, "x", "float16")
+    .Input(1, "w", "float16")
+    .OptionalInput(2, "b", "float16")
+    .Output(0, "y", "float16")
+    .Attr("strides", "ints")
+    .Attr("pads", "ints")
+    .Attr("dilations", "ints")
+    .Attr("group", "int")
+    .KernelFn(fused_conv_bn_relu<half>);
+
+REGISTER_CUSTOM_OP("FusedConvBnRelu")
+    .Input(0, "x", "float32")
+    .Input(1, "w", "float32")
+    .OptionalInput(2, "b", "float32")
+    .Output(0, "y", "float32")
+    .Attr("strides", "ints")
+    .Attr("pads", "ints")
+    .Attr("dilations", "ints")
+    .Attr("group", "int")
+    .KernelFn(fused_conv_bn_relu<float>);
