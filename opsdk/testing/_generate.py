@@ -6,12 +6,14 @@ Values are drawn in float64 and then cast to the target dtype.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..dtypes import is_float, to_numpy
+from ..dtypes import is_float
+from ..dtypes import to_numpy as _to_numpy
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -23,6 +25,12 @@ __all__ = [
 ]
 
 Shape = tuple[int, ...]
+
+
+@functools.cache
+def to_numpy(name: str) -> np.dtype[Any]:
+    """:func:`opsdk.dtypes.to_numpy`, memoised (it is on the per-case hot path)."""
+    return _to_numpy(name)
 _Draw = Callable[[np.random.Generator, Shape, float, float], np.ndarray]
 
 
@@ -144,6 +152,11 @@ def edge_values(dtype: str) -> np.ndarray:
         >>> bool(np.isnan(v).any()), bool(np.isinf(v).any()), float(v.max())
         (True, True, inf)
     """
+    return _edge_values(dtype).copy()
+
+
+@functools.cache
+def _edge_values(dtype: str) -> np.ndarray:
     npdt = to_numpy(dtype)
     if dtype == "bool":
         return np.array([False, True])
@@ -182,7 +195,7 @@ def inject_edges(
     flat = out.reshape(-1)
     if flat.size == 0:
         return out
-    edges = edge_values(dtype)
+    edges = _edge_values(dtype)
     n = max(min(flat.size, len(edges)), flat.size // every)
     pos = rng.permutation(flat.size)[:n]
     flat[pos] = np.resize(edges, n)

@@ -86,7 +86,7 @@ def _describe(a: np.ndarray | None) -> str:
     if a is None:
         return "absent"
     layout = "" if a.flags.c_contiguous or a.size <= 1 else " non-contiguous"
-    return f"{a.dtype}{list(a.shape)}{layout}"
+    return f"{a.dtype.name}{list(a.shape)}{layout}"
 
 
 def _upcast(a: np.ndarray | None) -> np.ndarray | None:
@@ -117,6 +117,27 @@ def reference_outputs(
     return [np.asarray(o) for o in outs]
 
 
+_INFER_CACHE: dict[tuple[Any, ...], tuple[OpSpec, list[TensorType]]] = {}
+
+
+def _infer(
+    spec: OpSpec, inputs: Sequence[np.ndarray | None], resolved: Mapping[str, Any]
+) -> list[TensorType]:
+    """``spec.infer`` memoised on (spec, input shapes and dtypes, attributes)."""
+    types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in inputs]
+    try:
+        key = (id(spec), tuple(types), repr(sorted(resolved.items())))
+    except TypeError:  # pragma: no cover - unhashable attribute values
+        return spec.infer(types, resolved)
+    hit = _INFER_CACHE.get(key)
+    if hit is None or hit[0] is not spec:
+        if len(_INFER_CACHE) > 4096:
+            _INFER_CACHE.clear()
+        hit = (spec, spec.infer(types, resolved))
+        _INFER_CACHE[key] = hit
+    return hit[1]
+
+
 def _round_to(a: np.ndarray, dtype: str) -> np.ndarray:
     with np.errstate(all="ignore"):
         return a.astype(to_numpy(dtype))
@@ -143,8 +164,7 @@ def run_arrays(
     for i, (a, s) in enumerate(zip(kin, snapshot, strict=False)):
         if a is not None and s is not None and a.tobytes() != s.tobytes():
             problems.append(f"the kernel modified input {spec.inputs[i].name!r} in place")
-    types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in inputs]
-    inferred = spec.infer(types, resolved)
+    inferred = _infer(spec, inputs, resolved)
     expected = reference_outputs(spec, inputs, resolved)
     if len(actual) != len(spec.outputs) or len(expected) != len(spec.outputs):
         problems.append(
