@@ -5,7 +5,7 @@
 # Python backend and its stubs). That wheel needs numpy < 2, and its Python-backend stub
 # misreads numpy 2 arrays, so the server and the models it runs live in their own venv with
 # numpy 1.26, separate from the main (numpy 2) environment. opsdk is installed there
-# editable (no deps) so that the generated model.py can `import opsdk`.
+# editable so that the generated model.py can `import opsdk`.
 #
 # Usage:   bash .ci/serve_env.sh            # venv at $OPSDK_SERVE_VENV or <repo>/.venv-serve
 #          OPSDK_SERVE_VENV=/path bash .ci/serve_env.sh
@@ -17,10 +17,9 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${OPSDK_SERVE_VENV:-$REPO/.venv-serve}"
 PYTHON="${PYTHON:-python3}"
 
-# Everything pip installs into the venv, in one place (the stamp covers this list).
+# The server and numpy<2; opsdk's own dependencies come from pyproject.toml, resolved with
+# numpy<2 (ml_dtypes, onnx, onnxruntime, pybind11, cmake, ninja, platformdirs, jinja2, ...).
 SERVER_PKGS=("nvidia-pytriton>=0.5" "numpy>=1.26,<2")
-RUNTIME_PKGS=("ml_dtypes>=0.4" "onnx>=1.19" "onnxruntime>=1.18" "pybind11>=2.12"
-              "cmake>=3.18" "ninja>=1.11" "platformdirs>=3" "jinja2>=3.1")
 
 say() { printf 'serve_env: %s\n' "$*"; }
 
@@ -30,7 +29,8 @@ case "$(uname -s)-$(uname -m)" in
          "this is $(uname -s)-$(uname -m): nothing to do"; exit 0 ;;
 esac
 
-want_stamp="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${SERVER_PKGS[*]} ${RUNTIME_PKGS[*]}"
+deps_hash="$(sha256sum "$REPO/pyproject.toml" | cut -c1-16)"
+want_stamp="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ${SERVER_PKGS[*]} pyproject:$deps_hash"
 stamp_file="$VENV/.opsdk-serve-stamp"
 
 check_venv() {
@@ -58,10 +58,8 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 say "installing ${SERVER_PKGS[*]}"
 "$VENV/bin/python" -m pip install --quiet "${SERVER_PKGS[@]}"
-say "installing opsdk runtime deps: ${RUNTIME_PKGS[*]}"
-"$VENV/bin/python" -m pip install --quiet "numpy>=1.26,<2" "${RUNTIME_PKGS[@]}"
-say "installing opsdk (editable, no deps) from $REPO"
-"$VENV/bin/python" -m pip install --quiet --no-deps -e "$REPO"
+say "installing opsdk (editable) from $REPO with its dependencies, under numpy<2"
+"$VENV/bin/python" -m pip install --quiet -e "$REPO" "numpy>=1.26,<2"
 
 if ! check_venv; then
   say "error: the venv at $VENV failed its check (see above)"
