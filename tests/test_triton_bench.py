@@ -48,3 +48,17 @@ def test_bench_rejects_a_non_cpu_model(tmp_path: Path) -> None:
         bench_triton(tmp_path / "repo", "net")
     with pytest.raises(TritonConfigError, match="has no config.pbtxt"):
         bench_triton(tmp_path / "repo", "missing")
+
+
+def test_bench_cli_hook_arguments() -> None:
+    import argparse
+
+    from opsdk.triton.bench import add_triton_arguments, run_triton_bench
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", action="store_true")  # the bench command's own
+    add_triton_arguments(parser)
+    args = parser.parse_args(["--triton", "repo", "--triton-concurrency", "1,4", "--json"])
+    assert args.triton == "repo" and args.triton_concurrency == (1, 4) and args.json
+    with pytest.raises(TritonConfigError, match="needs --model NAME"):
+        run_triton_bench(args)

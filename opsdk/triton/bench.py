@@ -9,7 +9,10 @@ Figures depend on the host; compare ratios measured in one run, never absolute t
 
 from __future__ import annotations
 
+import argparse
+import json
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -23,7 +26,7 @@ import numpy as np
 from ._errors import TritonConfigError
 from ._server import TritonServer
 
-__all__ = ["bench_triton", "format_table"]
+__all__ = ["bench_triton", "format_table", "add_triton_arguments", "run_triton_bench"]
 
 _VARIANTS = {True: "__dynbatch", False: "__nobatch"}
 
@@ -296,3 +299,44 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append(f"serving overhead (p50 at concurrency 1 minus direct p50): {over}")
     lines.append(f"server startup: {result['server_startup_s']:.1f} s")
     return "\n".join(lines)
+
+
+def add_triton_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--triton REPO --model NAME`` (and friends) to the ``opsdk bench`` parser.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_triton_arguments(p)
+        >>> p.parse_args(["--triton", "repo", "--model", "mlp"]).triton_concurrency
+        (1, 8)
+    """
+    g = parser.add_argument_group("Triton serving (--triton)")
+    g.add_argument("--triton", metavar="REPO", default=None,
+                   help="benchmark a model served by tritonserver from this repository")
+    g.add_argument("--model", default=None, help="model name in the repository (--triton)")
+    g.add_argument("--triton-requests", type=int, default=400, help="timed requests per run")
+    g.add_argument("--triton-concurrency", type=_ints, default=(1, 8), help="e.g. 1,8")
+    g.add_argument("--triton-batch", type=int, default=1, help="rows per request")
+    g.add_argument("--triton-protocol", choices=("http", "grpc"), default="http")
+    try:
+        parser.add_argument("--json", action="store_true", help="print JSON")
+    except argparse.ArgumentError:
+        pass  # the bench command has its own --json: it is shared
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def run_triton_bench(args: argparse.Namespace) -> int:
+    """Run ``opsdk bench --triton`` from parsed arguments; print a table or JSON."""
+    if not args.model:
+        raise TritonConfigError("--triton REPO needs --model NAME (the model to benchmark)")
+    result = bench_triton(
+        args.triton, args.model, requests=args.triton_requests,
+        concurrency=args.triton_concurrency, batch=args.triton_batch,
+        protocol=args.triton_protocol,
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+    )
+    print(json.dumps(result, indent=2) if getattr(args, "json", False) else format_table(result))
+    return 0
