@@ -1,0 +1,402 @@
+"""`opsdk package` without compiling: names, inputs, the generated project, artefacts, and
+the manifest checks that guard a prebuilt kernel (through the registry, as opsdk.load runs
+them). The real wheel builds are in test_package_wheel.py.
+
+Goldens live in tests/golden/package/; regenerate them with OPSDK_UPDATE_GOLDEN=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sysconfig
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import opsdk
+from opsdk.cli import main
+from opsdk.errors import BuildError, ManifestError, OperatorNotFound, SpecError
+from opsdk.package import (
+    BANNER,
+    MANIFEST_NAME,
+    _manifest,
+    default_cpu_baseline,
+    generate_artefacts,
+    host_environment,
+    package_name,
+    render_project,
+    verify_prebuilt,
+)
+from opsdk.package._package import _publish
+from opsdk.package._project import operator_files, resolve_operators
+from opsdk.registry import find_operator, find_operators
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "package"
+EXT = sysconfig.get_config_var("EXT_SUFFIX")
+
+SPEC_PY = '''\
+"""{name}: a test operator."""
+
+from opsdk.spec import Input, OpSpec, Output, TFloat
+
+SPEC = OpSpec(
+    "{name}",
+    domain="{domain}",
+    inputs=[Input("x", "T")],
+    outputs=[Output("y", "T")],
+    types={{"T": TFloat}},
+)
+'''
+REFERENCE_PY = "def reference(x):\n    return x.copy()\n"
+KERNEL_CPP = "// not compiled by these tests\n#include <opsdk/custom_op.h>\n"
+
+
+def make_op(root: Path, name: str, domain: str = "com.example.pkgtest") -> Path:
+    """A minimal operator folder (spec.py, reference.py, kernel.cpp) under ``root``."""
+    from opsdk.naming import snake_case
+
+    folder = root / snake_case(name)
+    folder.mkdir(parents=True)
+    (folder / "spec.py").write_text(SPEC_PY.format(name=name, domain=domain))
+    (folder / "reference.py").write_text(REFERENCE_PY)
+    (folder / "kernel.cpp").write_text(KERNEL_CPP)
+    return folder
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("OPSDK_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"missing golden {path}; run with OPSDK_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} changed; regenerate with OPSDK_UPDATE_GOLDEN=1"
+
+
+# ----------------------------------------------------------------------------- names
+@pytest.mark.parametrize(
+    ("name", "version", "want"),
+    [
+        ("acme-ops", "1.2.0", ("acme-ops", "acme_ops", "1.2.0")),
+        ("Acme.Ops_X", "1.2", ("Acme.Ops_X", "acme_ops_x", "1.2")),
+        ("ops", "01.02.0rc1", ("ops", "ops", "1.2.0rc1")),
+    ],
+)
+def test_package_names_and_versions(name, version, want):
+    pkg = package_name(name, version, [])
+    assert (pkg.name, pkg.import_name, pkg.version) == want
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "match"),
+    [
+        ("-acme", "1.0", r"--name '-acme' is not a valid package name"),
+        ("acme ops", "1.0", r"--name 'acme ops' is not a valid package name"),
+        ("9ops", "1.0", r"import name '9ops' is not usable"),
+        ("opsdk", "1.0", r"import name 'opsdk' is not usable"),
+        ("acme", "one", r"--version 'one' is not a valid Python package version"),
+    ],
+)
+def test_bad_package_names_and_versions_are_refused(name, version, match):
+    with pytest.raises(SpecError, match=match):
+        package_name(name, version, [])
+
+
+def test_default_name_for_one_operator_and_required_for_several(tmp_path):
+    ops = resolve_operators([make_op(tmp_path, "PkgOne"), make_op(tmp_path, "PkgTwo")])
+    assert package_name(None, "1.0", ops[:1]).name == "opsdk-op-pkg-one"
+    with pytest.raises(SpecError, match=r"packaging 2 operators \(PkgOne, PkgTwo\) needs a "
+                                        r"package name: pass --name"):
+        package_name(None, "1.0", ops)
+
+
+def test_cpu_baselines():
+    assert default_cpu_baseline("x86_64") == "x86-64-v2"
+    assert default_cpu_baseline("AMD64") == "x86-64-v2"
+    assert default_cpu_baseline("aarch64") == "armv8-a"
+    assert default_cpu_baseline("riscv64") == ""
+
+
+# ----------------------------------------------------------------------------- inputs
+def test_operator_inputs_are_checked(tmp_path):
+    a = make_op(tmp_path / "a", "PkgDup")
+    b = make_op(tmp_path / "b", "PkgDup")
+    with pytest.raises(SpecError, match=r"com.example.pkgtest::PkgDup .* and "
+                                        r"com.example.pkgtest::PkgDup .* would both be"):
+        resolve_operators([a, b])
+    with pytest.raises(OperatorNotFound, match=r"not an operator folder \(no spec.py\)"):
+        resolve_operators([tmp_path / "a"])
+    with pytest.raises(OperatorNotFound, match=r"give at least one operator"):
+        resolve_operators([])
+    (a / "kernel.cpp").unlink()
+    with pytest.raises(BuildError, match=r"no C\+\+ source \(expected kernel.cpp\)"):
+        resolve_operators([a])
+
+
+def test_a_folder_clashing_with_generated_artefacts_is_refused(tmp_path):
+    op = make_op(tmp_path, "PkgClash")
+    (op / "cann").mkdir()
+    with pytest.raises(SpecError, match=r"PkgClash: .*cann exists, but opsdk package generates "
+                                        r"cann/ into the wheel"):
+        resolve_operators([op])
+
+
+def test_operators_are_found_by_name_too():
+    (op,) = resolve_operators(["ThresholdedRelu"])
+    assert op.qualified == "com.opsdk::ThresholdedRelu"
+    assert (op.folder / "spec.py").is_file()
+
+
+def test_operator_files_leave_out_caches_and_binaries(tmp_path):
+    op = make_op(tmp_path, "PkgFiles")
+    for junk in ("__pycache__/spec.cpython-311.pyc", "build/x.o", ".hidden", f"_opsdk_kernels{EXT}",
+                 "kernel.o"):
+        (op / junk).parent.mkdir(parents=True, exist_ok=True)
+        (op / junk).write_text("junk")
+    (op / "include").mkdir()
+    (op / "include" / "helper.h").write_text("// helper\n")
+    assert sorted(operator_files(op)) == ["include/helper.h", "kernel.cpp", "reference.py",
+                                          "spec.py"]
+
+
+# -------------------------------------------------------------------- generated project
+def _rendered(tmp_path: Path, **kw: Any) -> dict[str, bytes]:
+    ops = resolve_operators([make_op(tmp_path, "PkgAlpha"), make_op(tmp_path, "PkgBeta")])
+    pkg = package_name("acme-ops", "1.2.0", ops)
+    manifest = {"python": {"cache_tag": "cpython-3xx"}, "platform": {"sysconfig": "linux-arch"}}
+    return render_project(pkg, ops, cpu_baseline="x86-64-v2", manifest=manifest,
+                          artefacts={"pkg_alpha": {"onnx/schema.json": b"{}"}}, **kw)
+
+
+def test_generated_project_matches_goldens(tmp_path):
+    files = _rendered(tmp_path)
+    for name in ("pyproject.toml", "CMakeLists.txt", "README.md", "src/acme_ops/__init__.py"):
+        text = files[name].decode()
+        assert BANNER in text.splitlines()[0], f"{name} lacks the banner"
+        check_golden(name.replace("/", "__") + ".golden", text)
+
+
+def test_generated_project_is_self_contained(tmp_path):
+    files = _rendered(tmp_path)
+    assert "cmake/OpsdkOperator.cmake" in files
+    assert "opsdk_api/include/opsdk/custom_op.h" in files
+    assert "opsdk_api/csrc/entry.cpp" in files
+    ops = "src/acme_ops/operators"
+    assert {f"{ops}/pkg_alpha/spec.py", f"{ops}/pkg_alpha/kernel.cpp",
+            f"{ops}/pkg_alpha/onnx/schema.json", f"{ops}/pkg_beta/reference.py"} <= set(files)
+    assert json.loads(files["src/acme_ops/opsdk_manifest.json"])["python"]["cache_tag"] == (
+        "cpython-3xx"
+    )
+    assert b"wheel.exclude" not in files["pyproject.toml"]
+    excluded = _rendered(tmp_path / "x", exclude_sources=True)["pyproject.toml"].decode()
+    assert 'wheel.exclude = ["src/acme_ops/operators/**/*.cpp"' in excluded
+
+
+def test_entry_point_function_lists_the_operator_folders(tmp_path):
+    files = _rendered(tmp_path)
+    init = tmp_path / "pkg" / "__init__.py"
+    init.parent.mkdir()
+    init.write_bytes(files["src/acme_ops/__init__.py"])
+    ns: dict[str, Any] = {"__file__": str(init)}
+    exec(compile(init.read_text(), str(init), "exec"), ns)
+    assert ns["operator_folders"]() == [init.parent / "operators" / "pkg_alpha",
+                                        init.parent / "operators" / "pkg_beta"]
+
+
+# --------------------------------------------------------------------------- artefacts
+def test_artefacts_of_thresholded_relu():
+    spec = find_operator("ThresholdedRelu").spec
+    arts = generate_artefacts([spec], socs=["ascend910b"])
+    files = arts.files["thresholded_relu"]
+    schema = json.loads(files["onnx/schema.json"])
+    assert (schema["domain"], schema["name"], schema["since_version"]) == (
+        "com.opsdk", "ThresholdedRelu", 1)
+    assert schema["attributes"] == [
+        {"name": "alpha", "type": "float", "required": False, "default": 1.0}]
+    assert schema["type_constraints"] == [
+        {"type_param": "T", "allowed_types": ["tensor(float16)", "tensor(float)"]}]
+    assert "onnx/function.onnx" in files  # ThresholdedRelu has a fallback decomposition
+    assert any(f.startswith("cann/op_host/") for f in files)
+    assert arts.skipped == {}
+    off = generate_artefacts([spec], onnx=False, cann=False)
+    assert off.files["thresholded_relu"] == {}
+    assert off.skipped == {"onnx": "disabled (--no-onnx)", "cann": "disabled (--no-cann)"}
+
+
+# ----------------------------------------------------------------- the manifest checks
+def fake_package(root: Path, name: str = "PkgMan", glibc: str = "2.17",
+                 **overrides: Any) -> Path:
+    """An installed-package layout with a manifest and a stand-in kernel file (never loaded:
+    every check here fails, or passes, before an import)."""
+    pkg = root / "acme_ops"
+    folder = make_op(pkg / "operators", name)
+    (folder / f"_opsdk_kernels{EXT}").write_bytes(b"\x7fELF...GLIBC_" + glibc.encode() + b"\x00")
+    host = host_environment()
+    man: dict[str, Any] = {
+        "format": 1,
+        "package": {"name": "acme-ops", "version": "1.2.0", "import_name": "acme_ops"},
+        "opsdk_version": opsdk.__version__,
+        "python": host["python"],
+        "platform": {k: host["platform"][k] for k in ("system", "machine", "sysconfig")},
+        "cpu_baseline": "x86-64",
+        "operators": {f"operators/{folder.name}": {
+            "name": name, "sources": _manifest.source_hashes(folder)}},
+    }
+    for key, value in overrides.items():
+        section, _, field = key.partition("__")
+        if field:
+            man[section][field] = value
+        else:
+            man[section] = value
+    (pkg / MANIFEST_NAME).write_text(json.dumps(man))
+    return folder
+
+
+def test_a_matching_manifest_passes(tmp_path):
+    folder = fake_package(tmp_path)
+    module = folder / f"_opsdk_kernels{EXT}"
+    assert verify_prebuilt(folder, module, package="acme-ops") == module
+    assert find_operator(str(folder)).prebuilt == module
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"opsdk_version": "7.3.0"},
+         r"built with opsdk 7.3.0, this is opsdk .* \(major.minor differ\)"),
+        ({"python__ext_suffix": ".cpython-39-x86_64-linux-gnu.so", "python__cache_tag": "cpython-39"},
+         r"built for Python cpython-39 \(modules \*.cpython-39-x86_64-linux-gnu.so\), this is "),
+        ({"platform__machine": "sparc64"}, r"built for \w+ sparc64, this host is"),
+        ({"format": 99}, r"manifest format 99, this opsdk reads format 1; rebuild"),
+    ],
+)
+def test_a_mismatch_is_a_manifest_error_at_load(tmp_path, overrides, match):
+    folder = fake_package(tmp_path, **overrides)
+    with pytest.raises(ManifestError, match=match):
+        opsdk.load(str(folder))
+    with pytest.raises(ManifestError, match=r"acme[-_]ops"):
+        find_operator(str(folder))
+
+
+def test_every_problem_is_listed_with_the_fix(tmp_path):
+    folder = fake_package(tmp_path, opsdk_version="7.3.0", platform__system="Plan9")
+    with pytest.raises(ManifestError) as e:
+        find_operator(str(folder))
+    msg = str(e.value)
+    assert msg.startswith("acme-ops 1.2.0 (pkg_man): prebuilt kernel unusable here: ")
+    assert "opsdk 7.3.0" in msg and "built for Plan9" in msg
+    assert "Fix: install a build of this package made for this environment" in msg
+
+
+def test_a_spec_edited_after_packaging_is_refused(tmp_path):
+    folder = fake_package(tmp_path)
+    (folder / "spec.py").write_text((folder / "spec.py").read_text() + "\n# edited\n")
+    with pytest.raises(ManifestError, match=r"spec.py was modified after packaging"):
+        find_operator(str(folder))
+
+
+def test_a_kernel_needing_a_newer_glibc_is_refused(tmp_path):
+    folder = fake_package(tmp_path, glibc="9.99")
+    with pytest.raises(ManifestError, match=r"needs glibc 9.99, this host has glibc"):
+        find_operator(str(folder))
+
+
+def test_a_cpu_without_the_baseline_is_refused(tmp_path, monkeypatch):
+    folder = fake_package(tmp_path, cpu_baseline="x86-64-v3")
+    monkeypatch.setattr(_manifest, "_cpu_flags", lambda: frozenset(_manifest.CPU_LEVELS["x86-64-v2"]))
+    with pytest.raises(ManifestError, match=r"compiled for CPU baseline x86-64-v3, this CPU lacks "
+                                            r"abm, avx, avx2"):
+        find_operator(str(folder))
+
+
+def test_a_kernel_for_another_python_without_manifest_is_refused(tmp_path):
+    folder = make_op(tmp_path, "PkgBare")
+    (folder / "_opsdk_kernels.cpython-39-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    with pytest.raises(ManifestError, match=r"pkg_bare: the prebuilt kernel "
+                                            r"_opsdk_kernels.cpython-39-x86_64-linux-gnu.so .* "
+                                            r"is not for this Python"):
+        opsdk.load(str(folder))
+
+
+def _install_fake_dist(site: Path, dist: str, folder: Path) -> None:
+    """A dist-info declaring an opsdk.operators entry point that returns ``[folder]``
+    (the module name is unique: an imported module stays in sys.modules)."""
+    dist_mod = dist.replace("-", "_")
+    mod = f"{dist_mod}_{abs(hash(str(site)))}"
+    (site / f"{mod}.py").write_text(f"def folders():\n    return [{str(folder)!r}]\n")
+    info = site / f"{dist_mod}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[opsdk.operators]\n{mod} = {mod}:folders\n")
+
+
+def test_wheel_operators_are_checked_when_looked_up_by_name(tmp_path, monkeypatch):
+    folder = fake_package(tmp_path / "pkg", name="PkgWheel", platform__machine="sparc64")
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_fake_dist(site, "acme-ops", folder)
+    monkeypatch.syspath_prepend(str(site))
+    info = next(o for o in find_operators() if o.name == "PkgWheel")
+    assert (info.origin, info.package) == ("wheel", "acme-ops")
+    with pytest.raises(ManifestError, match=r"acme-ops 1.2.0 \(pkg_wheel\).*sparc64"):
+        opsdk.load("PkgWheel")
+
+
+def test_two_packages_defining_one_operator_is_an_error_naming_both(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_fake_dist(site, "acme-ops", fake_package(tmp_path / "a", name="PkgTwice"))
+    _install_fake_dist(site, "other-ops", fake_package(tmp_path / "b", name="PkgTwice"))
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(SpecError, match=r"com.example.pkgtest::PkgTwice is defined by two "
+                                        r"installed packages: '(acme|other)-ops' .* and "
+                                        r"'(acme|other)-ops'"):
+        find_operators()
+
+
+# ------------------------------------------------------------------------ output, CLI
+def _zip(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_an_existing_different_wheel_is_never_overwritten_silently(tmp_path):
+    built = _zip(tmp_path / "acme_ops-1.0-py3-none-any.whl", {"a": b"new"})
+    out = tmp_path / "dist"
+    out.mkdir()
+    _zip(out / built.name, {"a": b"new"})
+    assert _publish(built, out, force=False) == (out / built.name, True)
+    _zip(out / built.name, {"a": b"old"})
+    with pytest.raises(BuildError, match=r"exists with other contents; bump --version"):
+        _publish(built, out, force=False)
+    assert _publish(built, out, force=True) == (out / built.name, False)
+    with zipfile.ZipFile(out / built.name) as zf:
+        assert zf.read("a") == b"new"
+
+
+def test_cli_errors_and_cmake_dir(capsys, tmp_path):
+    assert main(["package", "--cmake-dir"]) == 0
+    assert (Path(capsys.readouterr().out.strip()) / "OpsdkOperator.cmake").is_file()
+    assert main(["package", "-o", str(tmp_path)]) == 1
+    assert "give at least one operator folder or name" in capsys.readouterr().err
+    op = make_op(tmp_path, "PkgCli")
+    assert main(["package", str(op), "--cpu-baseline", "native", "-o", str(tmp_path)]) == 1
+    assert "--cpu-baseline native makes a wheel that runs only on CPUs like this one" in (
+        capsys.readouterr().err)
+    assert main(["package", str(op), "--name", "bad name", "-o", str(tmp_path)]) == 1
+    assert "is not a valid package name" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.whl"))
+
+
+def test_package_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["package", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--name", "--version", "--soc", "--cpu-baseline", "--exclude-sources"):
+        assert opt in out
+    assert "opsdk package operators/my_op operators/other -o dist/" in out
