@@ -7,12 +7,15 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from opsdk.cli import main
 from opsdk.cli.cmd_test import pytest_argv
+from opsdk.triton.testing import triton_server  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 OP_DIR = ROOT / "operators" / "thresholded_relu"
@@ -94,3 +97,27 @@ def test_opsdk_check_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "ThresholdedRelu"]) == 0
     out = capsys.readouterr().out
     assert "opsdk.check(ThresholdedRelu): passed" in out and "determinism" in out
+
+
+@pytest.mark.slow
+def test_triton_device_runs_against_a_real_server(
+    tmp_path: Path, triton_server: Callable[..., Any]
+) -> None:
+    import onnx
+
+    from opsdk.onnx import export_model
+    from opsdk.triton import RepositoryOptions, build_repository
+
+    model = export_model("ThresholdedRelu", shapes={"x": ("N", "D")}, dtype="float32")
+    onnx.save(model, str(tmp_path / "trelu.onnx"))
+    repo = tmp_path / "repo"
+    build_repository(tmp_path / "trelu.onnx", repo,
+                     RepositoryOptions("thresholded_relu", max_batch_size=0))
+    server = triton_server(repo)
+    p = run("-m", "pytest", str(OP_DIR), "-q", "-rs", "-p", "no:cacheprovider",
+            "--opsdk-device=triton", f"--opsdk-triton-url={server.http_url}",
+            "-k", "float32-edge or float32-normal or float32-small or float16-edge")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 passed, 2 skipped" in p.stdout, p.stdout
+    assert "takes input 'x' as FP32[-1, -1]; this case has FP32[2, 3, 4]" in p.stdout
+    assert "this case has FP16[8, 16]" in p.stdout

@@ -117,6 +117,23 @@ class _Triton:
             raise DeviceUnavailable(f"triton unavailable: server {url} not reachable ({e})") from e
         if not ready:
             raise DeviceUnavailable(f"triton unavailable: model {self.model!r} not ready on {url}")
+        meta = self.client.get_model_metadata(self.model)
+        self.signature = {t["name"]: (t["datatype"], [int(d) for d in t["shape"]])
+                          for t in meta["inputs"]}
+
+    def _skip_unless_served(self, name: str, arr: np.ndarray) -> None:
+        """Skip a case whose input the served model's fixed signature cannot take."""
+        want = self.signature.get(name)
+        got = (_triton_dtype(arr), list(arr.shape))
+        ok = want is not None and want[0] == got[0] and len(want[1]) == len(got[1]) and all(
+            w in (-1, g) for w, g in zip(want[1], got[1], strict=True)
+        )
+        if not ok:
+            served = "absent" if want is None else f"{want[0]}{want[1]}"
+            raise DeviceUnavailable(
+                f"triton: the served model {self.model!r} takes input {name!r} as {served}; "
+                f"this case has {got[0]}{got[1]}"
+            )
 
     def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
         given = {k: v for k, v in (attrs or {}).items()}
@@ -131,6 +148,7 @@ class _Triton:
             if a is None:
                 continue
             arr = np.ascontiguousarray(a)
+            self._skip_unless_served(decl.name, arr)
             inp = self._http.InferInput(decl.name, list(arr.shape), _triton_dtype(arr))
             inp.set_data_from_numpy(arr)
             reqs.append(inp)
