@@ -101,7 +101,7 @@ def test_opsdk_check_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_triton_device_runs_against_a_real_server(
-    tmp_path: Path, triton_server: Callable[..., Any]
+    tmp_path: Path, triton_server: Callable[..., Any]  # noqa: F811
 ) -> None:
     import onnx
 
