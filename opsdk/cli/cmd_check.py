@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
         report = check(op, seed=args.seed, standard=args.standard)
     except ValidationError as e:
         print(str(e), file=sys.stderr)
-        print(f"reproduce: opsdk check {args.op} --seed {args.seed}", file=sys.stderr)
         return 1
     print(report)
     return 0

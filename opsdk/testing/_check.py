@@ -36,6 +36,7 @@ class CheckReport:
     checked: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     comparisons: list[Any] = field(default_factory=list)
+    repro: str = ""
 
     @property
     def passed(self) -> bool:
@@ -45,6 +46,8 @@ class CheckReport:
         head = f"opsdk.check({self.op}): {'passed' if self.passed else 'FAILED'}"
         lines = [head] + [f"  ok      {c}" for c in self.checked]
         lines += [f"  FAILED  {p}" for p in self.problems]
+        if self.problems and self.repro:
+            lines.append(f"  reproduce: {self.repro}")
         return "\n".join(lines)
 
 
@@ -111,6 +114,11 @@ def check(
     """
     spec: OpSpec = op.spec
     report = CheckReport(spec.name)
+    if samples is None:
+        folder = getattr(op, "folder", None)
+        report.repro = f"opsdk check {folder or spec.name} --seed {seed}" + (
+            f" --standard {standard}" if standard else ""
+        )
     for s in _as_samples(spec, samples, seed):
         _check_sample(op, spec, s, standard, report)
     if report.problems:
