@@ -74,22 +74,36 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
 }
 
 // Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
+// Below this many elements the kernel runs with the GIL held: releasing and re-taking it
+// would cost more than the work.
+constexpr int64_t kReleaseGilElements = 1 << 14;
+
+std::string run_kernel(const opsdk::OpRegistration& r, const opsdk::CustomOpKernelContext& ctx) {
+  try {
+    r.kernel()(ctx);
+  } catch (const std::exception& e) {
+    std::string error = e.what();
+    return error.empty() ? "std::exception with an empty message" : error;
+  } catch (...) {
+    return "unknown C++ exception";
+  }
+  return {};
+}
+
 void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
             std::vector<bool> present, std::vector<opsdk::Tensor> outs,
-            std::vector<std::string> names, std::vector<opsdk::AttrValue> values) {
+            const std::vector<std::string>& names, std::vector<opsdk::AttrValue> values) {
+  int64_t work = 0;
+  for (const auto& t : ins) work += t.numel();
+  for (const auto& t : outs) work += t.numel();
   opsdk::CustomOpKernelContext ctx(r.name(), std::move(ins), std::move(present), std::move(outs),
-                                   std::move(names), std::move(values));
+                                   &names, std::move(values));
   std::string error;
-  {
+  if (work < kReleaseGilElements) {
+    error = run_kernel(r, ctx);
+  } else {
     py::gil_scoped_release nogil;
-    try {
-      r.kernel()(ctx);
-    } catch (const std::exception& e) {
-      error = e.what();
-      if (error.empty()) error = "std::exception with an empty message";
-    } catch (...) {
-      error = "unknown C++ exception";
-    }
+    error = run_kernel(r, ctx);
   }
   if (!error.empty()) throw std::runtime_error(r.name() + ": " + error);
 }
@@ -124,8 +138,7 @@ void run(size_t index, const py::sequence& inputs, const py::sequence& outputs,
     names.push_back(r.attrs()[i].name);
     values.push_back(attr_from_py(attr_values[i], r.attrs()[i].type));
   }
-  invoke(r, std::move(ins), std::move(present), std::move(outs), std::move(names),
-         std::move(values));
+  invoke(r, std::move(ins), std::move(present), std::move(outs), names, std::move(values));
 }
 
 
@@ -135,15 +148,17 @@ void run(size_t index, const py::sequence& inputs, const py::sequence& outputs,
 // which checks everything and raises the precise error.
 class FastCaller {
  public:
+  struct AttrSpec {
+    std::string name, type;
+    py::object default_value;  // None when required
+    py::str key;
+  };
   struct Kernel {
     std::vector<int> in_nums;
     size_t index;
     std::vector<py::dtype> out_dtypes;
     std::vector<std::string> attr_order;
-  };
-  struct AttrSpec {
-    std::string name, type;
-    py::object default_value;  // None when required
+    std::vector<const AttrSpec*> attr_specs;
   };
 
   FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
@@ -158,56 +173,71 @@ class FastCaller {
       kern.attr_order = t[3].cast<std::vector<std::string>>();
       kernels_.push_back(std::move(kern));
     }
+    attrs_.reserve(py::len(attrs));  // stable addresses for attr_specs
     for (const auto& a : attrs) {
       auto t = a.cast<py::tuple>();
-      attrs_.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2]});
+      attrs_.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2],
+                        py::str(t[0])});
+    }
+    for (auto& kern : kernels_) {
+      for (const auto& name : kern.attr_order) {
+        const AttrSpec* found = nullptr;
+        for (const auto& a : attrs_)
+          if (a.name == name) found = &a;
+        if (!found) throw py::value_error("attribute " + name + " is not in the spec");
+        kern.attr_specs.push_back(found);
+      }
     }
   }
 
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const size_t n = py::len(args);
     if (n != n_inputs_ || n < n_required_) return fallback_(*args, **kwargs);
-    std::vector<int> nums(n);
-    const py::array* first = nullptr;
-    std::vector<py::array> arrays;
-    arrays.reserve(n);
+    PyObject* items[8];
+    if (n > 8) return fallback_(*args, **kwargs);
+    int nums[8];
     for (size_t i = 0; i < n; ++i) {
       PyObject* o = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
+      items[i] = o;
       if (!py::isinstance<py::array>(o)) return fallback_(*args, **kwargs);
-      arrays.push_back(py::reinterpret_borrow<py::array>(o));
-      const py::array& a = arrays.back();
+      const auto& a = py::reinterpret_borrow<py::array>(o);
       if (!(a.flags() & py::array::c_style)) return fallback_(*args, **kwargs);
       nums[i] = a.dtype().num();
-      if (first && !same_shape(*first, a)) return fallback_(*args, **kwargs);
-      if (!first) first = &arrays.back();
+      if (i && !same_shape(py::reinterpret_borrow<py::array>(items[0]), a))
+        return fallback_(*args, **kwargs);
     }
     const Kernel* k = nullptr;
-    for (const auto& cand : kernels_)
-      if (cand.in_nums == nums) { k = &cand; break; }
+    for (const auto& cand : kernels_) {
+      if (std::equal(cand.in_nums.begin(), cand.in_nums.end(), nums)) {
+        k = &cand;
+        break;
+      }
+    }
     if (!k) return fallback_(*args, **kwargs);
     std::vector<opsdk::AttrValue> values;
-    std::vector<std::string> names;
-    if (!resolve_attrs(*k, kwargs, names, values)) return fallback_(*args, **kwargs);
+    if (!resolve_attrs(*k, kwargs, values)) return fallback_(*args, **kwargs);
     const opsdk::OpRegistration& r = *opsdk::registry()[k->index];
     std::vector<opsdk::Tensor> ins;
     ins.reserve(n);
-    for (size_t i = 0; i < n; ++i) ins.push_back(make_tensor(arrays[i], r.inputs()[i], false));
-    std::vector<py::ssize_t> shape(first->shape(), first->shape() + first->ndim());
-    py::list results;
+    for (size_t i = 0; i < n; ++i) ins.push_back(make_tensor(items[i], r.inputs()[i], false));
+    const auto& a0 = py::reinterpret_borrow<py::array>(items[0]);
+    std::vector<py::ssize_t> shape(a0.shape(), a0.shape() + a0.ndim());
     std::vector<opsdk::Tensor> outs;
+    py::object result;
+    py::tuple many(k->out_dtypes.size() > 1 ? k->out_dtypes.size() : 0);
     for (size_t i = 0; i < k->out_dtypes.size(); ++i) {
       py::array out(k->out_dtypes[i], shape);
       outs.push_back(make_tensor(out, r.outputs()[i], true));
-      results.append(out);
+      if (k->out_dtypes.size() == 1) result = std::move(out);
+      else many[i] = std::move(out);
     }
     try {
-      invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), std::move(names),
+      invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), k->attr_order,
              std::move(values));
     } catch (const std::runtime_error&) {
       return fallback_(*args, **kwargs);  // the Python path re-runs and raises KernelError
     }
-    if (py::len(results) == 1) return results[0];
-    return py::tuple(results);
+    return k->out_dtypes.size() == 1 ? result : py::object(many);
   }
 
  private:
@@ -218,28 +248,26 @@ class FastCaller {
     return true;
   }
 
-  bool resolve_attrs(const Kernel& k, const py::kwargs& kwargs, std::vector<std::string>& names,
+  bool resolve_attrs(const Kernel& k, const py::kwargs& kwargs,
                      std::vector<opsdk::AttrValue>& values) const {
     size_t used = 0;
-    for (const auto& name : k.attr_order) {
-      const AttrSpec* spec = nullptr;
-      for (const auto& a : attrs_)
-        if (a.name == name) spec = &a;
-      if (!spec) return false;
-      py::handle v;
-      if (kwargs.contains(name.c_str())) {
-        v = kwargs[name.c_str()];
+    values.reserve(k.attr_specs.size());
+    for (const AttrSpec* spec : k.attr_specs) {
+      PyObject* v = PyDict_GetItemWithError(kwargs.ptr(), spec->key.ptr());  // borrowed
+      if (v) {
         ++used;
+      } else if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
       } else if (!spec->default_value.is_none()) {
-        v = spec->default_value;
+        v = spec->default_value.ptr();
       } else {
         return false;  // required and missing: the Python path explains
       }
       if (!plain_value(v, spec->type)) return false;
-      names.push_back(name);
       values.push_back(attr_from_py(v, spec->type));
     }
-    return used == py::len(kwargs);
+    return used == static_cast<size_t>(PyDict_Size(kwargs.ptr()));
   }
 
   static bool plain_value(const py::handle& v, const std::string& type) {

@@ -107,8 +107,13 @@ class Operator:
     def __repr__(self) -> str:
         return f"<opsdk.Operator {self.spec.domain}::{self.spec.name} (cpu)>"
 
-    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
-        return self._call(*inputs, **attrs)
+    @property
+    def __call__(self) -> Callable[..., Any]:
+        """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
+
+        A property, so ``op(x)`` calls the fast path with no Python frame in between.
+        """
+        return self._call
 
     def set_num_threads(self, n: int) -> None:
         """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""

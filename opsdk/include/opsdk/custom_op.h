@@ -408,10 +408,10 @@ template <class F> void parallel_for(int64_t n, int64_t grain, F&& f) {
 class CustomOpKernelContext {
  public:
   CustomOpKernelContext(std::string op, std::vector<Tensor> inputs, std::vector<bool> present,
-                        std::vector<Tensor> outputs, std::vector<std::string> attr_names,
+                        std::vector<Tensor> outputs, const std::vector<std::string>* attr_names,
                         std::vector<AttrValue> attr_values)
       : op_(std::move(op)), inputs_(std::move(inputs)), present_(std::move(present)),
-        outputs_(std::move(outputs)), attr_names_(std::move(attr_names)),
+        outputs_(std::move(outputs)), attr_names_(attr_names),
         attr_values_(std::move(attr_values)) {}
 
   const std::string& op_name() const { return op_; }
@@ -457,8 +457,8 @@ class CustomOpKernelContext {
 
  private:
   const AttrValue* find(const std::string& name) const {
-    for (size_t i = 0; i < attr_names_.size(); ++i)
-      if (attr_names_[i] == name) return &attr_values_[i];
+    for (size_t i = 0; i < attr_values_.size(); ++i)
+      if ((*attr_names_)[i] == name) return &attr_values_[i];
     return nullptr;
   }
   template <class T> T convert(const std::string& name, const AttrValue& v) const {
@@ -485,7 +485,7 @@ class CustomOpKernelContext {
   std::vector<Tensor> inputs_;
   std::vector<bool> present_;
   mutable std::vector<Tensor> outputs_;
-  std::vector<std::string> attr_names_;
+  const std::vector<std::string>* attr_names_;  // owned by the caller, outlives the call
   std::vector<AttrValue> attr_values_;
 };
 
