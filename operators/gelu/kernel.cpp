@@ -1,0 +1,103 @@
+// Gelu CPU kernel (ONNX Gelu, opset 20).
+//
+//   approximate="none":  y = x * Phi(x) = 0.5 x erfc(-x / sqrt(2))
+//   approximate="tanh":  y = 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)),
+//                        z = sqrt(2/pi) (x + 0.044715 x^3)
+//
+// Both are computed in float32 (float16 and bfloat16 are widened 8 at a time and narrowed
+// back with round-to-nearest-even), 8 lanes per step, on all threads for large tensors.
+// Phi is evaluated through erfc so that the tail x << 0, where y is tiny, keeps its
+// relative accuracy instead of cancelling in 1 + erf(x / sqrt(2)):
+//
+//   erfc(t) = exp(-t^2) R(t),  R(t) = u P(u - 0.6),  u = 1 / (1 + t/2),  t = |x| / sqrt(2)
+//
+// with P a degree-9 polynomial fitted for minimax relative error (2.3e-8 in exact
+// arithmetic on t in [0, 10.8]) and exp(-t^2) = exp(-x^2/2) taken from the exact product
+// x*x = h + l (an FMA gives l), so no error of t^2 is amplified. Measured against a
+// float64 reference on every float32 step of 1.2e-5 over [-14, 10]: max relative error
+// 4.2e-7 for |x| <= 10 and 9.2e-7 for x in [-14, -10] (README.md has the table).
+#include <opsdk/custom_op.h>
+
+#include <string>
+
+#include "vec.h"
+
+namespace {
+
+using opsdk_vec::f8;
+
+constexpr int64_t kGrain = 1 << 14;  // elements per task; smaller tensors stay on one thread
+
+inline f8 gelu_erf(f8 x) {
+  using namespace opsdk_vec;
+  const f8 ax = min_keep_nan(vabs(x), splat(20.0f));  // erfc(20 / sqrt 2) is 0 in float32
+  const f8 t = ax * 0.70710678118654752f;
+  const f8 u = 1.0f / (1.0f + 0.5f * t);
+  const f8 w = u - 0.6f;
+  f8 p = w * 9.993514786e-03f - 5.716409267e-02f;
+  p = p * w - 2.654790232e-03f;
+  p = p * w + 1.120193371e-01f;
+  p = p * w - 3.850790266e-02f;
+  p = p * w - 2.077359642e-01f;
+  p = p * w + 6.871546328e-02f;
+  p = p * w + 5.914692713e-01f;
+  p = p * w + 8.025883371e-01f;
+  p = p * w + 5.852244922e-01f;
+  const f8 h = ax * ax;
+  const f8 l = opsdk_vec::fma(ax, ax, -h);  // x*x == h + l exactly
+  const f8 e = opsdk_vec::exp(-0.5f * h) * (1.0f - 0.5f * l);
+  const f8 half_erfc = 0.5f * e * (u * p);  // Phi(-|x|)
+  const f8 phi = select(x > 0.0f, 1.0f - half_erfc, half_erfc);
+  return x * phi;
+}
+
+inline f8 gelu_tanh(f8 x) {
+  // 0.5 x (1 + tanh z) == x / (1 + exp(m)) with m = -2z, evaluated as
+  // x e / (1 + e), e = exp(-m), when m > 0 so that exp never overflows: no cancellation
+  // for x << 0 (tiny results keep their digits down to the subnormals), and the limits
+  // come out as in ONNX's formula (x = -Inf gives NaN, x = +Inf gives +Inf).
+  using namespace opsdk_vec;
+  const f8 m = (-2.0f * 0.79788456080286536f) * x * (1.0f + 0.044715f * (x * x));
+  const f8 e = opsdk_vec::exp(-vabs(m));
+  return select(m > 0.0f, x * e, x) / (1.0f + e);
+}
+
+template <class T>
+void gelu(const CustomOpKernelContext& ctx) {
+  const opsdk::Tensor& x = ctx.input(0);
+  opsdk::Tensor& y = ctx.output(0);
+  const std::string approximate = ctx.attr<std::string>("approximate");
+  const bool tanh = approximate == "tanh";
+  if (!tanh && approximate != "none")
+    throw opsdk::OpError("attribute 'approximate' is '" + approximate +
+                         "', expected 'none' or 'tanh' (as ONNX Gelu)");
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  ctx.parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    if (tanh) {
+      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_tanh);
+    } else {
+      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_erf);
+    }
+  });
+}
+
+}  // namespace
+
+REGISTER_CUSTOM_OP("Gelu")
+    .Input(0, "X", "float16")
+    .Output(0, "Y", "float16")
+    .Attr("approximate", "string")
+    .KernelFn(gelu<opsdk::half>);
+
+REGISTER_CUSTOM_OP("Gelu")
+    .Input(0, "X", "float32")
+    .Output(0, "Y", "float32")
+    .Attr("approximate", "string")
+    .KernelFn(gelu<float>);
+
+REGISTER_CUSTOM_OP("Gelu")
+    .Input(0, "X", "bfloat16")
+    .Output(0, "Y", "bfloat16")
+    .Attr("approximate", "string")
+    .KernelFn(gelu<opsdk::bfloat16>);
