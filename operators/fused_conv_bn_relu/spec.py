@@ -43,10 +43,10 @@ SPEC = OpSpec(
     standard="msopst",
     batch_axis=0,
     cases=[
-        Case({"x": (1, 3, 7, 7), "w": (4, 3, 3, 3)}, name="no_bias"),
+        Case({"x": (1, 3, 7, 7), "w": (4, 3, 3, 3)}, {"group": 1}, name="no_bias"),
         Case({"x": (2, 8, 9, 9), "w": (16, 8, 3, 3), "b": (16,)},
              {"pads": [1, 1, 1, 1]}, name="3x3_same"),
-        Case({"x": (2, 16, 8, 8), "w": (24, 16, 1, 1), "b": (24,)}, name="1x1"),
+        Case({"x": (2, 16, 8, 8), "w": (24, 16, 1, 1), "b": (24,)}, {"group": 1}, name="1x1"),
         Case({"x": (1, 8, 11, 10), "w": (12, 8, 1, 1), "b": (12,)},
              {"strides": [2, 2]}, name="1x1_stride2"),
         Case({"x": (1, 6, 13, 12), "w": (10, 6, 3, 3), "b": (10,)},
@@ -59,7 +59,7 @@ SPEC = OpSpec(
              {"strides": [2, 2], "pads": [3, 3, 3, 3]}, name="stem7x7"),
         Case({"x": (1, 64, 14, 14), "w": (64, 64, 3, 3), "b": (64,)},
              {"pads": [1, 1, 1, 1]}, name="resnet_block"),
-        Case({"x": (0, 4, 5, 5), "w": (4, 4, 3, 3), "b": (4,)}, name="empty_batch"),
+        Case({"x": (0, 4, 5, 5), "w": (4, 4, 3, 3), "b": (4,)}, {"group": 1}, name="empty_batch"),
     ],
 )
 
