@@ -262,7 +262,7 @@ def add_node(
     model.graph.node.append(node)
     if as_output:
         model.graph.output.extend(onnx.ValueInfoProto(name=o) for o in outputs)
-    return node
+    return model.graph.node[-1]  # the graph's copy, so callers' edits stick
 
 
 def insert_after(

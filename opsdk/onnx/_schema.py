@@ -29,6 +29,7 @@ from ._model import (
     onnx_type_str,
     opset_version,
     tensor_type_of,
+    topological_sort,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "registered_schemas",
     "register_all",
     "register_for_model",
+    "known_specs",
     "node_attrs",
     "check_custom_node",
     "check_model",
@@ -279,6 +281,17 @@ def register_all(extra: Iterable[OpSpec] = ()) -> list[OpSpec]:
     return specs
 
 
+def known_specs(extra: Iterable[OpSpec] = ()) -> dict[tuple[str, str], OpSpec]:
+    """Specs by (domain, name): the registry's, then those registered here, then ``extra``."""
+    from ._ops import catalog
+
+    found = catalog()
+    with _LOCK:
+        found.update({(d, n): s for (d, n, _), s in _REGISTERED.items()})
+    found.update({(s.domain, s.name): s for s in extra})
+    return found
+
+
 def register_for_model(
     model: ModelProto, extra: Iterable[OpSpec] = ()
 ) -> dict[tuple[str, str], OpSpec]:
@@ -290,9 +303,7 @@ def register_for_model(
     }
     if not wanted:
         return {}
-    from ._ops import catalog
-
-    found = {k: v for k, v in catalog(extra).items() if k in wanted}
+    found = {k: v for k, v in known_specs(extra).items() if k in wanted}
     for spec in found.values():
         register_schema(spec)
     return found
@@ -350,6 +361,7 @@ def check_model(
     Example:
         >>> inferred = check_model(onnx.load("my_op.onnx"))  # doctest: +SKIP
     """
+    topological_sort(model.graph)  # names a node reading an undefined value, or a cycle
     specs = register_for_model(model, extra)
     local = {(f.domain, f.name) for f in model.functions}
     for idx, node in enumerate(model.graph.node):

@@ -131,6 +131,10 @@ class Session:
         sess_options: ``onnxruntime.SessionOptions`` for every ONNX Runtime part.
         reference: run custom nodes with their NumPy references instead of the compiled
             kernels (slow; for checking graphs without a compiler).
+        threads: intra-op threads of every ONNX Runtime part and of the opsdk kernels
+            (a process-wide setting of each kernel module). None keeps both defaults. On
+            a busy host, or with several model instances per host, 1 avoids handing work
+            between thread pools that wait for a core (see docs/onnx.md).
 
     Example:
         >>> sess = Session("model_with_custom_op.onnx")  # doctest: +SKIP
@@ -145,9 +149,11 @@ class Session:
         providers: Sequence[Any] | None = None,
         sess_options: Any = None,
         reference: bool = False,
+        threads: int | None = None,
     ) -> None:
         self._model = load_model(model)
         self._reference = reference
+        self._threads = threads
         self._providers = list(providers or ["CPUExecutionProvider"])
         self._options = sess_options
         self._kernels = dict(kernels or {})
@@ -155,6 +161,11 @@ class Session:
             k.spec for k in self._kernels.values() if isinstance(getattr(k, "spec", None), OpSpec)
         ]
         self._specs = register_for_model(self._model, extra)
+        self._attrs = {
+            idx: check_custom_node(self._specs[(n.domain, n.op_type)], n, self._model, idx)
+            for idx, n in enumerate(self._model.graph.node)
+            if (n.domain, n.op_type) in self._specs
+        }
         self._types = _infer_types(self._model)
         g = self._model.graph
         inits = {t.name for t in g.initializer}
@@ -261,6 +272,8 @@ class Session:
             # Idle ORT threads spin by default; between parts they would steal the cores
             # the opsdk kernels run on (measured: 4x slower on 2 cores). Sleep instead.
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            if self._threads is not None:
+                opts.intra_op_num_threads = self._threads
         try:
             return ort.InferenceSession(
                 sub.SerializeToString(), sess_options=opts, providers=self._providers
@@ -275,14 +288,17 @@ class Session:
         g = self._model.graph
         node = g.node[idx]
         spec = self._specs[(node.domain, node.op_type)]
-        attrs = check_custom_node(spec, node, self._model, idx)
+        attrs = self._attrs[idx]
         inits = {t.name: t for t in g.initializer}
         for v in node.input:
             if v in inits and v not in self._consts:
                 self._consts[v] = onnx.numpy_helper.to_array(inits[v])
         label = node_label(node, idx)
         info = StepInfo("opsdk", (label,), tuple(v for v in node.input if v), tuple(node.output))
-        return _CustomStep(info, self._kernel(spec), attrs, list(node.input), list(node.output))
+        kernel = self._kernel(spec)
+        if self._threads is not None and hasattr(kernel, "set_num_threads"):
+            kernel.set_num_threads(self._threads)
+        return _CustomStep(info, kernel, attrs, list(node.input), list(node.output))
 
     def _kernel(self, spec: OpSpec) -> Any:
         for key in (f"{spec.domain}::{spec.name}", spec.name):

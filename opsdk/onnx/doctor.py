@@ -96,9 +96,9 @@ def diagnose(
         raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     profile = TARGETS[target]
     m = load_model(model)
-    from ._ops import catalog
+    from ._schema import known_specs
 
-    specs = catalog(extra)
+    specs = known_specs(extra)
     findings = _opset_findings(m, profile)
     findings += _dynamic_inputs(m, set(input_shapes or ()))
     for idx, node in enumerate(m.graph.node):

@@ -79,6 +79,14 @@ def like_onnx(op_type: str, domain: str = "", version: int | None = None) -> dic
         dropped = [t for t in tc.allowed_type_strs if t not in ONNX_TYPE_TO_DTYPE]
         if dropped:
             notes.append(f"type {tc.type_param_str}: dropped {', '.join(dropped)} (no opsdk dtype)")
+    input_types = {p.type_str for p in schema.inputs}
+    for tv, dts in types.items():
+        if tv not in input_types and len(dts) > 1:
+            types[tv] = ["float32"] if "float32" in dts else dts[:1]
+            notes.append(
+                f"type {tv} is bound by no input; narrowed to {types[tv][0]} (an opsdk type "
+                "variable that only outputs use needs a single dtype)"
+            )
     return {
         "op_type": schema.name,
         "domain": schema.domain,

@@ -1,0 +1,227 @@
+"""The graph executor: partitioning, running against ONNX Runtime, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from opsdk.errors import KernelError, SpecError
+from opsdk.onnx import ModelError, ReferenceKernel, Session, export_model, make_node
+from opsdk.spec import Attr, Input, OpSpec, Output
+
+DOMAIN = "com.opsdk.test"
+SCALE = OpSpec(
+    "Scale",
+    domain=DOMAIN,
+    inputs=[Input("x", "T")],
+    outputs=[Output("y", "T")],
+    attrs=[Attr("k", "float", 2.0)],
+    types={"T": ("float32", "float16")},
+)
+
+
+class StandIn:
+    """An executor with the opsdk interface, computing in NumPy and counting calls."""
+
+    spec = SCALE
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[tuple[tuple[int, ...], dict[str, Any]]] = []
+        self.fail = fail
+
+    def run(self, inputs, attrs, outputs=None):
+        if self.fail:
+            raise KernelError("Scale: kernel exploded")
+        (x,) = inputs
+        self.calls.append((x.shape, dict(attrs)))
+        return [(x * attrs["k"]).astype(x.dtype)]
+
+
+def vi(name, shape=("N", 4), elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=15, functions=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    imports = [helper.make_opsetid("", opset), helper.make_opsetid(DOMAIN, 1)]
+    return helper.make_model(g, opset_imports=imports, ir_version=8, functions=list(functions))
+
+
+def scale(inp, out, k=2.0, name=None):
+    return helper.make_node("Scale", [inp], [out], domain=DOMAIN, k=k, name=name)
+
+
+def ort_run(m, feeds):
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def test_standard_only_model_is_one_onnxruntime_part():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Exp", ["a"], ["y"])]
+    m = model(nodes, [vi("x")], [vi("y")])
+    sess = Session(m)
+    assert [s.kind for s in sess.steps] == ["onnxruntime"]
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ort_run(m, {"x": x})[0])
+
+
+def diamond():
+    """x -> Relu -> Scale -> Add(., b) -> y; x -> Neg -> b (independent of Scale)."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        scale("a", "s", k=3.0, name="scale"),
+        helper.make_node("Neg", ["x"], ["b"], name="neg"),
+        helper.make_node("Add", ["s", "b"], ["y"], name="add"),
+        helper.make_node("Sigmoid", ["b"], ["z"], name="sig"),
+    ]
+    return model(nodes, [vi("x")], [vi("y"), vi("z")])
+
+
+def test_partition_puts_independent_standard_nodes_in_the_earliest_part():
+    kernel = StandIn()
+    sess = Session(diamond(), kernels={"Scale": kernel})
+    steps = sess.steps
+    assert [s.kind for s in steps] == ["onnxruntime", "opsdk", "onnxruntime"]
+    assert steps[0].nodes == ("'relu' (Relu)", "'neg' (Neg)", "'sig' (Sigmoid)")
+    assert set(steps[0].outputs) == {"a", "b", "z"}  # z is a graph output, a and b read later
+    assert steps[1].nodes == ("'scale' (com.opsdk.test::Scale)",)
+    assert steps[2].nodes == ("'add' (Add)",) and set(steps[2].inputs) == {"s", "b"}
+    x = np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)
+    y, z = sess.run(None, {"x": x})
+    np.testing.assert_allclose(y, 3 * np.maximum(x, 0) - x)
+    np.testing.assert_allclose(z, 1 / (1 + np.exp(x)), rtol=1e-6)
+    assert kernel.calls == [((1, 4), {"k": 3.0})]
+
+
+def test_chained_custom_nodes_and_custom_graph_outputs():
+    nodes = [scale("x", "a", 2.0), scale("a", "b", 5.0), helper.make_node("Abs", ["b"], ["y"])]
+    m = model(nodes, [vi("x")], [vi("y"), vi("a")])
+    sess = Session(m, kernels={f"{DOMAIN}::Scale": StandIn()})
+    assert [s.kind for s in sess.steps] == ["opsdk", "opsdk", "onnxruntime"]
+    x = np.array([[-1, 2, -3, 4]], np.float32)
+    y, a = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(y, np.abs(10 * x))
+    np.testing.assert_array_equal(a, 2 * x)
+    (only_a,) = sess.run(["a"], {"x": x})
+    np.testing.assert_array_equal(only_a, 2 * x)
+
+
+def test_initializers_feed_custom_nodes_and_onnxruntime_parts():
+    w = numpy_helper.from_array(np.arange(4, dtype=np.float32), "w")
+    nodes = [scale("w", "sw", 10.0), helper.make_node("Mul", ["x", "sw"], ["y"])]
+    m = model(nodes, [vi("x")], [vi("y")], inits=[w])
+    sess = Session(m, kernels={"Scale": StandIn()})
+    (y,) = sess.run(None, {"x": np.ones((2, 4), np.float32)})
+    np.testing.assert_array_equal(y, np.tile(np.arange(4) * 10.0, (2, 1)))
+
+
+def test_real_kernel_against_onnxruntime_native_op():
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["a"]),
+        make_node("ThresholdedRelu", ["a"], ["b"], {"alpha": 0.5}),
+        helper.make_node("Add", ["b", "one"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(2, np.float32), "two"),
+        numpy_helper.from_array(np.array(1, np.float32), "one"),
+    ]
+    m = model(nodes, [vi("x", ["N"])], [vi("y", ["N"])], inits)
+    m.opset_import.append(helper.make_opsetid("com.opsdk", 1))
+    native = onnx.ModelProto()
+    native.CopyFrom(m)
+    native.graph.node[1].CopyFrom(helper.make_node("ThresholdedRelu", ["a"], ["b"], alpha=0.5))
+    x = np.random.default_rng(1).normal(size=10_000).astype(np.float32)
+    (got,) = Session(m).run(None, {"x": x})
+    np.testing.assert_array_equal(got, ort_run(native, {"x": x})[0])
+
+
+def test_reference_mode_runs_without_kernels():
+    m = export_model("GridSample", shapes={"x": (1, 2, 5, 6), "grid": (1, 3, 4, 2)})
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(1, 2, 5, 6)).astype(np.float32)
+    g = rng.uniform(-1, 1, size=(1, 3, 4, 2)).astype(np.float32)
+    sess = Session(m, reference=True)
+    assert isinstance(sess._kernel(sess._specs[("com.opsdk", "GridSample")]), ReferenceKernel)
+    (y,) = sess.run(None, {"x": x, "grid": g})
+    assert y.shape == (1, 2, 3, 4) and y.dtype == np.float32
+
+
+def test_model_local_function_without_operator_runs_in_onnxruntime():
+    body = [helper.make_node("Neg", ["x"], ["y"])]
+    f = helper.make_function(DOMAIN, "Flip", ["x"], ["y"], body, [helper.make_opsetid("", 15)])
+    nodes = [helper.make_node("Flip", ["x"], ["y"], domain=DOMAIN)]
+    sess = Session(model(nodes, [vi("x")], [vi("y")], functions=[f]))
+    assert [s.kind for s in sess.steps] == ["onnxruntime"]
+    (y,) = sess.run(None, {"x": np.ones((1, 4), np.float32)})
+    np.testing.assert_array_equal(y, -np.ones((1, 4)))
+
+
+def test_inputs_and_outputs_like_inference_session(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(diamond(), str(path))
+    sess = Session(str(path), kernels={"Scale": StandIn()})
+    assert [(i.name, i.type, i.shape) for i in sess.get_inputs()] == [
+        ("x", "tensor(float)", ["N", 4])
+    ]
+    assert [(o.name, o.type, o.shape) for o in sess.get_outputs()] == [
+        ("y", "tensor(float)", ["N", 4]),
+        ("z", "tensor(float)", ["N", 4]),
+    ]
+
+
+def test_for_op_builds_a_session_per_signature():
+    sess = Session.for_op("ThresholdedRelu", attrs={"alpha": 0.5}, inputs=[np.zeros((2, 3), np.float16)])
+    (y,) = sess.run(None, {"x": np.array([[0.25, 1.0]], np.float16)})
+    np.testing.assert_array_equal(y, np.array([[0, 1.0]], np.float16))
+
+
+# ----------------------------------------------------------------------- errors
+def test_feed_errors_list_what_the_model_takes():
+    sess = Session(diamond(), kernels={"Scale": StandIn()})
+    with pytest.raises(ModelError, match=r"missing input\(s\) \['x'\]; the model takes: x tensor"):
+        sess.run(None, {})
+    with pytest.raises(ModelError, match=r"unknown input\(s\) \['q'\]"):
+        sess.run(None, {"x": np.ones((1, 4), np.float32), "q": 1})
+    with pytest.raises(ModelError, match=r"unknown output\(s\) \['s'\]; outputs: \['y', 'z'\]"):
+        sess.run(["s"], {"x": np.ones((1, 4), np.float32)})
+
+
+def test_custom_node_without_operator_is_named():
+    nodes = [helper.make_node("Mystery", ["x"], ["y"], domain="com.nowhere", name="m1")]
+    m = model(nodes, [vi("x")], [vi("y")])
+    m.opset_import.append(helper.make_opsetid("com.nowhere", 1))
+    with pytest.raises(SpecError, match=r"node 'm1' \(com.nowhere::Mystery\): no opsdk operator"):
+        Session(m)
+
+
+def test_kernel_errors_name_the_node():
+    sess = Session(diamond(), kernels={"Scale": StandIn(fail=True)})
+    with pytest.raises(KernelError, match=r"kernel exploded -- while running node 'scale'"):
+        sess.run(None, {"x": np.ones((1, 4), np.float32)})
+
+
+def test_invalid_custom_node_is_rejected_when_the_session_is_built():
+    nodes = [helper.make_node("Scale", ["x"], ["y"], domain=DOMAIN, name="bad", k="high")]
+    with pytest.raises(SpecError, match=r"node 'bad'.*attribute 'k' is STRING"):
+        Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": StandIn()})
+
+
+def test_custom_node_inside_a_subgraph_is_refused_with_the_fix():
+    branch = helper.make_graph([scale("x", "t")], "then", [], [vi("t")])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e")])
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other, name="if")]
+    m = model(nodes, [vi("x"), vi("c", [], TensorProto.BOOL)], [vi("y")])
+    with pytest.raises(SpecError, match=r"node 'if' \(If\): its subgraph holds custom node"):
+        Session(m, kernels={"Scale": StandIn()})
+
+
+def test_unreadable_model_path(tmp_path):
+    bad = tmp_path / "x.onnx"
+    bad.write_bytes(b"\x00\x01garbage" * 10)
+    with pytest.raises(ModelError, match=r"x.onnx: .*(not a readable ONNX model|no ONNX graph)"):
+        Session(str(bad))
