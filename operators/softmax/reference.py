@@ -1,0 +1,15 @@
+"""NumPy reference of Softmax (ONNX opset 13), as ONNX's reference computes it, in float64."""
+
+import numpy as np
+
+
+def reference(input: np.ndarray, *, axis: int = -1) -> np.ndarray:  # noqa: A002 (ONNX name)
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``, in the input's dtype."""
+    x = np.asarray(input)
+    if x.size == 0:
+        return x.copy()
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+        y = e / e.sum(axis=axis, keepdims=True)
+    return y.astype(x.dtype)

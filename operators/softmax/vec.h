@@ -1,0 +1,171 @@
+// Portable 8-lane float SIMD helpers for opsdk's shipped operators.
+//
+// Written with GCC/Clang vector extensions, so the same code becomes AVX2 on x86-64
+// (-march=native), NEON on AArch64 and SSE elsewhere; exact FMA and float16 conversions
+// use the x86 intrinsics (FMA, F16C) when the target has them, portable code otherwise.
+// Every shipped operator carries an identical copy of this file, so an operator folder
+// stays self-contained (tests/test_ops_kernels.py checks the copies stay identical).
+#pragma once
+
+#include <opsdk/custom_op.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__FMA__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace opsdk_vec {
+
+constexpr int64_t kLanes = 8;
+
+typedef float f8 __attribute__((vector_size(32)));
+typedef int32_t i8 __attribute__((vector_size(32)));
+typedef uint32_t u8 __attribute__((vector_size(32)));
+typedef uint16_t h8 __attribute__((vector_size(16)));
+
+inline f8 splat(float v) { return f8{v, v, v, v, v, v, v, v}; }
+inline f8 as_f(i8 v) {
+  f8 r;
+  std::memcpy(&r, &v, sizeof r);
+  return r;
+}
+inline i8 as_i(f8 v) {
+  i8 r;
+  std::memcpy(&r, &v, sizeof r);
+  return r;
+}
+inline f8 load(const float* p) {
+  f8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, f8 v) { std::memcpy(p, &v, sizeof v); }
+
+// Lane-wise m ? a : b for a comparison mask m (all ones or all zeros per lane).
+inline f8 select(i8 m, f8 a, f8 b) { return as_f((as_i(a) & m) | (as_i(b) & ~m)); }
+// min/max that return `a` when `a` is NaN (NaN propagates through clamping).
+inline f8 min_keep_nan(f8 a, f8 b) { return select(a > b, b, a); }
+inline f8 max_keep_nan(f8 a, f8 b) { return select(a < b, b, a); }
+// Plain max for reductions (NaN handling is up to the caller).
+inline f8 vmax(f8 a, f8 b) { return select(a > b, a, b); }
+inline f8 vabs(f8 a) { return as_f(as_i(a) & 0x7fffffff); }
+
+// a * b + c with a single rounding.
+inline f8 fma(f8 a, f8 b, f8 c) {
+#if defined(__FMA__) && defined(__AVX__)
+  return (f8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  f8 r;
+  for (int i = 0; i < 8; ++i) r[i] = std::fma(a[i], b[i], c[i]);
+  return r;
+#endif
+}
+
+inline float hsum(f8 v) {
+  float s = 0.0f;
+  for (int i = 0; i < 8; ++i) s += v[i];
+  return s;
+}
+inline float hmax(f8 v) {
+  float m = v[0];
+  for (int i = 1; i < 8; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// exp(a) to about 1.3 float32 ulps, with correct overflow to +Inf, gradual underflow
+// through the subnormals to 0, and NaN in -> NaN out. exp(r) on |r| <= ln2/2 is
+// 1 + r + r^2 Q(r), Q a degree-4 minimax polynomial (relative error 3.1e-9 in exact
+// arithmetic); 2^n is applied in two halves so that n in [-150, 128] never leaves the
+// normal range before the final product.
+inline f8 exp(f8 a) {
+  a = min_keep_nan(a, splat(89.0f));
+  a = max_keep_nan(a, splat(-104.0f));
+  const f8 k = a * 1.44269504088896341f + 12582912.0f;  // round(a / ln2) in the low bits
+  const f8 n = k - 12582912.0f;
+  f8 r = a - n * 0.693145751953125f;  // Cody-Waite: ln2 = hi + lo, n * hi exact
+  r = r - n * 1.428606765330187e-06f;
+  f8 q = r * 0.0013814573099541119f + 0.008368703736289378f;
+  q = q * r + 0.04166838746525876f;
+  q = q * r + 0.16666520741272536f;
+  q = q * r + 0.49999993453366953f;
+  const f8 p = 1.0f + (r + (r * r) * q);
+  const i8 ni = as_i(k) - 0x4B400000;
+  const i8 n1 = ni >> 1;
+  const i8 n2 = ni - n1;
+  return p * as_f((n1 + 127) << 23) * as_f((n2 + 127) << 23);
+}
+
+// ------------------------------------------------------------ dtype block conversion
+// Load 8 elements of T widened to float, and store 8 floats narrowed to T (round to
+// nearest even; NaN stays NaN).
+template <class T> inline f8 load_f(const T* p);
+template <class T> inline void store_f(T* p, f8 v);
+
+template <> inline f8 load_f<float>(const float* p) { return load(p); }
+template <> inline void store_f<float>(float* p, f8 v) { store(p, v); }
+
+template <> inline f8 load_f<opsdk::half>(const opsdk::half* p) {
+#if defined(__F16C__) && defined(__AVX__)
+  return (f8)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+  f8 r;
+  for (int i = 0; i < 8; ++i) r[i] = opsdk::half_to_float(p[i]);
+  return r;
+#endif
+}
+template <> inline void store_f<opsdk::half>(opsdk::half* p, f8 v) {
+#if defined(__F16C__) && defined(__AVX__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  for (int i = 0; i < 8; ++i) p[i] = opsdk::float_to_half(v[i]);
+#endif
+}
+
+template <> inline f8 load_f<opsdk::bfloat16>(const opsdk::bfloat16* p) {
+  h8 h;
+  std::memcpy(&h, p, sizeof h);
+  const u8 w = __builtin_convertvector(h, u8) << 16;
+  f8 r;
+  std::memcpy(&r, &w, sizeof r);
+  return r;
+}
+template <> inline void store_f<opsdk::bfloat16>(opsdk::bfloat16* p, f8 v) {
+  u8 b;
+  std::memcpy(&b, &v, sizeof b);
+  const i8 nan = as_i(vabs(v)) > 0x7f800000;
+  const u8 rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+  const u8 quiet = (b >> 16) | 0x40u;
+  const u8 out = (quiet & (u8)nan) | (rounded & ~(u8)nan);
+  const h8 h = __builtin_convertvector(out, h8);
+  std::memcpy(p, &h, sizeof h);
+}
+
+// Widen n <= 8 elements into a zero-padded block / narrow the first n lanes back.
+template <class T> inline f8 load_partial(const T* p, int64_t n) {
+  alignas(32) float buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < n; ++i) buf[i] = opsdk::to_float(p[i]);
+  return load(buf);
+}
+template <class T> inline void store_partial(T* p, f8 v, int64_t n) {
+  alignas(32) float buf[8];
+  store(buf, v);
+  for (int64_t i = 0; i < n; ++i) opsdk::from_float(buf[i], &p[i]);
+}
+
+// y[i] = f(x[i]) over [0, n), 8 lanes at a time, the ragged tail through a padded block.
+template <class T, class F> inline void map(const T* x, T* y, int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const f8 a = load_f(x + i), b = load_f(x + i + 8);
+    store_f(y + i, f(a));
+    store_f(y + i + 8, f(b));
+  }
+  for (; i + 8 <= n; i += 8) store_f(y + i, f(load_f(x + i)));
+  if (i < n) store_partial(y + i, f(load_partial(x + i, n - i)), n - i);
+}
+
+}  // namespace opsdk_vec
