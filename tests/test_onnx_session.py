@@ -225,3 +225,32 @@ def test_unreadable_model_path(tmp_path):
     bad.write_bytes(b"\x00\x01garbage" * 10)
     with pytest.raises(ModelError, match=r"x.onnx: .*(not a readable ONNX model|no ONNX graph)"):
         Session(str(bad))
+
+
+def test_values_cross_between_parts_without_copies():
+    """The kernel gets the very array ONNX Runtime returned (backed by ORT's buffer), and
+    the caller gets the very array the kernel wrote."""
+    seen: list[np.ndarray] = []
+    produced: list[np.ndarray] = []
+
+    class Spy(StandIn):
+        def run(self, inputs, attrs, outputs=None):
+            seen.append(inputs[0])
+            produced.extend(super().run(inputs, attrs, outputs))
+            return produced[-1:]
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "y")]
+    sess = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": Spy()})
+    (y,) = sess.run(None, {"x": np.ones((2, 4), np.float32)})
+    assert type(seen[0].base).__name__ == "PyCapsule"  # ORT-owned memory, not a NumPy copy
+    assert y is produced[0]
+
+
+def test_dead_parts_are_skipped_and_constant_outputs_returned():
+    c = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "c")
+    nodes = [scale("x", "y"), helper.make_node("Exp", ["x"], ["unused"])]
+    m = model(nodes, [vi("x")], [vi("y"), helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])], inits=[c])
+    sess = Session(m, kernels={"Scale": StandIn()})
+    assert [s.kind for s in sess.steps] == ["opsdk"]
+    y, const = sess.run(None, {"x": np.ones((1, 4), np.float32)})
+    np.testing.assert_array_equal(const, [1.0, 2.0])

@@ -171,7 +171,11 @@ class Session:
         inits = {t.name for t in g.initializer}
         self._inputs = [i for i in g.input if i.name not in inits]
         self._output_names = [o.name for o in g.output]
-        self._consts: dict[str, np.ndarray] = {}
+        self._consts: dict[str, np.ndarray] = {
+            t.name: onnx.numpy_helper.to_array(t)
+            for t in g.initializer
+            if t.name in self._output_names
+        }
         self._steps: list[_OrtStep | _CustomStep] = []
         self._plan()
 
@@ -234,7 +238,9 @@ class Session:
         for k in range(last + 1):
             ort_nodes = [i for i in order if i not in custom and stage[i] == k]
             if ort_nodes:
-                self._steps.append(self._ort_step(ort_nodes, consumers))
+                step = self._ort_step(ort_nodes, consumers)
+                if step.outputs:  # a part nobody reads is dead code: skip it
+                    self._steps.append(step)
             for i in order:
                 if i in custom and stage[i] == k + 1:
                     self._steps.append(self._custom_step(i))
