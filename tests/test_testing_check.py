@@ -51,10 +51,14 @@ def case(spec: OpSpec, cid: str) -> Any:
     return next(c for c in build_cases(spec) if c.id == cid)
 
 
-def test_a_correct_kernel_passes_every_generated_case() -> None:
-    spec = _spec()
+@pytest.mark.parametrize(
+    "types", [("float16", "float32"), ("bfloat16",), ("float64",), ("int32",)], ids="-".join
+)
+def test_a_correct_kernel_passes_every_generated_case(types: tuple[str, ...]) -> None:
+    spec = _spec(types)
     k = Kernel(spec, good)
     results = [run_case(spec, k, c) for c in build_cases(spec)]
+    assert len(results) >= 9
     assert all(r.passed for r in results), [r.summary() for r in results if not r.passed][:1]
 
 
