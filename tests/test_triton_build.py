@@ -93,7 +93,7 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
     compile(text, "model.py", "exec")
     assert "from opsdk.onnx import Session" in text
     assert "InferenceSession" not in text  # no fallback: the model runs in opsdk's executor
-    assert "Session(str(path), sess_options=" in text
+    assert 'Session(str(path), threads=int(params.get("threads", "1")))' in text
 
 
 def test_ascend_static_golden() -> None:

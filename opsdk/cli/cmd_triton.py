@@ -32,9 +32,9 @@ def register(sub: Any) -> None:
     b.add_argument("--no-dynamic-batching", action="store_true",
                    help="keep max_batch_size but let Triton run requests one by one")
     b.add_argument("--instances", type=int, default=1, help="model instances (instance_group)")
-    b.add_argument("--intra-op-threads", type=int, default=1,
-                   help="cpu: ONNX Runtime threads per instance (default 1: instances and "
-                   "dynamic batching give the parallelism)")
+    b.add_argument("--threads", type=int, default=1,
+                   help="cpu: threads per model instance for the graph executor (default 1: "
+                   "instances and dynamic batching give the parallelism)")
     b.add_argument("--warmup", action="store_true", help="add a zero-data model_warmup request")
     b.add_argument("--operators", action="append", default=None, metavar="DIR",
                    help="folder holding operator folders, stored as OPSDK_OPERATORS_PATH "
@@ -74,7 +74,7 @@ def run_build(args: argparse.Namespace) -> int:
         preferred_batch_sizes=args.preferred_batch_size,
         max_queue_delay_us=args.max_queue_delay_us,
         instances=args.instances,
-        intra_op_threads=args.intra_op_threads,
+        threads=args.threads,
         warmup=args.warmup,
         operators_path=ops,
         device_ids=args.device_ids,

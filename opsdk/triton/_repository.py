@@ -40,7 +40,7 @@ class RepositoryOptions:
     operators_path: tuple[str, ...] | None = None  # None: folders of the model's custom ops
     device_ids: str = "0"  # ascend: NPU ids for npu_ge's device_ids parameter
     static_model: bool = False  # ascend: npu_ge static graph (all shapes fixed)
-    intra_op_threads: int = 1  # cpu: ONNX Runtime threads per model instance
+    threads: int = 1  # cpu: threads per model instance (ONNX Runtime parts and opsdk kernels)
     extra_parameters: tuple[tuple[str, str], ...] = field(default=())
 
     def check(self) -> None:
@@ -56,8 +56,8 @@ class RepositoryOptions:
             raise TritonConfigError(f"max_batch_size {self.max_batch_size} must be >= 0")
         if self.instances < 1:
             raise TritonConfigError(f"instances {self.instances} must be >= 1")
-        if self.intra_op_threads < 1:
-            raise TritonConfigError(f"intra_op_threads {self.intra_op_threads} must be >= 1")
+        if self.threads < 1:
+            raise TritonConfigError(f"threads {self.threads} must be >= 1")
         if self.max_queue_delay_us < 0:
             raise TritonConfigError(f"max_queue_delay_us {self.max_queue_delay_us} must be >= 0")
         if self.static_model and self.target != "ascend":
@@ -124,7 +124,7 @@ def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
     params = [
         ("onnx_model", "model.onnx"),
         ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops)),
-        ("intra_op_threads", str(opts.intra_op_threads)),
+        ("threads", str(opts.threads)),
     ]
     if io.custom_ops:
         params.append(("opsdk_custom_ops", ",".join(io.custom_ops)))

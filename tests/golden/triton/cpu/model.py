@@ -18,21 +18,6 @@ import triton_python_backend_utils as pb_utils
 MODEL_NAME = 'mlp'
 
 
-def _session_options(params):
-    """ONNX Runtime options for the graph's standard parts: a few threads that do not spin.
-
-    Triton runs several requests and instances at once; spinning intra-op threads would
-    fight them for the cores (``intra_op_threads`` in config.pbtxt, default 1).
-    """
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = int(params.get("intra_op_threads", "1"))
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return options
-
-
 def _operators_path(value, model_dir):
     entries = [e for e in value.split(os.pathsep) if e]
     return os.pathsep.join(str((model_dir / e).resolve()) for e in entries)
@@ -52,7 +37,8 @@ class TritonPythonModel:
         from opsdk.onnx import Session
 
         path = model_dir / args["model_version"] / params["onnx_model"]
-        self.session = Session(str(path), sess_options=_session_options(params))
+        # Few threads that do not spin: Triton runs requests and instances side by side
+        self.session = Session(str(path), threads=int(params.get("threads", "1")))
         self.input_names = [t["name"] for t in config["input"]]
         self.outputs = [
             (t["name"], pb_utils.triton_string_to_numpy(t["data_type"])) for t in config["output"]
