@@ -1,0 +1,25 @@
+"""The examples in opsdk.testing's docstrings run and are right."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "opsdk.testing",
+    "opsdk.testing._standards",
+    "opsdk.testing._generate",
+    "opsdk.testing._compare",
+    "opsdk.testing._cases",
+    "opsdk.testing._precision",
+    "opsdk.testing._report",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0
