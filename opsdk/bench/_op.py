@@ -1,0 +1,177 @@
+"""`opsdk bench OP`: the kernel, its NumPy reference and ONNX Runtime, in one run.
+
+The three candidates run interleaved on the same inputs (see :mod:`._timing`); opsdk and
+ONNX Runtime write into preallocated outputs. Memory-bound operators report achieved GB/s
+(bytes of every input and output, once each) against the copy bandwidth measured in the
+same run; compute-bound ones (convolution) report GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import OpsdkError
+from ._cases import DEFAULT_CASES, make_inputs, resolve_shapes
+from ._ort import OrtRunner, ort_equivalent
+from ._stream import Bandwidth, stream_bandwidth
+from ._timing import Timing, measure
+
+__all__ = ["BenchResult", "bench_op"]
+
+
+@dataclass
+class BenchResult:
+    """The measurements of one ``opsdk bench OP`` run (see :meth:`as_dict`)."""
+
+    op: str
+    dtype: str
+    shapes: dict[str, tuple[int, ...]]
+    attrs: dict[str, Any]
+    threads: int
+    timings: dict[str, Timing]
+    bytes_moved: int
+    flops: float | None = None
+    bandwidth: Bandwidth | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+    ort_max_abs_diff: float | None = None
+
+    def seconds(self, who: str) -> float | None:
+        t = self.timings.get(who)
+        return t.median if t is not None else None
+
+    def ratio(self, slower: str, faster: str = "opsdk") -> float | None:
+        """How many times faster ``faster`` is than ``slower`` (medians)."""
+        a, b = self.seconds(slower), self.seconds(faster)
+        return a / b if a is not None and b else None
+
+    def gbs(self, who: str = "opsdk") -> float | None:
+        t = self.seconds(who)
+        return self.bytes_moved / t / 1e9 if t else None
+
+    def gflops(self, who: str = "opsdk") -> float | None:
+        t = self.seconds(who)
+        return self.flops / t / 1e9 if t and self.flops else None
+
+    def copy_fraction(self, who: str = "opsdk") -> float | None:
+        g = self.gbs(who)
+        return g / self.bandwidth.copy if g and self.bandwidth else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: medians, ratios, GB/s or GFLOP/s, bandwidth, notes."""
+        cands: dict[str, Any] = {}
+        for who, t in self.timings.items():
+            entry = t.as_dict()
+            entry["gbs"] = self.gbs(who)
+            if self.flops:
+                entry["gflops"] = self.gflops(who)
+            if self.bandwidth:
+                entry["copy_fraction"] = self.copy_fraction(who)
+            cands[who] = entry
+        return {
+            "op": self.op,
+            "dtype": self.dtype,
+            "shapes": {k: list(v) for k, v in self.shapes.items()},
+            "attrs": self.attrs,
+            "threads": self.threads,
+            "bytes_moved": self.bytes_moved,
+            "flops": self.flops,
+            "candidates": cands,
+            "speedup_vs_numpy": self.ratio("numpy"),
+            "speedup_vs_onnxruntime": self.ratio("onnxruntime"),
+            "bandwidth": self.bandwidth.as_dict() if self.bandwidth else None,
+            "ort_max_abs_diff": self.ort_max_abs_diff,
+            "notes": self.notes,
+        }
+
+
+def _ort_candidate(op: Any, inputs: list[np.ndarray | None], attrs: dict[str, Any],
+                   outs: list[np.ndarray], threads: int,
+                   notes: dict[str, str]) -> tuple[OrtRunner | None, list[np.ndarray]]:
+    ort_outs = [np.empty_like(o) for o in outs]
+    try:
+        graph = ort_equivalent(op.spec, inputs, attrs, ort_outs)
+        if graph is None:
+            notes["onnxruntime"] = "no ONNX Runtime equivalent (set spec.onnx_op or register one)"
+            return None, ort_outs
+        if graph.note:
+            notes["onnxruntime"] = graph.note
+        n_out = len(graph.output_names) or len(ort_outs)
+        return OrtRunner(graph, inputs, ort_outs[:n_out], threads), ort_outs[:n_out]
+    except (OpsdkError, ImportError) as e:
+        notes["onnxruntime"] = f"skipped: {e}"
+        return None, ort_outs
+
+
+def bench_op(
+    name: str,
+    *,
+    shapes: Sequence[str] | None = None,
+    dtype: str = "float32",
+    attrs: Mapping[str, Any] | None = None,
+    threads: int | None = None,
+    repeat: int = 10,
+    warmup: int = 2,
+    numpy: bool = True,
+    onnxruntime: bool = True,
+    bandwidth: bool | Bandwidth = True,
+    stream_elements: int | None = None,
+) -> BenchResult:
+    """Benchmark operator ``name`` against its NumPy reference and ONNX Runtime.
+
+    ``shapes`` are ``--shape`` strings (``"4096x1024"`` or ``"NAME=4096x1024"``); None
+    uses the operator's default benchmark. ``bandwidth`` may be a :class:`Bandwidth`
+    measured earlier, True to measure it now, or False to skip it.
+
+    Example:
+        >>> r = bench_op("Gelu", shapes=["1024"], repeat=3, bandwidth=False)  # doctest: +SKIP
+        >>> sorted(r.timings)  # doctest: +SKIP
+        ['numpy', 'onnxruntime', 'opsdk']
+    """
+    import opsdk
+
+    op = opsdk.load(name)
+    spec = op.spec
+    case = DEFAULT_CASES.get(spec.name)
+    merged = {**(dict(case.attrs) if case and not shapes else {}), **dict(attrs or {})}
+    resolved = spec.resolve_attrs(merged)
+    shp = resolve_shapes(spec, shapes, resolved)
+    inputs = make_inputs(spec, shp, dtype, case.ranges if case else None)
+    nthreads = threads or int(os.environ.get("OPSDK_NUM_THREADS", 0)) or os.cpu_count() or 1
+    op.set_num_threads(nthreads)
+    outs = op.run(inputs, resolved)
+    notes: dict[str, str] = {}
+    cands: dict[str, Any] = {"opsdk": lambda: op.run(inputs, resolved, outs)}
+    if numpy and spec.reference is not None:
+        ref = spec.reference
+        cands["numpy"] = lambda: ref(*inputs, **resolved)
+    elif numpy:
+        notes["numpy"] = "the spec has no reference"
+    runner: OrtRunner | None = None
+    ort_outs: list[np.ndarray] = []
+    if onnxruntime:
+        runner, ort_outs = _ort_candidate(op, inputs, dict(resolved), outs, nthreads, notes)
+        if runner is not None:
+            cands["onnxruntime"] = runner
+    timings = measure(cands, repeat=repeat, warmup=warmup)
+    result = BenchResult(
+        op=spec.name, dtype=dtype, shapes=dict(shp), attrs=dict(resolved), threads=nthreads,
+        timings=timings,
+        bytes_moved=sum(a.nbytes for a in inputs if a is not None) + sum(o.nbytes for o in outs),
+        notes=notes,
+    )
+    if case is not None and case.flops is not None:
+        result.flops = case.flops(shp, [o.shape for o in outs], resolved)
+    if runner is not None:
+        result.ort_max_abs_diff = float(np.max(np.abs(
+            outs[0].astype(np.float64) - ort_outs[0].astype(np.float64)), initial=0.0))
+    if isinstance(bandwidth, Bandwidth):
+        result.bandwidth = bandwidth
+    elif bandwidth and result.flops is None:
+        result.bandwidth = stream_bandwidth(elements=stream_elements, threads=nthreads,
+                                            repeat=max(3, min(repeat, 10)))
+    return result

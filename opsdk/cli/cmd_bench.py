@@ -1,0 +1,147 @@
+"""``opsdk bench``: operator speed against NumPy and ONNX Runtime, and the SDK's own speed.
+
+    opsdk bench Gelu                                 default shape (16M elements)
+    opsdk bench Softmax --shape 8192x1024 --attr axis=-1 --json
+    opsdk bench LayerNormalization --shape X=4096x768 --dtype float16 --threads 1
+    opsdk bench --sdk                                new -> green, rebuilds, call overhead
+    opsdk bench --triton repo/ --model mlp           a model served by tritonserver
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import OpsdkError, SpecError
+
+EPILOG = """\
+examples:
+  opsdk bench Gelu
+  opsdk bench Gelu --shape 4096x4096 --attr approximate=tanh --repeat 20
+  opsdk bench LayerNormalization --shape X=8192x1024 --dtype float16 --json
+  opsdk bench --sdk                 (or --sdk overhead,noop for some parts)
+  opsdk bench --triton repo/ --model mlp
+
+Times are medians of interleaved rounds (opsdk, NumPy reference, ONNX Runtime take turns).
+GB/s counts every input and output once; '% of copy' compares with a STREAM-style copy
+measured in the same run with the same threads. Compare ratios, not absolute times.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench", help="benchmark an operator (vs NumPy and ONNX Runtime) or the SDK",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("op", nargs="?", help="operator (MyOp, my_op, domain::MyOp or a folder)")
+    p.add_argument("--shape", nargs="+", metavar="SHAPE",
+                   help="input shapes by position (4096x1024) or name (Scale=1024)")
+    p.add_argument("--dtype", default="float32", help="dtype of the operator's type "
+                   "variable, e.g. float32, float16, bfloat16 (default float32)")
+    p.add_argument("--attr", nargs="+", default=[], metavar="NAME=VALUE",
+                   help="attributes, e.g. approximate=tanh axis=1 pads=1,1,1,1")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for opsdk, ONNX Runtime and the bandwidth probe (default: "
+                   "all cores or $OPSDK_NUM_THREADS)")
+    p.add_argument("--repeat", type=int, default=10, help="interleaved rounds (default 10)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed calls first (default 2)")
+    p.add_argument("--no-numpy", action="store_true", help="skip the NumPy reference")
+    p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
+    p.add_argument("--no-bandwidth", action="store_true", help="skip the bandwidth probe")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--sdk", nargs="?", const="all", default=None, metavar="PARTS",
+                   help="benchmark the SDK itself: cold,noop,edit,overhead (default all)")
+    p.add_argument("--triton", metavar="REPO", default=None,
+                   help="benchmark a model served by tritonserver from this repository")
+    p.add_argument("--model", default=None, help="model name in the repository (--triton)")
+    p.set_defaults(func=run)
+
+
+def _attr_value(spec: Any, name: str, text: str) -> Any:
+    a = spec.attr_map.get(name)
+    if a is None:
+        raise SpecError(f"{spec.name}: unknown attribute {name!r} in --attr; the spec declares "
+                        f"{', '.join(spec.attr_map) or 'none'}")
+    try:
+        if a.type == "int":
+            return int(text)
+        if a.type == "float":
+            return float(text)
+        if a.type == "bool":
+            return text.lower() in ("1", "true", "yes")
+        if a.type == "ints":
+            return [int(v) for v in text.split(",") if v]
+        if a.type == "floats":
+            return [float(v) for v in text.split(",") if v]
+    except ValueError:
+        raise SpecError(f"{spec.name}: --attr {name}={text}: expected {a.type}") from None
+    return text
+
+
+def _parse_attrs(op: str, items: list[str]) -> dict[str, Any]:
+    if not items:
+        return {}
+    from ..registry import find_operator
+
+    spec = find_operator(op).spec
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(f"--attr {item!r}: expected NAME=VALUE, e.g. axis=1")
+        out[name] = _attr_value(spec, name, value)
+    return out
+
+
+def _run_triton(args: argparse.Namespace) -> int:
+    if not args.model:
+        raise OpsdkError("--triton REPO needs --model NAME (the model to benchmark)")
+    try:
+        from ..triton import bench as triton_bench
+    except ImportError as e:
+        raise OpsdkError(
+            f"--triton needs opsdk's Triton support (opsdk.triton.bench), which failed to "
+            f"import: {e}; install the serving extras: pip install 'opsdk[serve]'"
+        ) from e
+    result = triton_bench.bench_triton(
+        args.triton, args.model,
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+    )
+    print(json.dumps(result, indent=2) if args.json else triton_bench.format_table(result))
+    return 0
+
+
+def _run_sdk(args: argparse.Namespace) -> int:
+    from ..bench import SDK_PARTS, bench_sdk, fmt_seconds, format_rows
+
+    parts = SDK_PARTS if args.sdk == "all" else tuple(p.strip() for p in args.sdk.split(","))
+    result = bench_sdk(parts, repeat=args.repeat)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+        return 0
+    rows = [[name, fmt_seconds(v), str(len(result.samples[name])), result.notes.get(name, "")]
+            for name, v in result.figures.items()]
+    print(format_rows(["figure", "median", "n", "note"], rows))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.triton:
+        return _run_triton(args)
+    if args.sdk:
+        return _run_sdk(args)
+    if not args.op:
+        raise OpsdkError("bench: name an operator (opsdk bench Gelu), or pass --sdk or --triton")
+    if args.repeat < 1:
+        raise OpsdkError(f"bench: --repeat must be >= 1, got {args.repeat}")
+    from ..bench import bench_op, format_result
+
+    result = bench_op(
+        args.op, shapes=args.shape, dtype=args.dtype, attrs=_parse_attrs(args.op, args.attr),
+        threads=args.threads, repeat=args.repeat, warmup=args.warmup,
+        numpy=not args.no_numpy, onnxruntime=not args.no_ort, bandwidth=not args.no_bandwidth,
+    )
+    print(json.dumps(result.as_dict(), indent=2) if args.json else format_result(result))
+    return 0
