@@ -76,6 +76,20 @@ def test_an_off_by_one_ulp_kernel_fails_exact_but_passes_mere_mare() -> None:
     assert not r.passed and "under exact" in r.summary()
 
 
+def test_the_standard_of_spec_py_applies_per_dtype() -> None:
+    spec = _spec()
+    spec.standard = {"float32": "exact"}
+
+    def ulp(x: np.ndarray, k: float, _: Kernel) -> np.ndarray:
+        return np.nextafter(x * x.dtype.type(k), x.dtype.type(np.inf))
+
+    k = Kernel(spec, ulp)
+    r32 = run_case(spec, k, case(spec, "float32-small"))
+    assert not r32.passed and r32.comparisons[0].standard == "exact"
+    r16 = run_case(spec, k, case(spec, "float16-small"))
+    assert r16.passed and r16.comparisons[0].standard == "mere-mare"
+
+
 def test_a_wrong_kernel_fails_with_seed_inputs_and_repro() -> None:
     spec = _spec()
     k = Kernel(spec, lambda x, kk, _: np.where(x > 1, x * kk + 0.5, x * kk))

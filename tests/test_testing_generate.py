@@ -186,3 +186,10 @@ def test_required_attribute_without_case_names_the_fix() -> None:
     spec = _spec(attrs=[Attr("k", "int")])
     with pytest.raises(SpecError, match=r"required attribute\(s\) \['k'\].*cases="):
         build_cases(spec)
+
+
+def test_optional_inputs_are_also_left_out() -> None:
+    spec = _spec(inputs=[Input("a"), Input("b", optional=True)])
+    case = next(c for c in build_cases(spec) if c.id == "float32-small-no_optional")
+    assert case.shapes == ((2, 3, 4), None) and case.dtypes == ("float32", None)
+    assert [x is None for x in make_inputs(spec, case, 0)] == [False]

@@ -83,9 +83,21 @@ def _attr_label(attrs: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in attrs.items()) or "defaults"
 
 
-def _elementwise_cases(dts: tuple[str, ...], n_in: int) -> list[OpCase]:
+def _without_optional(spec: OpSpec, dts: tuple[str, ...], key: str) -> list[OpCase]:
+    """The small case with every optional input absent (when the spec has some)."""
+    opt = [i.optional for i in spec.inputs]
+    if not any(opt):
+        return []
+    shapes = tuple(None if o else SHAPE_SUITE["small"] for o in opt)
+    dtypes = tuple(None if o else d for o, d in zip(opt, dts, strict=False))
+    return [OpCase(f"{key}-small-no_optional", dtypes, shapes)]
+
+
+def _elementwise_cases(spec: OpSpec, dts: tuple[str, ...]) -> list[OpCase]:
+    n_in = len(spec.inputs)
     key = "-".join(dict.fromkeys(dts))
     out = [OpCase(f"{key}-{k}", dts, (s,) * n_in) for k, s in SHAPE_SUITE.items()]
+    out += _without_optional(spec, dts, key)
     if n_in > 1:
         for k, shapes in BROADCAST_SUITE.items():
             shp = tuple(shapes[min(i, len(shapes) - 1)] for i in range(n_in))
@@ -152,12 +164,11 @@ def build_cases(spec: OpSpec) -> list[OpCase]:
             f"{spec.name}: required attribute(s) {required} have no default and no case "
             "sets them; add cases=[Case(shapes={...}, attrs={...})] to spec.py"
         )
-    n_in = len(spec.inputs)
     cases: list[OpCase] = []
     for dts in spec.dtype_combinations():
         base = _spec_cases(spec, dts)
         if spec.elementwise:
-            base += _elementwise_cases(dts, n_in)
+            base += _elementwise_cases(spec, dts)
         for c in base:
             sets = [c.attrs] if c.attrs else attr_sets
             for attrs in sets:
