@@ -21,13 +21,15 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
 from ._compare import Comparison, Mismatch, compare
 from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
-from ._optests import op_tests
 from ._precision import PRECISION_MODES, kernel_dtypes
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
@@ -44,6 +46,22 @@ from ._standards import (
     get_standard,
     standard_for,
 )
+
+
+def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict[str, Any]:
+    """The pytest test functions of an operator, generated from its spec.
+
+    An operator's ``test_<op>.py`` is ``globals().update(op_tests(__file__))``; see
+    :mod:`opsdk.testing._optests` and docs/validation.md. (pytest is imported only here.)
+
+    Example:
+        >>> from opsdk.testing import op_tests
+        >>> globals().update(op_tests(__file__))  # doctest: +SKIP
+    """
+    from ._optests import op_tests as _op_tests
+
+    return _op_tests(test_file, folder=folder)
+
 
 __all__ = [
     "AllClose",
