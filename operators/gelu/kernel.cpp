@@ -5,7 +5,9 @@
 //                        z = sqrt(2/pi) (x + 0.044715 x^3)
 //
 // Both are computed in float32 (float16 and bfloat16 are widened 8 at a time and narrowed
-// back with round-to-nearest-even), 8 lanes per step, on all threads for large tensors.
+// back with round-to-nearest-even), 8 lanes per step, on all threads for large tensors;
+// outputs of 16 MiB or more are written with streaming stores (they would not stay in
+// the cache, and streaming saves reading every output line first).
 // Phi is evaluated through erfc so that the tail x << 0, where y is tiny, keeps its
 // relative accuracy instead of cancelling in 1 + erf(x / sqrt(2)):
 //
@@ -73,11 +75,13 @@ void gelu(const CustomOpKernelContext& ctx) {
                          "', expected 'none' or 'tanh' (as ONNX Gelu)");
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
-  ctx.parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+  const int64_t n = x.numel();
+  const bool streaming = n * static_cast<int64_t>(sizeof(T)) >= opsdk_vec::kStreamBytes;
+  ctx.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     if (tanh) {
-      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_tanh);
+      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_tanh, streaming);
     } else {
-      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_erf);
+      opsdk_vec::map(px + begin, py + begin, end - begin, gelu_erf, streaming);
     }
   });
 }
