@@ -186,6 +186,8 @@ def test_kernel_dtype_choice_per_precision_mode() -> None:
     assert kernel_dtypes(only16, f32, "allow_fp32_to_fp16") == ("float16",)
     assert kernel_dtypes(only32, f32, "force_fp16") == f32
     assert kernel_dtypes(both, f32, "must_keep_origin_dtype") == f32
+    assert kernel_dtypes(both, f32, "allow_mix_precision") == f32  # graylisted: follows input
+    assert kernel_dtypes(only16, f32, "allow_mix_precision") == ("float16",)
     with pytest.raises(SpecError, match=r"must_keep_origin_dtype.*no kernel"):
         kernel_dtypes(only16, f32, "must_keep_origin_dtype")
     with pytest.raises(SpecError, match="unknown precision mode"):

@@ -6,11 +6,17 @@ ATC decides per operator which kernel dtype runs when the model's tensors are fl
 * ``allow_fp32_to_fp16``: float32 when the operator has a float32 kernel, else float16.
 * ``must_keep_origin_dtype``: float32 only; an operator without a float32 kernel fails
   to compile.
+* ``allow_mix_precision``: lowering follows the operator's ``precision_reduce`` flag in
+  its ops-info (true: trustlist, lowered; false: blocklist, kept; unset: graylist, follows
+  its upstream operator). opsdk's generated ops-info leaves the flag unset, so the
+  operator is on the graylist; alone in a graph its upstream is the float32 model input,
+  so float32 is kept when a float32 kernel exists (else float16), as for
+  ``allow_fp32_to_fp16``. Behind an operator that was lowered, a graylisted operator runs
+  in float16: ``force_fp16`` predicts that case.
 
 When the chosen kernel is float16, opsdk casts the float32 inputs to float16, runs the
 float16 kernel and casts the outputs back to float32, as the compiled graph would, and
-compares against the float64 reference. ``allow_mix_precision`` is not emulated: which
-operators it lowers depends on CANN's built-in lists, which cannot be known off an NPU.
+compares against the float64 reference.
 """
 
 from __future__ import annotations
@@ -20,7 +26,12 @@ from ..spec import OpSpec
 
 __all__ = ["PRECISION_MODES", "kernel_dtypes"]
 
-PRECISION_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "must_keep_origin_dtype")
+PRECISION_MODES: tuple[str, ...] = (
+    "force_fp16",
+    "allow_fp32_to_fp16",
+    "must_keep_origin_dtype",
+    "allow_mix_precision",
+)
 
 
 def _swap(dtypes: tuple[str | None, ...], frm: str, to: str) -> tuple[str | None, ...]:
@@ -61,7 +72,7 @@ def kernel_dtypes(
             return fp16
         if has(dtypes):
             return dtypes
-    elif mode == "allow_fp32_to_fp16":
+    elif mode in ("allow_fp32_to_fp16", "allow_mix_precision"):
         if has(dtypes):
             return dtypes
         if has(fp16):
