@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -19,17 +20,17 @@ F32_TINY = float(np.finfo(np.float32).tiny)
 
 
 @pytest.fixture(scope="module")
-def gelu() -> opsdk.OpSpec:
+def gelu() -> Any:
     return opsdk.load("Gelu")
 
 
 @pytest.fixture(scope="module")
-def softmax() -> opsdk.OpSpec:
+def softmax() -> Any:
     return opsdk.load("Softmax")
 
 
 @pytest.fixture(scope="module")
-def layer_norm() -> opsdk.OpSpec:
+def layer_norm() -> Any:
     return opsdk.load("LayerNormalization")
 
 

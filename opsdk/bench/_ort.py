@@ -104,10 +104,7 @@ def single_node(
     node = helper.make_node(op_type, node_inputs, out_names, **attrs)
     first = next(a for a in inputs if a is not None)
     outs = list(outputs) if outputs else [first] * len(out_names)
-    graph_outputs = [
-        helper.make_tensor_value_info(n, onnx_elem_type(dtype_name(o.dtype)), None)
-        for n, o in zip(out_names, outs)
-    ]
+    graph_outputs = [_value_info(n, o) for n, o in zip(out_names, outs)]
     model = _model([node], [_value_info(n, a) for n, a in present], graph_outputs, [])
     return OrtGraph(model, [n if a is not None else None for n, a in zip(names, inputs)],
                     output_names=out_names)
@@ -165,9 +162,7 @@ def _conv_bn_relu(
                          epsilon=0.0),
         helper.make_node("Relu", ["bn"], [spec.outputs[0].name]),
     ]
-    out = helper.make_tensor_value_info(
-        spec.outputs[0].name, onnx_elem_type(dtype_name(x.dtype)), None
-    )
+    out = _value_info(spec.outputs[0].name, outputs[0])
     model = _model(nodes, [_value_info("x", x)], [out], inits)
     return OrtGraph(model, ["x", None, None], "Conv+BatchNormalization+Relu, weights as "
                     "initializers", output_names=[spec.outputs[0].name])

@@ -116,6 +116,7 @@ def stream_bandwidth(
         warmup=1,
         min_sample=0.0,
     )
+    op.run([a, b], triad, [c])
     if not np.all(c == 7.0):  # a + 3 * b: the kernel really ran on every element
         raise RuntimeError("Stream: triad produced wrong values; the bandwidth helper is broken")
     return Bandwidth(
