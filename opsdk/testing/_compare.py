@@ -161,7 +161,12 @@ def compare(
         failed[finite] = verdict.failed
         n_nf = int(bad_nf.sum())
     abs_err = np.abs(fa - fe)
-    rel_err = abs_err / np.maximum(np.abs(fe), tiny(dtype)) if is_float(dtype) else abs_err
+    if not is_float(dtype):
+        rel_err = abs_err
+    elif verdict.rel is not None:
+        rel_err = verdict.rel
+    else:
+        rel_err = abs_err / np.maximum(np.abs(fe), tiny(dtype))
     passed = verdict.passed and n_nf == 0
     reason = verdict.reason
     if n_nf:

@@ -58,11 +58,16 @@ def tiny(dtype: str) -> float:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a standard decided: ``passed``, the per-element ``failed`` mask and why."""
+    """What a standard decided: ``passed``, the per-element ``failed`` mask and why.
+
+    ``rel`` is the relative error ``|a - e| / max(|e|, tiny)`` when the standard computed
+    it (the comparison reuses it instead of computing it again).
+    """
 
     passed: bool
     failed: np.ndarray
     reason: str
+    rel: np.ndarray | None = None
 
 
 def _undefined(std: str, dtype: str, defined: Mapping[str, Any]) -> SpecError:
@@ -197,10 +202,11 @@ class MereMare(Standard):
         mere = float(rel.sum()) / rel.size if rel.size else 0.0
         mare = float(rel.max()) if rel.size else 0.0
         if mere >= t:
-            return Verdict(False, failed, f"MERE {mere:.3g} >= T = {t:.3g}")
+            return Verdict(False, failed, f"MERE {mere:.3g} >= T = {t:.3g}", rel)
         if mare >= 10 * t:
-            return Verdict(False, failed, f"MARE {mare:.3g} >= 10T = {10 * t:.3g}")
-        return Verdict(True, failed, f"MERE {mere:.3g} < {t:.3g}, MARE {mare:.3g} < {10 * t:.3g}")
+            return Verdict(False, failed, f"MARE {mare:.3g} >= 10T = {10 * t:.3g}", rel)
+        why = f"MERE {mere:.3g} < {t:.3g}, MARE {mare:.3g} < {10 * t:.3g}"
+        return Verdict(True, failed, why, rel)
 
 
 class AllClose(Standard):
