@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import OpsdkError
 from ._cases import DEFAULT_CASES, make_inputs, resolve_shapes
 from ._ort import OrtRunner, ort_equivalent
-from ._stream import Bandwidth, stream_bandwidth
+from ._stream import Bandwidth, StreamProbe
 from ._timing import Timing, measure
 
 __all__ = ["BenchResult", "bench_op"]
@@ -125,7 +125,8 @@ def bench_op(
 
     ``shapes`` are ``--shape`` strings (``"4096x1024"`` or ``"NAME=4096x1024"``); None
     uses the operator's default benchmark. ``bandwidth`` may be a :class:`Bandwidth`
-    measured earlier, True to measure it now, or False to skip it.
+    measured earlier, True to measure it in the same interleaved rounds (STREAM copy and
+    triad take their turns next to the candidates), or False to skip it.
 
     Example:
         >>> r = bench_op("Gelu", shapes=["1024"], repeat=3, bandwidth=False)  # doctest: +SKIP
@@ -157,21 +158,25 @@ def bench_op(
         runner, ort_outs = _ort_candidate(op, inputs, dict(resolved), outs, nthreads, notes)
         if runner is not None:
             cands["onnxruntime"] = runner
+    probe: StreamProbe | None = None
+    case_flops = case.flops if case is not None else None
+    if bandwidth is True and case_flops is None:
+        probe = StreamProbe(stream_elements, nthreads)
+        cands.update(probe.candidates)  # interleaved with the operator's candidates
     timings = measure(cands, repeat=repeat, warmup=warmup)
+    bw = probe.bandwidth(timings) if probe is not None else None
+    for name in (StreamProbe.COPY, StreamProbe.TRIAD):
+        timings.pop(name, None)
     result = BenchResult(
         op=spec.name, dtype=dtype, shapes=dict(shp), attrs=dict(resolved), threads=nthreads,
         timings=timings,
         bytes_moved=sum(a.nbytes for a in inputs if a is not None) + sum(o.nbytes for o in outs),
         notes=notes,
     )
-    if case is not None and case.flops is not None:
-        result.flops = case.flops(shp, [o.shape for o in outs], resolved)
+    if case_flops is not None:
+        result.flops = case_flops(shp, [o.shape for o in outs], resolved)
     if runner is not None:
         result.ort_max_abs_diff = float(np.max(np.abs(
             outs[0].astype(np.float64) - ort_outs[0].astype(np.float64)), initial=0.0))
-    if isinstance(bandwidth, Bandwidth):
-        result.bandwidth = bandwidth
-    elif bandwidth and result.flops is None:
-        result.bandwidth = stream_bandwidth(elements=stream_elements, threads=nthreads,
-                                            repeat=max(3, min(repeat, 10)))
+    result.bandwidth = bandwidth if isinstance(bandwidth, Bandwidth) else bw
     return result

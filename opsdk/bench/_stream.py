@@ -21,9 +21,9 @@ import numpy as np
 
 from ..errors import BuildError
 from ..spec import Attr, Input, OpSpec, Output
-from ._timing import measure
+from ._timing import Timing, measure
 
-__all__ = ["Bandwidth", "stream_bandwidth", "default_stream_elements"]
+__all__ = ["Bandwidth", "StreamProbe", "stream_bandwidth", "default_stream_elements"]
 
 _FOLDER = Path(__file__).resolve().parent / "stream"
 _BYTES = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
@@ -85,6 +85,61 @@ def _stream_operator() -> Any:
     return Operator(STREAM_SPEC, load_module(res.module), _FOLDER)
 
 
+class StreamProbe:
+    """Copy and triad as timing candidates, to interleave with other measurements.
+
+    ``candidates`` go into :func:`measure` next to the operator's candidates (so load
+    from other processes hits both alike); :meth:`bandwidth` turns their timings into a
+    :class:`Bandwidth`. Without a C++ compiler NumPy stands in (one thread).
+    """
+
+    COPY = "stream copy"
+    TRIAD = "stream triad"
+
+    def __init__(self, elements: int | None = None, threads: int | None = None) -> None:
+        n = elements or default_stream_elements()
+        self.a = np.full(n, 1.0, np.float32)
+        self.b = np.full(n, 2.0, np.float32)
+        self.c = np.zeros(n, np.float32)
+        self.threads = threads or os.cpu_count() or 1
+        try:
+            op = _stream_operator()
+            op.set_num_threads(self.threads)
+            copy, triad = {"kind": "copy", "scalar": 3.0}, {"kind": "triad", "scalar": 3.0}
+            a, b, c = self.a, self.b, self.c
+            self._triad: Any = lambda: op.run([a, b], triad, [c])
+            self.candidates: dict[str, Any] = {
+                self.COPY: lambda: op.run([a], copy, [c]),
+                self.TRIAD: self._triad,
+            }
+            self.method = "C++ (opsdk kernel, -O3 -march=native by default)"
+        except (BuildError, FileNotFoundError) as e:
+            self.threads = 1
+            self._triad = self._numpy_triad
+            self.candidates = {self.COPY: lambda: np.copyto(self.c, self.a),
+                               self.TRIAD: self._numpy_triad}
+            self.method = f"numpy, 1 thread (C++ helper unavailable: {e})"
+
+    def _numpy_triad(self) -> None:
+        np.multiply(self.b, 3.0, out=self.c)
+        np.add(self.c, self.a, out=self.c)
+
+    def bandwidth(self, timings: dict[str, Timing]) -> Bandwidth:
+        """The :class:`Bandwidth` of measured candidates (checks the triad's result)."""
+        self._triad()
+        if not np.all(self.c == 7.0):  # a + 3 * b: the kernel really ran on every element
+            raise RuntimeError("Stream: triad produced wrong values; the bandwidth probe is "
+                               "broken")
+        nbytes = self.a.nbytes
+        return Bandwidth(
+            copy=_BYTES["copy"] * nbytes / timings[self.COPY].median / 1e9,
+            triad=_BYTES["triad"] * nbytes / timings[self.TRIAD].median / 1e9,
+            threads=self.threads,
+            elements=self.a.size,
+            method=self.method,
+        )
+
+
 def stream_bandwidth(
     *, elements: int | None = None, threads: int | None = None, repeat: int = 10
 ) -> Bandwidth:
@@ -95,51 +150,5 @@ def stream_bandwidth(
         >>> bw.copy > 0  # doctest: +SKIP
         True
     """
-    n = elements or default_stream_elements()
-    a = np.full(n, 1.0, np.float32)
-    b = np.full(n, 2.0, np.float32)
-    c = np.zeros(n, np.float32)
-    try:
-        op = _stream_operator()
-    except (BuildError, FileNotFoundError) as e:
-        return _numpy_bandwidth(a, b, c, repeat, f"numpy, 1 thread (C++ helper unavailable: {e})")
-    nthreads = threads or os.cpu_count() or 1
-    op.set_num_threads(nthreads)
-    copy = {"kind": "copy", "scalar": 3.0}
-    triad = {"kind": "triad", "scalar": 3.0}
-    t = measure(
-        {
-            "copy": lambda: op.run([a], copy, [c]),
-            "triad": lambda: op.run([a, b], triad, [c]),
-        },
-        repeat=repeat,
-        warmup=1,
-        min_sample=0.0,
-    )
-    op.run([a, b], triad, [c])
-    if not np.all(c == 7.0):  # a + 3 * b: the kernel really ran on every element
-        raise RuntimeError("Stream: triad produced wrong values; the bandwidth helper is broken")
-    return Bandwidth(
-        copy=_BYTES["copy"] * a.nbytes / t["copy"].median / 1e9,
-        triad=_BYTES["triad"] * a.nbytes / t["triad"].median / 1e9,
-        threads=nthreads,
-        elements=n,
-        method="C++ (opsdk kernel, -O3 -march=native by default)",
-    )
-
-
-def _numpy_bandwidth(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, repeat: int, method: str
-) -> Bandwidth:
-    def triad() -> None:
-        np.multiply(b, 3.0, out=c)
-        np.add(c, a, out=c)
-
-    t = measure({"copy": lambda: np.copyto(c, a), "triad": triad}, repeat=repeat, warmup=1)
-    return Bandwidth(
-        copy=2 * a.nbytes / t["copy"].median / 1e9,
-        triad=3 * a.nbytes / t["triad"].median / 1e9,
-        threads=1,
-        elements=a.size,
-        method=method,
-    )
+    probe = StreamProbe(elements, threads)
+    return probe.bandwidth(measure(probe.candidates, repeat=repeat, warmup=1, min_sample=0.0))
