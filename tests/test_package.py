@@ -191,7 +191,7 @@ def test_generated_project_is_self_contained(tmp_path):
     )
     assert b"wheel.exclude" not in files["pyproject.toml"]
     excluded = _rendered(tmp_path / "x", exclude_sources=True)["pyproject.toml"].decode()
-    assert 'wheel.exclude = ["src/acme_ops/operators/**/*.cpp"' in excluded
+    assert 'wheel.exclude = ["operators/*/*.cpp", "operators/*/*.cc"' in excluded
 
 
 def test_entry_point_function_lists_the_operator_folders(tmp_path):

@@ -46,6 +46,7 @@ _NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")
 _SKIP_DIRS = {"__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".so", ".o", ".obj", ".a", ".dylib", ".pyd", ".log")
 _GENERATED_DIRS = ("onnx", "cann")
+_CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh", ".inc")
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,9 @@ def render_project(
     from .. import __version__
 
     major, minor = (int(x) for x in re.findall(r"\d+", __version__)[:2])
-    exclude = ["**/*.cpp", "**/*.cc", "**/*.cxx", "**/*.h", "**/*.hpp"] if exclude_sources else []
+    # Patterns match paths relative to the package folder: the C++ files at the top of each
+    # operator folder go, the generated cann/ project (C++ too) stays.
+    exclude = [f"*{suffix}" for suffix in _CXX_SUFFIXES] if exclude_sources else []
     ctx = {
         "banner": BANNER,
         "name": pkg.name,
@@ -270,7 +273,7 @@ def render_project(
         "opsdk_minor": f"{major}.{minor}",
         "opsdk_next_minor": f"{major}.{minor + 1}",
         "cpu_baseline": cpu_baseline,
-        "exclude": [f"src/{pkg.import_name}/operators/{p}" for p in exclude],
+        "exclude": [f"operators/*/{p}" for p in exclude],
         "python_tag": manifest.get("python", {}).get("cache_tag", "?"),
         "platform": manifest.get("platform", {}).get("sysconfig", "?"),
     }
