@@ -25,6 +25,9 @@ __all__ = ["DEFAULT_EPOCH", "build_wheel", "check_wheel", "wheel_contents"]
 #: SOURCE_DATE_EPOCH when the caller sets none: 1980-01-01, the oldest a zip can hold.
 DEFAULT_EPOCH = "315532800"
 
+_FOREIGN_FLAGS = ("CMAKE_ARGS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CMAKE_GENERATOR",
+                  "CMAKE_TOOLCHAIN_FILE")
+
 _BACKEND = """\
 import sys
 from scikit_build_core.build import build_wheel
@@ -55,7 +58,10 @@ def build_wheel(project: Path, out_dir: Path, *, jobs: int | None = None) -> Pat
     env = dict(os.environ)
     env.setdefault("SOURCE_DATE_EPOCH", DEFAULT_EPOCH)
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(jobs or os.cpu_count() or 2))
-    env.pop("CMAKE_ARGS", None)  # the project defines what it needs; foreign flags break it
+    # The project defines every flag a portable, reproducible kernel needs; flags from the
+    # environment (CXXFLAGS=-march=native, CMAKE_ARGS, SKBUILD_*) would silently change it.
+    for var in [v for v in env if v.startswith("SKBUILD_")] + list(_FOREIGN_FLAGS):
+        env.pop(var, None)
     cmd = [sys.executable, "-c", _BACKEND, str(out_dir), _find_cxx()]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
     log = project / "opsdk-package.log"
