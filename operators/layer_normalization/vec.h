@@ -46,12 +46,24 @@ inline f8 load(const float* p) {
 inline void store(float* p, f8 v) { std::memcpy(p, &v, sizeof v); }
 
 // Lane-wise m ? a : b for a comparison mask m (all ones or all zeros per lane).
-inline f8 select(i8 m, f8 a, f8 b) { return as_f((as_i(a) & m) | (as_i(b) & ~m)); }
+inline f8 select(i8 m, f8 a, f8 b) {
+#if defined(__AVX__)
+  return (f8)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)as_f(m));
+#else
+  return as_f((as_i(a) & m) | (as_i(b) & ~m));
+#endif
+}
 // min/max that return `a` when `a` is NaN (NaN propagates through clamping).
 inline f8 min_keep_nan(f8 a, f8 b) { return select(a > b, b, a); }
 inline f8 max_keep_nan(f8 a, f8 b) { return select(a < b, b, a); }
-// Plain max for reductions (NaN handling is up to the caller).
-inline f8 vmax(f8 a, f8 b) { return select(a > b, a, b); }
+// Plain max for reductions: a > b ? a : b (NaN handling is up to the caller).
+inline f8 vmax(f8 a, f8 b) {
+#if defined(__AVX__)
+  return (f8)_mm256_max_ps((__m256)a, (__m256)b);
+#else
+  return select(a > b, a, b);
+#endif
+}
 inline f8 vabs(f8 a) { return as_f(as_i(a) & 0x7fffffff); }
 
 // a * b + c with a single rounding.
@@ -97,6 +109,25 @@ inline f8 exp(f8 a) {
   const i8 n1 = ni >> 1;
   const i8 n2 = ni - n1;
   return p * as_f((n1 + 127) << 23) * as_f((n2 + 127) << 23);
+}
+
+// exp(a) for a <= 0 (or NaN), cheaper than exp(): results below the smallest normal
+// float (a < -87.3365) are flushed to 0, so exp(-Inf) == 0 exactly; otherwise as exp().
+// For normalisations such as softmax, where such terms vanish against the sum anyway.
+inline f8 exp_nonpositive(f8 a) {
+  constexpr float kMin = -87.33654475f;  // ln(2^-126)
+  const f8 c = max_keep_nan(a, splat(kMin));
+  const f8 k = c * 1.44269504088896341f + 12582912.0f;
+  const f8 n = k - 12582912.0f;
+  f8 r = c - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187e-06f;
+  f8 q = r * 0.0013814573099541119f + 0.008368703736289378f;
+  q = q * r + 0.04166838746525876f;
+  q = q * r + 0.16666520741272536f;
+  q = q * r + 0.49999993453366953f;
+  const f8 p = 1.0f + (r + (r * r) * q);
+  const f8 e = p * as_f((as_i(k) + (127 - 0x4B400000)) << 23);
+  return as_f(as_i(e) & ~(a < kMin));
 }
 
 // ------------------------------------------------------------ dtype block conversion

@@ -1,0 +1,113 @@
+"""Shared driver of the ops_*.py benchmark scripts: run rows, print a table, check targets.
+
+Each row is one ``opsdk.bench.bench_op`` run (opsdk, NumPy reference, ONNX Runtime and,
+for memory-bound operators, a STREAM copy/triad, all interleaved). ``--markdown`` prints
+the table the operators' README files carry; ``--json`` the raw results. Targets are
+reported as met or missed with the measured numbers; nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+
+
+@dataclass(frozen=True)
+class Row:
+    op: str
+    shapes: tuple[str, ...]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+    copy_target: float | None = None  # required fraction of the copy bandwidth
+    numpy_target: float | None = 3.0  # required speedup over the NumPy reference
+    ort_target: float | None = None  # opsdk time <= this x ONNX Runtime's time
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON results")
+    p.add_argument("--quick", action="store_true", help="3 rounds (smoke run)")
+    return p.parse_args()
+
+
+def _label(r: BenchResult) -> str:
+    shape = " ".join("x".join(map(str, v)) for v in r.shapes.values())
+    attrs = ",".join(f"{k}={v}" for k, v in r.attrs.items()
+                     if k in ("approximate", "axis", "alpha"))
+    return f"{r.op} {r.dtype} {shape}" + (f" {attrs}" if attrs else "")
+
+
+def _checks(row: Row, r: BenchResult) -> list[str]:
+    out = []
+    frac = r.copy_fraction()
+    if row.copy_target is not None and frac is not None:
+        out.append(f"copy {frac:.0%} {'>=' if frac >= row.copy_target else '<'} "
+                   f"{row.copy_target:.0%}")
+    vs_np = r.ratio("numpy")
+    if row.numpy_target is not None and vs_np is not None:
+        out.append(f"numpy {vs_np:.1f}x {'>=' if vs_np >= row.numpy_target else '<'} "
+                   f"{row.numpy_target:g}x")
+    vs_ort = r.ratio("onnxruntime")
+    if row.ort_target is not None and vs_ort is not None:
+        ok = 1.0 / vs_ort <= row.ort_target
+        out.append(f"ORT {1 / vs_ort:.2f}x time {'<=' if ok else '>'} {row.ort_target:g}x")
+    return out
+
+
+def _cells(r: BenchResult) -> list[str]:
+    vs_np, vs_ort = r.ratio("numpy"), r.ratio("onnxruntime")
+    frac = r.copy_fraction()
+    return [
+        _label(r),
+        fmt_seconds(r.seconds("opsdk")),
+        fmt_seconds(r.seconds("numpy")),
+        fmt_seconds(r.seconds("onnxruntime")),
+        f"{r.gbs():.1f}" if r.gbs() else "-",
+        f"{frac:.0%}" if frac else "-",
+        f"{vs_np:.1f}x" if vs_np else "-",
+        f"{vs_ort:.2f}x" if vs_ort else "-",
+    ]
+
+
+HEADER = ["case", "opsdk", "numpy", "onnxruntime", "GB/s", "% of copy", "vs numpy", "vs ORT"]
+
+
+def run(rows: Sequence[Row], description: str) -> int:
+    args = parse_args(description)
+    repeat = 3 if args.quick else args.repeat
+    results: list[tuple[Row, BenchResult]] = []
+    for row in rows:
+        print(f"  {row.op} {' '.join(row.shapes)} {row.dtype} ...", file=sys.stderr, flush=True)
+        r = bench_op(row.op, shapes=list(row.shapes), dtype=row.dtype, attrs=row.attrs,
+                     threads=args.threads, repeat=repeat)
+        results.append((row, r))
+    if args.json:
+        print(json.dumps([r.as_dict() for _, r in results], indent=2))
+        return 0
+    cells = [_cells(r) for _, r in results]
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "---|" * len(HEADER))
+        for c in cells:
+            print("| " + " | ".join(c) + " |")
+    else:
+        print(format_rows(HEADER, cells))
+    bws = [r.bandwidth for _, r in results if r.bandwidth]
+    if bws:
+        copies = sorted(b.copy for b in bws)
+        print(f"\ncopy bandwidth (STREAM-style, {bws[0].threads} threads, interleaved per row):"
+              f" {copies[0]:.1f}..{copies[-1]:.1f} GB/s; vs numpy/ORT = their time / opsdk's")
+    print("\ntargets:")
+    for row, r in results:
+        for check in _checks(row, r):
+            print(f"  {_label(r)}: {check}")
+    return 0
