@@ -389,6 +389,8 @@ def test_cli_errors_and_cmake_dir(capsys, tmp_path):
         capsys.readouterr().err)
     assert main(["package", str(op), "--name", "bad name", "-o", str(tmp_path)]) == 1
     assert "is not a valid package name" in capsys.readouterr().err
+    assert main(["package", str(op), "--keep-project", str(op), "-o", str(tmp_path)]) == 1
+    assert "it exists; opsdk never overwrites a folder" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.whl"))
 
 

@@ -193,6 +193,9 @@ def package_operators(
     say = progress or (lambda _msg: None)
     ops = resolve_operators(operators)
     pkg = package_name(name, version, ops)
+    if keep_project is not None and Path(keep_project).exists():
+        raise BuildError(f"--keep-project {keep_project}: it exists; opsdk never overwrites a "
+                         "folder, name a new one")
     baseline = _check_baseline(default_cpu_baseline() if cpu_baseline is None else cpu_baseline)
     unit_socs = _socs(socs)
     arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs)
