@@ -111,23 +111,23 @@ inline f8 exp(f8 a) {
   return p * as_f((n1 + 127) << 23) * as_f((n2 + 127) << 23);
 }
 
-// exp(a) for a <= 0 (or NaN), cheaper than exp(): results below the smallest normal
-// float (a < -87.3365) are flushed to 0, so exp(-Inf) == 0 exactly; otherwise as exp().
-// For normalisations such as softmax, where such terms vanish against the sum anyway.
+// exp(a) for a <= 0 (or NaN): exp() without the overflow clamp, for normalisations such
+// as softmax whose exponents are never positive. Same accuracy, subnormals included, and
+// exp(-Inf) == 0 exactly.
 inline f8 exp_nonpositive(f8 a) {
-  constexpr float kMin = -87.33654475f;  // ln(2^-126)
-  const f8 c = max_keep_nan(a, splat(kMin));
-  const f8 k = c * 1.44269504088896341f + 12582912.0f;
+  a = max_keep_nan(a, splat(-104.0f));
+  const f8 k = a * 1.44269504088896341f + 12582912.0f;
   const f8 n = k - 12582912.0f;
-  f8 r = c - n * 0.693145751953125f;
+  f8 r = a - n * 0.693145751953125f;
   r = r - n * 1.428606765330187e-06f;
   f8 q = r * 0.0013814573099541119f + 0.008368703736289378f;
   q = q * r + 0.04166838746525876f;
   q = q * r + 0.16666520741272536f;
   q = q * r + 0.49999993453366953f;
   const f8 p = 1.0f + (r + (r * r) * q);
-  const f8 e = p * as_f((as_i(k) + (127 - 0x4B400000)) << 23);
-  return as_f(as_i(e) & ~(a < kMin));
+  const i8 ni = as_i(k) - 0x4B400000;
+  const i8 n1 = ni >> 1;
+  return p * as_f((n1 + 127) << 23) * as_f((ni - n1 + 127) << 23);
 }
 
 // ------------------------------------------------------------ dtype block conversion

@@ -6,9 +6,8 @@
 // to the output (float32) or a per-task float32 buffer (float16/bfloat16) while summing,
 // and the scaling by 1/sum. For an inner axis the same passes run over tiles of 16
 // neighbouring columns, so every load is a contiguous 64-byte run and nothing is
-// transposed. exp is opsdk_vec::exp_nonpositive (about 1.3 ulps; terms below 2^-126 are
-// flushed to 0, invisible next to the sum, and exp(-Inf) is 0). Work is spread over
-// the threads by rows (or column tiles).
+// transposed. exp is opsdk_vec::exp_nonpositive (about 1.3 ulps, gradual underflow,
+// exp(-Inf) == 0). Work is spread over the threads by rows (or column tiles).
 #include <opsdk/custom_op.h>
 
 #include <cmath>
