@@ -306,5 +306,9 @@ def insert_after(
 
 
 def to_text(model: ModelProto) -> str:
-    """The ONNX textual form of ``model`` (used for golden files)."""
+    """The ONNX textual form of ``model`` (used for golden files).
+
+    Example:
+        >>> print(to_text(export_model("ThresholdedRelu", shapes={"x": (2,)})))  # doctest: +SKIP
+    """
     return onnx.printer.to_text(model)

@@ -33,8 +33,9 @@ def find_spec(
 
 def by_onnx_op(extra: Iterable[OpSpec] = ()) -> dict[str, OpSpec]:
     """Shipped or installed operators that implement a standard ONNX op (``spec.onnx_op``)."""
+    extra = list(extra)
     out: dict[str, OpSpec] = {}
-    for spec in catalog(extra).values():
+    for spec in [*extra, *catalog().values()]:  # explicitly given specs win
         if spec.onnx_op:
             out.setdefault(spec.onnx_op, spec)
     return out

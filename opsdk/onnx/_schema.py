@@ -261,7 +261,12 @@ def unregister_schema(spec: OpSpec) -> bool:
 
 
 def registered_schemas() -> list[tuple[str, str, int]]:
-    """(domain, name, version) of every schema opsdk registered in this process."""
+    """(domain, name, version) of every schema opsdk registered in this process.
+
+    Example:
+        >>> ("com.opsdk", "ThresholdedRelu", 1) in registered_schemas()  # doctest: +SKIP
+        True
+    """
     with _LOCK:
         return sorted(_REGISTERED)
 
