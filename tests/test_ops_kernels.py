@@ -49,7 +49,8 @@ def test_vec_header_copies_are_identical() -> None:
     [
         ("none", -10.0, 10.0, 5e-7),   # documented: 4.2e-7
         ("none", -13.5, -10.0, 1.2e-6),  # documented: 9.7e-7 (deep tail)
-        ("tanh", -5.0, 10.0, 4e-6),   # argument of exp rounded in float32
+        ("tanh", -10.0, 10.0, 4e-7),  # documented: 2.8e-7
+        ("tanh", -14.0, -10.0, 2e-6),  # documented: 1.3e-6 (deep tail)
     ],
 )
 def test_gelu_accuracy_vs_float64(gelu, approximate: str, lo: float, hi: float,
