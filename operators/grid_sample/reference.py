@@ -5,7 +5,9 @@ set of taps (input indices) and weights; the output is the sum over the tensor p
 the per-axis taps. The rules follow ONNX's reference implementation step by step:
 
 1. unnormalise: ``(g + 1) / 2 * (d - 1)`` with align_corners, else ``((g + 1) * d - 1) / 2``;
-2. nearest: round half to even;
+2. nearest: round half to even -- the coordinate of step 1 computed in float32, as ONNX's
+   reference, ONNX Runtime and PyTorch compute it (in float64 a coordinate within float32
+   rounding of a half-integer would round to the other neighbour);
 3. a coordinate outside ``[lo, hi]`` (``[0, d-1]`` with align_corners, else
    ``[-0.5, d-0.5]``) is clamped to ``[0, d-1]`` (border) or reflected into
    ``[lo, hi]`` (reflection);
@@ -56,10 +58,14 @@ def _axis_taps(
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(index, weight, inside) per tap of one spatial axis; ``inside`` is False where a
     zero-padded tap reads 0 (its index is clipped only to stay addressable)."""
-    x = (g + 1) / 2 * (d - 1) if align else ((g + 1) * d - 1) / 2
+    if mode == "nearest":  # rounded from float32 coordinates, as ONNX specifies it
+        g32, d32 = g.astype(np.float32), np.float32(d)
+        one, two = np.float32(1), np.float32(2)
+        x32 = (g32 + one) / two * (d32 - one) if align else ((g32 + one) * d32 - one) / two
+        x = np.rint(x32.astype(np.float64))
+    else:
+        x = (g + 1) / 2 * (d - 1) if align else ((g + 1) * d - 1) / 2
     lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
-    if mode == "nearest":
-        x = np.rint(x)
     outside = (x < lo) | (x > hi)
     if padding_mode == "border":
         x = np.where(outside, np.clip(x, 0, d - 1), x)
