@@ -81,6 +81,13 @@ opsdk_add_operator(trelu FOLDER ops/thresholded_relu
     assert (tmp_path / "prefix" / "lib" / "thresholded_relu" / module.name).is_file()
 
 
+@pytest.fixture(scope="module")
+def error_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One project for the failing configures: CMake keeps the compiler and Python it found
+    in the cache, so only the first configure pays for finding them."""
+    return tmp_path_factory.mktemp("cmake-errors")
+
+
 @pytest.mark.parametrize(
     ("calls", "message"),
     [
@@ -92,8 +99,8 @@ opsdk_add_operator(trelu FOLDER ops/thresholded_relu
          r"opsdk_add_operator\(bad\): unknown arguments FOLDRE;ops/x"),
     ],
 )
-def test_mistakes_stop_the_configure_with_a_clear_message(tmp_path, calls, message):
-    proc = configure(tmp_path, calls)
+def test_mistakes_stop_the_configure_with_a_clear_message(error_project, calls, message):
+    proc = configure(error_project, calls)
     assert proc.returncode != 0
     flowed = " ".join(proc.stderr.split())  # CMake wraps its messages
     assert re.search(message, flowed), proc.stderr

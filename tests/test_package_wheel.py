@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
+import string
 import subprocess
 import sys
 import sysconfig
@@ -28,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from opsdk.naming import snake_case
 from opsdk.package import PackageResult, default_cpu_baseline, package_operators, wheel_contents
 from opsdk.scaffold import new_operator, parse_attrs, parse_io
 
@@ -198,8 +201,9 @@ print(p.data_dir("templates")); print(cmake_dir()); print(p.include_dir())
 """
 
 RUN_NEW_OP = """\
+import sys
 import numpy as np, opsdk
-op = opsdk.load("SdkDemo")
+op = opsdk.load(sys.argv[1])
 x = np.linspace(-1, 1, 10, dtype=np.float32)
 np.testing.assert_allclose(op(x), op.reference(x, **op.spec.resolve_attrs({})))
 print("ok")
@@ -207,7 +211,14 @@ print("ok")
 
 
 def test_installed_sdk_scaffolds_and_builds_an_operator(venv: Path, tmp_path: Path) -> None:
-    env = clean_env(venv, OPSDK_CACHE_DIR=str(tmp_path / "cache"))
+    # This session's build cache: its key covers the contents of the installed C++ API, so
+    # the entry point object other tests built is reused, while the kernel of an operator
+    # with a name never used before is compiled against the installed headers by the
+    # installed CMake glue.
+    from opsdk.build import cache_dir
+
+    name = "SdkDemo" + "".join(random.choices(string.ascii_lowercase, k=8))
+    env = clean_env(venv, OPSDK_CACHE_DIR=str(cache_dir()))
     site_opsdk = Path(run([venv / "bin" / "python", "-c", "import opsdk; print(opsdk.__file__)"],
                           env=env, cwd=tmp_path).stdout.strip()).parent
     for line in run([venv / "bin" / "python", "-c", INSTALLED_PATHS], env=env,
@@ -215,11 +226,14 @@ def test_installed_sdk_scaffolds_and_builds_an_operator(venv: Path, tmp_path: Pa
         assert Path(line).is_relative_to(site_opsdk), f"{line} is not in the installed copy"
     work = tmp_path / "work"
     work.mkdir()
-    run([venv / "bin" / "opsdk", "new", "SdkDemo", "--domain", "com.example.sdk"], env=env,
-        cwd=work)
-    out = run([venv / "bin" / "opsdk", "build", "SdkDemo"], env=env, cwd=work).stdout
-    assert "SdkDemo: built" in out
-    assert run([venv / "bin" / "python", "-c", RUN_NEW_OP], env=env, cwd=work).stdout == "ok\n"
+    run([venv / "bin" / "opsdk", "new", name, "--domain", "com.example.sdk"], env=env, cwd=work)
+    try:
+        out = run([venv / "bin" / "opsdk", "build", name], env=env, cwd=work).stdout
+        assert f"{name}: built" in out
+        assert run([venv / "bin" / "python", "-c", RUN_NEW_OP, name], env=env,
+                   cwd=work).stdout == "ok\n"
+    finally:
+        shutil.rmtree(cache_dir() / "ops" / snake_case(name), ignore_errors=True)
 
 
 # ------------------------------------------------- the operator wheel in the fresh venv
