@@ -231,7 +231,7 @@ def find_operator(name: str) -> OperatorInfo:
 def _verified(info: OperatorInfo) -> OperatorInfo:
     """Check a prebuilt kernel against its package manifest and this host before use
     (:class:`~opsdk.errors.ManifestError` on a mismatch, never an undefined-symbol crash)."""
-    if info.prebuilt is not None:
+    if info.prebuilt is not None or info.origin == "wheel":
         from .package import verify_prebuilt
 
         info.prebuilt = verify_prebuilt(info.folder, info.prebuilt, package=info.package)

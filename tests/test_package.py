@@ -344,6 +344,21 @@ def test_wheel_operators_are_checked_when_looked_up_by_name(tmp_path, monkeypatc
         opsdk.load("PkgWheel")
 
 
+def test_a_wheel_operator_without_its_kernel_is_never_compiled(tmp_path, monkeypatch):
+    folder = fake_package(tmp_path / "pkg", name="PkgNoKernel")
+    (folder / f"_opsdk_kernels{EXT}").unlink()
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_fake_dist(site, "acme-ops", folder)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(ManifestError, match=r"acme-ops \(pkg_no_kernel\): .* holds no prebuilt "
+                                            r"kernel .* an installed operator package is never "
+                                            r"compiled"):
+        opsdk.load("PkgNoKernel")
+    assert not (tmp_path / "cache").exists()
+
+
 def test_two_packages_defining_one_operator_is_an_error_naming_both(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()

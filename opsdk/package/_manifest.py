@@ -234,13 +234,18 @@ def _check_sources(man: dict[str, Any], key: str, folder: Path) -> list[str]:
     return []
 
 
-def _pick_module(folder: Path, module: Path, what: str) -> Path:
+def _pick_module(folder: Path, what: str) -> Path:
     """The module of this interpreter's ABI among the folder's ``_opsdk_kernels*.so``."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     mine = folder / f"_opsdk_kernels{suffix}"
     if mine.is_file():
         return mine
-    found = sorted(p.name for p in folder.glob("_opsdk_kernels*.so")) or [module.name]
+    found = sorted(p.name for p in folder.glob("_opsdk_kernels*.so"))
+    if not found:
+        raise ManifestError(
+            f"{what}: {folder} holds no prebuilt kernel (_opsdk_kernels{suffix}), and an "
+            "installed operator package is never compiled; reinstall the package"
+        )
     raise ManifestError(
         f"{what}: the prebuilt kernel {', '.join(found)} in {folder} is not for this Python "
         f"(expected _opsdk_kernels{suffix}); install the package built for "
@@ -251,9 +256,11 @@ def _pick_module(folder: Path, module: Path, what: str) -> Path:
 _VERIFIED: dict[tuple[str, int, int], Path] = {}
 
 
-def verify_prebuilt(folder: Path, module: Path, *, package: str = "") -> Path:
+def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = "") -> Path:
     """Check a prebuilt kernel against its manifest and this host; return the module to load.
 
+    ``module`` is the registry's pick (unused: the module matching this interpreter is
+    chosen; an operator from a wheel without one is an error, it is never compiled).
     Raises :class:`ManifestError` listing every mismatch (opsdk major/minor, Python ABI,
     platform, CPU baseline, glibc, a modified spec.py) with the fix. A folder without a
     manifest (a module built by the user's own CMake project) gets the checks that need
@@ -266,7 +273,7 @@ def verify_prebuilt(folder: Path, module: Path, *, package: str = "") -> Path:
     """
     folder = Path(folder)
     what = f"{package} ({folder.name})" if package else folder.name
-    chosen = _pick_module(folder, Path(module), what)
+    chosen = _pick_module(folder, what)
     st = chosen.stat()
     key = (str(chosen), st.st_mtime_ns, st.st_size)
     if key in _VERIFIED:
