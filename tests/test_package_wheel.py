@@ -85,6 +85,7 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
     man = json.loads(files["acme_ops/opsdk_manifest.json"])
     assert man["package"] == {"name": "acme-ops", "version": "1.2.0", "import_name": "acme_ops"}
     assert man["python"]["ext_suffix"] == EXT
+    assert built.wheel.name.endswith(f"-{man['platform']['tag']}.whl")
     assert man["cpu_baseline"] == default_cpu_baseline()
     assert set(man["operators"]) == {"operators/thresholded_relu", "operators/pkg_demo"}
     assert man["operators"]["operators/pkg_demo"]["name"] == "PkgDemo"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import tempfile
 import time
@@ -121,7 +122,10 @@ def make_manifest(
         "opsdk_version": __version__,
         "api_hash": toolchain("").api_hash,
         "python": host["python"],
-        "platform": {k: host["platform"][k] for k in ("system", "machine", "sysconfig")},
+        "platform": {
+            **{k: host["platform"][k] for k in ("system", "machine", "sysconfig")},
+            "tag": re.sub(r"[-.]", "_", host["platform"]["sysconfig"]),
+        },
         "cpu_baseline": cpu_baseline,
         "build": {
             "compiler": _compiler_version(_find_cxx()),
