@@ -321,10 +321,28 @@ void partition(const PointTaps<R, P>* tab, int64_t count, int64_t width, Plan& p
   plan.inside = front;
 }
 
-// Points per chunk: the table stays within ~2 MB, so it is built once
-// and then streamed once per channel while each channel's plane stays in cache.
+// Work is done in chunks whose tap tables stay within ~2 MB: whole images when they fit
+// (so a batch costs two parallel sections, not two per image), else ranges of one
+// image's points. Each chunk's table is built once, then streamed once per channel
+// while that channel's plane stays in cache.
 constexpr int64_t kTableBytes = 1 << 21;
 constexpr int64_t kRange = 2048;  // points per channel task
+
+// Sample every channel of one image's points [q0, q1) (work positions, see Plan).
+template <int R, int P, class T>
+void sample_range(const T* src, T* dst, const PointTaps<R, P>* tab, const Plan& plan,
+                  int64_t width, int64_t q0, int64_t q1) {
+  // work positions: [0, nb) bilinear, [nb, nu) unchecked, [nu, nc) checked, then zero
+  const int64_t nb = static_cast<int64_t>(plan.bilinear.size()), nu = nb + plan.inside;
+  const int64_t nc = nb + static_cast<int64_t>(plan.order.size());
+  const int32_t* order = plan.order.data() - nb;  // indexed by work position
+  const int64_t a = std::min(q1, nb), u = std::clamp(nu, q0, q1), v = std::clamp(nc, q0, q1);
+  if (q0 < a) sample_bilinear(src, width, plan.bilinear.data(), q0, a, dst);
+  if (std::max(q0, nb) < u) sample_plane<false>(src, tab, order, std::max(q0, nb), u, dst);
+  if (std::max(q0, nu) < v) sample_plane<true>(src, tab, order, std::max(q0, nu), v, dst);
+  for (int64_t q = std::max(q0, nc); q < q1; ++q)
+    opsdk::from_float(0.0f, &dst[plan.zero[static_cast<size_t>(q - nc)]]);
+}
 
 template <Mode M, int R, int P, class T, class G>
 void run(const CustomOpKernelContext& ctx, const Geometry& geo, const std::array<Axis, 3>& axes) {
@@ -333,40 +351,41 @@ void run(const CustomOpKernelContext& ctx, const Geometry& geo, const std::array
   const G* grid = ctx.input(1).data<G>();
   T* y = ctx.output(0).mutable_data<T>();
   constexpr int64_t bytes = static_cast<int64_t>(sizeof(Taps));
-  const int64_t chunk = std::min(geo.points, std::max<int64_t>(kRange, kTableBytes / bytes) /
-                                                 kRange * kRange);
-  std::vector<Taps> tab(static_cast<size_t>(chunk));
-  Plan plan;
-  // Tiny problems stay on one thread (grains in points / tasks).
+  const int64_t budget = std::max<int64_t>(kRange, kTableBytes / bytes) / kRange * kRange;
+  const int64_t span = std::min(geo.points, budget);      // points of one image per chunk
+  const int64_t imgs = std::max<int64_t>(1, std::min(geo.n, budget / geo.points));
+  std::vector<Taps> tab(static_cast<size_t>(imgs * span));
+  std::vector<Plan> plans(static_cast<size_t>(imgs));
   constexpr int64_t taps = static_cast<int64_t>(ipow(P, R));
   const int64_t task_grain = std::max<int64_t>(1, (1 << 15) / (kRange * taps));
   const int64_t width = geo.in[R - 1];
-  for (int64_t n = 0; n < geo.n; ++n) {
-    for (int64_t c0 = 0; c0 < geo.points; c0 += chunk) {
-      const int64_t count = std::min(chunk, geo.points - c0);
-      const G* g = grid + (n * geo.points + c0) * R;
-      ctx.parallel_for(count, 1 << 12, [&](int64_t b, int64_t e) {
-        build_table<M, R, P>(g, axes, geo, b, e, tab.data());
-      });
-      partition<M>(tab.data(), count, width, plan);
-      // work positions: [0, nb) bilinear, [nb, nu) unchecked, [nu, nc) checked, then zero
-      const int64_t nb = static_cast<int64_t>(plan.bilinear.size()), nu = nb + plan.inside;
-      const int64_t nc = nb + static_cast<int64_t>(plan.order.size());
+  for (int64_t n0 = 0; n0 < geo.n; n0 += imgs) {
+    const int64_t ni = std::min(imgs, geo.n - n0);
+    for (int64_t c0 = 0; c0 < geo.points; c0 += span) {
+      const int64_t count = std::min(span, geo.points - c0);
+      auto build = [&](int64_t i, int64_t b, int64_t e) {
+        build_table<M, R, P>(grid + ((n0 + i) * geo.points + c0) * R, axes, geo, b, e,
+                             tab.data() + i * span);
+      };
+      if (ni > 1) {  // one task per image: build, then sort its points
+        ctx.parallel_for(ni, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            build(i, 0, count);
+            partition<M>(tab.data() + i * span, count, width, plans[static_cast<size_t>(i)]);
+          }
+        });
+      } else {
+        ctx.parallel_for(count, 1 << 12, [&](int64_t b, int64_t e) { build(0, b, e); });
+        partition<M>(tab.data(), count, width, plans[0]);
+      }
       const int64_t ranges = (count + kRange - 1) / kRange;
-      ctx.parallel_for(geo.c * ranges, task_grain, [&](int64_t b, int64_t e) {
+      ctx.parallel_for(ni * geo.c * ranges, task_grain, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
-          const int64_t c = t / ranges, q0 = (t % ranges) * kRange;
-          const int64_t q1 = std::min(count, q0 + kRange);
-          const T* src = x + (n * geo.c + c) * geo.plane;
-          T* dst = y + (n * geo.c + c) * geo.points + c0;
-          const int32_t* order = plan.order.data() - nb;  // indexed by work position
-          const int64_t a = std::min(q1, nb), u = std::clamp(nu, q0, q1);
-          const int64_t v = std::clamp(nc, q0, q1);
-          if (q0 < a) sample_bilinear(src, width, plan.bilinear.data(), q0, a, dst);
-          if (std::max(q0, nb) < u) sample_plane<false>(src, tab.data(), order, std::max(q0, nb), u, dst);
-          if (std::max(q0, nu) < v) sample_plane<true>(src, tab.data(), order, std::max(q0, nu), v, dst);
-          for (int64_t q = std::max(q0, nc); q < q1; ++q)
-            opsdk::from_float(0.0f, &dst[plan.zero[static_cast<size_t>(q - nc)]]);
+          const int64_t i = t / (geo.c * ranges), c = t / ranges % geo.c;
+          const int64_t q0 = (t % ranges) * kRange, q1 = std::min(count, q0 + kRange);
+          const int64_t nc = (n0 + i) * geo.c + c;
+          sample_range(x + nc * geo.plane, y + nc * geo.points + c0, tab.data() + i * span,
+                       plans[static_cast<size_t>(i)], width, q0, q1);
         }
       });
     }

@@ -85,6 +85,8 @@ SPEC = OpSpec(
         Case({"x": (1, 32, 24, 40), "grid": (1, 33, 47, 2)}, {"mode": "linear"}, ranges={"grid": (-1.1, 1.1)},
              name="larger"),
         Case({"x": (2, 3, 4, 4), "grid": (2, 0, 5, 2)}, {"mode": "linear"}, name="empty_grid"),
+        Case({"x": (2, 1, 5, 6), "grid": (2, 240, 240, 2)}, {"mode": "linear"},
+             ranges={"grid": (-1.1, 1.1)}, name="chunked"),
     ],
 )
 
