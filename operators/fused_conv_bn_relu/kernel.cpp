@@ -11,13 +11,15 @@
 //   it is written with GCC/Clang vector extensions, which compile to AVX2 + FMA under
 //   -march=native (and to SSE or NEON elsewhere). Bias is the accumulators' initial
 //   value and Relu is applied on the last K block, in registers, before the one store.
-// * Work is split over (image, group, column block, output-channel block) tasks run by
-//   ctx.parallel_for; each thread packs into its own reusable, aligned scratch.
+// * Work is split over (image, group, column block, output-channel block) tasks that the
+//   threads of ctx.parallel_for take one at a time from a shared counter; each thread
+//   packs into its own reusable, aligned scratch.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
 #include <opsdk/custom_op.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -357,6 +359,17 @@ std::vector<Task> make_tasks(const Geom& g, int threads) {
   return tasks;
 }
 
+// Run f(0) .. f(n-1) on the context's threads, each thread taking the next task from a
+// shared counter: a thread that is descheduled or starts late holds up no one else.
+template <class F>
+void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f) {
+  std::atomic<int64_t> next{0};
+  const int64_t workers = std::min<int64_t>(ctx.num_threads(), n);
+  ctx.parallel_for(workers, 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) f(t);
+  });
+}
+
 // ------------------------------------------------------------------------ entry
 Geom geometry(const CustomOpKernelContext& ctx) {
   const opsdk::Tensor& x = ctx.input(0);
@@ -430,9 +443,8 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
   const T* x = ctx.input(0).data<T>();
   const std::vector<Task> tasks = make_tasks(g, ctx.num_threads());
-  ctx.parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y);
-  });
+  run_tasks(ctx, static_cast<int64_t>(tasks.size()),
+            [&](int64_t i) { run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y); });
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -344,6 +345,17 @@ void sample_range(const T* src, T* dst, const PointTaps<R, P>* tab, const Plan& 
     opsdk::from_float(0.0f, &dst[plan.zero[static_cast<size_t>(q - nc)]]);
 }
 
+// Run f(0) .. f(n-1) (on all threads when `parallel`), each thread taking the next task
+// from a shared counter: a thread that is descheduled or starts late holds up no one.
+template <class F>
+void run_tasks(const CustomOpKernelContext& ctx, int64_t n, bool parallel, F&& f) {
+  std::atomic<int64_t> next{0};
+  const int64_t workers = parallel ? std::min<int64_t>(ctx.num_threads(), n) : 1;
+  ctx.parallel_for(workers, 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) f(t);
+  });
+}
+
 template <Mode M, int R, int P, class T, class G>
 void run(const CustomOpKernelContext& ctx, const Geometry& geo, const std::array<Axis, 3>& axes) {
   using Taps = PointTaps<R, P>;
@@ -378,15 +390,13 @@ void run(const CustomOpKernelContext& ctx, const Geometry& geo, const std::array
         ctx.parallel_for(count, 1 << 12, [&](int64_t b, int64_t e) { build(0, b, e); });
         partition<M>(tab.data(), count, width, plans[0]);
       }
-      const int64_t ranges = (count + kRange - 1) / kRange;
-      ctx.parallel_for(ni * geo.c * ranges, task_grain, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t i = t / (geo.c * ranges), c = t / ranges % geo.c;
-          const int64_t q0 = (t % ranges) * kRange, q1 = std::min(count, q0 + kRange);
-          const int64_t nc = (n0 + i) * geo.c + c;
-          sample_range(x + nc * geo.plane, y + nc * geo.points + c0, tab.data() + i * span,
-                       plans[static_cast<size_t>(i)], width, q0, q1);
-        }
+      const int64_t ranges = (count + kRange - 1) / kRange, tasks = ni * geo.c * ranges;
+      run_tasks(ctx, tasks, tasks >= task_grain, [&](int64_t t) {
+        const int64_t i = t / (geo.c * ranges), c = t / ranges % geo.c;
+        const int64_t q0 = (t % ranges) * kRange, q1 = std::min(count, q0 + kRange);
+        const int64_t nc = (n0 + i) * geo.c + c;
+        sample_range(x + nc * geo.plane, y + nc * geo.points + c0, tab.data() + i * span,
+                     plans[static_cast<size_t>(i)], width, q0, q1);
       });
     }
   }
