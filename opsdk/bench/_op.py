@@ -107,6 +107,26 @@ def _ort_candidate(op: Any, inputs: list[np.ndarray | None], attrs: dict[str, An
         return None, ort_outs
 
 
+def _candidates(
+    op: Any, inputs: list[np.ndarray | None], resolved: dict[str, Any],
+    outs: list[np.ndarray], numpy: bool, onnxruntime: bool, nthreads: int,
+    notes: dict[str, str],
+) -> tuple[dict[str, Any], OrtRunner | None, list[np.ndarray]]:
+    cands: dict[str, Any] = {"opsdk": lambda: op.run(inputs, resolved, outs)}
+    ref = op.spec.reference
+    if numpy and ref is not None:
+        cands["numpy"] = lambda: ref(*inputs, **resolved)
+    elif numpy:
+        notes["numpy"] = "the spec has no reference"
+    runner: OrtRunner | None = None
+    ort_outs: list[np.ndarray] = []
+    if onnxruntime:
+        runner, ort_outs = _ort_candidate(op, inputs, dict(resolved), outs, nthreads, notes)
+        if runner is not None:
+            cands["onnxruntime"] = runner
+    return cands, runner, ort_outs
+
+
 def bench_op(
     name: str,
     *,
@@ -136,6 +156,27 @@ def bench_op(
     import opsdk
 
     op = opsdk.load(name)
+    previous = op.module.get_num_threads()
+    try:
+        return _bench(op, shapes, dtype, attrs, threads, repeat, warmup, numpy, onnxruntime,
+                      bandwidth, stream_elements)
+    finally:
+        op.set_num_threads(previous)  # the module's setting outlives this call
+
+
+def _bench(
+    op: Any,
+    shapes: Sequence[str] | None,
+    dtype: str,
+    attrs: Mapping[str, Any] | None,
+    threads: int | None,
+    repeat: int,
+    warmup: int,
+    numpy: bool,
+    onnxruntime: bool,
+    bandwidth: bool | Bandwidth,
+    stream_elements: int | None,
+) -> BenchResult:
     spec = op.spec
     case = DEFAULT_CASES.get(spec.name)
     merged = {**(dict(case.attrs) if case and not shapes else {}), **dict(attrs or {})}
@@ -146,18 +187,8 @@ def bench_op(
     op.set_num_threads(nthreads)
     outs = op.run(inputs, resolved)
     notes: dict[str, str] = {}
-    cands: dict[str, Any] = {"opsdk": lambda: op.run(inputs, resolved, outs)}
-    if numpy and spec.reference is not None:
-        ref = spec.reference
-        cands["numpy"] = lambda: ref(*inputs, **resolved)
-    elif numpy:
-        notes["numpy"] = "the spec has no reference"
-    runner: OrtRunner | None = None
-    ort_outs: list[np.ndarray] = []
-    if onnxruntime:
-        runner, ort_outs = _ort_candidate(op, inputs, dict(resolved), outs, nthreads, notes)
-        if runner is not None:
-            cands["onnxruntime"] = runner
+    cands, runner, ort_outs = _candidates(op, inputs, resolved, outs, numpy, onnxruntime,
+                                          nthreads, notes)
     probe: StreamProbe | None = None
     case_flops = case.flops if case is not None else None
     if bandwidth is True and case_flops is None:
