@@ -6,8 +6,8 @@
 // to the output (float32) or a per-task float32 buffer (float16/bfloat16) while summing,
 // and the scaling by 1/sum. For an inner axis the same passes run over tiles of 16
 // neighbouring columns, so every load is a contiguous 64-byte run and nothing is
-// transposed. exp is opsdk_vec::exp_nonpositive (about 1.3 ulps, gradual underflow,
-// exp(-Inf) == 0). Work is spread over the threads by rows (or column tiles).
+// transposed. exp is exp_softmax below (about 2 ulps, gradual underflow, exp(-Inf) == 0).
+// Work is spread over the threads by rows (or column tiles).
 #include <opsdk/custom_op.h>
 
 #include <cmath>
@@ -23,6 +23,22 @@ using opsdk_vec::store;
 
 constexpr int64_t kGrainElems = 1 << 16;  // elements per task (~50 us): smaller runs on one thread
 constexpr int64_t kTile = 16;             // columns per tile when the axis is not last
+
+// exp(a) for a <= 0 tuned for softmax: as opsdk_vec::exp_nonpositive (gradual underflow,
+// exp(-Inf) == 0, NaN kept) but with a one-constant reduction and a degree-3 polynomial:
+// about 2 float32 ulps instead of 1.3, for 3 instructions fewer per 8 lanes.
+inline f8 exp_softmax(f8 a) {
+  using namespace opsdk_vec;
+  a = max_keep_nan(a, splat(-104.0f));
+  const f8 k = a * 1.44269504088896341f + 12582912.0f;
+  const f8 n = k - 12582912.0f;
+  const f8 r = opsdk_vec::fma(n, splat(-0.693147180559945309f), a);
+  const f8 r2 = r * r;
+  const f8 q = (r * 0.008312488465675089f + 0.04189005605662997f) * r2 +
+               (r * 0.16667114593471047f + 0.49999232192424886f);
+  const f8 p = 1.0f + (r + r2 * q);
+  return (p * as_f((as_i(k) + (127 + 64 - 0x4B400000)) << 23)) * 5.42101086242752217e-20f;
+}
 
 // Softmax of one contiguous row of n elements into y; buf (>= n floats) holds exp values
 // when T is not float.
@@ -41,23 +57,31 @@ void softmax_row(const T* x, T* y, int64_t n, float* buf) {
   float* e = nullptr;
   if constexpr (std::is_same_v<T, float>) e = y; else e = buf;
   const f8 msplat = splat(m);
-  f8 s0 = {}, s1 = {};
+  f8 s0 = {}, s1 = {}, s2 = {}, s3 = {};
   i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const f8 a = opsdk_vec::exp_nonpositive(load_f(x + i) - msplat);
-    const f8 b = opsdk_vec::exp_nonpositive(load_f(x + i + 8) - msplat);
+  for (; i + 32 <= n; i += 32) {
+    const f8 a = exp_softmax(load_f(x + i) - msplat);
+    const f8 b = exp_softmax(load_f(x + i + 8) - msplat);
+    const f8 c = exp_softmax(load_f(x + i + 16) - msplat);
+    const f8 d = exp_softmax(load_f(x + i + 24) - msplat);
     store(e + i, a);
     store(e + i + 8, b);
+    store(e + i + 16, c);
+    store(e + i + 24, d);
     s0 += a;
     s1 += b;
+    s2 += c;
+    s3 += d;
   }
+  s0 += s2;
+  s1 += s3;
   for (; i + 8 <= n; i += 8) {
-    const f8 a = opsdk_vec::exp_nonpositive(load_f(x + i) - msplat);
+    const f8 a = exp_softmax(load_f(x + i) - msplat);
     store(e + i, a);
     s0 += a;
   }
   if (i < n) {
-    f8 a = opsdk_vec::exp_nonpositive(load_partial(x + i, n - i) - msplat);
+    f8 a = exp_softmax(load_partial(x + i, n - i) - msplat);
     for (int64_t k = n - i; k < 8; ++k) a[k] = 0.0f;
     for (int64_t k = 0; k < n - i; ++k) e[i + k] = a[k];
     s0 += a;
@@ -91,8 +115,8 @@ void softmax_tile(const T* x, T* y, int64_t d, int64_t inner, int64_t w, float* 
   f8 s0 = {}, s1 = {};
   for (int64_t k = 0; k < d; ++k) {
     float* row = buf + k * kTile;
-    const f8 a = opsdk_vec::exp_nonpositive(load(row) - m0);
-    const f8 b = opsdk_vec::exp_nonpositive(load(row + 8) - m1);
+    const f8 a = exp_softmax(load(row) - m0);
+    const f8 b = exp_softmax(load(row + 8) - m1);
     store(row, a);
     store(row + 8, b);
     s0 += a;
