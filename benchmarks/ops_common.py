@@ -27,6 +27,7 @@ class Row:
     copy_target: float | None = None  # required fraction of the copy bandwidth
     numpy_target: float | None = 3.0  # required speedup over the NumPy reference
     ort_target: float | None = None  # opsdk time <= this x ONNX Runtime's time
+    threads: int | None = None  # this row's threads (default: --threads, else all cores)
 
 
 def parse_args(description: str) -> argparse.Namespace:
@@ -43,7 +44,7 @@ def _label(r: BenchResult) -> str:
     shape = " ".join("x".join(map(str, v)) for v in r.shapes.values())
     attrs = ",".join(f"{k}={v}" for k, v in r.attrs.items()
                      if k in ("approximate", "axis", "alpha"))
-    return f"{r.op} {r.dtype} {shape}" + (f" {attrs}" if attrs else "")
+    return f"{r.op} {r.dtype} {shape}" + (f" {attrs}" if attrs else "") + f" t={r.threads}"
 
 
 def _checks(row: Row, r: BenchResult) -> list[str]:
@@ -88,7 +89,7 @@ def run(rows: Sequence[Row], description: str) -> int:
     for row in rows:
         print(f"  {row.op} {' '.join(row.shapes)} {row.dtype} ...", file=sys.stderr, flush=True)
         r = bench_op(row.op, shapes=list(row.shapes), dtype=row.dtype, attrs=row.attrs,
-                     threads=args.threads, repeat=repeat)
+                     threads=row.threads or args.threads, repeat=repeat)
         results.append((row, r))
     if args.json:
         print(json.dumps([r.as_dict() for _, r in results], indent=2))

@@ -21,6 +21,7 @@ ROWS = [
     Row("Gelu", SIXTEEN_M, {"approximate": "tanh"}, copy_target=0.7, ort_target=1.25),
     Row("Gelu", ONE_M, {"approximate": "none"}, ort_target=1.25),
     Row("Gelu", ONE_M, {"approximate": "tanh"}, ort_target=1.25),
+    Row("Gelu", ONE_M, {"approximate": "none"}, ort_target=1.25, threads=1),
     Row("Gelu", SIXTEEN_M, {"approximate": "none"}, dtype="float16"),
 ]
 
