@@ -56,10 +56,12 @@ inline v8 fmadd(v8 a, v8 b, v8 c) {
   return a * b + c;
 #endif
 }
-inline v8 relu(v8 v) {
+inline v8 relu(v8 v) {  // max(v, 0) that keeps NaN, as ONNX Relu and np.maximum do
   const v8 z = splat(0.0f);
-  return v > z ? v : z;
+  return v < z ? z : v;
 }
+
+inline float relu1(float v) { return v < 0.0f ? 0.0f : v; }
 
 struct Geom {
   int64_t n, c, h, w;            // input
@@ -436,7 +438,7 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   if (g.k() == 0) {  // no input channels: y = relu(b)
     ctx.parallel_for(total, 1 << 15, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
-        opsdk::from_float(bf ? std::max(bf[(i / g.p()) % g.m], 0.0f) : 0.0f, &y[i]);
+        opsdk::from_float(bf ? relu1(bf[(i / g.p()) % g.m]) : 0.0f, &y[i]);
     });
     return;
   }

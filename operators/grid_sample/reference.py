@@ -45,10 +45,10 @@ def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
     a = _CUBIC_A
 
     def near(s: np.ndarray) -> np.ndarray:  # |s| <= 1
-        return ((a + 2) * s - (a + 3)) * s * s + 1
+        return np.asarray(((a + 2) * s - (a + 3)) * s * s + 1)
 
     def far(s: np.ndarray) -> np.ndarray:  # 1 < |s| < 2
-        return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+        return np.asarray(((a * s - 5 * a) * s + 8 * a) * s - 4 * a)
 
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 

@@ -49,8 +49,8 @@ SPEC = OpSpec(
     batch_axis=0,
     onnx_op="GridSample",
     cases=[
-        Case({"x": (2, 3, 7, 9), "grid": (2, 5, 6, 2)}, {"mode": "linear"}, ranges={"grid": (-1.2, 1.2)},
-             name="linear_zeros"),
+        Case({"x": (2, 3, 7, 9), "grid": (2, 5, 6, 2)}, {"mode": "linear"},
+             ranges={"grid": (-1.2, 1.2)}, name="linear_zeros"),
         Case({"x": (1, 4, 8, 5), "grid": (1, 9, 7, 2)},
              {"mode": "bilinear", "padding_mode": "border", "align_corners": 1},
              ranges={"grid": (-1.5, 1.5)}, name="bilinear_border_ac1"),
@@ -75,15 +75,15 @@ SPEC = OpSpec(
         Case({"x": (1, 2, 6, 7), "grid": (1, 5, 5, 2)},
              {"mode": "cubic", "padding_mode": "reflection"},
              ranges={"grid": (-2.0, 2.0)}, name="cubic_reflection"),
-        Case({"x": (1, 2, 4, 5, 6), "grid": (1, 3, 4, 5, 3)}, {"mode": "linear"}, ranges={"grid": (-1.2, 1.2)},
-             name="volumetric_linear"),
+        Case({"x": (1, 2, 4, 5, 6), "grid": (1, 3, 4, 5, 3)}, {"mode": "linear"},
+             ranges={"grid": (-1.2, 1.2)}, name="volumetric_linear"),
         Case({"x": (1, 2, 4, 5, 6), "grid": (1, 3, 4, 5, 3)},
              {"mode": "nearest", "padding_mode": "reflection", "align_corners": 1},
              ranges={"grid": (-1.5, 1.5)}, name="volumetric_nearest"),
         Case({"x": (1, 1, 1, 1), "grid": (1, 3, 3, 2)},
              {"padding_mode": "reflection", "align_corners": 1}, name="single_pixel"),
-        Case({"x": (1, 32, 24, 40), "grid": (1, 33, 47, 2)}, {"mode": "linear"}, ranges={"grid": (-1.1, 1.1)},
-             name="larger"),
+        Case({"x": (1, 32, 24, 40), "grid": (1, 33, 47, 2)}, {"mode": "linear"},
+             ranges={"grid": (-1.1, 1.1)}, name="larger"),
         Case({"x": (2, 3, 4, 4), "grid": (2, 0, 5, 2)}, {"mode": "linear"}, name="empty_grid"),
         Case({"x": (2, 1, 5, 6), "grid": (2, 240, 240, 2)}, {"mode": "linear"},
              ranges={"grid": (-1.1, 1.1)}, name="chunked"),
@@ -103,7 +103,9 @@ def _check_attrs(mode: str, padding_mode: str, align_corners: int, rank: int) ->
             f"{', '.join(PADDING_MODES)}"
         )
     if align_corners not in (0, 1):
-        raise SpecError(f"GridSample: attribute 'align_corners' must be 0 or 1, got {align_corners}")
+        raise SpecError(
+            f"GridSample: attribute 'align_corners' must be 0 or 1, got {align_corners}"
+        )
     if rank not in (4, 5):
         raise SpecError(
             f"GridSample: input 'x' has rank {rank}, expected 4 (N, C, H, W) or 5 "

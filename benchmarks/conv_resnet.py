@@ -1,0 +1,139 @@
+"""FusedConvBnRelu on ResNet-like shapes against ONNX Runtime's Conv+BatchNormalization+Relu.
+
+Each row is one ``opsdk.bench.bench_op`` run: the opsdk kernel, ONNX Runtime running
+Conv -> BatchNormalization -> Relu with the weights and BN parameters as initializers (so
+it folds BN and prepacks the weights, as in a real model) and, where asked, the float64
+NumPy reference, all interleaved; figures are medians. Targets: opsdk time <= 1.5x ONNX
+Runtime's, and >= 3x faster than the NumPy reference. Nothing here asserts on time.
+
+    python benchmarks/conv_resnet.py [--markdown] [--json] [--repeat N] [--threads N]
+                                     [--quick] [--dtype float16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+
+from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+
+ORT_TARGET = 1.5
+NUMPY_TARGET = 3.0
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One convolution: batch, in/out channels, spatial size, kernel, stride."""
+
+    n: int
+    c: int
+    hw: int
+    m: int
+    k: int
+    stride: int = 1
+    numpy: bool = True  # time the NumPy reference too (slow for large batches)
+
+    def shapes(self) -> list[str]:
+        return [f"x={self.n}x{self.c}x{self.hw}x{self.hw}",
+                f"w={self.m}x{self.c}x{self.k}x{self.k}", f"b={self.m}"]
+
+    def attrs(self) -> dict[str, list[int]]:
+        p = self.k // 2
+        return {"pads": [p, p, p, p], "strides": [self.stride, self.stride]}
+
+    @property
+    def label(self) -> str:
+        s = f" s{self.stride}" if self.stride != 1 else ""
+        return f"N{self.n} {self.c}->{self.m} {self.hw}x{self.hw} {self.k}x{self.k}{s}"
+
+
+ROWS = [
+    Conv(1, 64, 56, 64, 3),
+    Conv(1, 64, 56, 256, 1),
+    Conv(1, 256, 56, 64, 1),
+    Conv(1, 128, 28, 128, 3),
+    Conv(1, 128, 56, 128, 3, stride=2),
+    Conv(1, 256, 14, 256, 3),
+    Conv(1, 256, 14, 256, 1),
+    Conv(8, 64, 56, 64, 3, numpy=False),
+    Conv(8, 128, 28, 128, 3, numpy=False),
+    Conv(8, 256, 14, 256, 3, numpy=False),
+    Conv(8, 256, 14, 64, 1, numpy=False),
+]
+
+
+def _cells(row: Conv, r: BenchResult) -> list[str]:
+    t_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
+    gf_ort = r.gflops("onnxruntime")
+    return [
+        row.label,
+        fmt_seconds(r.seconds("opsdk")),
+        fmt_seconds(r.seconds("onnxruntime")),
+        fmt_seconds(r.seconds("numpy")),
+        f"{r.gflops():.0f}" if r.gflops() else "-",
+        f"{gf_ort:.0f}" if gf_ort else "-",
+        f"{1 / t_ort:.2f}x" if t_ort else "-",
+        f"{vs_np:.0f}x" if vs_np else "-",
+    ]
+
+
+HEADER = ["case", "opsdk", "onnxruntime", "numpy", "GFLOP/s", "ORT GFLOP/s",
+          "time vs ORT", "vs numpy"]
+
+
+def _targets(rows: list[tuple[Conv, BenchResult]]) -> list[str]:
+    out = []
+    for row, r in rows:
+        t_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
+        if t_ort:
+            ok = 1 / t_ort <= ORT_TARGET
+            out.append(f"{row.label}: {1 / t_ort:.2f}x ORT's time "
+                       f"{'<=' if ok else '>'} {ORT_TARGET}x ({'met' if ok else 'MISSED'})")
+        if vs_np:
+            ok = vs_np >= NUMPY_TARGET
+            out.append(f"{row.label}: {vs_np:.0f}x faster than NumPy "
+                       f"{'>=' if ok else '<'} {NUMPY_TARGET:g}x ({'met' if ok else 'MISSED'})")
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON results")
+    p.add_argument("--quick", action="store_true", help="3 rounds, first 3 rows (smoke run)")
+    args = p.parse_args()
+    rows = ROWS[:3] if args.quick else ROWS
+    repeat = 3 if args.quick else args.repeat
+    results = []
+    for row in rows:
+        print(f"  {row.label} ...", file=sys.stderr, flush=True)
+        r = bench_op("FusedConvBnRelu", shapes=row.shapes(), attrs=row.attrs(),
+                     dtype=args.dtype, threads=args.threads, repeat=repeat, numpy=row.numpy)
+        results.append((row, r))
+    if args.json:
+        print(json.dumps([r.as_dict() for _, r in results], indent=2))
+        return 0
+    cells = [_cells(row, r) for row, r in results]
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "---|" * len(HEADER))
+        for c in cells:
+            print("| " + " | ".join(c) + " |")
+    else:
+        print(format_rows(HEADER, cells))
+    print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
+          "rounds; 'time vs ORT' = opsdk time / ONNX Runtime time")
+    print("targets:")
+    for line in _targets(results):
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

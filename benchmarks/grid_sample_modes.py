@@ -1,0 +1,126 @@
+"""GridSample against ONNX Runtime's GridSample and the NumPy reference, per mode.
+
+Each row is one ``opsdk.bench.bench_op`` run (opsdk, the float64 NumPy reference and ONNX
+Runtime's GridSample, interleaved; medians). Grids are uniform random in [-1, 1], the
+worst case for caches: each output reads a random spot of its channel plane (smooth
+grids, as spatial transformers and optical-flow warps produce, read neighbouring
+pixels). Targets: faster than ONNX Runtime, >= 3x faster than NumPy. Nothing here
+asserts on time.
+
+    python benchmarks/grid_sample_modes.py [--markdown] [--json] [--repeat N]
+                                           [--threads N] [--quick] [--dtype float16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+
+NUMPY_TARGET = 3.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark: input and grid shapes and the attributes."""
+
+    x: tuple[int, ...]
+    grid: tuple[int, ...]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def shapes(self) -> list[str]:
+        return ["x=" + "x".join(map(str, self.x)), "grid=" + "x".join(map(str, self.grid))]
+
+    @property
+    def label(self) -> str:
+        a = self.attrs
+        mode = f"{a.get('mode', 'linear')}/{a.get('padding_mode', 'zeros')}"
+        ac = " ac1" if a.get("align_corners") else ""
+        return f"{'x'.join(map(str, self.x))} -> {'x'.join(map(str, self.grid[1:-1]))} {mode}{ac}"
+
+
+ROWS = [
+    Sample((4, 32, 64, 64), (4, 64, 64, 2)),
+    Sample((4, 32, 64, 64), (4, 64, 64, 2), {"align_corners": 1}),
+    Sample((4, 32, 64, 64), (4, 64, 64, 2), {"padding_mode": "border"}),
+    Sample((4, 32, 64, 64), (4, 64, 64, 2), {"padding_mode": "reflection"}),
+    Sample((4, 32, 64, 64), (4, 64, 64, 2), {"mode": "nearest"}),
+    Sample((4, 32, 64, 64), (4, 64, 64, 2), {"mode": "cubic"}),
+    Sample((1, 256, 32, 32), (1, 64, 64, 2)),
+    Sample((1, 3, 512, 512), (1, 512, 512, 2)),
+    Sample((2, 16, 16, 32, 32), (2, 16, 32, 32, 3)),
+]
+
+
+def _cells(row: Sample, r: BenchResult) -> list[str]:
+    vs_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
+    return [
+        row.label,
+        fmt_seconds(r.seconds("opsdk")),
+        fmt_seconds(r.seconds("onnxruntime")),
+        fmt_seconds(r.seconds("numpy")),
+        f"{r.gbs():.2f}" if r.gbs() else "-",
+        f"{vs_ort:.2f}x" if vs_ort else "-",
+        f"{vs_np:.0f}x" if vs_np else "-",
+    ]
+
+
+HEADER = ["case", "opsdk", "onnxruntime", "numpy", "GB/s", "vs ORT", "vs numpy"]
+
+
+def _targets(rows: list[tuple[Sample, BenchResult]]) -> list[str]:
+    out = []
+    for row, r in rows:
+        vs_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
+        if vs_ort:
+            ok = vs_ort > 1.0
+            out.append(f"{row.label}: {vs_ort:.2f}x ORT's speed ({'met' if ok else 'MISSED'})")
+        if vs_np:
+            ok = vs_np >= NUMPY_TARGET
+            out.append(f"{row.label}: {vs_np:.0f}x NumPy's speed ({'met' if ok else 'MISSED'})")
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON results")
+    p.add_argument("--quick", action="store_true", help="3 rounds, first 3 rows (smoke run)")
+    args = p.parse_args()
+    rows = ROWS[:3] if args.quick else ROWS
+    repeat = 3 if args.quick else args.repeat
+    results = []
+    for row in rows:
+        print(f"  {row.label} ...", file=sys.stderr, flush=True)
+        r = bench_op("GridSample", shapes=row.shapes(), attrs=row.attrs, dtype=args.dtype,
+                     threads=args.threads, repeat=repeat, bandwidth=False)
+        results.append((row, r))
+    if args.json:
+        print(json.dumps([r.as_dict() for _, r in results], indent=2))
+        return 0
+    cells = [_cells(row, r) for row, r in results]
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "---|" * len(HEADER))
+        for c in cells:
+            print("| " + " | ".join(c) + " |")
+    else:
+        print(format_rows(HEADER, cells))
+    print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
+          "rounds; 'vs' = their time / opsdk's time")
+    print("targets:")
+    for line in _targets(results):
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
