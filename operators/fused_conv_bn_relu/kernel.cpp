@@ -235,7 +235,7 @@ inline void put_row(const Tile<OutT>& t, int i, v8 lo, v8 hi) {
 }
 
 template <int R, class OutT>
-__attribute__((noinline)) void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* bp, const Tile<OutT>& t) {
+void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* bp, const Tile<OutT>& t) {
   v8 c0[R], c1[R];
   for (int i = 0; i < R; ++i) {
     if (t.first) {
