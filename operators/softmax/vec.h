@@ -90,15 +90,28 @@ inline f8 fma(f8 a, f8 b, f8 c) {
 #endif
 }
 
+// Horizontal sum and max of the 8 lanes.
 inline float hsum(f8 v) {
+#if defined(__AVX__)
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
+#else
   float s = 0.0f;
   for (int i = 0; i < 8; ++i) s += v[i];
   return s;
+#endif
 }
 inline float hmax(f8 v) {
+#if defined(__AVX__)
+  __m128 a = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_max_ss(a, _mm_movehdup_ps(a)));
+#else
   float m = v[0];
   for (int i = 1; i < 8; ++i) m = v[i] > m ? v[i] : m;
   return m;
+#endif
 }
 
 // exp(a) for a <= 0 (or NaN), to about 1.3 float32 ulps, with gradual underflow through

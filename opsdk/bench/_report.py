@@ -28,13 +28,22 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s * 1e9:.0f} ns"
 
 
-def format_rows(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned first column, right-aligned others, two spaces apart."""
+def format_rows(
+    header: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (0,)
+) -> str:
+    """Columns two spaces apart: those in ``left`` left-aligned, the others right-aligned.
+
+    Example:
+        >>> print(format_rows(["op", "ms"], [["Gelu", "1.5"], ["Softmax", "12.0"]]))
+        op         ms
+        Gelu      1.5
+        Softmax  12.0
+    """
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = []
     for r in [header, *rows]:
-        cells = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in
-                 enumerate(zip(r, widths))]
+        cells = [str(c).ljust(w) if i in left else str(c).rjust(w)
+                 for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 

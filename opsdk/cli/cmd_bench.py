@@ -123,7 +123,7 @@ def _run_sdk(args: argparse.Namespace) -> int:
         return 0
     rows = [[name, fmt_seconds(v), str(len(result.samples[name])), result.notes.get(name, "")]
             for name, v in result.figures.items()]
-    print(format_rows(["figure", "median", "n", "note"], rows))
+    print(format_rows(["figure", "median", "n", "note"], rows, left=(0, 3)))
     return 0
 
 
