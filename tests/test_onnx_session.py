@@ -84,7 +84,7 @@ def diamond():
 
 def test_partition_puts_independent_standard_nodes_in_the_earliest_part():
     kernel = StandIn()
-    sess = Session(diamond(), kernels={"Scale": kernel})
+    sess = Session(diamond(), kernels={"Scale": kernel}, inplace=False)
     steps = sess.steps
     assert [s.kind for s in steps] == ["onnxruntime", "opsdk", "onnxruntime"]
     assert steps[0].nodes == ("'relu' (Relu)", "'neg' (Neg)", "'sig' (Sigmoid)")
@@ -242,8 +242,8 @@ def test_values_cross_between_parts_without_copies():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "y")]
     sess = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": Spy()})
     (y,) = sess.run(None, {"x": np.ones((2, 4), np.float32)})
-    assert type(seen[0].base).__name__ == "PyCapsule"  # ORT-owned memory, not a NumPy copy
-    assert y is produced[0]
+    assert type(seen[-1].base).__name__ == "PyCapsule"  # ORT-owned memory, not a NumPy copy
+    assert y is produced[-1]
 
 
 def test_dead_parts_are_skipped_and_constant_outputs_returned():
@@ -254,3 +254,73 @@ def test_dead_parts_are_skipped_and_constant_outputs_returned():
     assert [s.kind for s in sess.steps] == ["opsdk"]
     y, const = sess.run(None, {"x": np.ones((1, 4), np.float32)})
     np.testing.assert_array_equal(const, [1.0, 2.0])
+
+
+class Writer(StandIn):
+    """Honours destination passing and records the buffers it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[Any] = []
+
+    def run(self, inputs, attrs, outputs=None):
+        self.given.append((inputs[0], outputs))
+        result = inputs[0] * attrs["k"]
+        if outputs is None:
+            return [result]
+        outputs[0][...] = result
+        return outputs
+
+
+def test_elementwise_node_writes_over_an_intermediate_nobody_else_reads():
+    kernel = Writer()
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "s", 3.0), helper.make_node("Neg", ["s"], ["y"])]
+    sess = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": kernel})
+    x = np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)
+    (y,) = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(y, -3 * np.maximum(x, 0))
+    (inp, outs) = kernel.given[-1]  # the calls before it checked in place == out of place
+    assert outs is not None and outs[0] is inp  # in place over ORT's buffer of 'a'
+    (y2,) = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": kernel}, inplace=False).run(None, {"x": x})
+    assert kernel.given[-1][1] is None
+    np.testing.assert_array_equal(y2, y)
+
+
+def test_never_in_place_over_user_inputs_shared_values_or_graph_outputs():
+    kernel = Writer()
+    x = np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)
+    keep = x.copy()
+    direct = Session(model([scale("x", "y")], [vi("x")], [vi("y")]), kernels={"Scale": kernel})
+    direct.run(None, {"x": x})
+    np.testing.assert_array_equal(x, keep)  # the caller's array is untouched
+    shared = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "s"), helper.make_node("Add", ["s", "a"], ["y"])]
+    (y,) = Session(model(shared, [vi("x")], [vi("y")]), kernels={"Scale": kernel}).run(None, {"x": x})
+    np.testing.assert_array_equal(y, 3 * np.maximum(x, 0))
+    exposed = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "y")]
+    a, y = Session(model(exposed, [vi("x")], [vi("a"), vi("y")]), kernels={"Scale": kernel}).run(None, {"x": x})
+    np.testing.assert_array_equal(a, np.maximum(x, 0))
+    assert all(outs is None for _, outs in kernel.given)
+
+
+class Shifter(Writer):
+    """Elementwise by shape, but y[i] = x[i-1]: wrong if run over its own input."""
+
+    def run(self, inputs, attrs, outputs=None):
+        self.given.append((inputs[0], outputs))
+        x = inputs[0].reshape(-1)
+        y = np.empty_like(x) if outputs is None else outputs[0].reshape(-1)
+        y[0] = 0
+        for i in range(1, x.size):  # reads x[i-1] after y[i-1] (same memory in place) was written
+            y[i] = x[i - 1]
+        return [y.reshape(inputs[0].shape)] if outputs is None else outputs
+
+
+def test_kernels_that_break_in_place_are_detected_and_run_out_of_place():
+    kernel = Shifter()
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "y")]
+    sess = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": kernel})
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    for _ in range(2):
+        (y,) = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(y, [[0, 1, 2, 3]])
+    assert kernel.given[-1][1] is None

@@ -74,6 +74,9 @@ class _CustomStep:
     inputs: list[str]
     outputs: list[str]
     release: list[str] = field(default_factory=list)
+    # (output index, input index): the output may be written over that input's buffer
+    inplace: list[tuple[int, int]] = field(default_factory=list)
+    inplace_ok: bool | None = None  # None: not yet verified on this kernel
 
 
 class ReferenceKernel:
@@ -131,6 +134,10 @@ class Session:
         sess_options: ``onnxruntime.SessionOptions`` for every ONNX Runtime part.
         reference: run custom nodes with their NumPy references instead of the compiled
             kernels (slow; for checking graphs without a compiler).
+        inplace: let an elementwise custom node write its result over an input buffer that
+            an earlier part produced and nothing else reads (saves memory traffic). Before
+            first use, each such node is checked: in place and out of place must give the
+            same result on random inputs of the real shapes, else it never runs in place.
         threads: intra-op threads of every ONNX Runtime part and of the opsdk kernels
             (a process-wide setting of each kernel module). None keeps both defaults. On
             a busy host, or with several model instances per host, 1 avoids handing work
@@ -150,10 +157,12 @@ class Session:
         sess_options: Any = None,
         reference: bool = False,
         threads: int | None = None,
+        inplace: bool = True,
     ) -> None:
         self._model = load_model(model)
         self._reference = reference
         self._threads = threads
+        self._inplace = inplace
         self._providers = list(providers or ["CPUExecutionProvider"])
         self._options = sess_options
         self._kernels = dict(kernels or {})
@@ -245,6 +254,29 @@ class Session:
                 if i in custom and stage[i] == k + 1:
                     self._steps.append(self._custom_step(i))
         self._set_releases()
+        if self._inplace:
+            self._set_inplace(consumers)
+
+    def _set_inplace(self, consumers: Mapping[str, list[int]]) -> None:
+        """Pair elementwise custom outputs with inputs whose buffers they may reuse."""
+        produced = {o for s in self._steps for o in s.outputs}
+        graph_io = set(self._output_names) | {vi.name for vi in self._inputs}
+        for step in self._steps:
+            if not isinstance(step, _CustomStep):
+                continue
+            spec = getattr(step.kernel, "spec", None)
+            if not isinstance(spec, OpSpec) or not spec.elementwise:
+                continue
+            free = [
+                i
+                for i, v in enumerate(step.inputs)
+                if v in produced and v not in graph_io and len(consumers.get(v, ())) == 1
+            ]
+            for j, out in enumerate(spec.outputs):
+                match = next((i for i in free if spec.inputs[i].type == out.type), None)
+                if match is not None:
+                    step.inplace.append((j, match))
+                    free.remove(match)
 
     def _ort_step(self, idxs: list[int], consumers: Mapping[str, list[int]]) -> _OrtStep:
         g = self._model.graph
@@ -382,7 +414,7 @@ class Session:
     def _run_custom(self, step: _CustomStep, env: dict[str, Any]) -> None:
         arrays = [env[v] if v else None for v in step.inputs]
         try:
-            outs = step.kernel.run(arrays, step.attrs)
+            outs = step.kernel.run(arrays, step.attrs, _reuse(step, arrays))
         except OpsdkError as e:
             raise type(e)(f"{e} -- while running node {step.info.nodes[0]}") from e
         env.update(zip(step.outputs, outs, strict=True))
@@ -391,6 +423,48 @@ class Session:
 
 
 # ---------------------------------------------------------------------- helpers
+def _reuse(step: _CustomStep, arrays: list[Any]) -> list[np.ndarray] | None:
+    """Output buffers for an elementwise step: its freed inputs, when shapes allow."""
+    if not step.inplace or len(step.inplace) != len(step.outputs) or step.inplace_ok is False:
+        return None
+    shape = np.broadcast_shapes(*(a.shape for a in arrays if a is not None))
+    outs: list[np.ndarray] = [arrays[i] for _, i in sorted(step.inplace)]
+    for buf in outs:
+        if buf.shape != shape or not buf.flags.c_contiguous or not buf.flags.writeable:
+            return None
+    if step.inplace_ok is None:
+        step.inplace_ok = _inplace_agrees(step, arrays)
+        if not step.inplace_ok:
+            return None
+    return outs
+
+
+def _inplace_agrees(step: _CustomStep, arrays: list[Any]) -> bool:
+    """Does the kernel give the same result in place as out of place (random inputs)?"""
+    rng = np.random.default_rng(0)
+
+    def like(a: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return None
+        if a.dtype.kind in "iu":
+            return rng.integers(-100, 100, a.shape).astype(a.dtype)
+        if a.dtype.kind == "b":
+            return rng.random(a.shape) < 0.5
+        return rng.standard_normal(a.shape).astype(a.dtype)
+
+    probe = [like(a) for a in arrays]
+    try:
+        expected = step.kernel.run([None if a is None else a.copy() for a in probe], step.attrs)
+        outs = [probe[i] for _, i in sorted(step.inplace)]
+        got = step.kernel.run(probe, step.attrs, outs)
+    except Exception:  # a kernel that refuses aliasing: run it out of place
+        return False
+    return all(
+        np.array_equal(np.asarray(g), np.asarray(e), equal_nan=np.asarray(e).dtype.kind == "f")
+        for g, e in zip(got, expected, strict=True)
+    )
+
+
 def _infer_types(model: ModelProto) -> dict[str, TypeProto]:
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
