@@ -80,7 +80,7 @@ def test_2d_matches_onnxruntime_or_onnx_reference(
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("mode, align_corners", itertools.product(("linear", "nearest"), (0, 1)))
+@pytest.mark.parametrize("mode, align_corners", list(itertools.product(("linear", "nearest"), (0, 1))))
 @pytest.mark.parametrize("padding_mode", PADDINGS)
 def test_3d_matches_onnxruntime(op: Any, mode: str, padding_mode: str,
                                 align_corners: int) -> None:
