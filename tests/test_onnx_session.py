@@ -282,7 +282,8 @@ def test_elementwise_node_writes_over_an_intermediate_nobody_else_reads():
     (inp, outs) = kernel.given[-1]  # the calls before it checked in place == out of place
     assert outs is not None and outs[0] is inp  # in place over ORT's buffer of 'a'
     (y2,) = Session(model(nodes, [vi("x")], [vi("y")]), kernels={"Scale": kernel}, inplace=False).run(None, {"x": x})
-    assert kernel.given[-1][1] is None
+    inp, outs = kernel.given[-1]
+    assert outs is not None and not np.shares_memory(outs[0], inp)  # a separate buffer
     np.testing.assert_array_equal(y2, y)
 
 
@@ -299,7 +300,7 @@ def test_never_in_place_over_user_inputs_shared_values_or_graph_outputs():
     exposed = [helper.make_node("Relu", ["x"], ["a"]), scale("a", "y")]
     a, y = Session(model(exposed, [vi("x")], [vi("a"), vi("y")]), kernels={"Scale": kernel}).run(None, {"x": x})
     np.testing.assert_array_equal(a, np.maximum(x, 0))
-    assert all(outs is None for _, outs in kernel.given)
+    assert all(not np.shares_memory(outs[0], inp) for inp, outs in kernel.given)
 
 
 class Shifter(Writer):
@@ -323,4 +324,59 @@ def test_kernels_that_break_in_place_are_detected_and_run_out_of_place():
     for _ in range(2):
         (y,) = sess.run(None, {"x": x})
         np.testing.assert_array_equal(y, [[0, 1, 2, 3]])
-    assert kernel.given[-1][1] is None
+    inp, outs = kernel.given[-1]
+    assert not np.shares_memory(outs[0], inp)
+
+
+class Dest(StandIn):
+    """Writes into the buffers it is given and keeps no reference to them."""
+
+    def run(self, inputs, attrs, outputs=None):
+        outputs[0][...] = inputs[0] * attrs["k"]
+        return outputs
+
+
+def test_output_buffers_are_reused_only_once_the_caller_lets_go():
+    kernel = Dest()
+    sess = Session(model([scale("x", "y", 2.0)], [vi("x")], [vi("y")]), kernels={"Scale": kernel})
+    x = np.ones((1, 4), np.float32)
+    (kept,) = sess.run(None, {"x": x})
+    (second,) = sess.run(None, {"x": 2 * x})
+    assert second is not kept  # kept is still referenced: never overwritten
+    np.testing.assert_array_equal(kept, 2 * x)
+    view = second[:, :2]
+    del second
+    (third,) = sess.run(None, {"x": 3 * x})
+    np.testing.assert_array_equal(view, [[4, 4]])  # a view keeps its base alive too
+    ident = id(third)
+    del third
+    (fourth,) = sess.run(None, {"x": 4 * x})
+    assert id(fourth) == ident  # released: reused, no new allocation
+    np.testing.assert_array_equal(fourth, 8 * x)
+    np.testing.assert_array_equal(kept, 2 * x)
+
+
+def test_buffer_pool_bounds_and_threads():
+    import threading
+
+    from opsdk.onnx._buffers import BufferPool
+
+    pool = BufferPool(per_key=2)
+    held = [pool.take((8,), np.dtype("float32")) for _ in range(5)]
+    assert len({id(b) for b in held}) == 5
+    del held
+    seen: list[int] = []
+
+    def worker():
+        for _ in range(200):
+            buf = pool.take((8,), np.dtype("float32"))
+            buf[...] = threading.get_ident()
+            assert (buf == threading.get_ident()).all()  # nobody else wrote into it
+            seen.append(id(buf))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 800

@@ -20,6 +20,7 @@ from onnx import ModelProto, NodeProto, TypeProto
 from ..dtypes import dtype_name, to_numpy
 from ..errors import OpsdkError, SpecError
 from ..spec import OpSpec, TensorType
+from ._buffers import BufferPool, output_layout
 from ._model import (
     ModelError,
     consumers_of,
@@ -77,6 +78,7 @@ class _CustomStep:
     # (output index, input index): the output may be written over that input's buffer
     inplace: list[tuple[int, int]] = field(default_factory=list)
     inplace_ok: bool | None = None  # None: not yet verified on this kernel
+    layouts: dict[Any, Any] = field(default_factory=dict)  # input signature -> outputs
 
 
 class ReferenceKernel:
@@ -186,6 +188,7 @@ class Session:
             if t.name in self._output_names
         }
         self._steps: list[_OrtStep | _CustomStep] = []
+        self._pool = BufferPool()
         self._plan()
 
     @classmethod
@@ -414,12 +417,30 @@ class Session:
     def _run_custom(self, step: _CustomStep, env: dict[str, Any]) -> None:
         arrays = [env[v] if v else None for v in step.inputs]
         try:
-            outs = step.kernel.run(arrays, step.attrs, _reuse(step, arrays))
+            dest = _reuse(step, arrays)
+            if dest is None:
+                dest = self._destinations(step, arrays)
+            outs = step.kernel.run(arrays, step.attrs, dest)
         except OpsdkError as e:
             raise type(e)(f"{e} -- while running node {step.info.nodes[0]}") from e
         env.update(zip(step.outputs, outs, strict=True))
         for v in step.release:
             env.pop(v, None)
+
+    def _destinations(self, step: _CustomStep, arrays: list[Any]) -> list[np.ndarray] | None:
+        """Pooled output buffers, laid out by the spec's inference (cached per signature)."""
+        spec = getattr(step.kernel, "spec", None)
+        if not isinstance(spec, OpSpec):
+            return None
+        key = tuple(None if a is None else (a.shape, a.dtype.str) for a in arrays)
+        layout = step.layouts.get(key)
+        if layout is None:
+            if len(step.layouts) > 64:
+                step.layouts.clear()
+            layout = step.layouts[key] = output_layout(spec, arrays, step.attrs) or []
+        if not layout:
+            return None
+        return [self._pool.take(shape, dtype) for shape, dtype in layout]
 
 
 # ---------------------------------------------------------------------- helpers
