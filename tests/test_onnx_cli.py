@@ -103,3 +103,13 @@ def test_rewrite_needs_something_to_do_and_a_readable_model(tmp_path, capsys):
     assert main(["rewrite", str(bad), "-o", str(tmp_path / "o.onnx"), "--replace", "GridSample"]) == 1
     err = capsys.readouterr().err
     assert "bad.onnx" in err and "Traceback" not in err
+
+
+def test_rewrite_still_writes_when_onnx_rejected_the_input_already(tmp_path, capsys):
+    m = conv_bn_relu_model()
+    m.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 5  # wrong: Conv makes 4
+    src, dst = tmp_path / "in.onnx", tmp_path / "out.onnx"
+    onnx.save(m, str(src))
+    assert main(["rewrite", str(src), "-o", str(dst), "--fuse", "conv-bn-relu"]) == 0
+    assert "ONNX's checks reject the input model too" in capsys.readouterr().err
+    assert dst.exists()

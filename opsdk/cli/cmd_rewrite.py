@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 
@@ -35,13 +36,22 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import SpecError
-    from ..onnx import check_model, load_model, rewrite, save_model
+    from ..onnx import ModelError, check_model, load_model, rewrite, save_model
 
     if not args.fuse and not args.replace:
         raise SpecError("nothing to do: pass --fuse conv-bn-relu and/or --replace OP")
     replace = [op for item in args.replace for op in item.split(",") if op]
-    result = rewrite(load_model(args.model), fuse=args.fuse, replace=replace)
-    check_model(result.model)
+    source = load_model(args.model)
+    result = rewrite(source, fuse=args.fuse, replace=replace)
+    try:
+        check_model(result.model)
+    except ModelError as e:  # write anyway only if ONNX rejected the input already
+        try:
+            check_model(source)
+        except ModelError:
+            print(f"note: ONNX's checks reject the input model too: {e}", file=sys.stderr)
+        else:
+            raise ModelError(f"the rewritten model fails ONNX's checks: {e}") from None
     path = save_model(result.model, args.output, force=args.force)
     if args.json:
         print(json.dumps({
