@@ -6,6 +6,7 @@ Shapes are tiny and rounds few (--repeat 3) so the whole file runs in seconds.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -205,8 +206,6 @@ def test_cli_errors(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
     code, _, err = run_cli(capsys, *argv)
     assert code == 1
     assert err.startswith("opsdk bench: error:")
-    import re
-
     assert re.search(message, err), err
 
 
