@@ -75,7 +75,7 @@ def _cells(row: Conv, r: BenchResult) -> list[str]:
         f"{r.gflops():.0f}" if r.gflops() else "-",
         f"{gf_ort:.0f}" if gf_ort else "-",
         f"{1 / t_ort:.2f}x" if t_ort else "-",
-        f"{vs_np:.0f}x" if vs_np else "-",
+        f"{vs_np:.1f}x" if vs_np else "-",
     ]
 
 
@@ -93,7 +93,7 @@ def _targets(rows: list[tuple[Conv, BenchResult]]) -> list[str]:
                        f"{'<=' if ok else '>'} {ORT_TARGET}x ({'met' if ok else 'MISSED'})")
         if vs_np:
             ok = vs_np >= NUMPY_TARGET
-            out.append(f"{row.label}: {vs_np:.0f}x faster than NumPy "
+            out.append(f"{row.label}: {vs_np:.1f}x faster than NumPy "
                        f"{'>=' if ok else '<'} {NUMPY_TARGET:g}x ({'met' if ok else 'MISSED'})")
     return out
 

@@ -65,7 +65,7 @@ def _cells(row: Sample, r: BenchResult) -> list[str]:
         fmt_seconds(r.seconds("numpy")),
         f"{r.gbs():.2f}" if r.gbs() else "-",
         f"{vs_ort:.2f}x" if vs_ort else "-",
-        f"{vs_np:.0f}x" if vs_np else "-",
+        f"{vs_np:.1f}x" if vs_np else "-",
     ]
 
 
@@ -81,7 +81,7 @@ def _targets(rows: list[tuple[Sample, BenchResult]]) -> list[str]:
             out.append(f"{row.label}: {vs_ort:.2f}x ORT's speed ({'met' if ok else 'MISSED'})")
         if vs_np:
             ok = vs_np >= NUMPY_TARGET
-            out.append(f"{row.label}: {vs_np:.0f}x NumPy's speed ({'met' if ok else 'MISSED'})")
+            out.append(f"{row.label}: {vs_np:.1f}x NumPy's speed ({'met' if ok else 'MISSED'})")
     return out
 
 
