@@ -47,7 +47,7 @@ def reference(
         >>> w = np.ones((1, 1, 2, 2), np.float32)
         >>> reference(x, w, np.float32([-20]), strides=(2, 2))
         array([[[[ 0.,  0.],
-                 [22., 38.]]]], dtype=float32)
+                 [22., 30.]]]], dtype=float32)
     """
     xd, wd = x.astype(np.float64), w.astype(np.float64)
     n, c, h, wi = xd.shape
