@@ -301,6 +301,9 @@ inline bool& in_parallel_region() {
 }
 
 // A small persistent pool: one job at a time, ranges handed out by an atomic counter.
+// A worker joins a job only while it is open; once the calling thread has run out of ranges
+// it closes the job and waits just for the workers that joined, so a worker that wakes late
+// (descheduled on a busy machine) never holds up the caller.
 class ThreadPool {
  public:
   static ThreadPool& get() {
@@ -317,14 +320,16 @@ class ThreadPool {
       chunk_ = chunk;
       next_.store(0);
       active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
-      pending_ = active_;
+      open_ = true;
+      busy_ = 0;
       error_ = nullptr;
       ++generation_;
     }
     cv_.notify_all();
     work();
     std::unique_lock<std::mutex> g(mu_);
-    done_cv_.wait(g, [&] { return pending_ == 0; });
+    open_ = false;
+    done_cv_.wait(g, [&] { return busy_ == 0; });
     job_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -358,11 +363,12 @@ class ThreadPool {
         std::unique_lock<std::mutex> g(mu_);
         cv_.wait(g, [&] { return generation_ != seen; });
         seen = generation_;
-        if (id >= active_) continue;
+        if (id >= active_ || !open_) continue;
+        ++busy_;
       }
       work();
       std::lock_guard<std::mutex> g(mu_);
-      if (--pending_ == 0) done_cv_.notify_all();
+      if (--busy_ == 0) done_cv_.notify_all();
     }
   }
   std::mutex run_mu_, mu_;
@@ -370,7 +376,8 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   std::atomic<int64_t> next_{0};
   int64_t n_ = 0, chunk_ = 1;
-  int active_ = 0, pending_ = 0;
+  int active_ = 0, busy_ = 0;
+  bool open_ = false;
   uint64_t generation_ = 0;
   size_t workers_ = 0;
   std::exception_ptr error_;
