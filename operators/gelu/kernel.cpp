@@ -22,7 +22,7 @@
 
 #include <string>
 
-#include "vec.h"
+#include <opsdk/vec.h>
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <vector>
 
-#include "vec.h"
+#include <opsdk/vec.h>
 
 namespace {
 

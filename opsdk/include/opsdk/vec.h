@@ -3,8 +3,8 @@
 // Written with GCC/Clang vector extensions, so the same code becomes AVX2 on x86-64
 // (-march=native), NEON on AArch64 and SSE elsewhere; exact FMA and float16 conversions
 // use the x86 intrinsics (FMA, F16C) when the target has them, portable code otherwise.
-// Every shipped operator carries an identical copy of this file, so an operator folder
-// stays self-contained (tests/test_ops_kernels.py checks the copies stay identical).
+// Part of the opsdk C++ API (shipped with the package): any operator may include it as
+// <opsdk/vec.h>. Gelu, LayerNormalization and Softmax use it.
 #pragma once
 
 #include <opsdk/custom_op.h>
