@@ -182,6 +182,8 @@ class Session:
         inits = {t.name for t in g.initializer}
         self._inputs = [i for i in g.input if i.name not in inits]
         self._output_names = [o.name for o in g.output]
+        self._output_set = frozenset(self._output_names)
+        self._input_set = frozenset(vi.name for vi in self._inputs)
         self._consts: dict[str, np.ndarray] = {
             t.name: onnx.numpy_helper.to_array(t)
             for t in g.initializer
@@ -278,7 +280,7 @@ class Session:
             for j, out in enumerate(spec.outputs):
                 match = next((i for i in free if spec.inputs[i].type == out.type), None)
                 if match is not None:
-                    step.inplace.append((j, match))
+                    step.inplace.append((j, match))  # in output order
                     free.remove(match)
 
     def _ort_step(self, idxs: list[int], consumers: Mapping[str, list[int]]) -> _OrtStep:
@@ -397,14 +399,14 @@ class Session:
         return [env[n] for n in wanted]
 
     def _feeds(self, input_feed: Mapping[str, Any], wanted: Iterable[str]) -> dict[str, Any]:
-        known = {vi.name for vi in self._inputs}
-        missing = [n for n in known if n not in input_feed]
-        extra = [n for n in input_feed if n not in known]
-        if missing or extra:
+        known = self._input_set
+        if len(input_feed) != len(known) or not known.issuperset(input_feed):
+            missing = [n for n in known if n not in input_feed]
+            extra = [n for n in input_feed if n not in known]
             expected = ", ".join(f"{i.name} {i.type} {i.shape}" for i in self.get_inputs())
             what = f"missing input(s) {missing}" if missing else f"unknown input(s) {extra}"
             raise ModelError(f"Session.run: {what}; the model takes: {expected}")
-        unknown = [n for n in wanted if n not in self._output_names]
+        unknown = [n for n in wanted if n not in self._output_set]
         if unknown:
             raise ModelError(
                 f"Session.run: unknown output(s) {unknown}; outputs: {self._output_names}"
@@ -448,8 +450,9 @@ def _reuse(step: _CustomStep, arrays: list[Any]) -> list[np.ndarray] | None:
     """Output buffers for an elementwise step: its freed inputs, when shapes allow."""
     if not step.inplace or len(step.inplace) != len(step.outputs) or step.inplace_ok is False:
         return None
-    shape = np.broadcast_shapes(*(a.shape for a in arrays if a is not None))
-    outs: list[np.ndarray] = [arrays[i] for _, i in sorted(step.inplace)]
+    shapes = {a.shape for a in arrays if a is not None}
+    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
+    outs: list[np.ndarray] = [arrays[i] for _, i in step.inplace]
     for buf in outs:
         if buf.shape != shape or not buf.flags.c_contiguous or not buf.flags.writeable:
             return None
@@ -476,7 +479,7 @@ def _inplace_agrees(step: _CustomStep, arrays: list[Any]) -> bool:
     probe = [like(a) for a in arrays]
     try:
         expected = step.kernel.run([None if a is None else a.copy() for a in probe], step.attrs)
-        outs = [probe[i] for _, i in sorted(step.inplace)]
+        outs = [probe[i] for _, i in step.inplace]
         got = step.kernel.run(probe, step.attrs, outs)
     except Exception:  # a kernel that refuses aliasing: run it out of place
         return False
