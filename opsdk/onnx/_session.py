@@ -141,9 +141,8 @@ class Session:
             first use, each such node is checked: in place and out of place must give the
             same result on random inputs of the real shapes, else it never runs in place.
         threads: intra-op threads of every ONNX Runtime part and of the opsdk kernels
-            (a process-wide setting of each kernel module). None keeps both defaults. On
-            a busy host, or with several model instances per host, 1 avoids handing work
-            between thread pools that wait for a core (see docs/onnx.md).
+            (a process-wide setting of each kernel module). None keeps both defaults; 1
+            keeps all work on the calling thread, for several model instances per host.
 
     Example:
         >>> sess = Session("model_with_custom_op.onnx")  # doctest: +SKIP
