@@ -153,7 +153,7 @@ def _py_literal(value: Any) -> str:
     return repr(tuple(value)) if isinstance(value, list) else repr(value)
 
 
-def _context(spec: OpSpec, in_types: list[str], like_doc: str) -> dict[str, Any]:
+def _context(spec: OpSpec, like_doc: str) -> dict[str, Any]:
     s = spellings(spec.name)
     regs = []
     for combo in spec.dtype_combinations():
@@ -187,6 +187,7 @@ def _context(spec: OpSpec, in_types: list[str], like_doc: str) -> dict[str, Any]
         "domain": spec.domain,
         "_op": {
             "doc": like_doc,
+            "onnx_op": spec.onnx_op or "",
             "inputs": [
                 {"name": i.name, "type": i.type, "optional": i.optional} for i in spec.inputs
             ],
@@ -218,6 +219,7 @@ def new_operator(
     domain: str = "com.example",
     root: str | os.PathLike[str] = "operators",
     doc: str = "",
+    onnx_op: str | None = None,
 ) -> Path:
     """Create ``<root>/<snake_name>/`` from the operator template; return its path."""
     s = spellings(name)
@@ -238,12 +240,13 @@ def new_operator(
             outputs=[Output(o.name, t) for o, t in zip(outputs, out_types)],
             attrs=attrs,
             types=types,
+            onnx_op=onnx_op,
         )
     except SpecError as e:
         raise ScaffoldError(str(e)) from None
     if spec.inputs[0].optional:
         raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
-    _render(target, _context(spec, in_types, doc))
+    _render(target, _context(spec, doc))
     return target
 
 

@@ -85,3 +85,14 @@ def test_generated_python_is_lint_clean(tmp_path):
     proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--line-length", "100", "--select", "E,F,W,B", str(tmp_path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.slow
+def test_new_like_onnx_gridsample_prefills_from_the_schema(tmp_path):
+    """`--like onnx:GridSample` takes inputs, attributes and dtypes from ONNX's schema."""
+    assert main(["new", "MyGridSample", "--like", "onnx:GridSample", "--dir", str(tmp_path)]) == 0
+    spec = load_spec(tmp_path / "my_grid_sample")
+    assert [i.name for i in spec.inputs] == ["x", "grid"]  # snake_case identifiers
+    assert {"mode", "padding_mode", "align_corners"} <= set(spec.attr_map)
+    assert spec.onnx_op == "GridSample"
+    assert "float32" in spec.allowed_dtypes(spec.inputs[0].type)

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str]:
+def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str, str]:
     from ..errors import ScaffoldError
 
     kind, _, op_type = like.partition(":")
@@ -55,7 +55,7 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str]:
         ]
 
     attrs = [Attr(a["name"], a["type"], a.get("default", REQUIRED)) for a in info["attrs"]]
-    return io(info["inputs"]), io(info["outputs"]), attrs, info.get("doc", "")
+    return io(info["inputs"]), io(info["outputs"]), attrs, info.get("doc", ""), info["op_type"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
     outputs: list[IoDecl] = []
     attrs: list[Attr] = []
     doc = ""
+    onnx_op = None
     if args.like:
-        inputs, outputs, attrs, doc = _from_like(args.like)
+        inputs, outputs, attrs, doc, onnx_op = _from_like(args.like)
     inputs = parse_io(args.inputs) or inputs
     outputs = parse_io(args.outputs) or outputs
     attrs = parse_attrs(args.attrs) or attrs
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         domain=args.domain,
         root=args.dir,
         doc=doc,
+        onnx_op=onnx_op,
     )
     print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")

@@ -30,4 +30,7 @@ SPEC = OpSpec(
 {%- endfor %}
     },
     doc="{{ cookiecutter.op_name }} (TODO: one line on what it computes)",
+{%- if cookiecutter._op.onnx_op %}
+    onnx_op="{{ cookiecutter._op.onnx_op }}",
+{%- endif %}
 )
