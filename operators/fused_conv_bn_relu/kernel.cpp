@@ -331,7 +331,8 @@ void run_task(const Task& tk, const Geom& g, const T* x, const float* wf, const 
         t.bias = bf ? bf + mbase + m : nullptr;
         t.first = k0 == 0;
         t.last = k0 + kc >= kdim;
-        run_tile(static_cast<int>(rows), kc, wf + (mbase + m) * kdim + k0, kdim, bp + q * kc * NR, t);
+        run_tile(static_cast<int>(rows), kc, wf + (mbase + m) * kdim + k0, kdim,
+                 bp + q * kc * NR, t);
       }
     }
   }

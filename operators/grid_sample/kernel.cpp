@@ -332,8 +332,9 @@ void partition(const PointTaps<R, P>* tab, int64_t count, int64_t width, Plan& p
 }
 
 // Work is done in chunks whose tap tables stay within ~2 MB: whole images when they fit
-// (a batch is one parallel section), else ranges of one image's points. Each chunk's table is built once, then streamed once per channel
-// while that channel's plane stays in cache.
+// (a batch is one parallel section), else ranges of one image's points. Each chunk's
+// table is built once, then streamed once per channel while that channel's plane stays
+// in cache.
 constexpr int64_t kTableBytes = 1 << 21;
 constexpr int64_t kRange = 2048;       // points per sampling task (one channel)
 constexpr int64_t kBuildRange = 4096;  // points per table-building task
