@@ -212,7 +212,6 @@ def test_cli_errors(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
 def test_cli_triton_is_routed_to_the_serving_benchmark(
     capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:
-    pytest.importorskip("opsdk.triton.bench")
     code, _, err = run_cli(capsys, "--triton", str(tmp_path), "--model", "mlp")
     assert code == 1
     assert f"{tmp_path}/mlp" in err and "config.pbtxt" in err

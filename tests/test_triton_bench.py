@@ -14,8 +14,6 @@ from opsdk.triton import RepositoryOptions, TritonConfigError, build_repository
 from opsdk.triton.bench import bench_triton, format_table
 from opsdk.triton.testing import serve_env_or_skip
 
-pytest.importorskip("tritonclient.http")
-
 
 @pytest.mark.slow
 def test_bench_measures_every_mode_against_the_graph_executor(tmp_path: Path) -> None:

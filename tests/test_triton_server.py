@@ -6,7 +6,6 @@ that command, except under CI where they fail. A server that cannot start fails 
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import signal
@@ -22,14 +21,13 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+import tritonclient.grpc as grpc  # noqa: E402
+import tritonclient.http as http  # noqa: E402
 from test_triton_build import custom_op_model, mlp_model
+from tritonclient.utils import InferenceServerException  # noqa: E402
 
 from opsdk.triton import RepositoryOptions, TritonServer, TritonServerError, build_repository
 from opsdk.triton.testing import process_gone, serve_env_or_skip, triton_server  # noqa: F401
-
-http = pytest.importorskip("tritonclient.http")
-grpc = pytest.importorskip("tritonclient.grpc")
-from tritonclient.utils import InferenceServerException  # noqa: E402
 
 pytestmark = pytest.mark.slow
 MAX_BATCH = 8
@@ -38,10 +36,9 @@ SHM = Path("/dev/shm")
 
 def graph_session(path: Path) -> Any:
     """opsdk's graph executor, the reference the server must match."""
-    mod = importlib.import_module("opsdk.onnx")
-    if not hasattr(mod, "Session"):
-        pytest.skip("opsdk.onnx.Session (the graph executor) is not in this tree yet")
-    return mod.Session(str(path))
+    from opsdk.onnx import Session
+
+    return Session(str(path))
 
 
 @pytest.fixture(scope="module")
