@@ -5,6 +5,14 @@
 // this file wraps the NumPy buffers in opsdk::Tensor views without copying, converts
 // attributes, releases the GIL and calls the kernel. C++ exceptions come back as
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -12,6 +20,129 @@
 #include "opsdk/custom_op.h"
 
 namespace py = pybind11;
+
+// ---------------------------------------------------------------------- thread pool
+// Declared in custom_op.h; defined once here so kernels compile without <thread>/<mutex>.
+namespace opsdk {
+
+int& num_threads_setting() {
+  static int n = [] {
+    if (const char* env = std::getenv("OPSDK_NUM_THREADS")) {
+      const int v = std::atoi(env);
+      if (v > 0) return v;
+    }
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw ? static_cast<int>(hw) : 1;
+  }();
+  return n;
+}
+
+namespace detail {
+namespace {
+
+thread_local bool in_parallel_region = false;
+
+// A small persistent pool: one job at a time, ranges handed out by an atomic counter.
+// A worker joins a job only while it is open; once the calling thread has run out of ranges
+// it closes the job and waits just for the workers that joined, so a worker that wakes late
+// (descheduled on a busy machine) never holds up the caller.
+class ThreadPool {
+ public:
+  static ThreadPool& get() {
+    static ThreadPool* pool = new ThreadPool();  // leaked on purpose: no join at exit
+    return *pool;
+  }
+  void run(int64_t n, int64_t chunk, int threads, RangeFn fn, void* ctx) {
+    std::unique_lock<std::mutex> run_lock(run_mu_);
+    ensure_workers(threads - 1);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      fn_ = fn;
+      ctx_ = ctx;
+      n_ = n;
+      chunk_ = chunk;
+      next_.store(0);
+      active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
+      open_ = true;
+      busy_ = 0;
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock<std::mutex> g(mu_);
+    open_ = false;
+    done_cv_.wait(g, [&] { return busy_ == 0; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void ensure_workers(int want) {
+    while (static_cast<int>(workers_) < want) {
+      const int id = static_cast<int>(workers_++);
+      std::thread([this, id] { loop(id); }).detach();
+    }
+  }
+  void work() {
+    in_parallel_region = true;
+    for (;;) {
+      const int64_t b = next_.fetch_add(chunk_);
+      if (b >= n_) break;
+      try {
+        fn_(ctx_, b, std::min(n_, b + chunk_));
+      } catch (...) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!error_) error_ = std::current_exception();
+        next_.store(n_);
+      }
+    }
+    in_parallel_region = false;
+  }
+  void loop(int id) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        cv_.wait(g, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (id >= active_ || !open_) continue;
+        ++busy_;
+      }
+      work();
+      std::lock_guard<std::mutex> g(mu_);
+      if (--busy_ == 0) done_cv_.notify_all();
+    }
+  }
+  std::mutex run_mu_, mu_;
+  std::condition_variable cv_, done_cv_;
+  RangeFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::atomic<int64_t> next_{0};
+  int64_t n_ = 0, chunk_ = 1;
+  int active_ = 0, busy_ = 0;
+  bool open_ = false;
+  uint64_t generation_ = 0;
+  size_t workers_ = 0;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
+  const int threads = std::max(1, num_threads_setting());
+  grain = std::max<int64_t>(grain, 1);
+  if (threads == 1 || n <= grain || in_parallel_region) {  // nested: run inline
+    fn(ctx, 0, n);
+    return;
+  }
+  const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
+  const int64_t chunk = (n + parts - 1) / parts;
+  ThreadPool::get().run(n, chunk, static_cast<int>(std::min<int64_t>(threads, parts)), fn, ctx);
+}
+
+}  // namespace detail
+}  // namespace opsdk
+
 
 namespace {
 

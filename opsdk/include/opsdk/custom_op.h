@@ -22,28 +22,22 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <functional>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#if defined(__F16C__)
-#include <immintrin.h>
+// float16 conversions use the compiler's _Float16 where it has one (F16C instructions
+// under -mf16c / -march=native), and portable bit manipulation elsewhere.
+#if defined(__FLT16_MAX__) && (defined(__x86_64__) || defined(__aarch64__))
+#define OPSDK_HAVE_FLOAT16 1
 #endif
 
 namespace opsdk {
@@ -83,8 +77,10 @@ struct bfloat16 {
 };
 
 inline float half_to_float(half h) {
-#if defined(__F16C__)
-  return _cvtsh_ss(h.bits);
+#if defined(OPSDK_HAVE_FLOAT16)
+  _Float16 v;
+  std::memcpy(&v, &h.bits, 2);
+  return static_cast<float>(v);
 #else
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   uint32_t exp = (h.bits >> 10) & 0x1fu;
@@ -111,8 +107,11 @@ inline float half_to_float(half h) {
 }
 
 inline half float_to_half(float f) {
-#if defined(__F16C__)
-  return half{static_cast<uint16_t>(_cvtss_sh(f, 0))};
+#if defined(OPSDK_HAVE_FLOAT16)
+  const _Float16 v = static_cast<_Float16>(f);
+  half h;
+  std::memcpy(&h.bits, &v, 2);
+  return h;
 #else
   uint32_t x;
   std::memcpy(&x, &f, 4);
@@ -181,18 +180,25 @@ class OpError : public std::runtime_error {
 };
 
 namespace detail {
+inline void append(std::string& s, const std::string& v) { s += v; }
+inline void append(std::string& s, const char* v) { s += v; }
+inline void append(std::string& s, char v) { s += v; }
+inline void append(std::string& s, bool v) { s += v ? "true" : "false"; }
+template <class T>
+inline std::enable_if_t<std::is_arithmetic_v<T>> append(std::string& s, T v) {
+  s += std::to_string(v);
+}
+// Build a message from strings and numbers: cat("dim ", 3, " of ", name).
 template <class... A> std::string cat(const A&... a) {
-  std::ostringstream s;
-  (s << ... << a);
-  return s.str();
+  std::string s;
+  (append(s, a), ...);
+  return s;
 }
 inline std::string shape_str(const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  s << "(";
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  if (v.size() == 1) s << ",";
-  s << ")";
-  return s.str();
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() == 1) s += ",";
+  return s + ")";
 }
 }  // namespace detail
 
@@ -294,122 +300,30 @@ inline const char* attr_value_type(const AttrValue& v) {
 }
 
 // --------------------------------------------------------------------- threading
+// The thread pool lives in the opsdk entry point (entry.cpp, linked into every operator
+// module), so kernels compile without <thread>/<mutex>.
 namespace detail {
-inline bool& in_parallel_region() {
-  static thread_local bool flag = false;
-  return flag;
-}
-
-// A small persistent pool: one job at a time, ranges handed out by an atomic counter.
-// A worker joins a job only while it is open; once the calling thread has run out of ranges
-// it closes the job and waits just for the workers that joined, so a worker that wakes late
-// (descheduled on a busy machine) never holds up the caller.
-class ThreadPool {
- public:
-  static ThreadPool& get() {
-    static ThreadPool* pool = new ThreadPool();  // leaked on purpose: no join at exit
-    return *pool;
-  }
-  void run(int64_t n, int64_t chunk, int threads, const std::function<void(int64_t, int64_t)>& f) {
-    std::unique_lock<std::mutex> run_lock(run_mu_);
-    ensure_workers(threads - 1);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      job_ = &f;
-      n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
-      active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
-      open_ = true;
-      busy_ = 0;
-      error_ = nullptr;
-      ++generation_;
-    }
-    cv_.notify_all();
-    work();
-    std::unique_lock<std::mutex> g(mu_);
-    open_ = false;
-    done_cv_.wait(g, [&] { return busy_ == 0; });
-    job_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  void ensure_workers(int want) {
-    while (static_cast<int>(workers_) < want) {
-      const int id = static_cast<int>(workers_++);
-      std::thread([this, id] { loop(id); }).detach();
-    }
-  }
-  void work() {
-    in_parallel_region() = true;
-    struct Reset { ~Reset() { in_parallel_region() = false; } } reset;
-    for (;;) {
-      const int64_t b = next_.fetch_add(chunk_);
-      if (b >= n_) break;
-      try {
-        (*job_)(b, std::min(n_, b + chunk_));
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_) error_ = std::current_exception();
-        next_.store(n_);
-      }
-    }
-  }
-  void loop(int id) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (id >= active_ || !open_) continue;
-        ++busy_;
-      }
-      work();
-      std::lock_guard<std::mutex> g(mu_);
-      if (--busy_ == 0) done_cv_.notify_all();
-    }
-  }
-  std::mutex run_mu_, mu_;
-  std::condition_variable cv_, done_cv_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  std::atomic<int64_t> next_{0};
-  int64_t n_ = 0, chunk_ = 1;
-  int active_ = 0, busy_ = 0;
-  bool open_ = false;
-  uint64_t generation_ = 0;
-  size_t workers_ = 0;
-  std::exception_ptr error_;
-};
+using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
+// Runs fn(ctx, begin, end) over [0, n) in ranges of at least `grain` on the pool.
+void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx);
 }  // namespace detail
 
-inline int& num_threads_setting() {
-  static int n = [] {
-    if (const char* env = std::getenv("OPSDK_NUM_THREADS")) {
-      const int v = std::atoi(env);
-      if (v > 0) return v;
-    }
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw ? static_cast<int>(hw) : 1;
-  }();
-  return n;
-}
+// The number of threads kernels may use (default: all cores, or $OPSDK_NUM_THREADS).
+int& num_threads_setting();
 
 // Run f(begin, end) over [0, n) on up to num_threads threads. Ranges are at least `grain`
-// long, so tiny tensors run single-threaded on the calling thread with no overhead.
+// long, so tiny tensors run on the calling thread with no overhead. An exception thrown
+// by f on any thread reaches the caller.
 template <class F> void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
-  const int threads = std::max(1, num_threads_setting());
-  grain = std::max<int64_t>(grain, 1);
-  if (threads == 1 || n <= grain || detail::in_parallel_region()) {
+  if (n <= grain) {
     f(int64_t{0}, n);
     return;
   }
-  const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
-  const int64_t chunk = (n + parts - 1) / parts;
-  const std::function<void(int64_t, int64_t)> fn = [&f](int64_t b, int64_t e) { f(b, e); };
-  detail::ThreadPool::get().run(n, chunk, static_cast<int>(std::min<int64_t>(threads, parts)), fn);
+  using Fn = std::remove_reference_t<F>;
+  detail::parallel_run(
+      n, grain, [](void* c, int64_t b, int64_t e) { (*static_cast<Fn*>(c))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&f)));
 }
 
 // ------------------------------------------------------------------------ context
@@ -498,7 +412,25 @@ class CustomOpKernelContext {
 };
 
 // ------------------------------------------------------------------- registration
-using KernelFunc = std::function<void(const CustomOpKernelContext&)>;
+// A kernel: any callable taking the context (a function, or a lambda with or without
+// captures), stored type-erased without <functional>.
+class KernelFunc {
+ public:
+  KernelFunc() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, KernelFunc>>>
+  KernelFunc(F&& f)  // NOLINT(google-explicit-constructor): REGISTER_...KernelFn(f)
+      : obj_(new std::decay_t<F>(std::forward<F>(f)),
+             [](void* p) { delete static_cast<std::decay_t<F>*>(p); }),
+        call_([](void* p, const CustomOpKernelContext& c) {
+          (*static_cast<std::decay_t<F>*>(p))(c);
+        }) {}
+  void operator()(const CustomOpKernelContext& c) const { call_(obj_.get(), c); }
+  explicit operator bool() const { return call_ != nullptr; }
+
+ private:
+  std::shared_ptr<void> obj_;
+  void (*call_)(void*, const CustomOpKernelContext&) = nullptr;
+};
 
 struct ArgDecl {
   int index;
