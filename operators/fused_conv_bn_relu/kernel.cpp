@@ -169,6 +169,16 @@ inline void gather_row(const T* src, const int32_t* o, float* dst) {
     return;
   }
 #endif
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<T, half>) {  // gather the bits, widen 8 at a time
+    alignas(16) uint16_t bits[NR];
+    for (int l = 0; l < NR; ++l) bits[l] = o[l] >= 0 ? src[o[l]].bits : uint16_t{0};
+    for (int h = 0; h < NR; h += 8)
+      _mm256_storeu_ps(dst + h, _mm256_cvtph_ps(_mm_load_si128(
+                                    reinterpret_cast<const __m128i*>(bits + h))));
+    return;
+  }
+#endif
   for (int l = 0; l < NR; ++l) dst[l] = o[l] >= 0 ? opsdk::to_float(src[o[l]]) : 0.0f;
 }
 
@@ -217,9 +227,20 @@ inline void put_row(const Tile<OutT>& t, int i, v8 lo, v8 hi) {
     hi = relu(hi);
   }
   if (t.last && !std::is_same_v<OutT, float>) {
+    OutT* y = t.y + i * t.ldy;
+#if defined(__F16C__)
+    if constexpr (std::is_same_v<OutT, half>) {  // round 8 at a time (to nearest even)
+      alignas(16) uint16_t bits[NR];
+      _mm_store_si128(reinterpret_cast<__m128i*>(bits),
+                      _mm256_cvtps_ph(reinterpret_cast<__m256>(lo), _MM_FROUND_TO_NEAREST_INT));
+      _mm_store_si128(reinterpret_cast<__m128i*>(bits + 8),
+                      _mm256_cvtps_ph(reinterpret_cast<__m256>(hi), _MM_FROUND_TO_NEAREST_INT));
+      std::memcpy(y, bits, static_cast<size_t>(t.ncols) * sizeof(uint16_t));
+      return;
+    }
+#endif
     store8(tmp, lo);
     store8(tmp + 8, hi);
-    OutT* y = t.y + i * t.ldy;
     for (int j = 0; j < t.ncols; ++j) opsdk::from_float(tmp[j], &y[j]);
     return;
   }
