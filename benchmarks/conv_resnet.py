@@ -12,12 +12,11 @@ Runtime's, and >= 3x faster than the NumPy reference. Nothing here asserts on ti
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass
 
-from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+from ops_common import run_table
+
+from opsdk.bench import BenchResult, fmt_seconds
 
 ORT_TARGET = 1.5
 NUMPY_TARGET = 3.0
@@ -36,8 +35,11 @@ class Conv:
     numpy: bool = True  # time the NumPy reference too (slow for large batches)
 
     def shapes(self) -> list[str]:
-        return [f"x={self.n}x{self.c}x{self.hw}x{self.hw}",
-                f"w={self.m}x{self.c}x{self.k}x{self.k}", f"b={self.m}"]
+        return [
+            f"x={self.n}x{self.c}x{self.hw}x{self.hw}",
+            f"w={self.m}x{self.c}x{self.k}x{self.k}",
+            f"b={self.m}",
+        ]
 
     def attrs(self) -> dict[str, list[int]]:
         p = self.k // 2
@@ -79,8 +81,16 @@ def _cells(row: Conv, r: BenchResult) -> list[str]:
     ]
 
 
-HEADER = ["case", "opsdk", "onnxruntime", "numpy", "GFLOP/s", "ORT GFLOP/s",
-          "time vs ORT", "vs numpy"]
+HEADER = [
+    "case",
+    "opsdk",
+    "onnxruntime",
+    "numpy",
+    "GFLOP/s",
+    "ORT GFLOP/s",
+    "time vs ORT",
+    "vs numpy",
+]
 
 
 def _targets(rows: list[tuple[Conv, BenchResult]]) -> list[str]:
@@ -89,50 +99,30 @@ def _targets(rows: list[tuple[Conv, BenchResult]]) -> list[str]:
         t_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
         if t_ort:
             ok = 1 / t_ort <= ORT_TARGET
-            out.append(f"{row.label}: {1 / t_ort:.2f}x ORT's time "
-                       f"{'<=' if ok else '>'} {ORT_TARGET}x ({'met' if ok else 'MISSED'})")
+            out.append(
+                f"{row.label}: {1 / t_ort:.2f}x ORT's time "
+                f"{'<=' if ok else '>'} {ORT_TARGET}x ({'met' if ok else 'MISSED'})"
+            )
         if vs_np:
             ok = vs_np >= NUMPY_TARGET
-            out.append(f"{row.label}: {vs_np:.1f}x faster than NumPy "
-                       f"{'>=' if ok else '<'} {NUMPY_TARGET:g}x ({'met' if ok else 'MISSED'})")
+            out.append(
+                f"{row.label}: {vs_np:.1f}x faster than NumPy "
+                f"{'>=' if ok else '<'} {NUMPY_TARGET:g}x ({'met' if ok else 'MISSED'})"
+            )
     return out
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p.add_argument("--json", action="store_true", help="print JSON results")
-    p.add_argument("--quick", action="store_true", help="3 rounds, first 3 rows (smoke run)")
-    args = p.parse_args()
-    rows = ROWS[:3] if args.quick else ROWS
-    repeat = 3 if args.quick else args.repeat
-    results = []
-    for row in rows:
-        print(f"  {row.label} ...", file=sys.stderr, flush=True)
-        r = bench_op("FusedConvBnRelu", shapes=row.shapes(), attrs=row.attrs(),
-                     dtype=args.dtype, threads=args.threads, repeat=repeat, numpy=row.numpy)
-        results.append((row, r))
-    if args.json:
-        print(json.dumps([r.as_dict() for _, r in results], indent=2))
-        return 0
-    cells = [_cells(row, r) for row, r in results]
-    if args.markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "---|" * len(HEADER))
-        for c in cells:
-            print("| " + " | ".join(c) + " |")
-    else:
-        print(format_rows(HEADER, cells))
-    print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
-          "rounds; 'time vs ORT' = opsdk time / ONNX Runtime time")
-    print("targets:")
-    for line in _targets(results):
-        print("  " + line)
-    return 0
+    return run_table(
+        "FusedConvBnRelu",
+        ROWS,
+        __doc__ or "",
+        lambda row: dict(shapes=row.shapes(), attrs=row.attrs(), numpy=row.numpy),
+        _cells,
+        HEADER,
+        "'time vs ORT' = opsdk time / ONNX Runtime time",
+        _targets,
+    )
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ asserts on time.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+from ops_common import run_table
+
+from opsdk.bench import BenchResult, fmt_seconds
 
 NUMPY_TARGET = 3.0
 
@@ -86,40 +85,16 @@ def _targets(rows: list[tuple[Sample, BenchResult]]) -> list[str]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p.add_argument("--json", action="store_true", help="print JSON results")
-    p.add_argument("--quick", action="store_true", help="3 rounds, first 3 rows (smoke run)")
-    args = p.parse_args()
-    rows = ROWS[:3] if args.quick else ROWS
-    repeat = 3 if args.quick else args.repeat
-    results = []
-    for row in rows:
-        print(f"  {row.label} ...", file=sys.stderr, flush=True)
-        r = bench_op("GridSample", shapes=row.shapes(), attrs=row.attrs, dtype=args.dtype,
-                     threads=args.threads, repeat=repeat, bandwidth=False)
-        results.append((row, r))
-    if args.json:
-        print(json.dumps([r.as_dict() for _, r in results], indent=2))
-        return 0
-    cells = [_cells(row, r) for row, r in results]
-    if args.markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "---|" * len(HEADER))
-        for c in cells:
-            print("| " + " | ".join(c) + " |")
-    else:
-        print(format_rows(HEADER, cells))
-    print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
-          "rounds; 'vs' = their time / opsdk's time")
-    print("targets:")
-    for line in _targets(results):
-        print("  " + line)
-    return 0
+    return run_table(
+        "GridSample",
+        ROWS,
+        __doc__ or "",
+        lambda row: dict(shapes=row.shapes(), attrs=row.attrs, bandwidth=False),
+        _cells,
+        HEADER,
+        "'vs' = their time / opsdk's time",
+        _targets,
+    )
 
 
 if __name__ == "__main__":

@@ -112,3 +112,55 @@ def run(rows: Sequence[Row], description: str) -> int:
         for check in _checks(row, r):
             print(f"  {_label(r)}: {check}")
     return 0
+
+
+def run_table(
+    op: str,
+    rows: Sequence[Any],
+    description: str,
+    bench_kwargs: Any,
+    cells: Any,
+    header: Sequence[str],
+    ratio_note: str,
+    targets: Any,
+) -> int:
+    """The main() of a per-operator table script (conv_resnet.py, grid_sample_modes.py).
+
+    ``bench_kwargs(row)`` gives bench_op's shapes/attrs/...; ``cells(row, result)`` a table
+    row; ``targets(results)`` the met/missed lines.
+    """
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds per row")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON results")
+    p.add_argument("--quick", action="store_true", help="3 rounds, first 3 rows (smoke run)")
+    args = p.parse_args()
+    rows = rows[:3] if args.quick else rows
+    repeat = 3 if args.quick else args.repeat
+    results = []
+    for row in rows:
+        print(f"  {row.label} ...", file=sys.stderr, flush=True)
+        r = bench_op(op, dtype=args.dtype, threads=args.threads, repeat=repeat,
+                     **bench_kwargs(row))
+        results.append((row, r))
+    if args.json:
+        print(json.dumps([r.as_dict() for _, r in results], indent=2))
+        return 0
+    table = [cells(row, r) for row, r in results]
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for c in table:
+            print("| " + " | ".join(c) + " |")
+    else:
+        print(format_rows(list(header), table))
+    print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
+          f"rounds; {ratio_note}")
+    print("targets:")
+    for line in targets(results):
+        print("  " + line)
+    return 0
