@@ -51,3 +51,14 @@ def test_list_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     relu = next(r for r in rows if r["name"] == "ThresholdedRelu")
     assert relu["dtypes"] == {"x": ["float16", "float32"]} and relu["domain"] == "com.opsdk"
+
+
+def test_one_command_imports_only_its_own_module():
+    """`opsdk build` must not pay for importing ONNX or the test harness."""
+    code = (
+        "import sys; from opsdk.cli import build_parser; build_parser('build'); "
+        "print(sorted(m for m in sys.modules if m.startswith('opsdk.cli.cmd_')), "
+        "'onnx' in sys.modules, 'opsdk.testing' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['opsdk.cli.cmd_build'] False False"

@@ -22,8 +22,16 @@ from ..errors import OpsdkError
 __all__ = ["main", "build_parser"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``opsdk`` argument parser with every discovered subcommand."""
+def _command_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_"))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``opsdk`` argument parser: every discovered subcommand, or just ``only``.
+
+    Registering one command imports only its module, so ``opsdk build`` does not pay for
+    importing ONNX or the test harness.
+    """
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -32,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"opsdk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_"))
+    names = _command_modules()
+    if only is not None:
+        names = [n for n in names if n == f"cmd_{only}"]
     for name in names:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
@@ -40,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    known = first is not None and f"cmd_{first}" in _command_modules()
+    parser = build_parser(first if known else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
