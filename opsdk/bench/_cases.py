@@ -43,10 +43,6 @@ class BenchCase:
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     flops: Callable[[Mapping[str, Shape], Sequence[Shape], Mapping[str, Any]], float] | None = None
 
-    @property
-    def compute_bound(self) -> bool:
-        return self.flops is not None
-
 
 _SIXTEEN_M = (4096, 4096)
 DEFAULT_CASES: dict[str, BenchCase] = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ._op import BenchResult
 
@@ -85,7 +84,3 @@ def format_result(r: BenchResult) -> str:
         lines.append(f"note ({who}): {note}")
     lines.append("times are medians of interleaved rounds; opsdk speedup = other / opsdk")
     return "\n".join(lines)
-
-
-def as_json_ready(results: Sequence[BenchResult]) -> list[dict[str, Any]]:
-    return [r.as_dict() for r in results]

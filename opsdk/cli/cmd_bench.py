@@ -103,7 +103,8 @@ def _run_triton(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise OpsdkError(
             f"--triton needs opsdk's Triton support (opsdk.triton.bench), which failed to "
-            f"import: {e}; install the serving extras: pip install 'opsdk[serve]'"
+            f"import: {e}; install the client with pip install 'tritonclient[http,grpc]' "
+            "(the server runs from the serving venv: bash .ci/serve_env.sh)"
         ) from e
     result = triton_bench.bench_triton(
         args.triton, args.model,
