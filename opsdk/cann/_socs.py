@@ -9,7 +9,10 @@ from typing import Any
 
 from ..errors import OpsdkError
 
-__all__ = ["soc_table", "compute_unit", "precision_modes", "implmodes", "CannArgError"]
+__all__ = [
+    "soc_table", "compute_unit", "precision_modes", "precision_modes_v2", "implmodes",
+    "CannArgError",
+]
 
 
 class CannArgError(ValueError, OpsdkError):
@@ -28,6 +31,11 @@ def soc_table() -> dict[str, str]:
 
 def precision_modes() -> list[str]:
     return list(_data()["precision_modes"])
+
+
+def precision_modes_v2() -> list[str]:
+    """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
+    return list(_data()["precision_modes_v2"])
 
 
 def implmodes() -> list[str]:
