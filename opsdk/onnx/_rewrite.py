@@ -323,7 +323,13 @@ def _replacement(
         attrs = node_attrs(spec, probe, f"node {node_label(node, idx)}")
     except SpecError as e:
         raise _Skip(str(e)) from None
-    return make_node(spec, list(node.input), list(node.output), attrs, name=node.name or None)
+    outputs = list(node.output)
+    if len(outputs) > len(spec.outputs):
+        raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
+    taken = {v for n in model.graph.node for v in n.output}
+    for extra in spec.outputs[len(outputs):]:  # ONNX's optional outputs the node left out
+        outputs.append(unique_name(f"{outputs[0]}_{extra.name}_unused", taken))
+    return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
 
 
 def replace_ops(
