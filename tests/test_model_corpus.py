@@ -28,8 +28,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from opsdk.cann.doctor import diagnose
 from opsdk.cli import main
-from opsdk.onnx import Session, diagnose
+from opsdk.onnx import Session
 from opsdk.testing import corpus
 from opsdk.triton.testing import triton_server  # noqa: F401
 

@@ -12,7 +12,6 @@
 - **Constants**: :class:`GraphConstants` resolves a value to its constant array whether
   it is an initializer, a ``Constant`` node or an ``Identity``/``Cast`` of one;
   :func:`input_dims` reads graph-input dims (``dim_value`` -1 or 0 is dynamic).
-- **Doctor**: :func:`opsdk.onnx.doctor.diagnose` lists what ATC will reject.
 - **--like**: :func:`like_onnx` outlines a spec from an ONNX operator's schema.
 
 Example:
@@ -48,14 +47,12 @@ from ._schema import (
     unregister_schema,
 )
 from ._session import IOInfo, ReferenceKernel, Session, StepInfo
-from .doctor import Finding, diagnose
 from .like import like_onnx
 
 __all__ = [
     "DEFAULT_OPSET",
     "AttrRef",
     "FUSIONS",
-    "Finding",
     "GraphConstants",
     "FunctionBuilder",
     "IOInfo",
@@ -71,7 +68,6 @@ __all__ = [
     "build_function",
     "check_model",
     "constant_node_value",
-    "diagnose",
     "export_model",
     "fold_batch_norm",
     "fuse_conv_bn_relu",

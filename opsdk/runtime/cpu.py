@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, to_numpy
+from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
@@ -138,8 +138,7 @@ class Operator:
                 arrays.append(None)
                 dts.append(None)
                 continue
-            if not isinstance(x, np.ndarray):
-                x = np.asarray(x)
+            x = native_order(x if isinstance(x, np.ndarray) else np.asarray(x))
             try:
                 dts.append(dtype_name(x.dtype))
             except ValueError:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import native_order
 from ..errors import DeviceUnavailable
 from ..spec import OpSpec
 
@@ -147,7 +148,7 @@ class _Triton:
         for decl, a in zip(self.spec.inputs, inputs, strict=False):
             if a is None:
                 continue
-            arr = np.ascontiguousarray(a)
+            arr = np.ascontiguousarray(native_order(a))
             self._skip_unless_served(decl.name, arr)
             inp = self._http.InferInput(decl.name, list(arr.shape), _triton_dtype(arr))
             inp.set_data_from_numpy(arr)
