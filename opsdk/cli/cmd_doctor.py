@@ -12,7 +12,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from ..onnx.doctor import TARGETS
+    from ..cann.doctor import TARGETS
 
     p = sub.add_parser(
         "doctor",
@@ -30,8 +30,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cann.doctor import diagnose, format_findings
     from ..onnx import ModelError
-    from ..onnx.doctor import diagnose, format_findings
     from .cmd_export import parse_shapes
 
     shapes = parse_shapes(args.input_shape)

@@ -5,7 +5,7 @@ operator (``opsdk rewrite --replace``), a new one (``opsdk new --like onnx:<Op>`
 ``opsdk rewrite``. The tables of what ATC accepts live in ``_ascend_data.py``.
 
 Example:
-    >>> from opsdk.onnx.doctor import diagnose
+    >>> from opsdk.cann.doctor import diagnose
     >>> for f in diagnose("model.onnx", target="ascend"):  # doctest: +SKIP
     ...     print(f.node, f.reason, f.fix)
 """
@@ -21,9 +21,7 @@ import onnx
 from onnx import ModelProto, NodeProto
 
 from ..errors import SpecError
-from ..spec import OpSpec
-from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
-from ._model import (
+from ..onnx._model import (
     attribute_value,
     is_standard_domain,
     iter_all_nodes,
@@ -32,6 +30,8 @@ from ._model import (
     node_label,
     opset_version,
 )
+from ..spec import OpSpec
+from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
 
 __all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
 
@@ -96,7 +96,7 @@ def diagnose(
         raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     profile = TARGETS[target]
     m = load_model(model)
-    from ._schema import known_specs
+    from ..onnx._schema import known_specs
 
     specs = known_specs(extra)
     findings = _opset_findings(m, profile)
@@ -302,7 +302,7 @@ def _custom_findings(
                 "folder to OPSDK_OPERATORS_PATH",
             )
         ]
-    from ._schema import check_custom_node
+    from ..onnx._schema import check_custom_node
 
     try:
         check_custom_node(spec, node, m)

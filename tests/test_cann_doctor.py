@@ -8,10 +8,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from opsdk.cann.doctor import TARGETS, diagnose, format_findings
 from opsdk.cli import main
 from opsdk.errors import SpecError
-from opsdk.onnx import ModelError, diagnose, export_model
-from opsdk.onnx.doctor import TARGETS, format_findings
+from opsdk.onnx import ModelError, export_model
 
 
 def build(nodes, inputs, outputs=None, opset=15, extra_imports=(), inits=()):
