@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["TargetProfile", "TARGETS", "RESIZE_SAFE_MODES", "RESIZE_MODES"]
+__all__ = [
+    "TargetProfile",
+    "TARGETS",
+    "RESIZE_SAFE_MODES",
+    "RESIZE_MODES",
+    "CANN_BUILTIN_OP_TYPES",
+]
 
 _COMMON_UNSUPPORTED: dict[str, str] = {
     "Det": "ATC's ONNX parser has no converter for Det",
@@ -59,3 +65,12 @@ TARGETS: dict[str, TargetProfile] = {
 RESIZE_SAFE_MODES = ("pytorch_half_pixel", "align_corners", "asymmetric")
 #: Resize interpolation modes ATC converts.
 RESIZE_MODES = ("nearest", "linear")
+
+#: Operator types of CANN's built-in op proto (``REG_OP(<type>)`` in the toolkit's built-in
+#: OPP) that an operator here could be named like. A custom operator of the same type is
+#: confused with the built-in one; ``opsdk cann --op-type`` picks another CANN type name.
+CANN_BUILTIN_OP_TYPES = frozenset(
+    "Abs Add Cast Concat Conv2D Div Exp Gelu GridSampler2D GridSampler3D LayerNorm "
+    "LeakyRelu Log MatMul MatMulV2 Mul Pad Relu Reshape Sigmoid Slice Softmax SoftmaxV2 "
+    "Split Sqrt Sub Tanh ThresholdedRelu Transpose".split()
+)
