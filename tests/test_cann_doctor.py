@@ -217,3 +217,26 @@ def test_cli_unreadable_model_exits_2(tmp_path, capsys, content):
     assert "opsdk doctor: error: " in err and "broken.onnx" in err and "Traceback" not in err
     assert main(["doctor", str(tmp_path / "missing.onnx")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["t"], name="relu"),
+        helper.make_node("ThresholdedRelu", ["t"], ["y"], domain="com.opsdk", alpha=0.5),
+    ]
+    m = build(nodes, [x_input()], extra_imports=[("com.opsdk", 1)])
+    for cann in (None, "8.1.RC1", "9.1"):
+        [f] = [f for f in diagnose(m, cann=cann) if f.code == "mixed-default-domain"]
+        assert f.severity == "error" and f.node == "'relu' (Relu)"
+        assert "E16005" in f.reason and "imports 2 (ai.onnx, com.opsdk)" in f.reason
+        assert "opsdk.cann.normalize_default_domain(model)" in f.fix
+    [f] = [f for f in diagnose(m, cann="9.2") if f.code == "mixed-default-domain"]
+    assert f.severity == "warning" and "CANN 9.2 accepts it" in f.reason
+    assert f.fix.startswith("for hosts before CANN 9.2, give ATC a copy")
+    from opsdk.cann import normalize_default_domain
+
+    assert "mixed-default-domain" not in codes(diagnose(normalize_default_domain(m)))
+    path = tmp_path / "mixed.onnx"
+    onnx.save(m, str(path))
+    assert main(["doctor", str(path), "--cann", "9.2", "--json"]) == 1
+    assert main(["doctor", str(path), "--cann", "nine"]) == 1

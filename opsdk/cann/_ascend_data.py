@@ -39,6 +39,8 @@ class TargetProfile:
     opset_min: int
     opset_max: int
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: the CANN release whose parser rules apply when no ``--cann`` is given
+    cann: str = "8.1.RC1"
 
 
 TARGETS: dict[str, TargetProfile] = {
@@ -51,6 +53,7 @@ TARGETS: dict[str, TargetProfile] = {
             **_COMMON_UNSUPPORTED,
             "GridSample": "ATC's ONNX parser (CANN <= 7) has no GridSample converter",
         },
+        "7.0",
     ),
     "ascend-cann8": TargetProfile(
         "ascend-cann8",
@@ -58,6 +61,7 @@ TARGETS: dict[str, TargetProfile] = {
         9,
         18,
         dict(_COMMON_UNSUPPORTED),
+        "8.1.RC1",
     ),
 }
 
