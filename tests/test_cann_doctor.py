@@ -237,3 +237,26 @@ def test_unknown_rank_input_is_dynamic():
     m = build([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])
     (f,) = diagnose(m)
     assert "unknown rank" in f.reason and "no shape" in f.reason
+
+
+def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["t"], name="relu"),
+        helper.make_node("ThresholdedRelu", ["t"], ["y"], domain="com.opsdk", alpha=0.5),
+    ]
+    m = build(nodes, [x_input()], extra_imports=[("com.opsdk", 1)])
+    for cann in (None, "8.1.RC1", "9.1"):
+        [f] = [f for f in diagnose(m, cann=cann) if f.code == "mixed-default-domain"]
+        assert f.severity == "error" and f.node == "'relu' (Relu)"
+        assert "E16005" in f.reason and "imports 2 (ai.onnx, com.opsdk)" in f.reason
+        assert "opsdk.cann.normalize_default_domain(model)" in f.fix
+    [f] = [f for f in diagnose(m, cann="9.2") if f.code == "mixed-default-domain"]
+    assert f.severity == "warning" and "CANN 9.2 accepts it" in f.reason
+    assert f.fix.startswith("for hosts before CANN 9.2, give ATC a copy")
+    from opsdk.cann import normalize_default_domain
+
+    assert "mixed-default-domain" not in codes(diagnose(normalize_default_domain(m)))
+    path = tmp_path / "mixed.onnx"
+    onnx.save(m, str(path))
+    assert main(["doctor", str(path), "--cann", "9.2", "--json"]) == 1
+    assert main(["doctor", str(path), "--cann", "nine"]) == 1

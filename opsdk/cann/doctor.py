@@ -33,6 +33,7 @@ from ..onnx._model import (
 )
 from ..spec import OpSpec
 from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
+from ._versions import CannVersion, parse_cann_version
 
 __all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
 
@@ -76,6 +77,7 @@ def diagnose(
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     extra: Iterable[OpSpec] = (),
+    cann: str | None = None,
 ) -> list[Finding]:
     """Everything ATC's ONNX parser will reject or mis-handle in ``model``.
 
@@ -85,6 +87,8 @@ def diagnose(
         input_shapes: shapes (or shape bounds) you will give ATC, by input name; inputs
             listed here are not reported as dynamic.
         extra: specs of operators not on the registry's search path.
+        cann: the CANN release whose ONNX parser converts the model (default: the target's);
+            decides whether a default-domain node next to a custom domain blocks (E16005).
 
     Raises:
         ModelError: the model cannot be read.
@@ -101,6 +105,7 @@ def diagnose(
 
     specs = known_specs(extra)
     findings = _opset_findings(m, profile)
+    findings += _mixed_domain_findings(m, parse_cann_version(cann or profile.cann))
     findings += _dynamic_inputs(m, set(input_shapes or ()))
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
@@ -142,6 +147,30 @@ def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
             )
         )
     return out
+
+
+def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
+    """E16005: a default-domain node in a model that imports more than one domain."""
+    imported = {imp.domain for imp in m.opset_import}
+    nodes = [n for n in m.graph.node if n.domain == ""]
+    if "" not in imported or len(imported) < 2 or not nodes:
+        return []
+    first = node_label(nodes[0], list(m.graph.node).index(nodes[0]))
+    rule = (
+        f"the GE ONNX parser resolves a default-domain node only when the model imports a "
+        f"single domain (ATC error E16005, every release through CANN 9.1); this model imports "
+        f"{len(imported)} ({', '.join(sorted(d or 'ai.onnx' for d in imported))}) and has "
+        f"{len(nodes)} default-domain node(s)"
+    )
+    fix = (
+        "give ATC a copy made by opsdk.cann.normalize_default_domain(model), which spells the "
+        "default domain ai.onnx, or put the custom nodes in the default domain"
+    )
+    if cann.rejects_mixed_default_domain:
+        return [Finding("mixed-default-domain", "error", first, None, f"{rule}; CANN {cann} "
+                        "rejects the model", fix)]
+    return [Finding("mixed-default-domain", "warning", first, None, f"{rule}; CANN {cann} "
+                    "accepts it, older hosts do not", f"for hosts before CANN 9.2, {fix}")]
 
 
 def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
