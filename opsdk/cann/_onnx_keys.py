@@ -75,8 +75,9 @@ def _is_custom(op_type: str, domain: str) -> bool:
 def node_keys(model: Any, cann: CannVersion | None = None) -> list[NodeKey]:
     """Every node of the main graph with the key the GE ONNX parser builds for it.
 
-    ``cann`` selects the parser's rules; None means the releases through 9.1, whose parser
-    rejects an empty-domain node when the model imports more than one opset (E16005).
+    A default-domain node in a model importing several domains has no key on the parsers
+    that reject it (E16005, through CANN 9.1, the default); on a later ``cann`` it resolves
+    through ``ai.onnx``.
 
     Example:
         >>> import onnx.helper as h
@@ -113,9 +114,8 @@ def _node_key(n: Any, name: str, imports: Mapping[str, int], cann: CannVersion |
     listed = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in imports.items())
     problem = (
         f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
-        f"{len(imports)} opsets ({listed}); the GE ONNX parser "
-        f"{'of CANN ' + str(cann) + ' ' if cann else ''}resolves an empty domain only when "
-        "exactly one opset is imported (ATC error E16005): convert a copy made "
+        f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain "
+        "only when exactly one opset is imported (ATC error E16005): convert a copy made "
         "by opsdk.cann.normalize_default_domain(model), or put the custom ops in the "
         "default domain"
     )
@@ -158,7 +158,9 @@ def _mismatch(nk: NodeKey, have: Sequence[str]) -> str:
     )
 
 
-def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> list[KeyProblem]:
+def check_plugin_keys(
+    model: Any, registered: Mapping[str, Sequence[str]], cann: CannVersion | None = None
+) -> list[KeyProblem]:
     """Problems that keep ATC from mapping the model's nodes to the registered plugins.
 
     ``registered`` maps an op type to the OriginOpType keys its plugin registers (an opsdk
@@ -175,15 +177,10 @@ def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> li
     """
     problems = []
     seen: set[str] = set()
-    for nk in node_keys(model):
-        if nk.key is None:
-            if nk.problem not in seen:
-                problems.append(KeyProblem(nk.node, nk.op_type, nk.problem))
-                seen.add(nk.problem)
-            continue
-        have = list(registered.get(nk.op_type, ()))
-        if have and nk.key not in have:
-            problems.append(KeyProblem(nk.node, nk.op_type, _mismatch(nk, have)))
+    for p in check_parser_rules(model, cann, registered):
+        if p.message not in seen:
+            problems.append(p)
+            seen.add(p.message)
     return problems
 
 
@@ -216,9 +213,11 @@ def _all_nodes(graph: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def check_parser_rules(
-    model: Any, cann: CannVersion, registered: Mapping[str, Sequence[str]] | None = None
+    model: Any, cann: CannVersion | None, registered: Mapping[str, Sequence[str]] | None = None
 ) -> list[KeyProblem]:
     """What the GE ONNX parser of ``cann`` would reject in ``model``, subgraphs included.
+
+    ``cann=None`` applies the rules of the releases through 9.1.
 
     The rules (``OnnxModelParser::ConstructOriType``): a node with a domain takes the
     version ``opset_import`` gives that domain and is rejected when there is none; an
@@ -247,6 +246,6 @@ def check_parser_rules(
             problems.append(KeyProblem(name, n.op_type, nk.problem))
             continue
         have = list((registered or {}).get(nk.op_type, ()))
-        if nk.custom and have and nk.key not in have:
+        if have and nk.key not in have:
             problems.append(KeyProblem(name, n.op_type, _mismatch(nk, have)))
     return problems

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import venv
 from collections.abc import Mapping
@@ -147,10 +146,3 @@ def _clean_env() -> dict[str, str]:
     """The environment without this interpreter's package paths."""
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
-
-if __name__ == "__main__":  # python -m opsdk.triton._ort_check: create the venv
-    try:
-        print(ensure_ort_env())
-    except DeviceUnavailable as e:
-        print(e, file=sys.stderr)
-        sys.exit(1)

@@ -4,4 +4,4 @@
 # open and run the model files they write with it, as the backend does. Without it those
 # tests skip with the reason. A second run checks the venv and exits.
 set -euo pipefail
-python -m opsdk.triton._ort_check
+python -c "from opsdk.triton import ensure_ort_env; print(ensure_ort_env())"
