@@ -163,7 +163,7 @@ def _nonfinite_check(bad: np.ndarray | None, a: np.ndarray, e: np.ndarray,
     parts = [f"{_value(a[i])} where the reference has {_value(e[i])}" for i in idx[:3]]
     if n == 1:
         return Check("nonfinite", False, f"1 {parts[0]}")
-    at = [list(np.unravel_index(int(i), shape)) if shape else [] for i in idx[:3]]
+    at = [[int(j) for j in np.unravel_index(int(i), shape)] if shape else [] for i in idx[:3]]
     listed = ", ".join(f"{p} at {i}" for p, i in zip(parts, at, strict=True))
     return Check("nonfinite", False, f"{n} NaN/Inf disagreements: {listed}"
                  + (", ..." if n > 3 else ""))
@@ -194,7 +194,7 @@ def _checks(
     checks.append(_nonfinite_check(bad_nf, a, e, tuple(expected.shape)))
     if bad_nf is not None:
         failed = failed | bad_nf
-    if finite is not None and standard.share_over_all:
+    if finite is not None and standard.share_over_all and finite.any():
         sub = standard.judge(raw_a[finite], raw_e[finite], dtype)
         checks.append(Check("finite-share", sub.passed,
                             f"{standard.name} over the {int(finite.sum())} finite elements: "

@@ -218,7 +218,7 @@ class DoubleThousandths(Standard):
             hard = ~(d <= max_atol * mag)
         n, allowed = int(failed.sum()), rtol * failed.size
         if n > allowed:
-            why = f"{n} elements exceed {atol:g}*|e| (allowed {allowed:g} = {rtol:g}*N)"
+            why = f"{n} elements not within {atol:g}*|e| (allowed {allowed:g} = {rtol:g}*N)"
             return Verdict(False, failed, why)
         if hard.any():
             return Verdict(False, failed, f"{int(hard.sum())} elements exceed {max_atol:g}*|e|")
