@@ -87,7 +87,8 @@ def test_pytest_argv_accepts_options_after_the_operator() -> None:
                             report=None, pytest_args=["--precision-mode", "force_fp16", "-x"])
     argv = pytest_argv(ns, Path("/ops/my_op"))
     assert argv[argv.index("/ops/my_op"):] == [
-        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16", "-x",
+        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16",
+        "--opsdk-timeout=120.0", "--opsdk-isolate", "-x",
     ]
     ns = argparse.Namespace(pytest_args=[
         "--opsdk-standard", "double-thousandths", "--standard-only", "--precision-mode",
@@ -96,7 +97,8 @@ def test_pytest_argv_accepts_options_after_the_operator() -> None:
     assert argv[argv.index("/ops/my_op"):] == [
         "/ops/my_op", "--opsdk-standard=double-thousandths",
         "--opsdk-precision-mode=mixed_float16", "--opsdk-keep-dtype=k.cfg",
-        "--opsdk-modify-mixlist=m.json", "--opsdk-standard-only",
+        "--opsdk-modify-mixlist=m.json", "--opsdk-timeout=120.0", "--opsdk-standard-only",
+        "--opsdk-isolate",
     ]
 
 

@@ -1,14 +1,13 @@
 """Plan and run CANN's ATC model conversion (``atc --framework=5``) of an ONNX model.
 
 :func:`plan_atc` validates every argument against CANN's accepted values and the model's
-graph, runs the doctor check when ``opsdk.onnx.doctor`` is installed, checks the plugin keys of
+graph, runs the doctor check (:mod:`opsdk.cann.doctor`), checks the plugin keys of
 the given opsdk projects against the model, and returns the exact command and environment.
 :func:`run_atc` runs it when ``atc`` is on PATH.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shlex
@@ -145,15 +144,11 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
 
 
 def _doctor(model: Any) -> tuple[list[dict[str, str]], list[str], list[str]]:
-    """(findings, blocking messages, notes) of opsdk.onnx.doctor, if it is installed."""
-    try:
-        mod = importlib.import_module("opsdk.onnx.doctor")
-    except ModuleNotFoundError as e:
-        if e.name not in ("opsdk.onnx", "opsdk.onnx.doctor"):
-            raise
-        return [], [], ["doctor check skipped: opsdk.onnx.doctor is not available in this install"]
+    """(findings, blocking messages, notes) of :func:`opsdk.cann.doctor.diagnose`."""
+    from .doctor import diagnose
+
     findings, blocking = [], []
-    for f in mod.diagnose(model, target="ascend"):
+    for f in diagnose(model, target="ascend"):
         level = str(getattr(f, "severity", getattr(f, "level", "info"))).lower()
         msg = str(getattr(f, "message", f))
         findings.append({"severity": level, "message": msg})

@@ -9,7 +9,6 @@
 - **Graph executor**: :class:`Session` runs a model holding custom nodes, standard parts
   in ONNX Runtime and custom nodes in opsdk kernels, like ``onnxruntime.InferenceSession``.
 - **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`.
-- **Doctor**: :func:`opsdk.onnx.doctor.diagnose` lists what ATC will reject.
 - **--like**: :func:`like_onnx` outlines a spec from an ONNX operator's schema.
 
 Example:
@@ -44,14 +43,12 @@ from ._schema import (
     unregister_schema,
 )
 from ._session import IOInfo, ReferenceKernel, Session, StepInfo
-from .doctor import Finding, diagnose
 from .like import like_onnx
 
 __all__ = [
     "DEFAULT_OPSET",
     "AttrRef",
     "FUSIONS",
-    "Finding",
     "FunctionBuilder",
     "IOInfo",
     "ModelError",
@@ -65,7 +62,6 @@ __all__ = [
     "attach_function",
     "build_function",
     "check_model",
-    "diagnose",
     "export_model",
     "fold_batch_norm",
     "fuse_conv_bn_relu",

@@ -34,8 +34,10 @@ from ._runner import CaseResult, run_case
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
-OPTIONS = ("device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
-           "modify_mixlist", "report", "triton_url", "triton_model")
+OPTIONS = (
+    "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
+    "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
+)
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
 
@@ -93,12 +95,14 @@ class TestSession:
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
-        for k in ("device", "standard", "precision_mode", "keep_dtype", "modify_mixlist"):
+        for k in ("device", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
+                  "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
-        if self.options.get("standard_only"):
-            parts.append("--opsdk-standard-only")
+        for flag in ("standard_only", "isolate"):
+            if self.options.get(flag):
+                parts.append(f"--opsdk-{flag.replace('_', '-')}")
         return " ".join(shlex.quote(p) for p in parts)
 
     def record(self, result: CaseResult) -> None:

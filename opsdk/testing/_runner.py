@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..dtypes import dtype_name, is_float, to_numpy
-from ..errors import SpecError
+from ..errors import KernelCrash, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, case_seed, make_inputs
 from ._compare import Comparison, compare
@@ -227,15 +227,15 @@ def run_case(
         repro=repro(case) if repro else "",
     )
     kernel_inputs, judge = None, None
-    if precision_mode is not None:
-        kernel_inputs, judge, res.note = emulate(spec, case.dtypes, inputs, precision_mode)
     try:
+        if precision_mode is not None:
+            kernel_inputs, judge, res.note = emulate(spec, case.dtypes, inputs, precision_mode)
         res.comparisons, res.problems = run_arrays(
             spec, executor, inputs, dict(case.attrs), standard=standard,
             kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
             strict=strict,
         )
-    except SpecError as e:
+    except (SpecError, KernelCrash) as e:  # a crash in a worker fails this case only
         res.problems.append(str(e))
     return res
 
