@@ -43,7 +43,9 @@ def precision_modes() -> list[str]:
 
 def precision_modes_v2() -> list[str]:
     """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
-    return list(_data()["precision_modes_v2"])
+    from ..testing._precision import PRECISION_MODES_V2
+
+    return list(PRECISION_MODES_V2)
 
 
 def implmodes() -> list[str]:
