@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import OpsdkError
 
-__all__ = ["soc_table", "compute_unit", "precision_modes", "implmodes", "CannArgError"]
+__all__ = ["soc_table", "compute_unit", "core_resources", "precision_modes", "implmodes", "CannArgError"]
 
 
 class CannArgError(ValueError, OpsdkError):
@@ -54,3 +54,17 @@ def compute_unit(name: str) -> str:
         f"unknown SoC {name!r}; use a compute unit ({', '.join(units)}) or a SoC version "
         f"such as Ascend910B3 (see `npu-smi info`: 'Ascend' + the Name column)"
     )
+
+
+def core_resources(soc: str) -> tuple[int, int]:
+    """``(Unified Buffer bytes per core, vector cores)`` of a SoC version or compute unit.
+
+    Example:
+        >>> core_resources("Ascend910B3")
+        (196608, 40)
+    """
+    unit = compute_unit(soc)
+    info = _data()["compute_units"].get(unit)
+    if not isinstance(info, dict):
+        raise CannArgError(f"no Unified Buffer size is recorded for {unit!r} (data/socs.json)")
+    return int(info["ub_bytes"]), int(info["vector_cores"])

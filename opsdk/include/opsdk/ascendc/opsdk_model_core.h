@@ -176,4 +176,10 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n) {
 
 }  // namespace opsdk_ascendc
 
+namespace AscendC {
+template <typename T, typename U> struct IsSameType {
+    static constexpr bool value = std::is_same_v<T, U>;
+};
+}  // namespace AscendC
+
 #endif  // OPSDK_ASCENDC_MODEL_CORE_H

@@ -289,6 +289,7 @@ OPSDK_SCALAR(LeakyRelu, kFloat<T>, "half, float", (x >= 0 ? x : x * y))
 
 OPSDK_ADV_UNARY(Tanh, std::tanh(x))
 OPSDK_ADV_UNARY(Erf, std::erf(x))
+OPSDK_ADV_UNARY(Erfc, std::erfc(x))
 
 template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount) {
     static_assert(opsdk_ascendc::OneOf<T, half, float, bfloat16_t, int16_t, uint16_t, int32_t, uint32_t>,
