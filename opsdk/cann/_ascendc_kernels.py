@@ -24,7 +24,8 @@ __all__ = ["aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tilin
 
 
 def _load_module(path: Path) -> Any:
-    mod_spec = importlib.util.spec_from_file_location(f"_opsdk_tiling_{path.parent.parent.name}", path)
+    name = f"_opsdk_tiling_{path.parent.parent.name}"
+    mod_spec = importlib.util.spec_from_file_location(name, path)
     if mod_spec is None or mod_spec.loader is None:  # pragma: no cover - defensive
         raise SpecError(f"cannot import {path}")
     module = importlib.util.module_from_spec(mod_spec)
@@ -53,7 +54,7 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
             tiling = getattr(module, "TILING", None)
             if not isinstance(tiling, Tiling):
                 raise SpecError(f"{spec.name}: {desc} must define TILING = Tiling(...)")
-            names = tuple(p.name for p in (*spec.inputs, *spec.outputs))
+            names = tuple(p.name for p in [*spec.inputs, *spec.outputs] if hasattr(p, "name"))
             return AicoreKernel(spec.name, spec.snake_name, src.read_text(), tiling, names,
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,

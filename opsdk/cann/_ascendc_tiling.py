@@ -113,13 +113,14 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
     if isinstance(node, ast.Constant):
-        return int(node.value)
+        return int(node.value)  # type: ignore[arg-type]
     if isinstance(node, ast.Name):
         return env[node.id]
     if isinstance(node, ast.BinOp):
         a, b = _eval(node.left, env), _eval(node.right, env)
-        value = a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
-        return value & _MASK
+        if isinstance(node.op, ast.Add):
+            return (a + b) & _MASK
+        return (a - b) & _MASK if isinstance(node.op, ast.Sub) else (a * b) & _MASK
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a, env) for a in node.args]
         return _HELPERS[node.func.id](*args) & _MASK

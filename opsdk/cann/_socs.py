@@ -9,7 +9,9 @@ from typing import Any
 
 from ..errors import OpsdkError
 
-__all__ = ["soc_table", "compute_unit", "core_resources", "precision_modes", "implmodes", "CannArgError"]
+__all__ = [
+    "soc_table", "compute_unit", "core_resources", "precision_modes", "implmodes", "CannArgError"
+]
 
 
 class CannArgError(ValueError, OpsdkError):

@@ -49,9 +49,10 @@ _DRIVER = """\
 #undef {snake}
 #include "opsdk_model_launch.h"
 
-extern "C" int opsdk_ascendc_launch(uint8_t** gm, const uint64_t* bytes, const char** names, int n,
-                                    uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes, const char* soc,
-                                    uint64_t seed, int threads, char* err, uint64_t errLen)
+extern "C" int opsdk_ascendc_launch(uint8_t** gm, const uint64_t* bytes, const char** names,
+                                    int n, uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes,
+                                    const char* soc, uint64_t seed, int threads, char* err,
+                                    uint64_t errLen)
 {{
     return opsdk_ascendc::Run(
         "{op}", [](uint8_t** g, uint8_t* ws, uint8_t* t) {{ opsdk_kernel_entry({args}ws, t); }},
@@ -166,11 +167,12 @@ class AscendcModel:
         spec.bind_types([t.dtype for t in types])
         outs_t = spec.infer(types, resolved)
         self._applicable(types, outs_t, resolved)
-        outputs = [np.empty(tuple(int(d) for d in t.shape), dtype=arrays[0].dtype
-                            if t.dtype == types[0].dtype else np.dtype(t.dtype)) for t in outs_t]
-        total = math.prod(int(d) for d in outs_t[0].shape)
+        shapes = [tuple(int(d) for d in t.shape if isinstance(d, int)) for t in outs_t]
+        outputs = [np.empty(s, dtype=arrays[0].dtype if t.dtype == types[0].dtype
+                            else np.dtype(t.dtype)) for s, t in zip(shapes, outs_t, strict=True)]
+        total = math.prod(shapes[0])
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
-                 "lastDim": int(types[0].shape[-1]) if types[0].shape else 1,
+                 "lastDim": int(arrays[0].shape[-1]) if arrays[0].ndim else 1,
                  "typeBytes": max(a.dtype.itemsize for a in (*arrays, *outputs))}
         self._launch(types[0].dtype, arrays + outputs, facts, resolved, total)
         return outputs
