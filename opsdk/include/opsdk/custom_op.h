@@ -300,8 +300,8 @@ inline const char* attr_value_type(const AttrValue& v) {
 }
 
 // --------------------------------------------------------------------- threading
-// The thread pool lives in the opsdk entry point (entry.cpp, linked into every operator
-// module), so kernels compile without <thread>/<mutex>.
+// The thread pool lives in opsdk's runtime (csrc/runtime.cpp, linked next to every kernel),
+// so kernels compile without <thread>/<mutex>.
 namespace detail {
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 // Runs fn(ctx, begin, end) over [0, n) in ranges of at least `grain` on the pool.
