@@ -87,7 +87,8 @@ def test_pytest_argv_accepts_options_after_the_operator() -> None:
                             report=None, pytest_args=["--precision-mode", "force_fp16", "-x"])
     argv = pytest_argv(ns, Path("/ops/my_op"))
     assert argv[argv.index("/ops/my_op"):] == [
-        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16", "-x",
+        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16",
+        "--opsdk-timeout=120.0", "--opsdk-isolate", "-x",
     ]
 
 

@@ -9,7 +9,14 @@ from typing import Any
 
 from ..errors import OpsdkError
 
-__all__ = ["soc_table", "compute_unit", "precision_modes", "implmodes", "CannArgError"]
+__all__ = [
+    "soc_table",
+    "compute_unit",
+    "soc_version_of",
+    "precision_modes",
+    "implmodes",
+    "CannArgError",
+]
 
 
 class CannArgError(ValueError, OpsdkError):
@@ -54,3 +61,17 @@ def compute_unit(name: str) -> str:
         f"unknown SoC {name!r}; use a compute unit ({', '.join(units)}) or a SoC version "
         f"such as Ascend910B3 (see `npu-smi info`: 'Ascend' + the Name column)"
     )
+
+
+def soc_version_of(unit: str) -> str:
+    """A SoC version of the compute unit ``unit``, for tools that take one (msopgen ``-c``).
+
+    Example:
+        >>> soc_version_of("ascend910b"), soc_version_of("ascend310p")
+        ('Ascend910B1', 'Ascend310P1')
+    """
+    for soc, u in soc_table().items():
+        if u == unit:
+            return soc
+    units = ", ".join(sorted(set(soc_table().values())))
+    raise CannArgError(f"unknown compute unit {unit!r}; known: {units}")

@@ -19,7 +19,8 @@ from ..testing._devices import DEVICES
 from ..testing._precision import PRECISION_MODES
 from ..testing._standards import STANDARDS
 
-_OPTIONS = ("device", "seed", "standard", "precision_mode", "report")
+_OPTIONS = ("device", "seed", "standard", "precision_mode", "report", "timeout", "sanitize")
+DEFAULT_TIMEOUT_S = 120.0
 
 
 def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -32,6 +33,24 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
                    help="emulate ATC's precision_mode on the float32 cases")
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
+                   help=f"cpu: a case running longer fails (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--sanitize", metavar="address,undefined", default=default,
+                   help="cpu: build the kernel with these sanitizers (a separate cache entry) "
+                   "and report an out-of-bounds access with its file:line")
+    p.add_argument("--no-isolate", action="store_true", default=default,
+                   help="cpu: run kernels in the pytest process instead of a worker process "
+                   "(a crashing kernel then ends the run)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def register(sub: Any) -> None:
@@ -60,8 +79,12 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
     argv = [str(target)]
     for k in _OPTIONS:
         v = getattr(own, k) if getattr(own, k) is not None else getattr(args, k, None)
+        if k == "timeout" and v is None:
+            v = DEFAULT_TIMEOUT_S
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    if not (own.no_isolate or getattr(args, "no_isolate", None)):
+        argv.append("--opsdk-isolate")
     if not _plugin_registered():
         argv[:0] = ["-p", "opsdk.testing.plugin"]
     return argv + list(rest)

@@ -43,10 +43,23 @@ py::dict describe(const opsdk::OpRegistration& r) {
   return d;
 }
 
+// True when the array's bytes are in the machine's order ('>f4' on x86 is not).
+bool native_order(const py::array& a) {
+  const char order = a.dtype().byteorder();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return order != '<';
+#else
+  return order != '>';
+#endif
+}
+
 opsdk::Tensor make_tensor(const py::handle& obj, const opsdk::ArgDecl& decl, bool writable) {
   if (!py::isinstance<py::array>(obj))
     throw py::type_error("'" + decl.name + "' must be a numpy.ndarray");
   auto a = py::reinterpret_borrow<py::array>(obj);
+  if (!native_order(a))
+    throw py::value_error("'" + decl.name + "' has non-native byte order; pass "
+                          "a.astype(a.dtype.newbyteorder('='))");
   const opsdk::DType dt = opsdk::dtype_from_name(decl.dtype);
   const auto itemsize = static_cast<py::ssize_t>(opsdk::dtype_size(dt));
   if (a.itemsize() != itemsize)
@@ -193,7 +206,7 @@ class FastCaller {
       items[i] = o;
       if (!py::isinstance<py::array>(o)) return fallback_(*args, **kwargs);
       const auto& a = py::reinterpret_borrow<py::array>(o);
-      if (!(a.flags() & py::array::c_style)) return fallback_(*args, **kwargs);
+      if (!(a.flags() & py::array::c_style) || !native_order(a)) return fallback_(*args, **kwargs);
       nums[i] = a.dtype().num();
       if (i && !same_shape(py::reinterpret_borrow<py::array>(items[0]), a))
         return fallback_(*args, **kwargs);

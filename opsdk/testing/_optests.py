@@ -33,7 +33,10 @@ from ._runner import CaseResult, run_case
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
-OPTIONS = ("device", "seed", "standard", "precision_mode", "report", "triton_url", "triton_model")
+OPTIONS = (
+    "device", "seed", "standard", "precision_mode", "report", "triton_url", "triton_model",
+    "isolate", "timeout", "sanitize",
+)
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
 
@@ -75,10 +78,12 @@ class TestSession:
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
-        for k in ("device", "standard", "precision_mode"):
+        for k in ("device", "standard", "precision_mode", "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
+        if self.options.get("isolate"):
+            parts.append("--opsdk-isolate")
         return " ".join(shlex.quote(p) for p in parts)
 
     def record(self, result: CaseResult) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..dtypes import dtype_name, is_float, to_numpy
-from ..errors import SpecError
+from ..errors import KernelCrash, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, case_seed, make_inputs
 from ._compare import Comparison, compare
@@ -228,7 +228,7 @@ def run_case(
             spec, executor, inputs, dict(case.attrs), standard=standard,
             kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
         )
-    except SpecError as e:
+    except (SpecError, KernelCrash) as e:  # a crash in a worker fails this case only
         res.problems.append(str(e))
     return res
 

@@ -10,6 +10,13 @@ Options:
 * ``--opsdk-precision-mode MODE``: emulate ATC's precision mode on float32 cases.
 * ``--opsdk-report out.html|out.json``: write a report of every case run.
 * ``--opsdk-triton-url``, ``--opsdk-triton-model``: the server and model for ``triton``.
+* ``--opsdk-isolate``: run cpu kernels in a worker process, so a crash, an abort or a write
+  past an output fails its case and the run goes on (``opsdk test`` turns this on).
+* ``--opsdk-timeout SECONDS``: a cpu case running longer fails and its worker is stopped
+  (implies ``--opsdk-isolate``).
+* ``--opsdk-sanitize address,undefined``: build the kernel with these sanitizers (its own
+  cache entry) and run it isolated; an out-of-bounds access fails with the kernel's
+  ``file:line``.
 
 The tests themselves come from :func:`opsdk.testing.op_tests` in each operator's
 ``test_<op>.py``.
@@ -39,6 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="write a report of every case: PATH ending in .html or .json")
     g.addoption("--opsdk-triton-url", dest="opsdk_triton_url", default=None,
                 help="Triton server for --opsdk-device=triton (or $OPSDK_TRITON_URL)")
+    g.addoption("--opsdk-isolate", dest="opsdk_isolate", action="store_true", default=False,
+                help="run cpu kernels in a worker process: a crash fails only its case")
+    g.addoption("--opsdk-timeout", dest="opsdk_timeout", type=float, default=None,
+                metavar="SECONDS", help="per-case time limit of isolated cpu kernels")
+    g.addoption("--opsdk-sanitize", dest="opsdk_sanitize", default=None,
+                metavar="address,undefined", help="run a sanitizer build of the kernel")
     g.addoption("--opsdk-triton-model", dest="opsdk_triton_model", default=None,
                 help="served model name (default: the operator's snake_name)")
 
@@ -46,7 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     o = session_of(config).options
     extra = "".join(
-        f", {k}={o[k]}" for k in ("standard", "precision_mode", "report") if o.get(k)
+        f", {k}={o[k]}"
+        for k in ("standard", "precision_mode", "report", "isolate", "timeout", "sanitize")
+        if o.get(k)
     )
     return f"opsdk: device={o['device']}, seed={o['seed']}{extra}"
 
