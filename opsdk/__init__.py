@@ -16,6 +16,7 @@ from .dtypes import TFloat, TFloatAll, TFloatBf, TInt, TNumeric
 from .errors import (
     BuildError,
     DeviceUnavailable,
+    KernelCrash,
     KernelError,
     ManifestError,
     OperatorNotFound,
@@ -52,6 +53,7 @@ __all__ = [
     "ScaffoldError",
     "BuildError",
     "KernelError",
+    "KernelCrash",
     "RegistrationMismatch",
     "ValidationError",
     "OperatorNotFound",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, to_numpy
-from ..errors import KernelError, SpecError
+from ..dtypes import dtype_name, native_order, to_numpy
+from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
 
@@ -69,7 +70,11 @@ class Operator:
         self._plans: dict[
             tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]
         ] = {}
-        self._call = self._fast_caller() if spec.elementwise else self._slow_call
+        #: guard regions around every output opsdk allocates, checked after each call
+        #: (``OPSDK_DEBUG=1``, and always in validation workers); the C++ fast path is off.
+        self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
+        fast = spec.elementwise and not self.guard
+        self._call = self._fast_caller() if fast else self._slow_call
 
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
@@ -138,8 +143,7 @@ class Operator:
                 arrays.append(None)
                 dts.append(None)
                 continue
-            if not isinstance(x, np.ndarray):
-                x = np.asarray(x)
+            x = native_order(x if isinstance(x, np.ndarray) else np.asarray(x))
             try:
                 dts.append(dtype_name(x.dtype))
             except ValueError:
@@ -202,13 +206,28 @@ class Operator:
             arrays = [
                 a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays
             ]
-        outs = self._outputs(out_specs, outputs)
+        guarded = self.guard and outputs is None
+        outs = _guarded_outputs(out_specs) if guarded else self._outputs(out_specs, outputs)
         try:
             self._run(entry.index, arrays, outs, [resolved[n] for n in entry.attr_order])
         except RuntimeError as e:
-            where = f" ({self.folder / 'kernel.cpp'})" if self.folder else ""
-            raise KernelError(f"{e} -- raised by the C++ kernel of {self.spec.name}{where}") from e
+            raise KernelError(f"{e} -- raised by the C++ kernel of {self._where()}") from e
+        if guarded:
+            self._check_guards(outs)
         return outs
+
+    def _where(self) -> str:
+        return self.spec.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")
+
+    def _check_guards(self, outs: list[np.ndarray]) -> None:
+        for o, buf in zip(self.spec.outputs, outs):
+            bad = _guard_damage(buf)
+            if bad:
+                raise KernelCrash(
+                    f"{self._where()}: the kernel wrote {bad} output {o.name!r} "
+                    f"({buf.dtype}{list(buf.shape)}); index with numel() of that output, or "
+                    "use at() for bounds-checked access"
+                )
 
     def _outputs(
         self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
@@ -227,3 +246,32 @@ class Operator:
                     f"expected contiguous {np.dtype(dt)}{list(shape)}"
                 )
         return list(given)
+
+
+_GUARD_BYTES = 64
+_GUARD_FILL = 0xA5
+
+
+def _guarded_outputs(out_specs: list[tuple[tuple[int, ...], Any]]) -> list[np.ndarray]:
+    """Output arrays with ``_GUARD_BYTES`` of a fill pattern before and after each."""
+    outs = []
+    for shape, dt in out_specs:
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+        raw = np.full(n + 2 * _GUARD_BYTES, _GUARD_FILL, np.uint8)
+        outs.append(raw[_GUARD_BYTES : _GUARD_BYTES + n].view(dt).reshape(shape))
+    return outs
+
+
+def _guard_damage(buf: np.ndarray) -> str:
+    """'N bytes before' / 'past the end of' when the kernel touched a guard, else ''."""
+    raw = buf.base
+    while isinstance(raw, np.ndarray) and raw.base is not None and raw.dtype != np.uint8:
+        raw = raw.base
+    if not isinstance(raw, np.ndarray) or raw.size < 2 * _GUARD_BYTES:
+        return ""
+    head, tail = raw[:_GUARD_BYTES], raw[raw.size - _GUARD_BYTES :]
+    if (head != _GUARD_FILL).any():
+        return f"{_GUARD_BYTES - int(np.argmax(head != _GUARD_FILL))} bytes before the start of"
+    if (tail != _GUARD_FILL).any():
+        return f"{int(np.flatnonzero(tail != _GUARD_FILL)[-1]) + 1} bytes past the end of"
+    return ""

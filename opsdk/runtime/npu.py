@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, to_numpy
+from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import DeviceUnavailable, KernelError
 from ..spec import OpSpec, TensorType
 
@@ -335,7 +335,8 @@ class NpuOperator:
         """Run once; writes into ``outputs`` when given (shapes/dtypes must match inference)."""
         spec = self.spec
         resolved = spec.resolve_attrs(attrs)
-        arrays = [None if x is None else np.ascontiguousarray(x) for x in inputs]
+        arrays = [None if x is None else np.ascontiguousarray(native_order(np.asarray(x)))
+                  for x in inputs]
         arrays += [None] * (len(spec.inputs) - len(arrays))
         types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in arrays]
         inferred = spec.infer(types, resolved)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import native_order
 from ..errors import DeviceUnavailable
 from ..spec import OpSpec
 
@@ -36,7 +37,10 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
     if device == "cpu":
         import opsdk
 
-        return opsdk.load(str(folder))
+        op = opsdk.load(str(folder))
+        if options.get("sanitize") or options.get("isolate") or options.get("timeout"):
+            return _isolated(op, folder, spec, options)
+        return op
     if device == "onnxruntime":
         return _OnnxRuntime(folder, spec)
     if device == "triton":
@@ -52,6 +56,20 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
 
         return open_toolkit_device(device, folder, spec)
     raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+
+
+def _isolated(op: Any, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
+    """The cpu executor in a worker process, with the sanitizer build when asked."""
+    from ..build import build_sanitized, parse_sanitizers, sanitizer_env
+    from ..runtime.isolated import IsolatedOperator
+
+    timeout = float(options["timeout"]) if options.get("timeout") else None
+    if not options.get("sanitize"):
+        return IsolatedOperator(op, timeout=timeout)
+    sanitizers = parse_sanitizers(str(options["sanitize"]))
+    built = build_sanitized(folder, sanitizers, name=spec.snake_name)
+    env = sanitizer_env(sanitizers)
+    return IsolatedOperator(op, timeout=timeout, module=built.module, env=env, guard=False)
 
 
 def _npu(folder: Path) -> Any:
@@ -159,7 +177,7 @@ class _Triton:
         for decl, a in zip(self.spec.inputs, inputs, strict=False):
             if a is None:
                 continue
-            arr = np.ascontiguousarray(a)
+            arr = np.ascontiguousarray(native_order(a))
             self._skip_unless_served(decl.name, arr)
             inp = self._http.InferInput(decl.name, list(arr.shape), _triton_dtype(arr))
             inp.set_data_from_numpy(arr)
