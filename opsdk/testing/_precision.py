@@ -132,7 +132,12 @@ class PrecisionMode:
 
 def read_keep_dtype(path: str | Path) -> set[str]:
     """Op types listed in a ``--keep_dtype`` file (``OpType::Name`` lines; bare lines are
-    node names, which a single-operator test has none of, so they are ignored)."""
+    node names, which a single-operator test has none of, so they are ignored).
+
+    Example:
+        >>> read_keep_dtype("keep.cfg")  # a file with the line OpType::MyOp  # doctest: +SKIP
+        {'MyOp'}
+    """
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"--keep_dtype file {p} does not exist")
@@ -150,6 +155,10 @@ def read_mixlist(path: str | Path) -> tuple[set[str], set[str]]:
     ``{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": {...}}``;
     ``to-remove`` moves an op back to the gray list (where an opsdk operator starts).
     An op added to both lists is an error.
+
+    Example:
+        >>> read_mixlist("ops_info.json")  # {"white-list": {"to-add": ["MyOp"]}}  # doctest: +SKIP
+        ({'MyOp'}, set())
     """
     p = Path(path)
     try:
