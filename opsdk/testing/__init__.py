@@ -11,6 +11,7 @@ The facade of opsdk's testing tools:
 * ATC precision-mode emulation: :class:`PrecisionMode`, :func:`kernel_dtypes`;
 * the test matrix of a spec (:func:`build_cases`) and :func:`run_case`;
 * :func:`check`, exposed as ``opsdk.check``;
+* :func:`validate_cross`: every case through the kernel built for aarch64, under qemu;
 * :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
 * ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`.
 
@@ -30,6 +31,7 @@ from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
 from ._compare import Check, Comparison, Mismatch, compare
 from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
+from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
 from ._precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
@@ -70,6 +72,7 @@ __all__ = [
     "CaseResult",
     "Check",
     "CheckReport",
+    "CrossValidation",
     "Comparison",
     "DEFAULT_STANDARD",
     "DEVICES",
@@ -107,4 +110,5 @@ __all__ = [
     "run_case",
     "run_onnx_case",
     "standard_for",
+    "validate_cross",
 ]
