@@ -214,3 +214,15 @@ def test_adapter_runs_every_validation_case(
             failures.append(f"{case.id}: {problems or [c.summary() for c in comps]}")
     print(f"{spec.name}: {ran} cases through the AI CPU adapter, max abs error {worst:.3g}")
     assert ran > 0 and not failures, "\n".join(failures[:5])
+
+
+def test_the_guide_lists_every_shipped_operator_with_its_cann_type() -> None:
+    from opsdk.cann import builtin_clash
+
+    guide = (ROOT / "docs" / "npu_host_guide.md").read_text()
+    rows = dict(re.findall(r"^\| (\w+) \| `aicpu`[^|]*\| `(\w+)`", guide, re.M))
+    for folder in SHIPPED:
+        name = shipped(folder).name
+        assert name in rows, f"docs/npu_host_guide.md does not list {name}"
+        expected = f"{name}Custom" if builtin_clash(name) else name
+        assert rows[name] == expected, name
