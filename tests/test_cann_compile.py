@@ -43,13 +43,16 @@ def cann_include() -> Path:
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cann")
+    kernels = root / "kernels"  # RichOp is a test-only spec without a kernel; any kernel.cpp
+    kernels.mkdir()             # will do for the files compiled here
+    (kernels / "kernel.cpp").write_text("// test-only\n")
     out = {}
     for name, make in (
         ("thresholded_relu", thresholded_relu),
         ("rich_op", rich_op),
         ("grid_sample", grid_sample),
     ):
-        write_project(make(), root / name, engine="both")
+        write_project(make(), root / name, engine="both", kernel_folder=kernels)
         out[name] = root / name
     return out
 

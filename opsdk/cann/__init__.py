@@ -34,6 +34,7 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    project_files,
     read_project_manifest,
     render_project,
     write_project,
@@ -80,6 +81,7 @@ __all__ = [
     "parse_input_shape",
     "plan_atc",
     "precision_modes",
+    "project_files",
     "read_project_manifest",
     "render_project",
     "run_atc",
