@@ -166,6 +166,11 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
         plan_atc(model, input_shape="z:1,3", **kw)
     with pytest.raises(CannArgError, match="have dynamic dims and no --input-shape"):
         plan_atc(model, **kw)
+    for dynamic in (-1, 0):  # as paddle2onnx and other converters write a dynamic dim
+        exported = _model(tmp_path / f"m{dynamic}.onnx", [dynamic, 3])
+        with pytest.raises(CannArgError, match='e.g. --input-shape "x:1,3"'):
+            plan_atc(exported, **kw)
+        assert "--input_shape=x:2,3" in plan_atc(exported, input_shape="x:2,3", **kw).command
     with pytest.raises(CannArgError, match="--precision-mode 'fast' is not accepted"):
         plan_atc(model, input_shape="x:1,3", precision_mode="fast", **kw)
     with pytest.raises(CannArgError, match="--soc-version 'Ascend910' is not a known SoC version"):

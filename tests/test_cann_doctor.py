@@ -219,6 +219,26 @@ def test_cli_unreadable_model_exits_2(tmp_path, capsys, content):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "dims,form",
+    [((-1, 3, 8, 8), "dim 0 is dim_value -1"), ((0, 3, 8, 8), "dim 0 is dim_value 0"),
+     (("N", 3, 8, 8), "dim 0 is dim_param 'N'")],
+)
+def test_dynamic_dims_as_exporters_write_them(dims, form):
+    """paddle2onnx writes -1 (some converters 0) as a dim_value for a dynamic dim."""
+    m = build([helper.make_node("Relu", ["x"], ["y"])], [x_input(dims)])
+    (f,) = diagnose(m)
+    assert f.code == "dynamic-shape" and f"({form})" in f.reason
+    assert "[?,3,8,8]" in f.reason or "[N,3,8,8]" in f.reason
+    assert '--input_shape="x:1,3,8,8"' in f.fix
+
+
+def test_unknown_rank_input_is_dynamic():
+    m = build([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])
+    (f,) = diagnose(m)
+    assert "unknown rank" in f.reason and "no shape" in f.reason
+
+
 def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
     nodes = [
         helper.make_node("Relu", ["x"], ["t"], name="relu"),

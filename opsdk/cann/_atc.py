@@ -91,18 +91,20 @@ def parse_input_shape(text: str) -> dict[str, list[str]]:
 
 
 def _graph_inputs(model: Any) -> dict[str, list[int | str | None]]:
+    """Input dims by name; dim_value -1/0 (as exporters write dynamic dims) reads as None."""
+    from ..onnx import input_dims
+
     inits = {t.name for t in model.graph.initializer}
-    out: dict[str, list[int | str | None]] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        dims: list[int | str | None] = []
-        tt = vi.type.tensor_type
-        for d in tt.shape.dim if tt.HasField("shape") else []:
-            kind = d.WhichOneof("value")
-            dims.append(d.dim_value if kind == "dim_value" else (d.dim_param or None))
-        out[vi.name] = dims
-    return out
+    return {
+        vi.name: input_dims(vi) or []
+        for vi in model.graph.input
+        if vi.name not in inits
+    }
+
+
+def _example_dims(dims: Sequence[int | str | None]) -> str:
+    """An --input-shape value: the fixed dims, 1 for dynamic ones (``1,...`` for no rank)."""
+    return ",".join(str(d) if isinstance(d, int) else "1" for d in dims) if dims else "1,..."
 
 
 def _check_dims(name: str, given: list[str], have: list[int | str | None]) -> None:
@@ -135,8 +137,9 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
         raise CannArgError(
             f"graph input(s) {', '.join(missing)} have dynamic dims and no --input-shape; "
             'ATC needs a shape per input, e.g. --input-shape "'
-            + ";".join(f"{n}:1,..." for n in missing)
-            + '"'
+            + ";".join(f"{n}:{_example_dims(inputs[n])}" for n in missing)
+            + '" (1 where the model leaves a dim dynamic; -1 or lo~hi asks for a dynamic '
+            "shape)"
         )
     if shapes and any("-1" in d or any("~" in x for x in d) for d in shapes.values()):
         notes.append("dynamic dims (-1 or lo~hi) ask ATC for a dynamic-shape model")

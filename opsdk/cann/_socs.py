@@ -34,7 +34,10 @@ def soc_table() -> dict[str, str]:
 
 
 def precision_modes() -> list[str]:
-    return list(_data()["precision_modes"])
+    """ATC's ``--precision_mode`` values (one list, kept with their emulation)."""
+    from ..testing._precision import PRECISION_MODES
+
+    return list(PRECISION_MODES)
 
 
 def implmodes() -> list[str]:

@@ -21,6 +21,7 @@ import onnx
 from onnx import ModelProto, NodeProto
 
 from ..errors import SpecError
+from ..onnx._constants import dim_form, input_dims
 from ..onnx._model import (
     attribute_value,
     is_standard_domain,
@@ -173,37 +174,41 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
 
 
 def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
-    inits = {t.name for t in m.graph.initializer}
+    inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
     out = []
     for vi in m.graph.input:
-        if vi.name in inits or vi.name in bounded or not vi.type.HasField("tensor_type"):
+        if vi.name in inits or vi.name in bounded:
             continue
-        tt = vi.type.tensor_type
-        if not tt.HasField("shape"):
-            dims_text, dynamic = "unknown rank", True
-        else:
-            dims = [
-                d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                for d in tt.shape.dim
-            ]
-            dynamic = any(not isinstance(d, int) for d in dims)
-            dims_text = ",".join(str(d) for d in dims)
-        if dynamic:
-            example = ",".join("1" if not c.isdigit() else c for c in dims_text.split(","))
-            out.append(
-                Finding(
-                    "dynamic-shape",
-                    "warning",
-                    f"graph input {vi.name!r}",
-                    None,
-                    f"input {vi.name!r} has dynamic shape [{dims_text}]; ATC compiles fixed "
-                    "shapes or declared ranges only",
-                    f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
-                    "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
-                    f"doctor with --input-shape {vi.name}={example}",
-                )
-            )
+        dims = input_dims(vi) if vi.type.HasField("tensor_type") else []
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            continue
+        out.append(_dynamic_finding(vi, dims))
     return out
+
+
+def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None) -> Finding:
+    """A dynamic-shape finding that says how each dynamic dim was written."""
+    if dims is None:
+        dims_text, forms, example = "unknown rank", "the input has no shape", "1,..."
+    else:
+        written = vi.type.tensor_type.shape.dim
+        dims_text = ",".join("?" if d is None else str(d) for d in dims)
+        forms = ", ".join(
+            f"dim {i} is {dim_form(w)}" for i, (d, w) in enumerate(zip(dims, written))
+            if not isinstance(d, int)
+        )
+        example = ",".join(str(d) if isinstance(d, int) else "1" for d in dims)
+    return Finding(
+        "dynamic-shape",
+        "warning",
+        f"graph input {vi.name!r}",
+        None,
+        f"input {vi.name!r} has dynamic shape [{dims_text}] ({forms}); ATC compiles fixed "
+        "shapes or declared ranges only",
+        f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
+        "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
+        f"doctor with --input-shape {vi.name}={example}",
+    )
 
 
 # ------------------------------------------------------------------- node level
