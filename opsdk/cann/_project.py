@@ -253,12 +253,12 @@ def _kernel_folder(spec: OpSpec, given: str | Path | None) -> Path:
 def copied_sources(kernel_folder: Path) -> dict[str, Path]:
     """What the AI CPU project compiles besides the generated files: the operator's own
     kernel.cpp, opsdk's Python-free runtime and opsdk's headers (``{path: source}``)."""
-    from .._paths import PACKAGE_DIR, include_dir
+    from .._paths import include_dir, runtime_source
 
-    out: dict[str, Path] = {"aicpu/opsdk/kernel.cpp": kernel_folder / "kernel.cpp"}
-    runtime = PACKAGE_DIR / "csrc" / "runtime.cpp"
-    if runtime.is_file():
-        out["aicpu/opsdk/runtime.cpp"] = runtime
+    out: dict[str, Path] = {
+        "aicpu/opsdk/kernel.cpp": kernel_folder / "kernel.cpp",
+        "aicpu/opsdk/runtime.cpp": runtime_source(),
+    }
     for header in sorted((include_dir() / "opsdk").glob("*.h")):
         out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
     return out
