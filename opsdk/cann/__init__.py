@@ -26,6 +26,7 @@ from ._msopgen import msopgen_data, msopgen_json
 from ._onnx_keys import (
     KeyProblem,
     NodeKey,
+    check_parser_rules,
     check_plugin_keys,
     node_keys,
     normalize_default_domain,
@@ -39,7 +40,14 @@ from ._project import (
     render_project,
     write_project,
 )
-from ._socs import CannArgError, compute_unit, implmodes, precision_modes, soc_table
+from ._socs import (
+    CannArgError,
+    compute_unit,
+    implmodes,
+    precision_modes,
+    precision_modes_v2,
+    soc_table,
+)
 from ._versions import (
     DEFAULT_CANN,
     ENGINES,
@@ -69,6 +77,7 @@ __all__ = [
     "WriteReport",
     "atc_executable",
     "cann_op",
+    "check_parser_rules",
     "check_plugin_keys",
     "compute_unit",
     "default_origin_op_type",
@@ -81,6 +90,7 @@ __all__ = [
     "parse_input_shape",
     "plan_atc",
     "precision_modes",
+    "precision_modes_v2",
     "project_files",
     "read_project_manifest",
     "render_project",

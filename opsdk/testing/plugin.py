@@ -2,8 +2,9 @@
 
 Options:
 
-* ``--opsdk-device cpu|onnxruntime|triton|npu``: where the kernel runs (default cpu); a
-  device this host lacks is skipped with its reason, never emulated.
+* ``--opsdk-device cpu|onnxruntime|triton|npu|ascendc-model|ascendc-cpu|ascendc-sim``: where
+  the kernel runs (default cpu); a device this host lacks is skipped with its reason, never
+  emulated. ``ascendc-model`` runs the AI Core kernel on opsdk's CPU model of Ascend C.
 * ``--opsdk-seed N``: base seed of every generated input (default 0).
 * ``--opsdk-standard NAME``: judge every output with this precision standard instead of
   the spec's or the dtype's default.
