@@ -148,13 +148,15 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
 
 def test_op_without_decomposition_is_refused(tmp_path: Path) -> None:
     g = helper.make_graph(
-        [helper.make_node("Gelu", ["x"], ["y"], domain="com.opsdk")], "g",
-        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.opsdk")], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 1, 4, 4]),
+         helper.make_tensor_value_info("grid", T.FLOAT, ["N", 3, 3, 2])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 1, 3, 3])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                             helper.make_opsetid("com.opsdk", 1)])
-    with pytest.raises(TritonConfigError, match=r"com.opsdk::Gelu has no fallback function.*"
-                       r"@SPEC.register_function.*--target cpu"):
+    assert find_operator("com.opsdk::GridSample").spec.function is None
+    with pytest.raises(TritonConfigError, match=r"com.opsdk::GridSample has no fallback "
+                       r"function.*@SPEC.register_function.*--target cpu"):
         build(tmp_path, m)
     assert not (tmp_path / "repo" / "net").exists()
 
