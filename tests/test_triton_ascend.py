@@ -90,6 +90,7 @@ def test_two_custom_ops_build_golden_and_pass_parser_rules(tmp_path: Path) -> No
     model = onnx.load(str(folder / "1" / "model.onnx"))
     check_golden("ascend_two_ops/model.txt", onnx.printer.to_text(model))
     assert sorted(f.name for f in model.functions) == ["Softmax", "ThresholdedRelu"]
+    assert "do not edit" in {p.key: p.value for p in model.metadata_props}["opsdk"]
     keys = {op: [default_origin_op_type(find_operator(f"com.opsdk::{op}").spec)]
             for op in ("Softmax", "ThresholdedRelu")}
     assert keys == {"Softmax": ["com.opsdk::1::Softmax"],
