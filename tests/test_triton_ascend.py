@@ -379,3 +379,14 @@ def test_no_warning_for_a_plain_mergeable_model() -> None:
         warnings.simplefilter("error")
         render_model(read_graph_io(mlp_model()), RepositoryOptions(
             "m", target="ascend", cann="8.1.RC1"))
+
+
+def test_ort_venv_never_replaces_a_folder_that_is_not_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setenv("OPSDK_ORT_VENV", str(tmp_path))
+    with pytest.raises(DeviceUnavailable, match="is not a venv; opsdk will not replace it"):
+        ensure_ort_env()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    with pytest.raises(DeviceUnavailable, match=r"no ONNX Runtime 1.23.2 venv at .*setup.d"):
+        run_like_npu_ge(tmp_path / "m.onnx", {})

@@ -84,6 +84,11 @@ def ensure_ort_env() -> Path:
     if found is not None:
         return found
     root = ort_env_dir()
+    if root.exists() and any(root.iterdir()) and not (root / "pyvenv.cfg").is_file():
+        raise DeviceUnavailable(
+            f"{root} exists and is not a venv; opsdk will not replace it: point "
+            "OPSDK_ORT_VENV at a new folder or remove it yourself"
+        )
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
     py = root / "bin" / "python"
     cmd = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
