@@ -91,9 +91,13 @@ def ensure_ort_env() -> Path:
         )
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
     py = root / "bin" / "python"
-    cmd = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-           f"onnxruntime=={ge.ORT_VERSION}", "numpy"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # numpy is all an InferenceSession needs; onnxruntime's other requirements (sympy,
+    # protobuf, coloredlogs, flatbuffers) serve its tools and would triple the venv
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    proc = subprocess.run(pip + ["numpy"], capture_output=True, text=True)
+    if proc.returncode == 0:
+        proc = subprocess.run(pip + ["--no-deps", f"onnxruntime=={ge.ORT_VERSION}"],
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DeviceUnavailable(
