@@ -35,6 +35,7 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    project_files,
     read_project_manifest,
     render_project,
     write_project,
@@ -90,6 +91,7 @@ __all__ = [
     "plan_atc",
     "precision_modes",
     "precision_modes_v2",
+    "project_files",
     "read_project_manifest",
     "render_project",
     "run_atc",
