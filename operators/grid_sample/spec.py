@@ -126,6 +126,12 @@ def _shape(
             f"GridSample: input 'grid' has shape {tuple(grid.shape)}, expected rank {x.rank} "
             f"with a last axis of {r} (N, *out, {r}) for x of shape {tuple(x.shape)}"
         )
+    if any(d == 0 for d in x.shape[2:]):
+        raise SpecError(
+            f"GridSample: input 'x' has an empty spatial dim (shape {tuple(x.shape)}), so "
+            "there is nothing to sample from; give every spatial dim at least 1 (PyTorch "
+            "and ONNX Runtime refuse it too)"
+        )
     n, gn = x.shape[0], grid.shape[0]
     if isinstance(n, int) and isinstance(gn, int) and n != gn:
         raise SpecError(
