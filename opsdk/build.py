@@ -2,7 +2,8 @@
 
 Layout of the cache (``$OPSDK_CACHE_DIR``, default the user cache dir)::
 
-    entry/<config>/entry.o                 the generic pybind11 entry point, built once
+    entry/<config>/entry.o, runtime.o      the pybind11 entry point and the Python-free
+                                           runtime (thread pool, invoke), built once
     ops/<snake>/<config>/build/            persistent CMake+Ninja tree (incremental)
     ops/<snake>/<config>/lib/<key>/        finished modules, one per source content key
 
@@ -113,7 +114,10 @@ def toolchain(cxxflags: str | None = None) -> Toolchain:
     from . import __version__
 
     cxx = _find_cxx()
-    api = sorted(_paths.include_dir().rglob("*.h")) + [_paths.entry_source()]
+    api = sorted(_paths.include_dir().rglob("*.h")) + [
+        _paths.entry_source(),
+        _paths.runtime_source(),
+    ]
     return Toolchain(
         cxx=cxx,
         cxx_version=_compiler_version(cxx),
@@ -254,7 +258,7 @@ set(CMAKE_CXX_VISIBILITY_PRESET hidden)
 set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 find_package(Python COMPONENTS Interpreter Development.Module REQUIRED)
 find_package(pybind11 CONFIG REQUIRED)
-add_library(opsdk_entry OBJECT "{entry}")
+add_library(opsdk_entry OBJECT "{entry}" "{runtime}")
 target_include_directories(opsdk_entry PRIVATE "${{OPSDK_INCLUDE_DIR}}")
 target_link_libraries(opsdk_entry PRIVATE pybind11::module)
 """
@@ -267,26 +271,31 @@ set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 find_package(Python COMPONENTS Interpreter Development.Module REQUIRED)
 find_package(pybind11 CONFIG REQUIRED)
-pybind11_add_module({module} MODULE NO_EXTRAS {sources} "{entry}")
+pybind11_add_module({module} MODULE NO_EXTRAS {sources} {entry})
 target_include_directories({module} PRIVATE "${{OPSDK_INCLUDE_DIR}}" "{folder}")
 set_target_properties({module} PROPERTIES CXX_VISIBILITY_PRESET hidden
                       VISIBILITY_INLINES_HIDDEN ON)
 """
 
 
-def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
+def _build_entry(tc: Toolchain, progress: Progress | None) -> list[Path]:
+    """The entry point's and the runtime's object files (compiled once per toolchain)."""
     root = cache_dir() / "entry" / tc.key
-    obj = root / "entry.o"
-    if obj.exists():
-        return obj
+    objs = [root / "entry.o", root / "runtime.o"]
+    if all(o.exists() for o in objs):
+        return objs
     with file_lock(root / ".lock", "the opsdk entry point", progress):
-        if obj.exists():
-            return obj
+        if all(o.exists() for o in objs):
+            return objs
         if progress:
             progress("compiling the opsdk pybind11 entry point (once per toolchain) ...")
         src, build, log = root / "src", root / "build", root / "build.log"
         _write_if_changed(
-            src / "CMakeLists.txt", _ENTRY_CMAKE.format(entry=_paths.entry_source().as_posix())
+            src / "CMakeLists.txt",
+            _ENTRY_CMAKE.format(
+                entry=_paths.entry_source().as_posix(),
+                runtime=_paths.runtime_source().as_posix(),
+            ),
         )
         build.mkdir(parents=True, exist_ok=True)
         for step in (
@@ -299,11 +308,12 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
                     f"building the opsdk entry point failed (log: {log}):\n"
                     + _tail(proc.stdout + proc.stderr)
                 )
-        built = next(build.rglob("entry.cpp.o"))
-        tmp = root / f"entry.o.{os.getpid()}"
-        shutil.copyfile(built, tmp)
-        os.replace(tmp, obj)
-    return obj
+        for obj in objs:
+            built = next(build.rglob(obj.with_suffix(".cpp.o").name))
+            tmp = root / f"{obj.name}.{os.getpid()}"
+            shutil.copyfile(built, tmp)
+            os.replace(tmp, obj)
+    return objs
 
 
 def _compile(
@@ -312,7 +322,7 @@ def _compile(
     srcs: list[Path],
     root: Path,
     tc: Toolchain,
-    entry: Path,
+    entry: list[Path],
     module: Path,
     progress: Progress | None,
 ) -> None:
@@ -324,7 +334,7 @@ def _compile(
             name=name,
             module=MODULE_NAME,
             sources=" ".join(f'"{s.as_posix()}"' for s in srcs),
-            entry=entry.as_posix(),
+            entry=" ".join(f'"{o.as_posix()}"' for o in entry),
             folder=folder.as_posix(),
         ),
     )

@@ -138,3 +138,12 @@ def _shape(
             f"GridSample: input 'grid' has batch {gn}, expected {n} (the batch of 'x')"
         )
     return TensorType((x.shape[0], x.shape[1], *grid.shape[1:-1]), x.dtype)
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """ONNX GridSample itself (opset 16 on; the node's mode spelling is passed through, and
+    models of opset 16 spell it bilinear/bicubic). ONNX Runtime then computes it, which
+    differs from this operator only for NaN/Inf coordinates (see README.md)."""
+    return fb.op("GridSample", fb.input("x"), fb.input("grid"), mode=fb.attr("mode"),
+                 padding_mode=fb.attr("padding_mode"), align_corners=fb.attr("align_corners"))

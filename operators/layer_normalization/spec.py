@@ -117,3 +117,11 @@ def _shape(
         TensorType(stats, "float32"),
         TensorType(stats, "float32"),
     ]
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """ONNX LayerNormalization itself (opset 17 on), with its three outputs."""
+    return fb.op("LayerNormalization", fb.input("X"), fb.input("Scale"), fb.input("B"),
+                 outputs=3, axis=fb.attr("axis"), epsilon=fb.attr("epsilon"),
+                 stash_type=fb.attr("stash_type"))
