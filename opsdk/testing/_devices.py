@@ -20,7 +20,7 @@ from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
 
-DEVICES: tuple[str, ...] = ("cpu", "onnxruntime", "triton", "npu")
+DEVICES: tuple[str, ...] = ("cpu", "onnxruntime", "triton", "npu", "aarch64")
 
 
 def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
@@ -43,6 +43,10 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         return _Triton(spec, options)
     if device == "npu":
         return _npu(folder)
+    if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
+        from ..runtime.cross import CrossOperator
+
+        return CrossOperator(spec, folder, "aarch64")
     raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
 
 

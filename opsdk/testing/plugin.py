@@ -2,8 +2,9 @@
 
 Options:
 
-* ``--opsdk-device cpu|onnxruntime|triton|npu``: where the kernel runs (default cpu); a
-  device this host lacks is skipped with its reason, never emulated.
+* ``--opsdk-device cpu|onnxruntime|triton|npu|aarch64``: where the kernel runs (default
+  cpu; aarch64 is the kernel cross-built for the NPU's AI CPU ISA and run under qemu, one
+  process per case); a device this host lacks is skipped with its reason, never emulated.
 * ``--opsdk-seed N``: base seed of every generated input (default 0).
 * ``--opsdk-standard NAME``: judge every output with this precision standard instead of
   the spec's or the dtype's default.
