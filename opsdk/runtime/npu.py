@@ -73,8 +73,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     if s.library in ("ascendcl", "acl_op_compiler")
 }
 ENGINES = ("auto", "aclnn", "aclop")
-_RUNTIME = [n for n, s in SYMBOLS.items() if s.library == "ascendcl"]
-_ACLOP = ["aclopCompileAndExecute"]
+# What each part needs: the runtime (device, stream, memory), then per API.
+_RUNTIME = [n for n in SYMBOLS if n in ("aclInit", "aclFinalize") or n.startswith("aclrt")]
+_ACLOP = [n for n, s in SYMBOLS.items()
+          if s.library in ("ascendcl", "acl_op_compiler") and n not in _RUNTIME]
 _ACLNN = ["aclCreateTensor", "aclDestroyTensor", "aclCreateIntArray", "aclDestroyIntArray",
           "aclCreateFloatArray", "aclDestroyFloatArray"]
 
