@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import onnx
 import onnx.helper as oh
@@ -184,7 +185,30 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
     )
     assert plan.command[:2] == ["atc", "--framework=5"]
     assert "--input_shape=x:1~8,3" in plan.command and "--soc_version=Ascend910B3" in plan.command
+    assert "--precision_mode=allow_fp32_to_fp16" in plan.command
     assert any("dynamic-shape" in n for n in plan.notes)
+
+
+def test_atc_precision_setting_as_atc_takes_it(tmp_path: Path) -> None:
+    model = _model(tmp_path / "m.onnx", [2, 3])
+    kw: dict[str, Any] = {"soc_version": "Ascend910B3", "output": str(tmp_path / "out"),
+                          "skip_doctor": True}
+    mixlist, keep = tmp_path / "ops_info.json", tmp_path / "keep.cfg"
+    mixlist.write_text(json.dumps({"white-list": {"to-add": ["Relu"]}}))
+    keep.write_text("OpType::Relu\n")
+    plan = plan_atc(model, precision_mode="mixed_float16", modify_mixlist=mixlist,
+                    keep_dtype=keep, **kw)
+    assert plan.command[-3:] == ["--precision_mode_v2=mixed_float16",
+                                 f"--modify_mixlist={mixlist}", f"--keep_dtype={keep}"]
+    plan = plan_atc(model, precision_mode="origin", keep_dtype=keep, **kw)
+    assert any("--keep_dtype has no effect under origin" in n for n in plan.notes)
+    with pytest.raises(CannArgError, match="--modify-mixlist applies to the mixed-precision"):
+        plan_atc(model, precision_mode="force_fp16", modify_mixlist=mixlist, **kw)
+    with pytest.raises(CannArgError, match="add --precision-mode"):
+        plan_atc(model, keep_dtype=keep, **kw)
+    mixlist.write_text(json.dumps({"whitelist": []}))
+    with pytest.raises(CannArgError, match="expected an object with the keys black-list"):
+        plan_atc(model, precision_mode="allow_mix_precision", modify_mixlist=mixlist, **kw)
 
 
 def test_atc_without_atc_prints_command(

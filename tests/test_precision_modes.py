@@ -59,6 +59,8 @@ def test_vector_op_with_every_kernel(mode: str, model: tuple[str], kernel: tuple
     ("must_keep_origin_dtype", ("float32",), F16, F32),  # float16 unsupported: float32
     ("allow_mix_precision", ("float16",), F32, F16),
     ("allow_mix_precision_bf16", ("bfloat16",), F32, BF16),
+    ("allow_fp32_to_fp16", ("float32",), F16, F32),  # float16 model, float32-only op: raised
+    ("mixed_float16", ("float32",), BF16, F32),
 ])
 def test_vector_op_falls_back_as_atc_documents(
     mode: str, types: tuple[str, ...], model: tuple[str], kernel: tuple[str]
@@ -213,6 +215,20 @@ def test_bfloat16_model_under_force_fp16() -> None:
     big = run_case(spec, Kernel(spec), _case(spec, "bfloat16-edge"), precision_mode="fp16")
     assert not big.passed
     assert any(k.name == "nonfinite" and not k.passed for k in big.comparisons[0].checks)
+
+
+def test_integer_outputs_keep_their_own_standard_under_emulation() -> None:
+    spec = OpSpec("Sign", domain="com.test", inputs=[Input("x")], outputs=[Output("y", "int32")],
+                  types={"T": ("float16", "float32")})
+    spec.register_reference(lambda x: np.sign(x).astype(np.int32))
+
+    class SignKernel:
+        def run(self, inputs: list[Any], attrs: Any = None) -> list[np.ndarray]:
+            return [np.sign(inputs[0]).astype(np.int32)]
+
+    r = run_case(spec, SignKernel(), _case(spec, "float32-small"), precision_mode="force_fp16")
+    assert r.passed, r.summary()
+    assert "cast to float16" in r.note and r.comparisons[0].standard == "exact"
 
 
 def test_cube_fp16_inputs_with_float32_output_run_end_to_end() -> None:

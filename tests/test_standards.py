@@ -286,10 +286,12 @@ def test_allclose_torch_defaults(dtype: str, rtol: float, atol: float) -> None:
     assert not std.judge(a_bad, np.array([e]), dtype).passed
 
 
-@pytest.mark.parametrize("dtype", ["int32", "bool"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
 def test_allclose_integers_and_bool_are_exact(dtype: str) -> None:
     assert judge("allclose", [1], [1], dtype)
     assert not judge("allclose", [0], [1], dtype)
+    if dtype == "int64":  # exact, not through float64 (2^62 + 1 is not a float64)
+        assert not judge("allclose", [2**62 + 1], [2**62], dtype)
 
 
 # ---------------------------------------------------------------------------- exact

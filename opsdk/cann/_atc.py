@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import SpecError
 from ._onnx_keys import check_plugin_keys
-from ._socs import CannArgError, implmodes, precision_modes, soc_table
+from ._socs import CannArgError, implmodes, soc_table
 
 __all__ = ["AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable"]
 
@@ -193,6 +194,37 @@ def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
     return keys
 
 
+def _precision_flags(
+    mode: str | None, keep_dtype: str | Path | None, modify_mixlist: str | Path | None
+) -> tuple[list[str], list[str]]:
+    """ATC's flags for a precision setting, and notes; the list files are checked."""
+    from ..testing._precision import MODE_CHOICES, PrecisionMode
+
+    _check_choice(mode, MODE_CHOICES, "--precision-mode")
+    if not mode:
+        if keep_dtype or modify_mixlist:
+            raise CannArgError("--keep-dtype and --modify-mixlist adjust a precision mode; "
+                               "add --precision-mode (e.g. allow_mix_precision)")
+        return [], []
+    try:
+        pm = PrecisionMode.from_atc(mode, keep_dtype, modify_mixlist)
+    except SpecError as e:
+        raise CannArgError(str(e)) from None
+    flags, notes = list(pm.atc_flags), []
+    if modify_mixlist:
+        if not pm.behaves_as.startswith("allow_mix_precision"):
+            raise CannArgError(
+                f"--modify-mixlist applies to the mixed-precision modes (allow_mix_precision*, "
+                f"mixed_float16, mixed_bfloat16), not {mode}"
+            )
+        flags.append(f"--modify_mixlist={modify_mixlist}")
+    if keep_dtype:
+        flags.append(f"--keep_dtype={keep_dtype}")
+        if pm.behaves_as == "must_keep_origin_dtype":
+            notes.append(f"--keep_dtype has no effect under {mode}: every dtype is kept")
+    return flags, notes
+
+
 def _check_choice(value: str | None, allowed: Sequence[str], flag: str) -> None:
     if value is not None and value not in allowed:
         raise CannArgError(
@@ -208,6 +240,8 @@ def plan_atc(
     input_shape: str | None = None,
     precision_mode: str | None = None,
     op_select_implmode: str | None = None,
+    keep_dtype: str | Path | None = None,
+    modify_mixlist: str | Path | None = None,
     custom_opp: Sequence[str | Path] = (),
     op_projects: Sequence[str | Path] = (),
     skip_doctor: bool = False,
@@ -229,11 +263,11 @@ def plan_atc(
             f"--soc-version {soc_version!r} is not a known SoC version; use one of "
             f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
         )
-    _check_choice(precision_mode, precision_modes(), "--precision-mode")
+    precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
     model = onnx.load(str(path), load_external_data=False)
     shapes = parse_input_shape(input_shape) if input_shape else None
-    notes = _validate_shapes(model, shapes)
+    notes = _validate_shapes(model, shapes) + precision_notes
     out = str(output)
     if out.endswith(".om"):
         out = out[:-3]
@@ -247,8 +281,7 @@ def plan_atc(
     ]
     if input_shape:
         cmd.append(f"--input_shape={input_shape}")
-    if precision_mode:
-        cmd.append(f"--precision_mode={precision_mode}")
+    cmd.extend(precision)
     if op_select_implmode:
         cmd.append(f"--op_select_implmode={op_select_implmode}")
     plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes)

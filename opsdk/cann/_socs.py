@@ -12,8 +12,10 @@ from ..errors import OpsdkError
 __all__ = [
     "soc_table",
     "compute_unit",
+    "core_resources",
     "soc_version_of",
     "precision_modes",
+    "precision_modes_v2",
     "implmodes",
     "CannArgError",
 ]
@@ -40,6 +42,13 @@ def precision_modes() -> list[str]:
     return list(PRECISION_MODES)
 
 
+def precision_modes_v2() -> list[str]:
+    """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
+    from ..testing._precision import PRECISION_MODES_V2
+
+    return list(PRECISION_MODES_V2)
+
+
 def implmodes() -> list[str]:
     return list(_data()["op_select_implmodes"])
 
@@ -64,6 +73,20 @@ def compute_unit(name: str) -> str:
         f"unknown SoC {name!r}; use a compute unit ({', '.join(units)}) or a SoC version "
         f"such as Ascend910B3 (see `npu-smi info`: 'Ascend' + the Name column)"
     )
+
+
+def core_resources(soc: str) -> tuple[int, int]:
+    """``(Unified Buffer bytes per core, vector cores)`` of a SoC version or compute unit.
+
+    Example:
+        >>> core_resources("Ascend910B3")
+        (196608, 40)
+    """
+    unit = compute_unit(soc)
+    info = _data()["compute_units"].get(unit)
+    if not isinstance(info, dict):
+        raise CannArgError(f"no Unified Buffer size is recorded for {unit!r} (data/socs.json)")
+    return int(info["ub_bytes"]), int(info["vector_cores"])
 
 
 def soc_version_of(unit: str) -> str:

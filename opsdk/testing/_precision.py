@@ -132,7 +132,12 @@ class PrecisionMode:
 
 def read_keep_dtype(path: str | Path) -> set[str]:
     """Op types listed in a ``--keep_dtype`` file (``OpType::Name`` lines; bare lines are
-    node names, which a single-operator test has none of, so they are ignored)."""
+    node names, which a single-operator test has none of, so they are ignored).
+
+    Example:
+        >>> read_keep_dtype("keep.cfg")  # a file with the line OpType::MyOp  # doctest: +SKIP
+        {'MyOp'}
+    """
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"--keep_dtype file {p} does not exist")
@@ -150,6 +155,10 @@ def read_mixlist(path: str | Path) -> tuple[set[str], set[str]]:
     ``{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": {...}}``;
     ``to-remove`` moves an op back to the gray list (where an opsdk operator starts).
     An op added to both lists is an error.
+
+    Example:
+        >>> read_mixlist("ops_info.json")  # {"white-list": {"to-add": ["MyOp"]}}  # doctest: +SKIP
+        ({'MyOp'}, set())
     """
     p = Path(path)
     try:
@@ -214,10 +223,12 @@ def _choose(k: _Kernels, ds: tuple[str | None, ...], pm: PrecisionMode
         return k.first(ds, fp32) if "float16" in ds else k.first(ds)
     if mode == "force_fp32":
         return _cube_fp32_out(k, ds) if cube else k.first(fp32, ds)
+    # The remaining modes lower float32 only; a float16/bfloat16 operator without a kernel
+    # in its own dtype is raised to float32, as under must_keep_origin_dtype.
     if mode in ("allow_fp32_to_fp16", "allow_fp32_to_bf16"):
-        return k.first(lowered, ds) if cube else k.first(ds, lowered)
-    if "float32" not in ds:  # mixed precision lowers float32 only
-        return k.first(ds)
+        return k.first(lowered, ds, fp32) if cube else k.first(ds, lowered, fp32)
+    if "float32" not in ds:
+        return k.first(ds, fp32)
     if pm.mixlist(k.spec.name) == "white":
         return k.first(lowered, ds)
     return k.first(ds, lowered)  # black keeps float32; gray follows the model input
@@ -285,7 +296,7 @@ def emulate(
                for a, d in zip(inputs, kd, strict=False)]
     k = _Kernels(spec)
     outs, model_outs = k.outputs(kd), k.outputs(list(dtypes))
-    judge = {o.name: _lowest([*kd, dt, mdt])
+    judge = {o.name: _lowest([*kd, dt, mdt]) if mdt in _RANK else mdt
              for o, dt, mdt in zip(spec.outputs, outs, model_outs, strict=True)}
     note = (
         f"{setting}: inputs {'/'.join(filter(None, dtypes))} cast to "

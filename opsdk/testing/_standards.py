@@ -360,6 +360,10 @@ class AllClose(Standard):
 
     def judge(self, actual: np.ndarray, expected: np.ndarray, dtype: str) -> Verdict:
         rtol, atol = self.tolerances(dtype)
+        if dtype in _INTS and not rtol and not atol:
+            failed = np.asarray(actual).reshape(-1) != np.asarray(expected).reshape(-1)
+            n = int(failed.sum())
+            return Verdict(n == 0, failed, f"{n} elements differ (integers must be equal)")
         fin, a, e = _finite_pairs(actual, expected)
         with np.errstate(all="ignore"):
             failed = fin & (np.abs(a - e) > atol + rtol * np.abs(e))
