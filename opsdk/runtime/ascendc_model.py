@@ -174,10 +174,9 @@ class AscendcModel:
         outputs = [np.empty(s, dtype=first.dtype if t.dtype == dtype_name(first.dtype)
                             else to_numpy(t.dtype)) for s, t in zip(shapes, outs_t, strict=True)]
         total = math.prod(shapes[0])
-        present = [a for a in (*arrays, *outputs) if a is not None]
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
                  "lastDim": int(first.shape[-1]) if first.ndim else 1,
-                 "typeBytes": max(a.dtype.itemsize for a in present)}
+                 "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
         self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
