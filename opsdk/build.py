@@ -185,16 +185,20 @@ def build_operator(
     name = name or folder.name
     tc = toolchain(cxxflags)
     srcs, hdrs = operator_sources(folder)
-    key = hashlib.sha256((tc.key + _file_hash(srcs + hdrs)).encode()).hexdigest()[:20]
+    source_hash = _file_hash(srcs + hdrs)
+    key = hashlib.sha256((tc.key + source_hash).encode()).hexdigest()[:20]
     root = cache_dir() / "ops" / name / tc.key
     module = root / "lib" / key / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    if module.exists() and not force:
+    if not force and cache_problem(module, source_hash) is None:
         return BuildResult(module, key, False, time.perf_counter() - t0)
     with file_lock(root / ".lock", name, progress):
-        if module.exists() and not force:  # another process built it while we waited
+        problem = cache_problem(module, source_hash)  # another process may have built it
+        if problem is None and not force:
             return BuildResult(module, key, False, time.perf_counter() - t0)
+        _notice_rebuild(name, module, problem, progress)
         entry = _build_entry(tc, progress)
         _compile(name, folder, srcs, root, tc, entry, module, progress)
+        _write_record(module, source_hash)
         _prune(root / "lib", keep=module.parent)
     return BuildResult(module, key, True, time.perf_counter() - t0)
 
@@ -277,11 +281,13 @@ set_target_properties({module} PROPERTIES CXX_VISIBILITY_PRESET hidden
 def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
     root = cache_dir() / "entry" / tc.key
     obj = root / "entry.o"
-    if obj.exists():
+    if cache_problem(obj, tc.key) is None:
         return obj
     with file_lock(root / ".lock", "the opsdk entry point", progress):
-        if obj.exists():
+        problem = cache_problem(obj, tc.key)
+        if problem is None:
             return obj
+        _notice_rebuild("the opsdk entry point", obj, problem, progress)
         if progress:
             progress("compiling the opsdk pybind11 entry point (once per toolchain) ...")
         src, build, log = root / "src", root / "build", root / "build.log"
@@ -303,6 +309,7 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
         tmp = root / f"entry.o.{os.getpid()}"
         shutil.copyfile(built, tmp)
         os.replace(tmp, obj)
+        _write_record(obj, tc.key)
     return obj
 
 
@@ -391,6 +398,58 @@ def _prune(lib: Path, keep: Path, max_keep: int = 4) -> None:
     for d in dirs[:-max_keep]:
         if d != keep:
             shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ cache integrity
+_RECORD = "record.json"
+
+
+def _content_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_record(built: Path, source_hash: str) -> None:
+    """Record what ``built`` is: its content hash and the source hash it was built from."""
+    record = {"file": built.name, "sha256": _content_hash(built), "source_hash": source_hash}
+    tmp = built.parent / f".{_RECORD}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, built.parent / _RECORD)
+
+
+def cache_problem(built: Path, source_hash: str) -> str | None:
+    """None when the cached ``built`` file matches its record, else why it cannot be used.
+
+    A missing file gives ``"missing"``; a truncated, garbage or swapped file, or one
+    without a record (or a record of other sources), gives a reason to rebuild it.
+
+    Example:
+        >>> cache_problem(Path("/nonexistent/_opsdk_kernels.so"), "0" * 64)
+        'missing'
+    """
+    if not built.exists():
+        return "missing"
+    try:
+        record = json.loads((built.parent / _RECORD).read_text())
+    except (OSError, ValueError):
+        return "has no integrity record"
+    if not isinstance(record, dict) or record.get("source_hash") != source_hash:
+        return "was recorded as built from other sources"
+    try:
+        if record.get("sha256") != _content_hash(built):
+            return "does not match its recorded content hash (truncated, damaged or replaced)"
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return None
+
+
+def _notice_rebuild(what: str, built: Path, problem: str | None, progress: Progress | None) -> None:
+    if problem is None or problem == "missing":
+        return
+    line = f"opsdk: the cached build of {what} ({built}) {problem}; rebuilding it"
+    if progress:
+        progress(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 # ------------------------------------------------------------------ sanitizer variant
