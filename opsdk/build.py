@@ -191,6 +191,7 @@ def build_operator(
     module = root / "lib" / key / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not force and cache_problem(module, source_hash) is None:
         return BuildResult(module, key, False, time.perf_counter() - t0)
+    _check_writable(root)
     with file_lock(root / ".lock", name, progress):
         problem = cache_problem(module, source_hash)  # another process may have built it
         if problem is None and not force:
@@ -201,6 +202,22 @@ def build_operator(
         _write_record(module, source_hash)
         _prune(root / "lib", keep=module.parent)
     return BuildResult(module, key, True, time.perf_counter() - t0)
+
+
+def _check_writable(root: Path) -> None:
+    """Raise a BuildError naming $OPSDK_CACHE_DIR when the cache cannot be written."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        where = f"OPSDK_CACHE_DIR={os.environ['OPSDK_CACHE_DIR']!r}" if os.environ.get(
+            "OPSDK_CACHE_DIR") else f"the build cache {cache_dir()}"
+        raise BuildError(
+            f"{where} cannot be used: {e.strerror or e} ({e.filename}); point OPSDK_CACHE_DIR "
+            "at a folder you can write, e.g. export OPSDK_CACHE_DIR=$HOME/.cache/opsdk"
+        ) from None
 
 
 def _cmake_env() -> dict[str, str]:
@@ -426,7 +443,10 @@ def cache_problem(built: Path, source_hash: str) -> str | None:
         >>> cache_problem(Path("/nonexistent/_opsdk_kernels.so"), "0" * 64)
         'missing'
     """
-    if not built.exists():
+    try:
+        if not built.exists():
+            return "missing"
+    except OSError:  # e.g. a name too long: the cache folder is checked before building
         return "missing"
     try:
         record = json.loads((built.parent / _RECORD).read_text())

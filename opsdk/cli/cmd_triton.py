@@ -80,6 +80,9 @@ def run_build(args: argparse.Namespace) -> int:
         device_ids=args.device_ids,
         static_model=args.static_model,
     )
+    from ._io import check_output_dir
+
+    check_output_dir(args.output, "-o")
     try:
         folder = build_repository(args.model, args.output, opts, force=args.force)
     except OpsdkError as e:
