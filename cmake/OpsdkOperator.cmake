@@ -17,8 +17,9 @@
 #     [CPU_BASELINE <arch>])          -march value: native, x86-64, x86-64-v2, armv8-a, ...
 #
 # The result is a pybind11 module named `_opsdk_kernels` (the name opsdk's runtime loads)
-# made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp),
-# which is compiled once per project and shared by every operator target. Load it with
+# made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp) and
+# its Python-free runtime (opsdk/csrc/runtime.cpp: thread pool, invocation core), which are
+# compiled once per project and shared by every operator target. Load it with
 # opsdk.runtime.load_module(path), or put it next to the operator's spec.py, where opsdk
 # picks it up as a prebuilt kernel.
 #
@@ -31,7 +32,8 @@
 # Variables (set before include() to override):
 #   OPSDK_INCLUDE_DIR    folder holding opsdk/custom_op.h
 #   OPSDK_ENTRY_SOURCE   opsdk's entry.cpp
-# Both are found next to this file (a source checkout or an installed opsdk), else by
+#   OPSDK_RUNTIME_SOURCE opsdk's runtime.cpp (default: next to entry.cpp)
+# The first two are found next to this file (a source checkout or an installed opsdk), else by
 # asking the Python interpreter for `opsdk._paths`.
 
 include_guard(GLOBAL)
@@ -98,7 +100,12 @@ function(_opsdk_locate_api)
   set(OPSDK_ENTRY_SOURCE "${_entry}" CACHE FILEPATH "opsdk's entry.cpp")
 endfunction()
 _opsdk_locate_api()
-foreach(_f IN ITEMS "${OPSDK_INCLUDE_DIR}/opsdk/custom_op.h" "${OPSDK_ENTRY_SOURCE}")
+if(NOT OPSDK_RUNTIME_SOURCE)
+  get_filename_component(_opsdk_csrc "${OPSDK_ENTRY_SOURCE}" DIRECTORY)
+  set(OPSDK_RUNTIME_SOURCE "${_opsdk_csrc}/runtime.cpp")
+endif()
+foreach(_f IN ITEMS "${OPSDK_INCLUDE_DIR}/opsdk/custom_op.h" "${OPSDK_ENTRY_SOURCE}"
+                    "${OPSDK_RUNTIME_SOURCE}")
   if(NOT EXISTS "${_f}")
     message(FATAL_ERROR "opsdk: ${_f} does not exist; check OPSDK_INCLUDE_DIR and "
                         "OPSDK_ENTRY_SOURCE")
@@ -156,11 +163,11 @@ function(_opsdk_flags portable baseline out_compile out_link)
   set(${out_link} "${lopts}" PARENT_SCOPE)
 endfunction()
 
-# The entry point as an OBJECT library, compiled once per flavour and shared.
+# The entry point and the runtime as an OBJECT library, compiled once per flavour and shared.
 function(_opsdk_entry_target flavour copts out)
   set(name "opsdk_entry_${flavour}")
   if(NOT TARGET ${name})
-    add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}")
+    add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}" "${OPSDK_RUNTIME_SOURCE}")
     target_include_directories(${name} PRIVATE "${OPSDK_INCLUDE_DIR}")
     target_link_libraries(${name} PRIVATE pybind11::module)
     target_compile_options(${name} PRIVATE ${copts})

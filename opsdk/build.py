@@ -2,7 +2,8 @@
 
 Layout of the cache (``$OPSDK_CACHE_DIR``, default the user cache dir)::
 
-    entry/<config>/entry.o                 the generic pybind11 entry point, built once
+    entry/<config>/entry.o, runtime.o      the pybind11 entry point and the Python-free
+                                           runtime (thread pool, invoke), built once
     ops/<snake>/<config>/build/            persistent CMake+Ninja tree (incremental)
     ops/<snake>/<config>/lib/<key>/        finished modules, one per source content key
 
@@ -113,7 +114,10 @@ def toolchain(cxxflags: str | None = None) -> Toolchain:
     from . import __version__
 
     cxx = _find_cxx()
-    api = sorted(_paths.include_dir().rglob("*.h")) + [_paths.entry_source()]
+    api = sorted(_paths.include_dir().rglob("*.h")) + [
+        _paths.entry_source(),
+        _paths.runtime_source(),
+    ]
     return Toolchain(
         cxx=cxx,
         cxx_version=_compiler_version(cxx),
@@ -275,7 +279,7 @@ set(CMAKE_CXX_VISIBILITY_PRESET hidden)
 set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 find_package(Python COMPONENTS Interpreter Development.Module REQUIRED)
 find_package(pybind11 CONFIG REQUIRED)
-add_library(opsdk_entry OBJECT "{entry}")
+add_library(opsdk_entry OBJECT "{entry}" "{runtime}")
 target_include_directories(opsdk_entry PRIVATE "${{OPSDK_INCLUDE_DIR}}")
 target_link_libraries(opsdk_entry PRIVATE pybind11::module)
 """
@@ -288,28 +292,34 @@ set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 find_package(Python COMPONENTS Interpreter Development.Module REQUIRED)
 find_package(pybind11 CONFIG REQUIRED)
-pybind11_add_module({module} MODULE NO_EXTRAS {sources} "{entry}")
+pybind11_add_module({module} MODULE NO_EXTRAS {sources} {entry})
 target_include_directories({module} PRIVATE "${{OPSDK_INCLUDE_DIR}}" "{folder}")
 set_target_properties({module} PROPERTIES CXX_VISIBILITY_PRESET hidden
                       VISIBILITY_INLINES_HIDDEN ON)
 """
 
 
-def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
+def _build_entry(tc: Toolchain, progress: Progress | None) -> list[Path]:
+    """The entry point's and the runtime's object files (compiled once per toolchain)."""
     root = cache_dir() / "entry" / tc.key
-    obj = root / "entry.o"
-    if cache_problem(obj, tc.key) is None:
-        return obj
+    objs = [root / "entry.o", root / "runtime.o"]
+    if all(cache_problem(o, tc.key) is None for o in objs):
+        return objs
     with file_lock(root / ".lock", "the opsdk entry point", progress):
-        problem = cache_problem(obj, tc.key)
-        if problem is None:
-            return obj
-        _notice_rebuild("the opsdk entry point", obj, problem, progress)
+        problems = [(o, cache_problem(o, tc.key)) for o in objs]
+        if all(p is None for _, p in problems):
+            return objs
+        for o, p in problems:
+            _notice_rebuild("the opsdk entry point", o, p, progress)
         if progress:
             progress("compiling the opsdk pybind11 entry point (once per toolchain) ...")
         src, build, log = root / "src", root / "build", root / "build.log"
         _write_if_changed(
-            src / "CMakeLists.txt", _ENTRY_CMAKE.format(entry=_paths.entry_source().as_posix())
+            src / "CMakeLists.txt",
+            _ENTRY_CMAKE.format(
+                entry=_paths.entry_source().as_posix(),
+                runtime=_paths.runtime_source().as_posix(),
+            ),
         )
         build.mkdir(parents=True, exist_ok=True)
         for step in (
@@ -322,12 +332,13 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
                     f"building the opsdk entry point failed (log: {log}):\n"
                     + _tail(proc.stdout + proc.stderr)
                 )
-        built = next(build.rglob("entry.cpp.o"))
-        tmp = root / f"entry.o.{os.getpid()}"
-        shutil.copyfile(built, tmp)
-        os.replace(tmp, obj)
-        _write_record(obj, tc.key)
-    return obj
+        for obj in objs:
+            built = next(build.rglob(obj.with_suffix(".cpp.o").name))
+            tmp = root / f"{obj.name}.{os.getpid()}"
+            shutil.copyfile(built, tmp)
+            os.replace(tmp, obj)
+            _write_record(obj, tc.key)
+    return objs
 
 
 def _compile(
@@ -336,7 +347,7 @@ def _compile(
     srcs: list[Path],
     root: Path,
     tc: Toolchain,
-    entry: Path,
+    entry: list[Path],
     module: Path,
     progress: Progress | None,
 ) -> None:
@@ -348,7 +359,7 @@ def _compile(
             name=name,
             module=MODULE_NAME,
             sources=" ".join(f'"{s.as_posix()}"' for s in srcs),
-            entry=entry.as_posix(),
+            entry=" ".join(f'"{o.as_posix()}"' for o in entry),
             folder=folder.as_posix(),
         ),
     )
@@ -418,7 +429,8 @@ def _prune(lib: Path, keep: Path, max_keep: int = 4) -> None:
 
 
 # ------------------------------------------------------------------ cache integrity
-_RECORD = "record.json"
+def _record(built: Path) -> Path:
+    return built.with_name(built.name + ".record.json")
 
 
 def _content_hash(path: Path) -> str:
@@ -428,9 +440,9 @@ def _content_hash(path: Path) -> str:
 def _write_record(built: Path, source_hash: str) -> None:
     """Record what ``built`` is: its content hash and the source hash it was built from."""
     record = {"file": built.name, "sha256": _content_hash(built), "source_hash": source_hash}
-    tmp = built.parent / f".{_RECORD}.{os.getpid()}.tmp"
+    tmp = built.parent / f".{_record(built).name}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, built.parent / _RECORD)
+    os.replace(tmp, _record(built))
 
 
 def cache_problem(built: Path, source_hash: str) -> str | None:
@@ -449,7 +461,7 @@ def cache_problem(built: Path, source_hash: str) -> str | None:
     except OSError:  # e.g. a name too long: the cache folder is checked before building
         return "missing"
     try:
-        record = json.loads((built.parent / _RECORD).read_text())
+        record = json.loads(_record(built).read_text())
     except (OSError, ValueError):
         return "has no integrity record"
     if not isinstance(record, dict) or record.get("source_hash") != source_hash:

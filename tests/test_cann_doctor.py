@@ -261,3 +261,46 @@ def test_input_shape_must_name_an_input_and_be_concrete(tmp_path, capsys):
     assert main(["doctor", str(path), "--input-shape", "z=1,3"]) == 1
     assert "the model has no input 'z'; its inputs are x" in capsys.readouterr().err
     assert main(["doctor", str(path), "--input-shape", "x=1,3"]) == 0
+
+
+@pytest.mark.parametrize(
+    "dims,form",
+    [((-1, 3, 8, 8), "dim 0 is dim_value -1"), ((0, 3, 8, 8), "dim 0 is dim_value 0"),
+     (("N", 3, 8, 8), "dim 0 is dim_param 'N'")],
+)
+def test_dynamic_dims_as_exporters_write_them(dims, form):
+    """paddle2onnx writes -1 (some converters 0) as a dim_value for a dynamic dim."""
+    m = build([helper.make_node("Relu", ["x"], ["y"])], [x_input(dims)])
+    (f,) = diagnose(m)
+    assert f.code == "dynamic-shape" and f"({form})" in f.reason
+    assert "[?,3,8,8]" in f.reason or "[N,3,8,8]" in f.reason
+    assert '--input_shape="x:1,3,8,8"' in f.fix
+
+
+def test_unknown_rank_input_is_dynamic():
+    m = build([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])
+    (f,) = diagnose(m)
+    assert "unknown rank" in f.reason and "no shape" in f.reason
+
+
+def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["t"], name="relu"),
+        helper.make_node("ThresholdedRelu", ["t"], ["y"], domain="com.opsdk", alpha=0.5),
+    ]
+    m = build(nodes, [x_input()], extra_imports=[("com.opsdk", 1)])
+    for cann in (None, "8.1.RC1", "9.1"):
+        [f] = [f for f in diagnose(m, cann=cann) if f.code == "mixed-default-domain"]
+        assert f.severity == "error" and f.node == "'relu' (Relu)"
+        assert "E16005" in f.reason and "imports 2 (ai.onnx, com.opsdk)" in f.reason
+        assert "opsdk.cann.normalize_default_domain(model)" in f.fix
+    [f] = [f for f in diagnose(m, cann="9.2") if f.code == "mixed-default-domain"]
+    assert f.severity == "warning" and "CANN 9.2 accepts it" in f.reason
+    assert f.fix.startswith("for hosts before CANN 9.2, give ATC a copy")
+    from opsdk.cann import normalize_default_domain
+
+    assert "mixed-default-domain" not in codes(diagnose(normalize_default_domain(m)))
+    path = tmp_path / "mixed.onnx"
+    onnx.save(m, str(path))
+    assert main(["doctor", str(path), "--cann", "9.2", "--json"]) == 1
+    assert main(["doctor", str(path), "--cann", "nine"]) == 1

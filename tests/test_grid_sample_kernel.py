@@ -71,13 +71,21 @@ def test_2d_matches_onnxruntime_or_onnx_reference(
                     (2, 7, 6, 2), 1.6)
     attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
     got = op(x, grid, **attrs)
-    if mode == "cubic" and padding_mode == "border":
-        # ONNX Runtime (like PyTorch) clamps each cubic tap but not the coordinate; ONNX's
-        # reference clamps the coordinate first, which this operator follows.
-        want = _onnx_reference(x, grid, **attrs)
-    else:
-        want = _onnxruntime(x, grid, **attrs)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(got, _onnxruntime(x, grid, **attrs), rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+def test_cubic_clamps_taps_not_the_coordinate(op: Any, padding_mode: str) -> None:
+    """ONNX's reference folds the cubic coordinate first; ONNX Runtime and PyTorch clamp or
+    reflect each of the 4x4 taps. The operator follows ONNX Runtime and PyTorch."""
+    x, grid = _data(17, (1, 2, 6, 7), (1, 9, 9, 2), 1.4)
+    attrs = {"mode": "cubic", "padding_mode": padding_mode, "align_corners": 0}
+    got = op(x, grid, **attrs)
+    np.testing.assert_allclose(got, _onnxruntime(x, grid, **attrs), rtol=1e-5, atol=2e-5)
+    differs = np.abs(got - _onnx_reference(x, grid, **attrs)).max() > 1e-2
+    # border: the folded coordinate loses the taps' overshoot; reflection: the kernel is
+    # symmetric, so reflecting the coordinate and then the taps lands on the same taps
+    assert differs == (padding_mode == "border")
 
 
 @pytest.mark.parametrize("mode, align_corners", list(itertools.product(("linear", "nearest"), (0, 1))))

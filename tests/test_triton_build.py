@@ -134,6 +134,17 @@ def test_fixed_first_dim_is_not_batchable() -> None:
     assert "max_batch_size: 0" in auto and "dims: [ 1, 16 ]" in auto
 
 
+@pytest.mark.parametrize("batch", [-1, 0])
+def test_exporter_dynamic_dim_values_are_a_batch_axis(batch: int) -> None:
+    """paddle2onnx writes dim_value -1 (other converters 0) for a dynamic dim."""
+    io = read_graph_io(mlp_model(batch=batch))
+    assert io.batchable() and io.inputs[0].shape == (None, 16)
+    config = parse_config(render_model(io, RepositoryOptions("m", max_batch_size=8))[
+        "config.pbtxt"])
+    assert config.max_batch_size == 8  # type: ignore[attr-defined]
+    assert list(config.input[0].dims) == [16]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("elem", "triton"),
     [(T.FLOAT16, "TYPE_FP16"), (T.DOUBLE, "TYPE_FP64"), (T.INT64, "TYPE_INT64"),

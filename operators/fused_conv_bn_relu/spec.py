@@ -42,6 +42,7 @@ SPEC = OpSpec(
     doc="2-D convolution (BatchNormalization folded into w and b) with Relu, in one pass.",
     standard="msopst",
     batch_axis=0,
+    compute="cube",  # a convolution: the Cube unit (ATC precision modes treat it so)
     cases=[
         Case({"x": (1, 3, 7, 7), "w": (4, 3, 3, 3)}, {"group": 1}, name="no_bias"),
         Case({"x": (2, 8, 9, 9), "w": (16, 8, 3, 3), "b": (16,)},

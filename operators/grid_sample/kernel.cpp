@@ -148,7 +148,10 @@ struct Axis {
       t.idx[0] = tap(std::trunc(x));
       t.w[0] = 1.0f;
     } else {
-      const double x = fold(unnormalise(static_cast<double>(g)));
+      // Cubic clamps or reflects each tap (in tap()), not the coordinate, as PyTorch and
+      // ONNX Runtime do (ONNX's reference folds the coordinate: see README.md).
+      const double u = unnormalise(static_cast<double>(g));
+      const double x = M == Mode::Cubic ? u : fold(u);
       const double x0 = std::floor(x), f = x - x0;
       if constexpr (M == Mode::Linear) {
         t.w[0] = static_cast<float>(1.0 - f);

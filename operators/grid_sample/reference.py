@@ -2,15 +2,19 @@
 
 Per spatial axis (size ``d``, normalised coordinate ``g``) every output location gets a
 set of taps (input indices) and weights; the output is the sum over the tensor product of
-the per-axis taps. The rules follow ONNX's reference implementation step by step:
+the per-axis taps. The rules follow PyTorch's ``grid_sample`` and ONNX Runtime, with
+which ONNX's reference implementation agrees except for cubic border padding (step 3):
 
 1. unnormalise: ``(g + 1) / 2 * (d - 1)`` with align_corners, else ``((g + 1) * d - 1) / 2``;
 2. nearest: round half to even -- the coordinate of step 1 computed in float32, as ONNX's
    reference, ONNX Runtime and PyTorch compute it (in float64 a coordinate within float32
    rounding of a half-integer would round to the other neighbour);
-3. a coordinate outside ``[lo, hi]`` (``[0, d-1]`` with align_corners, else
-   ``[-0.5, d-0.5]``) is clamped to ``[0, d-1]`` (border) or reflected into
-   ``[lo, hi]`` (reflection);
+3. nearest and linear: a coordinate outside ``[lo, hi]`` (``[0, d-1]`` with
+   align_corners, else ``[-0.5, d-0.5]``) is clamped to ``[0, d-1]`` (border) or
+   reflected into ``[lo, hi]`` (reflection). Cubic leaves the coordinate alone and clamps
+   or reflects each of its 4 taps (step 5), as PyTorch and ONNX Runtime do; ONNX's
+   reference folds the coordinate first, which differs near the border with border
+   padding (up to ~0.2 of the data's range) -- see README.md;
 4. taps: nearest 1 (the coordinate), linear 2 (``floor`` and ``floor + 1``, weights
    ``1 - t, t``), cubic 4 (``floor - 1 .. floor + 2``, Keys' kernel with ``a = -0.75``);
 5. a tap outside ``[0, d-1]`` reads 0 (zeros), the clamped index (border) or the
@@ -67,7 +71,9 @@ def _axis_taps(
         x = (g + 1) / 2 * (d - 1) if align else ((g + 1) * d - 1) / 2
     lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
     outside = (x < lo) | (x > hi)
-    if padding_mode == "border":
+    if mode == "cubic":
+        pass  # PyTorch and ONNX Runtime clamp or reflect each tap, not the coordinate
+    elif padding_mode == "border":
         x = np.where(outside, np.clip(x, 0, d - 1), x)
     elif padding_mode == "reflection":
         x = np.where(outside, _reflect(x, lo, hi), x)

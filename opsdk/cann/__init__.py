@@ -1,9 +1,11 @@
 """The Ascend side of an operator: CANN project, ONNX framework plugin, op proto and ATC.
 
 Everything is generated from the operator's spec (``opsdk cann MyOp -o build/cann/my_op``):
-the msopgen IR JSON, an Ascend C project (op_host OpDef with shape/dtype inference and
-tiling, op_kernel skeleton, CMake files), the REG_OP prototype and the ONNX framework plugin
-whose OriginOpType keys are exactly what CANN's ONNX parser looks up.
+the msopgen IR JSON, the AI CPU sources that run the operator's own kernel.cpp on the NPU
+(kernel adapter, op info, op proto with inference), an Ascend C project (op_host OpDef with
+shape/dtype inference and tiling, op_kernel, CMake files for CANN 9.x), the REG_OP prototype
+and the ONNX framework plugin whose OriginOpType keys are exactly what CANN's ONNX parser
+looks up. ``build.sh`` builds them with the host's own CANN tools (msopgen on 8.x).
 
 Example:
     >>> from opsdk.cann import render_project, default_origin_op_type
@@ -13,13 +15,13 @@ Example:
     >>> default_origin_op_type(s)
     'com.example::1::MyOp'
     >>> sorted(render_project(s))[:2]
-    ['CMakeLists.txt', 'CMakePresets.json']
+    ['aicpu/cpukernel/impl/my_op_kernels.cc', 'aicpu/cpukernel/impl/my_op_kernels.h']
 """
 
 from __future__ import annotations
 
 from ._atc import AtcPlan, atc_executable, parse_input_shape, plan_atc, run_atc
-from ._model import CannOp, cann_op, default_origin_op_type
+from ._model import CannOp, builtin_clash, cann_op, check_op_type, default_origin_op_type
 from ._msopgen import msopgen_data, msopgen_json
 from ._onnx_keys import (
     KeyProblem,
@@ -37,8 +39,26 @@ from ._project import (
     write_project,
 )
 from ._socs import CannArgError, compute_unit, implmodes, precision_modes, soc_table
+from ._versions import (
+    DEFAULT_CANN,
+    ENGINES,
+    CannVersion,
+    ResolvedCann,
+    check_socs,
+    parse_cann_version,
+    resolve_cann,
+)
 
 __all__ = [
+    "DEFAULT_CANN",
+    "ENGINES",
+    "CannVersion",
+    "ResolvedCann",
+    "builtin_clash",
+    "check_op_type",
+    "check_socs",
+    "parse_cann_version",
+    "resolve_cann",
     "AtcPlan",
     "CannArgError",
     "CannOp",

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["TargetProfile", "TARGETS", "RESIZE_SAFE_MODES", "RESIZE_MODES"]
+__all__ = [
+    "TargetProfile",
+    "TARGETS",
+    "RESIZE_SAFE_MODES",
+    "RESIZE_MODES",
+    "CANN_BUILTIN_OP_TYPES",
+]
 
 _COMMON_UNSUPPORTED: dict[str, str] = {
     "Det": "ATC's ONNX parser has no converter for Det",
@@ -33,6 +39,8 @@ class TargetProfile:
     opset_min: int
     opset_max: int
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: the CANN release whose parser rules apply when no ``--cann`` is given
+    cann: str = "8.1.RC1"
 
 
 TARGETS: dict[str, TargetProfile] = {
@@ -45,6 +53,7 @@ TARGETS: dict[str, TargetProfile] = {
             **_COMMON_UNSUPPORTED,
             "GridSample": "ATC's ONNX parser (CANN <= 7) has no GridSample converter",
         },
+        "7.0",
     ),
     "ascend-cann8": TargetProfile(
         "ascend-cann8",
@@ -52,6 +61,7 @@ TARGETS: dict[str, TargetProfile] = {
         9,
         18,
         dict(_COMMON_UNSUPPORTED),
+        "8.1.RC1",
     ),
 }
 
@@ -59,3 +69,12 @@ TARGETS: dict[str, TargetProfile] = {
 RESIZE_SAFE_MODES = ("pytorch_half_pixel", "align_corners", "asymmetric")
 #: Resize interpolation modes ATC converts.
 RESIZE_MODES = ("nearest", "linear")
+
+#: Operator types of CANN's built-in op proto (``REG_OP(<type>)`` in the toolkit's built-in
+#: OPP) that an operator here could be named like. A custom operator of the same type is
+#: confused with the built-in one; ``opsdk cann --op-type`` picks another CANN type name.
+CANN_BUILTIN_OP_TYPES = frozenset(
+    "Abs Add Cast Concat Conv2D Div Exp Gelu GridSampler2D GridSampler3D LayerNorm "
+    "LeakyRelu Log MatMul MatMulV2 Mul Pad Relu Reshape Sigmoid Slice Softmax SoftmaxV2 "
+    "Split Sqrt Sub Tanh ThresholdedRelu Transpose".split()
+)

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._versions import CannVersion
+
 __all__ = [
     "NodeKey",
     "KeyProblem",
@@ -79,8 +81,12 @@ def _is_custom(op_type: str, domain: str) -> bool:
     return not onnx.defs.has(op_type, "" if domain == "ai.onnx" else domain)
 
 
-def node_keys(model: Any) -> list[NodeKey]:
+def node_keys(model: Any, cann: CannVersion | None = None) -> list[NodeKey]:
     """Every node of the main graph with the key the GE ONNX parser builds for it.
+
+    A default-domain node in a model importing several domains has no key on the parsers
+    that reject it (E16005, through CANN 9.1, the default); on a later ``cann`` it resolves
+    through ``ai.onnx``.
 
     Example:
         >>> import onnx.helper as h
@@ -115,8 +121,10 @@ def node_keys(model: Any) -> list[NodeKey]:
                     custom,
                 )
             )
-        elif len(imports) == 1:
-            dom, ver = next(iter(imports.items()))
+        elif len(imports) == 1 or (
+            cann is not None and not cann.rejects_mixed_default_domain and "" in imports
+        ):
+            dom, ver = ("", imports[""]) if "" in imports else next(iter(imports.items()))
             out.append(
                 NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom)
             )
@@ -169,7 +177,9 @@ def _mismatch(nk: NodeKey, have: Sequence[str]) -> str:
     )
 
 
-def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> list[KeyProblem]:
+def check_plugin_keys(
+    model: Any, registered: Mapping[str, Sequence[str]], cann: CannVersion | None = None
+) -> list[KeyProblem]:
     """Problems that keep ATC from mapping the model's nodes to the registered plugins.
 
     ``registered`` maps an op type to the OriginOpType keys its plugin registers (an opsdk
@@ -186,7 +196,7 @@ def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> li
     """
     problems = []
     seen: set[str] = set()
-    for nk in node_keys(model):
+    for nk in node_keys(model, cann):
         if nk.key is None:
             if nk.problem not in seen:
                 problems.append(KeyProblem(nk.node, nk.op_type, nk.problem))

@@ -19,30 +19,71 @@ import jinja2
 
 from ..errors import OpsdkError
 from ..spec import OpSpec
-from ._model import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
+from ._versions import CannVersion, check_socs
 
 __all__ = ["render_project", "write_project", "WriteReport", "ProjectExists", "MANIFEST"]
 
 MANIFEST = ".opsdk-manifest.json"
 _TEMPLATES = Path(__file__).parent / "templates"
 
-#: (template, path in the project); ``{s}`` is the operator's snake_case name.
-_FILES: tuple[tuple[str, str], ...] = (
-    ("CMakeLists.txt.jinja", "CMakeLists.txt"),
+#: (template, path in the project); ``{s}`` is the CANN operator type in snake_case.
+#: Every project: the msopgen IR JSON's build script, the REG_OP prototype, the ONNX plugin.
+_COMMON_FILES: tuple[tuple[str, str], ...] = (
     ("build.sh.jinja", "build.sh"),
-    ("op_host_CMakeLists.txt.jinja", "op_host/CMakeLists.txt"),
-    ("op_host.cpp.jinja", "op_host/{s}.cpp"),
-    ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
-    ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
-    ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
     ("op_proto.h.jinja", "op_graph/{s}_proto.h"),
-    ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
     ("onnx_plugin.cc.jinja", "framework/onnx_plugin/{s}_plugin.cc"),
     ("onnx_apply.h.jinja", "framework/onnx_plugin/{s}_onnx_apply.h"),
     ("onnx_parse.h.jinja", "framework/onnx_plugin/{s}_onnx_parse.h"),
     ("onnx_attrs.h.jinja", "framework/onnx_plugin/opsdk_onnx_attrs.h"),
 )
+#: The AI Core (Ascend C) sources; ``op_kernel/{s}.cpp`` is where the AI Core kernel goes.
+_AICORE_FILES: tuple[tuple[str, str], ...] = (
+    ("op_host.cpp.jinja", "op_host/{s}.cpp"),
+    ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
+    ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
+)
+#: The CMake files of the ASC CMake-module layout (CANN 9.0 and later).
+_MODULE_FILES: tuple[tuple[str, str], ...] = (
+    ("CMakeLists.txt.jinja", "CMakeLists.txt"),
+    ("op_host_CMakeLists.txt.jinja", "op_host/CMakeLists.txt"),
+    ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
+    ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
+)
+#: The AI CPU sources laid over msopgen's AI CPU project (``aicpu/`` mirrors its layout).
+_AICPU_FILES: tuple[tuple[str, str], ...] = (
+    ("aicpu_kernels.h.jinja", "aicpu/cpukernel/impl/{s}_kernels.h"),
+    ("aicpu_kernels.cc.jinja", "aicpu/cpukernel/impl/{s}_kernels.cc"),
+    ("aicpu_op_info.ini.jinja", "aicpu/cpukernel/op_info_cfg/aicpu_kernel/{s}.ini"),
+    ("aicpu_cmake.jinja", "aicpu/cpukernel/opsdk_aicpu.cmake"),
+    ("op_proto.h.jinja", "aicpu/op_proto/{s}.h"),
+    ("aicpu_proto.cc.jinja", "aicpu/op_proto/{s}.cc"),
+)
+#: opsdk::DType enumerator of each opsdk dtype (custom_op.h).
+_OPSDK_DTYPES: dict[str, str] = {
+    "float16": "Float16",
+    "bfloat16": "BFloat16",
+    "float32": "Float32",
+    "float64": "Float64",
+    "int8": "Int8",
+    "int16": "Int16",
+    "int32": "Int32",
+    "int64": "Int64",
+    "uint8": "UInt8",
+    "bool": "Bool",
+}
+
+
+def _templates(op: CannOp) -> list[tuple[str, str]]:
+    files = list(_COMMON_FILES)
+    if op.aicore:
+        files += _AICORE_FILES
+        if op.layout == "cmake-modules":
+            files += _MODULE_FILES
+    if op.aicpu:
+        files += _AICPU_FILES
+    return files
 
 
 class ProjectExists(FileExistsError, OpsdkError):
@@ -141,23 +182,62 @@ def render_project(
     socs: Sequence[str] = ("ascend910b",),
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
+    *,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
 ) -> dict[str, str]:
-    """Every file of the project as ``{relative path: text}``.
+    """Every generated file of the project as ``{relative path: text}``.
+
+    ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
+    through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
+    picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
+    CMake modules (see :mod:`opsdk.cann._versions`). The operator's kernel.cpp and opsdk's
+    runtime are copied next to these files by :func:`write_project`.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> files = render_project(s)
-        >>> "op_host/my_op.cpp" in files and "do not edit" in files["op_host/my_op.cpp"]
+        >>> "aicpu/cpukernel/impl/my_op_kernels.cc" in files
+        True
+        >>> "op_host/my_op.cpp" in render_project(s, engine="aicore")
         True
     """
-    op = cann_op(spec, socs, origin_op_types, vendor)
-    ctx = {"op": op, "fields": _tiling_fields(op)}
-    files = {path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _FILES}
-    files["CMakePresets.json"] = _presets(op)
-    files[f"{op.snake}.json"] = msopgen_json(spec)
+    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
+    check_socs(list(op.socs), cann or _default_cann(), engine)
+    table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
+    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table}
+    files = {
+        path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
+    }
+    if op.aicore and op.layout == "cmake-modules":
+        files["CMakePresets.json"] = _presets(op)
+    files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
     return dict(sorted(files.items()))
+
+
+def _default_cann() -> CannVersion:
+    from ._versions import DEFAULT_CANN, parse_cann_version
+
+    return parse_cann_version(DEFAULT_CANN)
+
+
+def copied_sources(spec_folder: Path | None) -> dict[str, Path]:
+    """What the AI CPU project compiles besides the generated files: the operator's own
+    kernel.cpp, opsdk's Python-free runtime and opsdk's headers (``{path: source}``)."""
+    from .._paths import PACKAGE_DIR, include_dir
+
+    out: dict[str, Path] = {}
+    if spec_folder is not None and (spec_folder / "kernel.cpp").is_file():
+        out["aicpu/opsdk/kernel.cpp"] = spec_folder / "kernel.cpp"
+    runtime = PACKAGE_DIR / "csrc" / "runtime.cpp"
+    if runtime.is_file():
+        out["aicpu/opsdk/runtime.cpp"] = runtime
+    for header in sorted((include_dir() / "opsdk").glob("*.h")):
+        out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
+    return out
 
 
 def _sha(text: str | bytes) -> str:
@@ -219,8 +299,16 @@ def write_project(
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     force: bool = False,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
+    kernel_folder: str | Path | None = None,
 ) -> WriteReport:
     """Write the CANN project of ``spec`` into ``folder``; see the module docstring for the rules.
+
+    With the AI CPU engine the project also gets copies of the operator's kernel.cpp (from
+    ``kernel_folder``, the operator's folder), opsdk's runtime and headers under
+    ``aicpu/opsdk/``, so it builds on a host that has only the project.
 
     Example:
         >>> import tempfile, pathlib
@@ -228,11 +316,16 @@ def write_project(
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
-        >>> "op_kernel/my_op.cpp" in write_project(s, out).written
+        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="both").written
         True
     """
     folder = Path(folder)
-    files = render_project(spec, socs, origin_op_types, vendor)
+    files = render_project(
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type
+    )
+    if engine in ("aicpu", "both"):
+        src = Path(kernel_folder) if kernel_folder is not None else None
+        files.update({rel: p.read_text() for rel, p in copied_sources(src).items()})
     todo, report = _plan(folder, files, force)
     old = _read_manifest(folder).get("files", {})
     for rel, text in todo.items():
@@ -245,11 +338,16 @@ def write_project(
     hashes = {
         rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
     }
+    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
     manifest = {
         "generator": "opsdk",
         "op": spec.name,
         "op_type": list(spec.op_type),
-        "origin_op_types": list(cann_op(spec, socs, origin_op_types, vendor).origin_op_types),
+        "cann_op_type": op.name,
+        "engine": engine,
+        "cann": op.cann,
+        "layout": op.layout,
+        "origin_op_types": list(op.origin_op_types),
         "socs": list(socs),
         "vendor": vendor,
         "files": hashes,

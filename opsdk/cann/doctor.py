@@ -21,6 +21,7 @@ import onnx
 from onnx import ModelProto, NodeProto
 
 from ..errors import SpecError
+from ..onnx._constants import dim_form, input_dims
 from ..onnx._model import (
     attribute_value,
     is_standard_domain,
@@ -32,6 +33,7 @@ from ..onnx._model import (
 )
 from ..spec import OpSpec
 from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
+from ._versions import CannVersion, parse_cann_version
 
 __all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
 
@@ -75,6 +77,7 @@ def diagnose(
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     extra: Iterable[OpSpec] = (),
+    cann: str | None = None,
 ) -> list[Finding]:
     """Everything ATC's ONNX parser will reject or mis-handle in ``model``.
 
@@ -84,6 +87,8 @@ def diagnose(
         input_shapes: shapes (or shape bounds) you will give ATC, by input name; inputs
             listed here are not reported as dynamic.
         extra: specs of operators not on the registry's search path.
+        cann: the CANN release whose ONNX parser converts the model (default: the target's);
+            decides whether a default-domain node next to a custom domain blocks (E16005).
 
     Raises:
         ModelError: the model cannot be read.
@@ -101,6 +106,7 @@ def diagnose(
     specs = known_specs(extra)
     _check_input_shapes(m, input_shapes or {})
     findings = _invalid_model(m) + _opset_findings(m, profile)
+    findings += _mixed_domain_findings(m, parse_cann_version(cann or profile.cann))
     findings += _dynamic_inputs(m, set(input_shapes or ()))
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
@@ -192,38 +198,66 @@ def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
     return out
 
 
+def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
+    """E16005: a default-domain node in a model that imports more than one domain."""
+    imported = {imp.domain for imp in m.opset_import}
+    nodes = [n for n in m.graph.node if n.domain == ""]
+    if "" not in imported or len(imported) < 2 or not nodes:
+        return []
+    first = node_label(nodes[0], list(m.graph.node).index(nodes[0]))
+    rule = (
+        f"the GE ONNX parser resolves a default-domain node only when the model imports a "
+        f"single domain (ATC error E16005, every release through CANN 9.1); this model imports "
+        f"{len(imported)} ({', '.join(sorted(d or 'ai.onnx' for d in imported))}) and has "
+        f"{len(nodes)} default-domain node(s)"
+    )
+    fix = (
+        "give ATC a copy made by opsdk.cann.normalize_default_domain(model), which spells the "
+        "default domain ai.onnx, or put the custom nodes in the default domain"
+    )
+    if cann.rejects_mixed_default_domain:
+        return [Finding("mixed-default-domain", "error", first, None, f"{rule}; CANN {cann} "
+                        "rejects the model", fix)]
+    return [Finding("mixed-default-domain", "warning", first, None, f"{rule}; CANN {cann} "
+                    "accepts it, older hosts do not", f"for hosts before CANN 9.2, {fix}")]
+
+
 def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
-    inits = {t.name for t in m.graph.initializer}
+    inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
     out = []
     for vi in m.graph.input:
-        if vi.name in inits or vi.name in bounded or not vi.type.HasField("tensor_type"):
+        if vi.name in inits or vi.name in bounded:
             continue
-        tt = vi.type.tensor_type
-        if not tt.HasField("shape"):
-            dims_text, dynamic = "unknown rank", True
-        else:
-            dims = [
-                d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                for d in tt.shape.dim
-            ]
-            dynamic = any(not isinstance(d, int) for d in dims)
-            dims_text = ",".join(str(d) for d in dims)
-        if dynamic:
-            example = ",".join("1" if not c.isdigit() else c for c in dims_text.split(","))
-            out.append(
-                Finding(
-                    "dynamic-shape",
-                    "warning",
-                    f"graph input {vi.name!r}",
-                    None,
-                    f"input {vi.name!r} has dynamic shape [{dims_text}]; ATC compiles fixed "
-                    "shapes or declared ranges only",
-                    f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
-                    "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
-                    f"doctor with --input-shape {vi.name}={example}",
-                )
-            )
+        dims = input_dims(vi) if vi.type.HasField("tensor_type") else []
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            continue
+        out.append(_dynamic_finding(vi, dims))
     return out
+
+
+def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None) -> Finding:
+    """A dynamic-shape finding that says how each dynamic dim was written."""
+    if dims is None:
+        dims_text, forms, example = "unknown rank", "the input has no shape", "1,..."
+    else:
+        written = vi.type.tensor_type.shape.dim
+        dims_text = ",".join("?" if d is None else str(d) for d in dims)
+        forms = ", ".join(
+            f"dim {i} is {dim_form(w)}" for i, (d, w) in enumerate(zip(dims, written))
+            if not isinstance(d, int)
+        )
+        example = ",".join(str(d) if isinstance(d, int) else "1" for d in dims)
+    return Finding(
+        "dynamic-shape",
+        "warning",
+        f"graph input {vi.name!r}",
+        None,
+        f"input {vi.name!r} has dynamic shape [{dims_text}] ({forms}); ATC compiles fixed "
+        "shapes or declared ranges only",
+        f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
+        "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
+        f"doctor with --input-shape {vi.name}={example}",
+    )
 
 
 # ------------------------------------------------------------------- node level

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._fetch import FetchError, pip_download
 from ..errors import OpsdkError
 
 __all__ = ["HeaderSet", "find_headers", "fetch", "toolkit_include", "cache_include", "main"]
@@ -93,20 +93,12 @@ def find_headers() -> HeaderSet | None:
 
 def _download(dest: Path, version: str | None, timeout: float) -> Path:
     req = WHEEL_PACKAGE + (f"=={version}" if version else "")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q"]
-    cmd += ["-d", str(dest), req]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise HeadersUnavailable(f"pip download {req} took longer than {timeout:.0f}s") from None
-    wheels = sorted(dest.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return pip_download(req, dest, timeout)
+    except FetchError as e:
         raise HeadersUnavailable(
-            f"could not download {req} for this platform: {' | '.join(tail) or 'no wheel'}; "
-            "install a CANN toolkit or check that pip reaches the package index"
-        )
-    return wheels[0]
+            f"{e} (for this platform); or install a CANN toolkit"
+        ) from None
 
 
 def _extract(wheel: Path, target: Path) -> int:

@@ -25,6 +25,9 @@ def register(sub: Any) -> None:
                    help="ascend: ATC of CANN 5-7 (default); ascend-cann8: CANN 8")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="a shape you will give ATC for a dynamic input (repeatable)")
+    p.add_argument("--cann", metavar="VERSION",
+                   help="the CANN release of the host's ATC (default: the target's; "
+                   "e.g. 8.1.RC1, 9.2): decides whether E16005 blocks")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(func=run)
 
@@ -36,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     shapes = parse_shapes(args.input_shape)
     try:
-        findings = diagnose(args.model, target=args.target, input_shapes=shapes)  # type: ignore[arg-type]
+        findings = diagnose(
+            args.model, target=args.target, input_shapes=shapes, cann=args.cann  # type: ignore[arg-type]
+        )
     except ModelError as e:
         if args.json:
             print(json.dumps({"model": args.model, "error": str(e)}))

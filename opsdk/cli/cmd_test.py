@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..testing._devices import DEVICES
-from ..testing._precision import PRECISION_MODES
+from ..testing._precision import MODE_CHOICES
 from ..testing._standards import STANDARDS
 
-_OPTIONS = ("device", "seed", "standard", "precision_mode", "report", "timeout", "sanitize")
+_OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
+            "report", "timeout", "sanitize")
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -27,10 +28,19 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--device", choices=DEVICES, default=default,
                    help="where the kernel runs: cpu (default), onnxruntime, triton, npu")
     p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
-    p.add_argument("--standard", choices=sorted(STANDARDS), default=default,
+    p.add_argument("--standard", "--opsdk-standard", dest="standard", choices=sorted(STANDARDS),
+                   default=default,
                    help="precision standard for every output (default: spec.py, then dtype)")
-    p.add_argument("--precision-mode", choices=PRECISION_MODES, default=default,
-                   help="emulate ATC's precision_mode on the float32 cases")
+    p.add_argument("--standard-only", "--opsdk-standard-only", dest="standard_only",
+                   action="store_true", default=default,
+                   help="judge by the standard alone, as its CANN tool would (no nonfinite / "
+                   "finite-share checks)")
+    p.add_argument("--precision-mode", choices=MODE_CHOICES, default=default,
+                   help="emulate ATC's --precision_mode / --precision_mode_v2 on float cases")
+    p.add_argument("--keep-dtype", metavar="FILE", default=default,
+                   help="ATC --keep_dtype file for the emulation (OpType::Name lines)")
+    p.add_argument("--modify-mixlist", metavar="FILE", default=default,
+                   help="ATC --modify_mixlist JSON file for the emulation")
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
@@ -95,6 +105,8 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
             v = DEFAULT_TIMEOUT_S
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    if own.standard_only or getattr(args, "standard_only", None):
+        argv.append("--opsdk-standard-only")
     if not (own.no_isolate or getattr(args, "no_isolate", None)):
         argv.append("--opsdk-isolate")
     if not _plugin_registered():

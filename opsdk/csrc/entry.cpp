@@ -1,148 +1,21 @@
 // The one generic pybind11 entry point linked into every operator module.
-// Compiled once per toolchain configuration and reused by every operator build.
+// Compiled once per toolchain configuration and reused by every operator build, next to
+// runtime.cpp (the Python-free core: thread pool and kernel invocation), which it shares
+// with the AI CPU adapter and the cross-build harness.
 //
 // Python selects the registration (by op name and input dtypes) and allocates outputs;
 // this file wraps the NumPy buffers in opsdk::Tensor views without copying, converts
 // attributes, releases the GIL and calls the kernel. C++ exceptions come back as
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstdlib>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include "opsdk/custom_op.h"
+#include "opsdk/invoke.h"
 
 namespace py = pybind11;
-
-// ---------------------------------------------------------------------- thread pool
-// Declared in custom_op.h; defined once here so kernels compile without <thread>/<mutex>.
-namespace opsdk {
-
-int& num_threads_setting() {
-  static int n = [] {
-    if (const char* env = std::getenv("OPSDK_NUM_THREADS")) {
-      const int v = std::atoi(env);
-      if (v > 0) return v;
-    }
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw ? static_cast<int>(hw) : 1;
-  }();
-  return n;
-}
-
-namespace detail {
-namespace {
-
-thread_local bool in_parallel_region = false;
-
-// A small persistent pool: one job at a time, ranges handed out by an atomic counter.
-// A worker joins a job only while it is open; once the calling thread has run out of ranges
-// it closes the job and waits just for the workers that joined, so a worker that wakes late
-// (descheduled on a busy machine) never holds up the caller.
-class ThreadPool {
- public:
-  static ThreadPool& get() {
-    static ThreadPool* pool = new ThreadPool();  // leaked on purpose: no join at exit
-    return *pool;
-  }
-  void run(int64_t n, int64_t chunk, int threads, RangeFn fn, void* ctx) {
-    std::unique_lock<std::mutex> run_lock(run_mu_);
-    ensure_workers(threads - 1);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
-      active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
-      open_ = true;
-      busy_ = 0;
-      error_ = nullptr;
-      ++generation_;
-    }
-    cv_.notify_all();
-    work();
-    std::unique_lock<std::mutex> g(mu_);
-    open_ = false;
-    done_cv_.wait(g, [&] { return busy_ == 0; });
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  void ensure_workers(int want) {
-    while (static_cast<int>(workers_) < want) {
-      const int id = static_cast<int>(workers_++);
-      std::thread([this, id] { loop(id); }).detach();
-    }
-  }
-  void work() {
-    in_parallel_region = true;
-    for (;;) {
-      const int64_t b = next_.fetch_add(chunk_);
-      if (b >= n_) break;
-      try {
-        fn_(ctx_, b, std::min(n_, b + chunk_));
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_) error_ = std::current_exception();
-        next_.store(n_);
-      }
-    }
-    in_parallel_region = false;
-  }
-  void loop(int id) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (id >= active_ || !open_) continue;
-        ++busy_;
-      }
-      work();
-      std::lock_guard<std::mutex> g(mu_);
-      if (--busy_ == 0) done_cv_.notify_all();
-    }
-  }
-  std::mutex run_mu_, mu_;
-  std::condition_variable cv_, done_cv_;
-  RangeFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  std::atomic<int64_t> next_{0};
-  int64_t n_ = 0, chunk_ = 1;
-  int active_ = 0, busy_ = 0;
-  bool open_ = false;
-  uint64_t generation_ = 0;
-  size_t workers_ = 0;
-  std::exception_ptr error_;
-};
-
-}  // namespace
-
-void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
-  const int threads = std::max(1, num_threads_setting());
-  grain = std::max<int64_t>(grain, 1);
-  if (threads == 1 || n <= grain || in_parallel_region) {  // nested: run inline
-    fn(ctx, 0, n);
-    return;
-  }
-  const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
-  const int64_t chunk = (n + parts - 1) / parts;
-  ThreadPool::get().run(n, chunk, static_cast<int>(std::min<int64_t>(threads, parts)), fn, ctx);
-}
-
-}  // namespace detail
-}  // namespace opsdk
-
 
 namespace {
 
@@ -222,18 +95,6 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
 // would cost more than the work.
 constexpr int64_t kReleaseGilElements = 1 << 14;
 
-std::string run_kernel(const opsdk::OpRegistration& r, const opsdk::CustomOpKernelContext& ctx) {
-  try {
-    r.kernel()(ctx);
-  } catch (const std::exception& e) {
-    std::string error = e.what();
-    return error.empty() ? "std::exception with an empty message" : error;
-  } catch (...) {
-    return "unknown C++ exception";
-  }
-  return {};
-}
-
 void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
             std::vector<bool> present, std::vector<opsdk::Tensor> outs,
             const std::vector<std::string>& names, std::vector<opsdk::AttrValue> values) {
@@ -244,10 +105,10 @@ void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
                                    &names, std::move(values));
   std::string error;
   if (work < kReleaseGilElements) {
-    error = run_kernel(r, ctx);
+    error = opsdk::detail::run_kernel(r, ctx);
   } else {
     py::gil_scoped_release nogil;
-    error = run_kernel(r, ctx);
+    error = opsdk::detail::run_kernel(r, ctx);
   }
   if (!error.empty()) throw std::runtime_error(r.name() + ": " + error);
 }

@@ -9,6 +9,9 @@
 - **Graph executor**: :class:`Session` runs a model holding custom nodes, standard parts
   in ONNX Runtime and custom nodes in opsdk kernels, like ``onnxruntime.InferenceSession``.
 - **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`.
+- **Constants**: :class:`GraphConstants` resolves a value to its constant array whether
+  it is an initializer, a ``Constant`` node or an ``Identity``/``Cast`` of one;
+  :func:`input_dims` reads graph-input dims (``dim_value`` -1 or 0 is dynamic).
 - **--like**: :func:`like_onnx` outlines a spec from an ONNX operator's schema.
 
 Example:
@@ -22,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+from ._constants import GraphConstants, constant_node_value, input_dims, remove_dead_constants
 from ._export import DEFAULT_OPSET, add_node, export_model, insert_after, make_node, to_text
 from ._functions import AttrRef, FunctionBuilder, attach_function, build_function
 from ._model import ModelError, OutputExistsError, load_model, save_model
@@ -49,6 +53,7 @@ __all__ = [
     "DEFAULT_OPSET",
     "AttrRef",
     "FUSIONS",
+    "GraphConstants",
     "FunctionBuilder",
     "IOInfo",
     "ModelError",
@@ -62,9 +67,11 @@ __all__ = [
     "attach_function",
     "build_function",
     "check_model",
+    "constant_node_value",
     "export_model",
     "fold_batch_norm",
     "fuse_conv_bn_relu",
+    "input_dims",
     "insert_after",
     "like_onnx",
     "load_model",
@@ -73,6 +80,7 @@ __all__ = [
     "register_all",
     "register_schema",
     "registered_schemas",
+    "remove_dead_constants",
     "replace_ops",
     "rewrite",
     "save_model",

@@ -6,9 +6,12 @@ The facade of opsdk's testing tools:
   :func:`edge_values`, :func:`inject_edges`, :func:`non_contiguous`;
 * precision standards as named objects: ``STANDARDS`` (msopst, double-thousandths,
   mere-mare, allclose, exact), :func:`get_standard`, :func:`standard_for`;
-* :func:`compare` and the :class:`Report` (HTML with plots, or JSON);
+* :func:`compare`, which reports each rule's verdict (:class:`Check`), and the
+  :class:`Report` (HTML with plots, or JSON);
+* ATC precision-mode emulation: :class:`PrecisionMode`, :func:`kernel_dtypes`;
 * the test matrix of a spec (:func:`build_cases`) and :func:`run_case`;
 * :func:`check`, exposed as ``opsdk.check``;
+* :func:`validate_cross`: every case through the kernel built for aarch64, under qemu;
 * :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
 * ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`.
 
@@ -26,11 +29,12 @@ from typing import Any
 
 from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
-from ._compare import Comparison, Mismatch, compare
+from ._compare import Check, Comparison, Mismatch, compare
 from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
+from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
-from ._precision import PRECISION_MODES, kernel_dtypes
+from ._precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
 from ._standards import (
@@ -66,7 +70,9 @@ def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict
 __all__ = [
     "AllClose",
     "CaseResult",
+    "Check",
     "CheckReport",
+    "CrossValidation",
     "Comparison",
     "DEFAULT_STANDARD",
     "DEVICES",
@@ -79,6 +85,8 @@ __all__ = [
     "OnnxNodeCase",
     "OpCase",
     "PRECISION_MODES",
+    "PRECISION_MODES_V2",
+    "PrecisionMode",
     "Report",
     "STANDARDS",
     "Sample",
@@ -102,4 +110,5 @@ __all__ = [
     "run_case",
     "run_onnx_case",
     "standard_for",
+    "validate_cross",
 ]

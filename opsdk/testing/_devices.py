@@ -1,8 +1,10 @@
-"""Devices the numerical tests run on: cpu, onnxruntime, triton, npu.
+"""Devices the numerical tests run on: cpu, onnxruntime, triton, npu, ascendc-model.
 
 :func:`open_device` returns an executor (``run(inputs, attrs) -> list of arrays``) or
 raises :class:`~opsdk.errors.DeviceUnavailable` with the reason; the pytest plugin turns
 that into a skip. Nothing is ever emulated: a device either really runs or is skipped.
+``ascendc-model`` runs the operator's AI Core kernel on opsdk's CPU model of the Ascend C
+API (a model, never an NPU); ``ascendc-cpu`` and ``ascendc-sim`` need a CANN toolkit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
 
-DEVICES: tuple[str, ...] = ("cpu", "onnxruntime", "triton", "npu")
+DEVICES: tuple[str, ...] = (
+    "cpu", "onnxruntime", "triton", "npu", "ascendc-model", "ascendc-cpu", "ascendc-sim"
+)
 
 
 def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
@@ -43,6 +47,14 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         return _Triton(spec, options)
     if device == "npu":
         return _npu(folder)
+    if device == "ascendc-model":
+        from ..runtime.ascendc_model import AscendcModel
+
+        return AscendcModel(folder, spec, seed=int(options.get("seed") or 0))
+    if device in ("ascendc-cpu", "ascendc-sim"):
+        from ..runtime.ascendc_toolkit import open_toolkit_device
+
+        return open_toolkit_device(device, folder, spec)
     raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
 
 

@@ -28,14 +28,15 @@ from ._cases import OpCase, build_cases
 from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
 from ._devices import open_device
+from ._precision import PrecisionMode
 from ._report import Report
 from ._runner import CaseResult, run_case
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
 OPTIONS = (
-    "device", "seed", "standard", "precision_mode", "report", "triton_url", "triton_model",
-    "isolate", "timeout", "sanitize",
+    "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
+    "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
 )
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
@@ -58,6 +59,22 @@ class TestSession:
         return str(self.options["device"])
 
     @property
+    def precision_mode(self) -> PrecisionMode | None:
+        """The ATC precision setting to emulate (mode, --keep_dtype, --modify_mixlist)."""
+        o = self.options
+        if not o.get("precision_mode"):
+            if o.get("keep_dtype") or o.get("modify_mixlist"):
+                raise pytest.UsageError(
+                    "--opsdk-keep-dtype and --opsdk-modify-mixlist apply to a precision mode; "
+                    "add --opsdk-precision-mode (e.g. allow_mix_precision)")
+            return None
+        try:
+            return PrecisionMode.from_atc(o["precision_mode"], o.get("keep_dtype"),
+                                          o.get("modify_mixlist"))
+        except SpecError as e:
+            raise pytest.UsageError(str(e)) from None
+
+    @property
     def keep_arrays(self) -> bool:
         rep = self.options.get("report")
         return bool(rep) and str(rep).lower().endswith((".html", ".htm"))
@@ -78,12 +95,14 @@ class TestSession:
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
-        for k in ("device", "standard", "precision_mode", "sanitize"):
+        for k in ("device", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
+                  "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
-        if self.options.get("isolate"):
-            parts.append("--opsdk-isolate")
+        for flag in ("standard_only", "isolate"):
+            if self.options.get(flag):
+                parts.append(f"--opsdk-{flag.replace('_', '-')}")
         return " ".join(shlex.quote(p) for p in parts)
 
     def record(self, result: CaseResult) -> None:
@@ -127,8 +146,9 @@ def _numerics(folder: Path, spec: OpSpec) -> Callable[..., Any]:
         try:
             result = run_case(
                 spec, ex, opsdk_case, seed=sess.options["seed"], device=sess.device,
-                standard=sess.options["standard"], precision_mode=sess.options["precision_mode"],
+                standard=sess.options["standard"], precision_mode=sess.precision_mode,
                 repro=lambda _c: sess.repro(request.node), keep_arrays=sess.keep_arrays,
+                strict=not sess.options["standard_only"],
             )
         except DeviceUnavailable as e:
             pytest.skip(str(e))

@@ -94,8 +94,8 @@ static ge::graphStatus InferShape(gert::InferShapeContext* context)
 
 static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
-    context->SetOutputDataType(0, context->GetInputDataType(0));  // y
-    context->SetOutputDataType(1, context->GetInputDataType(1));  // count
+    context->SetOutputDataType(0, context->GetRequiredInputDataType(0));  // y
+    context->SetOutputDataType(1, context->GetRequiredInputDataType(1));  // count
     return ge::GRAPH_SUCCESS;
 }
 }  // namespace ge
