@@ -182,3 +182,15 @@ def test_write_never_touches_foreign_files(tmp_path: Path) -> None:
     with pytest.raises(ProjectExists, match="opsdk did not write op_host/thresholded_relu.cpp"):
         write_project(thresholded_relu(), out, force=True, engine="both")
     assert mine.read_text() == "my own file\n" and not (out / "CMakeLists.txt").exists()
+
+
+def test_aicpu_needs_the_operators_kernel(tmp_path: Path) -> None:
+    from opsdk.errors import OperatorNotFound
+
+    with pytest.raises(OperatorNotFound, match="RichOp: the AI CPU engine compiles the operator's "
+                       "own kernel.cpp, but no operator folder was found; pass kernel_folder="):
+        write_project(rich_op(), tmp_path / "a")
+    with pytest.raises(OperatorNotFound, match=f"{tmp_path}/kernel.cpp does not exist"):
+        write_project(rich_op(), tmp_path / "b", kernel_folder=tmp_path)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert "aicpu/opsdk/kernel.cpp" in write_project(thresholded_relu(), tmp_path / "c").written

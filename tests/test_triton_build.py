@@ -72,7 +72,7 @@ CASES = {
         max_queue_delay_us=500, instances=2, warmup=True, operators_path=("operators",),
     ),
     "ascend": RepositoryOptions(
-        "mlp", target="ascend", max_batch_size=16, instances=2, device_ids="2,3"
+        "mlp", target="ascend", max_batch_size=16, instances=2, device_ids="2,3", cann="8.1.RC1"
     ),
 }
 
@@ -97,11 +97,12 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
 
 
 def test_ascend_static_golden() -> None:
-    opts = RepositoryOptions("mlp_static", target="ascend", static_model=True, device_ids="0")
+    opts = RepositoryOptions("mlp_static", target="ascend", static_model=True, device_ids="0",
+                             cann="8.1.RC1")
     files = render_model(read_graph_io(mlp_model(batch=4)), opts)
     check_golden("ascend_static/config.pbtxt", files["config.pbtxt"])
     assert set(files) == {"config.pbtxt"}
-    assert "max_batch_size" not in files["config.pbtxt"]
+    assert "max_batch_size: 0" in files["config.pbtxt"]
     assert "dims: [ 4, 16 ]" in files["config.pbtxt"]
     parse_config(files["config.pbtxt"])
 

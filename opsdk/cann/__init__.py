@@ -26,6 +26,7 @@ from ._msopgen import msopgen_data, msopgen_json
 from ._onnx_keys import (
     KeyProblem,
     NodeKey,
+    check_parser_rules,
     check_plugin_keys,
     node_keys,
     normalize_default_domain,
@@ -34,11 +35,19 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    project_files,
     read_project_manifest,
     render_project,
     write_project,
 )
-from ._socs import CannArgError, compute_unit, implmodes, precision_modes, soc_table
+from ._socs import (
+    CannArgError,
+    compute_unit,
+    implmodes,
+    precision_modes,
+    precision_modes_v2,
+    soc_table,
+)
 from ._versions import (
     DEFAULT_CANN,
     ENGINES,
@@ -68,6 +77,7 @@ __all__ = [
     "WriteReport",
     "atc_executable",
     "cann_op",
+    "check_parser_rules",
     "check_plugin_keys",
     "compute_unit",
     "default_origin_op_type",
@@ -80,6 +90,8 @@ __all__ = [
     "parse_input_shape",
     "plan_atc",
     "precision_modes",
+    "precision_modes_v2",
+    "project_files",
     "read_project_manifest",
     "render_project",
     "run_atc",

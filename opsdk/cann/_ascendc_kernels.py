@@ -9,6 +9,7 @@ generated from the decomposition (:mod:`._ascendc_gen`).
 from __future__ import annotations
 
 import importlib.util
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -18,9 +19,12 @@ from typing import Any
 from ..errors import SpecError
 from ..spec import OpSpec
 from ._ascendc_gen import AicoreKernel, GenerateRefused, generate
-from ._ascendc_tiling import Tiling
+from ._ascendc_tiling import Tiling, cpp_tiling
+from ._model import CannOp, cann_op
 
-__all__ = ["aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tiling_slots"]
+__all__ = [
+    "aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tiling_slots", "project_sources"
+]
 
 
 def _load_module(path: Path) -> Any:
@@ -41,8 +45,6 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
         >>> aicore_kernel(load_spec("operators/thresholded_relu")).origin  # doctest: +SKIP
         'generated'
     """
-    from ._model import cann_op
-
     if folder is not None:
         src = Path(folder) / "op_kernel" / f"{spec.snake_name}.cpp"
         desc = Path(folder) / "op_kernel" / "tiling.py"
@@ -76,25 +78,60 @@ _SIZES = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "float": 4, "uint8_t": 1}
 _FORMATS = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "float": "f", "uint8_t": "B"}
 
 
-def tiling_slots(spec: OpSpec, kernel: AicoreKernel) -> list[TilingSlot]:
+def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> list[TilingSlot]:
     """Every field of the kernel's tiling struct: the project's fields plus the kernel's."""
-    from ._model import cann_op
     from ._project import _tiling_fields
 
-    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in _tiling_fields(cann_op(spec))]
+    op = op if op is not None else cann_op(spec)
+    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in _tiling_fields(op)]
     have = {s.name for s in base}
     extra = [TilingSlot(f.name, f.ctype, _SIZES[f.ctype]) for f in kernel.tiling.fields
              if f.name not in have]
     return sorted(base + extra, key=lambda s: -s.size)
 
 
-def tiling_header(spec: OpSpec, kernel: AicoreKernel) -> str:
+def tiling_header(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> str:
     """op_host/<op>_tiling.h with every field the kernel reads."""
-    from ._model import cann_op
     from ._project import _env
 
+    op = op if op is not None else cann_op(spec)
     return _env().get_template("op_host_tiling.h.jinja").render(
-        op=cann_op(spec), fields=tiling_slots(spec, kernel))
+        op=op, fields=tiling_slots(spec, kernel, op))
+
+
+def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:
+    """The AI Core kernel's files of the CANN project (``op_kernel/<op>.cpp`` and
+    ``op_host/<op>_tiling.h``) and its TilingFunc statements; ``({}, "")`` when the
+    operator has no AI Core kernel (the project then keeps its TODO kernel).
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> from opsdk.cann._model import cann_op
+        >>> spec = find_operator("ThresholdedRelu").spec
+        >>> files, tiling = project_sources(spec, cann_op(spec))
+        >>> sorted(files), "SetBlockDim" in tiling
+        (['op_host/thresholded_relu_tiling.h', 'op_kernel/thresholded_relu.cpp'], False)
+    """
+    from ..errors import OperatorNotFound
+    from ..registry import find_operator
+
+    try:
+        folder: Path | None = find_operator(f"{spec.domain}::{spec.name}").folder
+    except OperatorNotFound:
+        folder = None
+    try:
+        kernel = aicore_kernel(spec, folder)
+    except GenerateRefused:
+        return {}, ""
+    source = re.sub(rf"__aicore__ void {kernel.snake}\(", f"__aicore__ void {op.snake}(",
+                    kernel.source)
+    if kernel.origin != "generated":
+        rel = Path(kernel.origin).name
+        note = f"// {op.banner}: a copy of op_kernel/{rel} of the operator; edit that file\n"
+        source = note + source
+    files = {f"op_kernel/{op.snake}.cpp": source,
+             f"op_host/{op.snake}_tiling.h": tiling_header(spec, kernel, op)}
+    return files, cpp_tiling(kernel.tiling)
 
 
 def _attr_value(slot: TilingSlot, value: Any) -> list[Any]:

@@ -19,11 +19,19 @@ import jinja2
 
 from ..errors import OpsdkError
 from ..spec import OpSpec
+from ._ascendc_kernels import project_sources
 from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
 from ._versions import CannVersion, check_socs
 
-__all__ = ["render_project", "write_project", "WriteReport", "ProjectExists", "MANIFEST"]
+__all__ = [
+    "render_project",
+    "project_files",
+    "write_project",
+    "WriteReport",
+    "ProjectExists",
+    "MANIFEST",
+]
 
 MANIFEST = ".opsdk-manifest.json"
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -208,10 +216,13 @@ def render_project(
     op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
     check_socs(list(op.socs), cann or _default_cann(), engine)
     table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
-    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table}
+    aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
+    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
+           "aicore_tiling": aicore_tiling}
     files = {
         path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
     }
+    files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
     if op.aicore and op.layout == "cmake-modules":
         files["CMakePresets.json"] = _presets(op)
     files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
@@ -224,17 +235,34 @@ def _default_cann() -> CannVersion:
     return parse_cann_version(DEFAULT_CANN)
 
 
-def copied_sources(spec_folder: Path | None) -> dict[str, Path]:
+def _kernel_folder(spec: OpSpec, given: str | Path | None) -> Path:
+    """The folder holding the operator's kernel.cpp: ``given``, else the registry's."""
+    from ..errors import OperatorNotFound
+    from ..registry import find_operator
+
+    if given is None:
+        try:
+            given = find_operator(f"{spec.domain}::{spec.name}").folder
+        except OperatorNotFound:
+            given = None
+    if given is None or not (Path(given) / "kernel.cpp").is_file():
+        where = f"{given}/kernel.cpp does not exist" if given else "no operator folder was found"
+        raise OperatorNotFound(
+            f"{spec.name}: the AI CPU engine compiles the operator's own kernel.cpp, but {where}; "
+            "pass kernel_folder=<the operator's folder> (opsdk cann does), or --engine aicore"
+        )
+    return Path(given)
+
+
+def copied_sources(kernel_folder: Path) -> dict[str, Path]:
     """What the AI CPU project compiles besides the generated files: the operator's own
     kernel.cpp, opsdk's Python-free runtime and opsdk's headers (``{path: source}``)."""
-    from .._paths import PACKAGE_DIR, include_dir
+    from .._paths import include_dir, runtime_source
 
-    out: dict[str, Path] = {}
-    if spec_folder is not None and (spec_folder / "kernel.cpp").is_file():
-        out["aicpu/opsdk/kernel.cpp"] = spec_folder / "kernel.cpp"
-    runtime = PACKAGE_DIR / "csrc" / "runtime.cpp"
-    if runtime.is_file():
-        out["aicpu/opsdk/runtime.cpp"] = runtime
+    out: dict[str, Path] = {
+        "aicpu/opsdk/kernel.cpp": kernel_folder / "kernel.cpp",
+        "aicpu/opsdk/runtime.cpp": runtime_source(),
+    }
     for header in sorted((include_dir() / "opsdk").glob("*.h")):
         out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
     return out
@@ -291,6 +319,40 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
     return todo, report
 
 
+def project_files(
+    spec: OpSpec,
+    socs: Sequence[str] = ("ascend910b",),
+    origin_op_types: Sequence[str] | None = None,
+    vendor: str = "opsdk",
+    *,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
+    kernel_folder: str | Path | None = None,
+) -> dict[str, str]:
+    """Every file of the project: :func:`render_project`'s, and for the AI CPU engine copies
+    of the operator's kernel.cpp (from ``kernel_folder``, default: the registry's folder of
+    the operator), opsdk's runtime and headers under ``aicpu/opsdk/``, so the project builds
+    on a host that has only the project.
+
+    Raises:
+        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> files = project_files(find_operator("ThresholdedRelu").spec)
+        >>> "aicpu/opsdk/kernel.cpp" in files and "aicpu/opsdk/include/opsdk/custom_op.h" in files
+        True
+    """
+    files = render_project(
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type
+    )
+    if engine in ("aicpu", "both"):
+        src = _kernel_folder(spec, kernel_folder)
+        files.update({rel: p.read_text() for rel, p in copied_sources(src).items()})
+    return dict(sorted(files.items()))
+
+
 def write_project(
     spec: OpSpec,
     folder: str | Path,
@@ -304,11 +366,7 @@ def write_project(
     op_type: str | None = None,
     kernel_folder: str | Path | None = None,
 ) -> WriteReport:
-    """Write the CANN project of ``spec`` into ``folder``; see the module docstring for the rules.
-
-    With the AI CPU engine the project also gets copies of the operator's kernel.cpp (from
-    ``kernel_folder``, the operator's folder), opsdk's runtime and headers under
-    ``aicpu/opsdk/``, so it builds on a host that has only the project.
+    """Write :func:`project_files` into ``folder``; see the module docstring for the rules.
 
     Example:
         >>> import tempfile, pathlib
@@ -316,16 +374,14 @@ def write_project(
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
-        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="both").written
+        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="aicore").written
         True
     """
     folder = Path(folder)
-    files = render_project(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type
+    files = project_files(
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
+        kernel_folder=kernel_folder,
     )
-    if engine in ("aicpu", "both"):
-        src = Path(kernel_folder) if kernel_folder is not None else None
-        files.update({rel: p.read_text() for rel, p in copied_sources(src).items()})
     todo, report = _plan(folder, files, force)
     old = _read_manifest(folder).get("files", {})
     for rel, text in todo.items():

@@ -15,6 +15,7 @@ __all__ = [
     "core_resources",
     "soc_version_of",
     "precision_modes",
+    "precision_modes_v2",
     "implmodes",
     "CannArgError",
 ]
@@ -39,6 +40,13 @@ def precision_modes() -> list[str]:
     from ..testing._precision import PRECISION_MODES
 
     return list(PRECISION_MODES)
+
+
+def precision_modes_v2() -> list[str]:
+    """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
+    from ..testing._precision import PRECISION_MODES_V2
+
+    return list(PRECISION_MODES_V2)
 
 
 def implmodes() -> list[str]:
