@@ -26,7 +26,8 @@ DEFAULT_TIMEOUT_S = 120.0
 
 def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--device", choices=DEVICES, default=default,
-                   help="where the kernel runs: cpu (default), onnxruntime, triton, npu")
+                   help=f"where the kernel runs: {', '.join(DEVICES)} (default cpu; see "
+                   "docs/validation.md)")
     p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
     p.add_argument("--standard", "--opsdk-standard", dest="standard", choices=sorted(STANDARDS),
                    default=default,
