@@ -21,7 +21,7 @@ from ..errors import OpsdkError
 from ..spec import OpSpec
 from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
-from ._versions import CannVersion, check_socs
+from ._versions import CannVersion, check_socs, parse_cann_version
 
 __all__ = [
     "render_project",
@@ -200,7 +200,7 @@ def render_project(
     through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
     picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
     CMake modules (see :mod:`opsdk.cann._versions`). The operator's kernel.cpp and opsdk's
-    runtime are copied next to these files by :func:`write_project`.
+    runtime are added to these files by :func:`project_files`.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
@@ -213,7 +213,7 @@ def render_project(
         True
     """
     op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
-    check_socs(list(op.socs), cann or _default_cann(), engine)
+    check_socs(list(op.socs), parse_cann_version(op.cann), engine)
     table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
     ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table}
     files = {
@@ -223,12 +223,6 @@ def render_project(
         files["CMakePresets.json"] = _presets(op)
     files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
     return dict(sorted(files.items()))
-
-
-def _default_cann() -> CannVersion:
-    from ._versions import DEFAULT_CANN, parse_cann_version
-
-    return parse_cann_version(DEFAULT_CANN)
 
 
 def _kernel_folder(spec: OpSpec, given: str | Path | None) -> Path:
