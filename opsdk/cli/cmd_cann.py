@@ -28,6 +28,8 @@ and keeps files you edited; files opsdk did not write are never touched.
 
 
 def register(sub: Any) -> None:
+    from ..cann import ENGINES
+
     p = sub.add_parser(
         "cann",
         help="generate the CANN project (OpDef, kernel skeleton, ONNX plugin, op proto)",
@@ -54,7 +56,7 @@ def register(sub: Any) -> None:
     p.add_argument("--vendor", default="opsdk", help="vendor_name of the operator package")
     p.add_argument("--cann", default="auto", metavar="VERSION",
                    help="auto (the installed toolkit, else 8.x), a major (8, 9) or a release")
-    p.add_argument("--engine", default="aicpu", choices=["aicpu", "aicore", "both"],
+    p.add_argument("--engine", default="aicpu", choices=ENGINES,
                    help="kernels to build: AI CPU (the operator's kernel.cpp), AI Core, both")
     p.add_argument("--op-type", metavar="TYPE",
                    help="the operator's CANN type name (default: the spec's name)")
