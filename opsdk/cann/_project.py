@@ -19,6 +19,7 @@ import jinja2
 
 from ..errors import OpsdkError
 from ..spec import OpSpec
+from ._ascendc_kernels import project_sources
 from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
 from ._versions import CannVersion, check_socs, parse_cann_version
@@ -220,10 +221,13 @@ def render_project(
     )
     check_socs(list(op.socs), parse_cann_version(op.cann), engine)
     table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
-    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table}
+    aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
+    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
+           "aicore_tiling": aicore_tiling}
     files = {
         path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
     }
+    files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
     if op.aicore and op.layout == "cmake-modules":
         files["CMakePresets.json"] = _presets(op)
     files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)

@@ -1,4 +1,5 @@
-"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``."""
+"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``;
+``opsdk triton check REPO/NAME`` (an npu_ge model folder, as the backend and GE see it)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,20 @@ def register(sub: Any) -> None:
     b.add_argument("--force", action="store_true",
                    help="replace an existing model folder written by opsdk")
     b.set_defaults(func=run_build)
+    c = tsub.add_parser(
+        "check",
+        help="check an npu_ge model folder as the backend and GE will see it",
+        description="Check REPO/NAME written by `opsdk triton build --target ascend`: one "
+        "model file in the folder; GE's ONNX parser rules of the target CANN; ONNX Runtime "
+        "1.23.2 (as inside npu_ge, no custom ops) opens and runs it, matching opsdk's kernels. "
+        "Needs the ONNX Runtime 1.23.2 venv (opsdk.triton.ensure_ort_env()).",
+    )
+    c.add_argument("folder", help="the model folder, REPO/NAME")
+    c.add_argument("--cann", default="auto", help="CANN release whose parser rules apply")
+    c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
+                   help="size of a symbolic input dim for the test run (default 2)")
+    c.add_argument("--json", action="store_true", help="print a JSON report")
+    c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))
 
 
@@ -153,6 +168,30 @@ def run_build(args: argparse.Namespace) -> int:
         cann = resolve_cann(args.cann)
         print(f"GE parser rules of CANN {cann.version} ({cann.reason})")
     return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from ..triton import check_npu_ge_folder
+
+    try:
+        dims = {k: int(v) for k, v in args.dim}
+    except ValueError as e:
+        raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
+    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims)
+    if args.json:
+        print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
+        return 0 if report.ok else 1
+    print(f"{args.folder}: CANN {report.cann} parser rules, ONNX Runtime "
+          f"{report.onnxruntime or '(did not run)'}")
+    for name, err in report.max_abs_error.items():
+        print(f"  output '{name}': max abs error vs opsdk {err:.3g}")
+    for problem in report.problems:
+        print(f"  problem: {problem}")
+    print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+    return 0 if report.ok else 1
 
 
 def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:

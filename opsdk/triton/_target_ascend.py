@@ -20,7 +20,7 @@ from ..cann._versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
 from ._ascend_model import prepare_ascend_model
-from ._config import base_context, template_env
+from ._config import base_context, batch_size, template_env
 from ._errors import TritonConfigError, TritonConfigWarning
 from ._onnx_io import GraphIO, TensorIO
 
@@ -90,7 +90,7 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         _check_static(io, opts, batched)
     if ctx["dynamic_batching"] and not ctx["preferred_batch_sizes"]:
         ctx["preferred_batch_sizes"] = default_preferred(ctx["max_batch_size"])
-    reason = _no_merge_reason(io, opts, batched)
+    reason = _no_merge_reason(io, batched)
     if reason and ctx["dynamic_batching"]:
         warnings.warn(TritonConfigWarning(
             f"{opts.name}: npu_ge will not merge queued requests into one NPU run: {reason}"
@@ -114,8 +114,7 @@ def model_file(
     :mod:`opsdk.triton._ascend_model`); refused if GE's parser rules would reject it.
     ``report`` receives one line per change made to the model."""
     cann = resolve_cann(opts.cann).version
-    batched = base_context(io, opts, "", DOC)["batched"]
-    out = prepare_ascend_model(proto, cann, opts.name, batched)
+    out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0)
     problems = check_parser_rules(out.proto, cann, out.keys)
     if problems:
         raise TritonConfigError(
@@ -193,7 +192,7 @@ def _check_static(io: GraphIO, opts: RepositoryOptions, batched: bool) -> None:
             )
 
 
-def _no_merge_reason(io: GraphIO, opts: RepositoryOptions, batched: bool) -> str:
+def _no_merge_reason(io: GraphIO, batched: bool) -> str:
     if not batched:
         return ""
     for t in io.outputs:

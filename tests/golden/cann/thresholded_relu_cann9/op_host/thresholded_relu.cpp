@@ -13,7 +13,6 @@
 #include "thresholded_relu_tiling.h"
 
 namespace optiling {
-static constexpr uint32_t kTileNum = 8;
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
@@ -24,7 +23,6 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     const uint64_t totalLength = static_cast<uint64_t>(outShape->GetStorageShape().GetShapeSize());
     tiling.set_totalLength(totalLength);
-    tiling.set_tileNum(kTileNum);
     const gert::RuntimeAttrs* attrs = context->GetAttrs();
     if (attrs == nullptr) {
         return ge::GRAPH_FAILED;
@@ -34,12 +32,40 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         return ge::GRAPH_FAILED;
     }
     tiling.set_alpha(*alpha);
-    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-    uint32_t blockDim = platform.GetCoreNumAiv();
-    if (blockDim == 0 || totalLength < blockDim) {
-        blockDim = 1;
+    // The AI Core kernel's tiling (opsdk's tiling description; the same steps run for the model).
+    auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubBytes = 0;
+    ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
+    const uint64_t aiv = ascendcPlatform.GetCoreNumAiv();
+    const uint64_t coreNum = aiv > 0 ? aiv : 1;
+    const gert::StorageShape* firstShape = context->GetInputShape(0);
+    if (firstShape == nullptr) {
+        return ge::GRAPH_FAILED;
     }
-    context->SetBlockDim(blockDim);
+    const gert::Shape& first = firstShape->GetStorageShape();
+    const size_t rank = first.GetDimNum();
+    const uint64_t lastDim = rank == 0 ? 1 : static_cast<uint64_t>(first.GetDim(rank - 1));
+    const ge::DataType firstType = context->GetInputDesc(0)->GetDataType();
+    const uint64_t typeBytes = static_cast<uint64_t>(ge::GetSizeByDataType(firstType));
+    auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
+    auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
+    auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
+    auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
+    auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
+    auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
+    const uint64_t blockLength = alignup(ceildiv(totalLength, coreNum), 64);
+    tiling.set_blockLength(static_cast<uint64_t>(blockLength));
+    const uint64_t usedCores = max2(1, ceildiv(totalLength, blockLength));
+    const uint64_t lastBlockLength = totalLength - (usedCores - 1) * blockLength;
+    tiling.set_lastBlockLength(static_cast<uint64_t>(lastBlockLength));
+    const uint64_t bytesPer8 = 8 * (4 * typeBytes + 8) + 1;
+    const uint64_t fitTile = aligndown(floordiv((ubBytes - 288) * 8, bytesPer8), 64);
+    const uint64_t tileLength = max2(64, min2(fitTile, alignup(blockLength, 64)));
+    tiling.set_tileLength(static_cast<uint32_t>(tileLength));
+    const uint64_t tileNum = ceildiv(blockLength, tileLength);
+    tiling.set_tileNum(static_cast<uint32_t>(tileNum));
+    const uint64_t blockDim = usedCores;
+    context->SetBlockDim(static_cast<uint32_t>(blockDim));
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
