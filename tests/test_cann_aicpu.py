@@ -219,15 +219,17 @@ def test_adapter_runs_every_validation_case(
 
 
 def test_the_guide_lists_every_shipped_operator_with_its_cann_type() -> None:
-    from opsdk.cann import builtin_clash
+    from opsdk.cann import builtin_clash, default_engine
 
     guide = (ROOT / "docs" / "npu_host_guide.md").read_text()
-    rows = dict(re.findall(r"^\| (\w+) \| `aicpu`[^|]*\| `(\w+)`", guide, re.M))
+    rows = {n: (e, t) for n, e, t in
+            re.findall(r"^\| (\w+) \| `(\w+)`[^|]*\| `(\w+)`", guide, re.M)}
     for folder in SHIPPED:
-        name = shipped(folder).name
-        assert name in rows, f"docs/npu_host_guide.md does not list {name}"
-        expected = f"{name}Custom" if builtin_clash(name) else name
-        assert rows[name] == expected, name
+        spec = shipped(folder)
+        assert spec.name in rows, f"docs/npu_host_guide.md does not list {spec.name}"
+        engine, _ = default_engine(spec, ROOT / "operators" / folder)
+        cann_type = f"{spec.name}Custom" if builtin_clash(spec.name) else spec.name
+        assert rows[spec.name] == (engine, cann_type), spec.name
 
 
 # --- C++ shape functions against spec.py's ------------------------------------------------

@@ -25,6 +25,7 @@ from ._msopgen import msopgen_json
 from ._versions import CannVersion, check_socs, parse_cann_version
 
 __all__ = [
+    "default_engine",
     "render_project",
     "project_files",
     "write_project",
@@ -327,6 +328,27 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
             "it; move it away or generate into another folder"
         )
     return todo, report
+
+
+def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str, str]:
+    """The engine ``opsdk cann`` builds when none is given, and why: ``both`` once the
+    operator has an AI Core kernel (hand-written or generated; GE runs it where its op info
+    allows and the AI CPU kernel elsewhere), ``aicpu`` until then.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> default_engine(find_operator("GridSample").spec)[0]
+        'aicpu'
+    """
+    from ._ascendc_gen import GenerateRefused
+    from ._ascendc_kernels import aicore_kernel
+
+    try:
+        kernel = aicore_kernel(spec, folder)
+    except GenerateRefused as e:
+        return "aicpu", str(e)
+    how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
+    return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
 
 
 def project_files(
