@@ -71,6 +71,9 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--cann", default="auto",
                    help="CANN release whose GE ONNX parser rules the model file follows: "
                    "auto (the installed toolkit, else 8.1.RC1), 8, 9.1, 8.1.RC1, ...")
+    g.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys the model must use "
+                   "(repeatable; default: each operator's spec version)")
     g.add_argument("--device-ids", default="0", help="NPU ids, e.g. 0 or 2,3")
     g.add_argument("--static-model", action="store_true",
                    help="GE static graph (fixed shapes; with --max-batch-size > 0 npu_ge runs "
@@ -212,4 +215,5 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "dump_graph": args.dump_graph,
         "profiling": args.profiling,
         "dump_data": args.dump_data,
+        "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
     }
