@@ -392,7 +392,8 @@ def test_ort_venv_never_replaces_a_folder_that_is_not_one(
         run_like_npu_ge(tmp_path / "m.onnx", {})
 
 
-def test_op_project_keys_set_the_custom_opset_version(tmp_path: Path) -> None:
+def test_op_project_keys_set_the_custom_opset_version(
+        tmp_path: Path, ort_1232: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prj = tmp_path / "cann_trelu"
     assert main(["cann", "ThresholdedRelu", "-o", str(prj),
                  "--origin-op-type", "com.opsdk::11::ThresholdedRelu"]) == 0
@@ -408,6 +409,11 @@ def test_op_project_keys_set_the_custom_opset_version(tmp_path: Path) -> None:
     assert "com.opsdk::11::ThresholdedRelu" in (folder / "config.pbtxt").read_text()
     keys = {"ThresholdedRelu": ["com.opsdk::11::ThresholdedRelu"]}
     assert check_parser_rules(model, CANN8, keys) == []
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1", "--op-project", str(prj),
+                 "--json"]) == 0
+    assert '"ok": true' in capsys.readouterr().out
+    without = check_npu_ge_folder(folder, cann="8.1.RC1")  # the spec's key: version 1
+    assert [p for p in without.problems if "needs the plugin key 'com.opsdk::11::" in p]
     with pytest.raises(TritonConfigError, match=r"ThresholdedRelu and Softmax share domain "
                        r"'com.opsdk' but their plugin keys need opset versions 11 and 1"):
         build(tmp_path / "two", two_op_model(), op_projects=(str(prj),))

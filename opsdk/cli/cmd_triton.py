@@ -59,6 +59,8 @@ def register(sub: Any) -> None:
     )
     c.add_argument("folder", help="the model folder, REPO/NAME")
     c.add_argument("--cann", default="auto", help="CANN release whose parser rules apply")
+    c.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys apply (repeatable)")
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
                    help="size of a symbolic input dim for the test run (default 2)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
@@ -183,7 +185,8 @@ def run_check(args: argparse.Namespace) -> int:
         dims = {k: int(v) for k, v in args.dim}
     except ValueError as e:
         raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
-    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims)
+    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims,
+                                 op_projects=tuple(args.op_project))
     if args.json:
         print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
         return 0 if report.ok else 1
