@@ -150,6 +150,9 @@ def run_build(args: argparse.Namespace) -> int:
         extra_parameters=tuple(args.parameter),
         **_ascend_options(args),
     )
+    from ._io import check_output_dir
+
+    check_output_dir(args.output, "-o")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TritonConfigWarning)
         try:
