@@ -42,6 +42,7 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    default_engine,
     project_files,
     read_project_manifest,
     render_project,
@@ -87,6 +88,7 @@ __all__ = [
     "check_parser_rules",
     "check_plugin_keys",
     "compute_unit",
+    "default_engine",
     "default_origin_op_type",
     "implmodes",
     "msopgen_data",
