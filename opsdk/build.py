@@ -189,18 +189,39 @@ def build_operator(
     name = name or folder.name
     tc = toolchain(cxxflags)
     srcs, hdrs = operator_sources(folder)
-    key = hashlib.sha256((tc.key + _file_hash(srcs + hdrs)).encode()).hexdigest()[:20]
+    source_hash = _file_hash(srcs + hdrs)
+    key = hashlib.sha256((tc.key + source_hash).encode()).hexdigest()[:20]
     root = cache_dir() / "ops" / name / tc.key
     module = root / "lib" / key / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    if module.exists() and not force:
+    if not force and cache_problem(module, source_hash) is None:
         return BuildResult(module, key, False, time.perf_counter() - t0)
+    _check_writable(root)
     with file_lock(root / ".lock", name, progress):
-        if module.exists() and not force:  # another process built it while we waited
+        problem = cache_problem(module, source_hash)  # another process may have built it
+        if problem is None and not force:
             return BuildResult(module, key, False, time.perf_counter() - t0)
+        _notice_rebuild(name, module, problem, progress)
         entry = _build_entry(tc, progress)
         _compile(name, folder, srcs, root, tc, entry, module, progress)
+        _write_record(module, source_hash)
         _prune(root / "lib", keep=module.parent)
     return BuildResult(module, key, True, time.perf_counter() - t0)
+
+
+def _check_writable(root: Path) -> None:
+    """Raise a BuildError naming $OPSDK_CACHE_DIR when the cache cannot be written."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        where = f"OPSDK_CACHE_DIR={os.environ['OPSDK_CACHE_DIR']!r}" if os.environ.get(
+            "OPSDK_CACHE_DIR") else f"the build cache {cache_dir()}"
+        raise BuildError(
+            f"{where} cannot be used: {e.strerror or e} ({e.filename}); point OPSDK_CACHE_DIR "
+            "at a folder you can write, e.g. export OPSDK_CACHE_DIR=$HOME/.cache/opsdk"
+        ) from None
 
 
 def _cmake_env() -> dict[str, str]:
@@ -282,11 +303,14 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> list[Path]:
     """The entry point's and the runtime's object files (compiled once per toolchain)."""
     root = cache_dir() / "entry" / tc.key
     objs = [root / "entry.o", root / "runtime.o"]
-    if all(o.exists() for o in objs):
+    if all(cache_problem(o, tc.key) is None for o in objs):
         return objs
     with file_lock(root / ".lock", "the opsdk entry point", progress):
-        if all(o.exists() for o in objs):
+        problems = [(o, cache_problem(o, tc.key)) for o in objs]
+        if all(p is None for _, p in problems):
             return objs
+        for o, p in problems:
+            _notice_rebuild("the opsdk entry point", o, p, progress)
         if progress:
             progress("compiling the opsdk pybind11 entry point (once per toolchain) ...")
         src, build, log = root / "src", root / "build", root / "build.log"
@@ -313,6 +337,7 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> list[Path]:
             tmp = root / f"{obj.name}.{os.getpid()}"
             shutil.copyfile(built, tmp)
             os.replace(tmp, obj)
+            _write_record(obj, tc.key)
     return objs
 
 
@@ -401,6 +426,62 @@ def _prune(lib: Path, keep: Path, max_keep: int = 4) -> None:
     for d in dirs[:-max_keep]:
         if d != keep:
             shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ cache integrity
+def _record(built: Path) -> Path:
+    return built.with_name(built.name + ".record.json")
+
+
+def _content_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_record(built: Path, source_hash: str) -> None:
+    """Record what ``built`` is: its content hash and the source hash it was built from."""
+    record = {"file": built.name, "sha256": _content_hash(built), "source_hash": source_hash}
+    tmp = built.parent / f".{_record(built).name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, _record(built))
+
+
+def cache_problem(built: Path, source_hash: str) -> str | None:
+    """None when the cached ``built`` file matches its record, else why it cannot be used.
+
+    A missing file gives ``"missing"``; a truncated, garbage or swapped file, or one
+    without a record (or a record of other sources), gives a reason to rebuild it.
+
+    Example:
+        >>> cache_problem(Path("/nonexistent/_opsdk_kernels.so"), "0" * 64)
+        'missing'
+    """
+    try:
+        if not built.exists():
+            return "missing"
+    except OSError:  # e.g. a name too long: the cache folder is checked before building
+        return "missing"
+    try:
+        record = json.loads(_record(built).read_text())
+    except (OSError, ValueError):
+        return "has no integrity record"
+    if not isinstance(record, dict) or record.get("source_hash") != source_hash:
+        return "was recorded as built from other sources"
+    try:
+        if record.get("sha256") != _content_hash(built):
+            return "does not match its recorded content hash (truncated, damaged or replaced)"
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return None
+
+
+def _notice_rebuild(what: str, built: Path, problem: str | None, progress: Progress | None) -> None:
+    if problem is None or problem == "missing":
+        return
+    line = f"opsdk: the cached build of {what} ({built}) {problem}; rebuilding it"
+    if progress:
+        progress(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 # ------------------------------------------------------------------ sanitizer variant

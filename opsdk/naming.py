@@ -18,6 +18,10 @@ from .errors import ScaffoldError
 __all__ = ["Spellings", "spellings", "snake_case", "check_op_name"]
 
 
+#: longest op type: it becomes folder, file, C++ and ONNX names (255-byte file name limits)
+MAX_OP_NAME = 64
+
+
 class Spellings(NamedTuple):
     camel: str
     snake: str
@@ -50,6 +54,8 @@ def check_op_name(name: str) -> None:
     why = None
     if not name:
         why = "it is empty"
+    elif len(name) > MAX_OP_NAME:
+        why = f"it is {len(name)} characters long, at most {MAX_OP_NAME} are allowed"
     elif not OP_NAME_RE.match(name):
         if not name[0].isupper():
             why = "it must start with an uppercase letter"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _paths
+from ._decomposition import decomposition_source
 from .dtypes import ALL_DTYPES, ATTR_TYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings
@@ -220,8 +221,13 @@ def new_operator(
     root: str | os.PathLike[str] = "operators",
     doc: str = "",
     onnx_op: str | None = None,
+    decomposition: str | None = None,
 ) -> Path:
-    """Create ``<root>/<snake_name>/`` from the operator template; return its path."""
+    """Create ``<root>/<snake_name>/`` from the operator template; return its path.
+
+    With ``decomposition`` (an expression, see :mod:`opsdk._decomposition`), spec.py gets
+    the ``@SPEC.register_function`` block and reference.py evaluates it.
+    """
     s = spellings(name)
     target = Path(root) / s.snake
     if target.exists():
@@ -246,8 +252,52 @@ def new_operator(
         raise ScaffoldError(str(e)) from None
     if spec.inputs[0].optional:
         raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
+    extra = None
+    if decomposition:
+        extra = decomposition_source(decomposition, [i.name for i in spec.inputs],
+                                     {a.name: a.type for a in spec.attrs})
     _render(target, _context(spec, doc))
+    if extra is not None:
+        with open(target / "spec.py", "a") as fh:
+            fh.write(extra)
+        (target / "reference.py").write_text(_decomposition_reference(spec))
     return target
+
+
+_REFERENCE = '''"""NumPy reference of {op}: its decomposition in spec.py, run by ONNX's reference
+implementation. This is the ground truth every kernel is checked against; write the math in
+NumPy here instead if you prefer.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def _spec() -> Any:
+    from opsdk.registry import load_spec
+
+    return load_spec(Path(__file__).parent)
+
+
+def reference({signature}) -> Any:
+    """The decomposition's outputs for these inputs and attributes."""
+    from opsdk.onnx import evaluate_function
+
+    return evaluate_function(_spec(), [{inputs}], {{{attrs}}})
+'''
+
+
+def _decomposition_reference(spec: OpSpec) -> str:
+    params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
+    kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
+    return _REFERENCE.format(
+        op=spec.name,
+        signature=", ".join(params + (["*"] + kw if kw else [])),
+        inputs=", ".join(i.name for i in spec.inputs),
+        attrs=", ".join(f"{a.name!r}: {a.name}" for a in spec.attrs),
+    )
 
 
 def _render(target: Path, context: dict[str, Any]) -> None:

@@ -219,6 +219,50 @@ def test_cli_unreadable_model_exits_2(tmp_path, capsys, content):
     assert "no such file" in capsys.readouterr().err
 
 
+def _relu_chain():
+    return [helper.make_node("Relu", ["x"], ["a"], name="r1"),
+            helper.make_node("Relu", ["a"], ["y"], name="r2")]
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        ("cycle", "input 'y' is used before the node that defines it"),
+        ("duplicate", "output 'a' is defined twice"),
+        ("undefined", "input 'ghost' is never defined"),
+        ("no_opset", "the model imports no opset"),
+    ],
+)
+def test_models_onnx_checker_rejects_are_findings(damage, reason, capsys):
+    nodes = _relu_chain()
+    if damage == "cycle":
+        nodes[0] = helper.make_node("Add", ["x", "y"], ["a"], name="r1")
+    elif damage == "duplicate":
+        nodes[1] = helper.make_node("Relu", ["x"], ["a"], name="r2")
+        nodes.append(helper.make_node("Relu", ["a"], ["y"], name="r3"))
+    elif damage == "undefined":
+        nodes[1] = helper.make_node("Add", ["a", "ghost"], ["y"], name="r2")
+    m = build(nodes, [x_input()])
+    if damage == "no_opset":
+        del m.opset_import[:]
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(m)  # the same model, rejected by ONNX itself
+    findings = diagnose(m)
+    assert "invalid-model" in codes(findings)
+    assert any(reason in f.reason for f in findings), findings
+
+
+def test_input_shape_must_name_an_input_and_be_concrete(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(build([helper.make_node("Relu", ["x"], ["y"])], [x_input(("N", 3))]), str(path))
+    assert main(["doctor", str(path), "--input-shape", "x=a,b"]) == 1
+    assert "--input-shape x=a,b: ATC needs integer dims (e.g. --input-shape x=1,1)" in (
+        capsys.readouterr().err)
+    assert main(["doctor", str(path), "--input-shape", "z=1,3"]) == 1
+    assert "the model has no input 'z'; its inputs are x" in capsys.readouterr().err
+    assert main(["doctor", str(path), "--input-shape", "x=1,3"]) == 0
+
+
 @pytest.mark.parametrize(
     "dims,form",
     [((-1, 3, 8, 8), "dim 0 is dim_value -1"), ((0, 3, 8, 8), "dim 0 is dim_value 0"),

@@ -102,3 +102,16 @@ def test_harness_exit_status_is_an_error_not_a_result(tmp_path: Path) -> None:
     op.harness = tmp_path / "missing"
     with pytest.raises(KernelError, match="ThresholdedRelu: the aarch64 harness exited"):
         op.run([np.ones(3, np.float32)])
+
+
+@needs_cross
+def test_aarch64_is_a_device_of_the_test_plugin() -> None:
+    from opsdk.testing import open_device, run_case
+
+    folder = ROOT / "operators" / "softmax"
+    spec = load_spec(folder)
+    ex = open_device("aarch64", folder, spec, {})
+    assert isinstance(ex, CrossOperator)
+    case = next(c for c in build_cases(spec) if c.dtypes[0] == "float16")
+    result = run_case(spec, ex, case, device="aarch64")
+    assert result.passed and result.comparisons, result.summary()

@@ -29,6 +29,7 @@ from opsdk.triton import (
     TritonConfigError,
     TritonConfigWarning,
     build_repository,
+    check_npu_ge_folder,
     ensure_ort_env,
     read_graph_io,
     render_model,
@@ -90,6 +91,7 @@ def test_two_custom_ops_build_golden_and_pass_parser_rules(tmp_path: Path) -> No
     model = onnx.load(str(folder / "1" / "model.onnx"))
     check_golden("ascend_two_ops/model.txt", onnx.printer.to_text(model))
     assert sorted(f.name for f in model.functions) == ["Softmax", "ThresholdedRelu"]
+    assert "do not edit" in {p.key: p.value for p in model.metadata_props}["opsdk"]
     keys = {op: [default_origin_op_type(find_operator(f"com.opsdk::{op}").spec)]
             for op in ("Softmax", "ThresholdedRelu")}
     assert keys == {"Softmax": ["com.opsdk::1::Softmax"],
@@ -134,6 +136,22 @@ def test_domain_forms_onnx_checker_vs_onnxruntime(tmp_path: Path, ort_1232: Path
     np.testing.assert_array_equal(a, b)
 
 
+def test_triton_check_command(tmp_path: Path, ort_1232: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    folder = build(tmp_path, two_op_model(), max_batch_size=8)
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1", "--dim", "N=5"]) == 0
+    out = capsys.readouterr().out
+    assert "CANN 8.1.RC1 parser rules, ONNX Runtime 1.23.2" in out and out.endswith("ok\n")
+    report = check_npu_ge_folder(folder, cann="8.1.RC1")
+    assert report.ok and report.max_abs_error["y"] <= 1e-6
+    assert check_npu_ge_folder(folder, cann="10.0").ok  # explicit domains suit later parsers
+    onnx.save(two_op_model(), str(folder / "1" / "model.onnx"))  # the bare custom nodes
+    bad = check_npu_ge_folder(folder, cann="8.1.RC1")
+    assert any("E16005" in p for p in bad.problems)
+    assert any("not a registered function/op" in p for p in bad.problems)
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1"]) == 1
+
+
 def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
     notes: list[str] = []
     src = tmp_path / "src.onnx"
@@ -148,13 +166,15 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
 
 def test_op_without_decomposition_is_refused(tmp_path: Path) -> None:
     g = helper.make_graph(
-        [helper.make_node("Gelu", ["x"], ["y"], domain="com.opsdk")], "g",
-        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.opsdk")], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 1, 4, 4]),
+         helper.make_tensor_value_info("grid", T.FLOAT, ["N", 3, 3, 2])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 1, 3, 3])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                             helper.make_opsetid("com.opsdk", 1)])
-    with pytest.raises(TritonConfigError, match=r"com.opsdk::Gelu has no fallback function.*"
-                       r"@SPEC.register_function.*--target cpu"):
+    assert find_operator("com.opsdk::GridSample").spec.function is None
+    with pytest.raises(TritonConfigError, match=r"com.opsdk::GridSample has no fallback "
+                       r"function.*@SPEC.register_function.*--target cpu"):
         build(tmp_path, m)
     assert not (tmp_path / "repo" / "net").exists()
 
@@ -359,3 +379,41 @@ def test_no_warning_for_a_plain_mergeable_model() -> None:
         warnings.simplefilter("error")
         render_model(read_graph_io(mlp_model()), RepositoryOptions(
             "m", target="ascend", cann="8.1.RC1"))
+
+
+def test_ort_venv_never_replaces_a_folder_that_is_not_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setenv("OPSDK_ORT_VENV", str(tmp_path))
+    with pytest.raises(DeviceUnavailable, match="is not a venv; opsdk will not replace it"):
+        ensure_ort_env()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    with pytest.raises(DeviceUnavailable, match=r"no ONNX Runtime 1.23.2 venv at .*setup.d"):
+        run_like_npu_ge(tmp_path / "m.onnx", {})
+
+
+def test_op_project_keys_set_the_custom_opset_version(
+        tmp_path: Path, ort_1232: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prj = tmp_path / "cann_trelu"
+    assert main(["cann", "ThresholdedRelu", "-o", str(prj),
+                 "--origin-op-type", "com.opsdk::11::ThresholdedRelu"]) == 0
+    g = helper.make_graph(
+        [helper.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)],
+        "g", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.opsdk", 1)])
+    folder = build(tmp_path / "one", m, op_projects=(str(prj),))
+    model = onnx.load(str(folder / "1" / "model.onnx"))
+    assert ("com.opsdk", 11) in {(o.domain, o.version) for o in model.opset_import}
+    assert "com.opsdk::11::ThresholdedRelu" in (folder / "config.pbtxt").read_text()
+    keys = {"ThresholdedRelu": ["com.opsdk::11::ThresholdedRelu"]}
+    assert check_parser_rules(model, CANN8, keys) == []
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1", "--op-project", str(prj),
+                 "--json"]) == 0
+    assert '"ok": true' in capsys.readouterr().out
+    without = check_npu_ge_folder(folder, cann="8.1.RC1")  # the spec's key: version 1
+    assert [p for p in without.problems if "needs the plugin key 'com.opsdk::11::" in p]
+    with pytest.raises(TritonConfigError, match=r"ThresholdedRelu and Softmax share domain "
+                       r"'com.opsdk' but their plugin keys need opset versions 11 and 1"):
+        build(tmp_path / "two", two_op_model(), op_projects=(str(prj),))

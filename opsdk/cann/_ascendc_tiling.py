@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 
-__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "FACTS", "CPP_HELPERS"]
+__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
 
 #: The facts of one call the steps may read.
 FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes")
@@ -43,14 +43,32 @@ _HELPERS: dict[str, Callable[[int, int], int]] = {
     "max2": max,
 }
 
-#: The same helpers in C++, for the op_host TilingFunc.
-CPP_HELPERS = """\
-static inline uint64_t floordiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
-static inline uint64_t ceildiv(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : 0; }
-static inline uint64_t alignup(uint64_t a, uint64_t b) { return ceildiv(a, b) * b; }
-static inline uint64_t aligndown(uint64_t a, uint64_t b) { return floordiv(a, b) * b; }
-static inline uint64_t min2(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static inline uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
+#: The same helpers in C++, as lambdas local to the op_host TilingFunc.
+_CPP_HELPERS = """\
+    auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
+    auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
+    auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
+    auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
+    auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
+    auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
+"""
+
+#: The facts of one call, read from the TilingContext (totalLength is already defined).
+_CPP_FACTS = """\
+    auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubBytes = 0;
+    ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
+    const uint64_t aiv = ascendcPlatform.GetCoreNumAiv();
+    const uint64_t coreNum = aiv > 0 ? aiv : 1;
+    const gert::StorageShape* firstShape = context->GetInputShape(0);
+    if (firstShape == nullptr) {
+        return ge::GRAPH_FAILED;
+    }
+    const gert::Shape& first = firstShape->GetStorageShape();
+    const size_t rank = first.GetDimNum();
+    const uint64_t lastDim = rank == 0 ? 1 : static_cast<uint64_t>(first.GetDim(rank - 1));
+    const ge::DataType firstType = context->GetInputDesc(0)->GetDataType();
+    const uint64_t typeBytes = static_cast<uint64_t>(ge::GetSizeByDataType(firstType));
 """
 
 
@@ -157,3 +175,14 @@ def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
             lines.append(f"{indent}tiling.set_{name}(static_cast<{ctypes[name]}>({name}));")
     lines.append(f"{indent}const uint64_t blockDim = {tiling.block_dim};")
     return "\n".join(lines)
+
+
+def cpp_tiling(tiling: Tiling) -> str:
+    """The op_host TilingFunc statements of ``tiling``: facts, helpers, steps, block count.
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
+        >>> "tiling.set_n(static_cast<uint64_t>(n));" in cpp_tiling(t)
+        True
+    """
+    return _CPP_FACTS + _CPP_HELPERS + cpp_steps(tiling)

@@ -60,7 +60,17 @@ def _load(model: Any) -> Any:
     import onnx
 
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        return onnx.load(str(model), load_external_data=False)
+        from google.protobuf.message import DecodeError
+
+        from ..onnx import ModelError
+
+        try:
+            return onnx.load(str(model), load_external_data=False)
+        except (DecodeError, OSError) as e:
+            raise ModelError(
+                f"{model}: not a readable ONNX model ({type(e).__name__}: {e}); pass the "
+                "complete .onnx file (re-export it if it was truncated)"
+            ) from None
     return model
 
 

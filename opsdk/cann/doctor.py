@@ -104,7 +104,8 @@ def diagnose(
     from ..onnx._schema import known_specs
 
     specs = known_specs(extra)
-    findings = _opset_findings(m, profile)
+    _check_input_shapes(m, input_shapes or {})
+    findings = _invalid_model(m) + _opset_findings(m, profile)
     findings += _mixed_domain_findings(m, parse_cann_version(cann or profile.cann))
     findings += _dynamic_inputs(m, set(input_shapes or ()))
     for idx, node in enumerate(m.graph.node):
@@ -115,6 +116,54 @@ def diagnose(
 
 
 # ------------------------------------------------------------------ model level
+def _invalid_model(m: ModelProto) -> list[Finding]:
+    """What ONNX's checker rejects in the graph's structure: no opset import at all, a
+    value defined twice, a value used but never defined, nodes out of order or in a cycle."""
+    out = []
+    fix = "repair the graph (ONNX's checker and ATC's parser reject it)"
+    if not m.opset_import:
+        out.append(Finding("invalid-model", "error", None, None,
+                           "the model imports no opset", fix + ", e.g. "
+                           "model.opset_import.append(onnx.helper.make_opsetid('', 15))"))
+    defined = {vi.name for vi in m.graph.input} | {t.name for t in m.graph.initializer}
+    produced = {o for n in m.graph.node for o in n.output if o}
+    for idx, node in enumerate(m.graph.node):
+        label = node_label(node, idx)
+        for name in node.input:
+            if name and name not in defined:
+                why = ("is used before the node that defines it (nodes out of order, or a cycle)"
+                       if name in produced else "is never defined")
+                out.append(Finding("invalid-model", "error", label, node.op_type,
+                                   f"input {name!r} {why}", fix))
+        for name in node.output:
+            if name and name in defined:
+                out.append(Finding("invalid-model", "error", label, node.op_type,
+                                   f"output {name!r} is defined twice (ONNX graphs are SSA)",
+                                   fix + ": give each value one producer"))
+            defined.add(name)
+    for vi in m.graph.output:
+        if vi.name not in defined:
+            out.append(Finding("invalid-model", "error", None, None,
+                               f"graph output {vi.name!r} is never defined", fix))
+    return out
+
+
+def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> None:
+    inits = {t.name for t in m.graph.initializer}
+    names = [vi.name for vi in m.graph.input if vi.name not in inits]
+    for name, dims in shapes.items():
+        if name not in names:
+            raise SpecError(
+                f"--input-shape {name}=...: the model has no input {name!r}; its inputs are "
+                f"{', '.join(names) or 'none'}"
+            )
+        if not all(isinstance(d, int) and d >= 0 for d in dims):
+            raise SpecError(
+                f"--input-shape {name}={','.join(map(str, dims))}: ATC needs integer dims "
+                f"(e.g. --input-shape {name}={','.join('1' for _ in dims)})"
+            )
+
+
 def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
     out: list[Finding] = []
     version = opset_version(m, "")

@@ -31,7 +31,15 @@ from pathlib import Path
 from .._fetch import FetchError, pip_download
 from ..errors import OpsdkError
 
-__all__ = ["HeaderSet", "find_headers", "fetch", "toolkit_include", "cache_include", "main"]
+__all__ = [
+    "HeaderSet",
+    "find_headers",
+    "fetch",
+    "toolkit_include",
+    "aicpu_include",
+    "cache_include",
+    "main",
+]
 
 WHEEL_PACKAGE = "torch-npu"
 WHEEL_PREFIX = "torch_npu/include/third_party/acl/inc/"
@@ -61,6 +69,32 @@ def toolkit_include() -> Path | None:
     for root in [Path(r) for r in roots if r] + [_TOOLKIT_DEFAULT]:
         if _complete(root / "include"):
             return root / "include"
+    return None
+
+
+#: Where toolkits keep the AI CPU kernel API (cpu_kernel.h, cpu_kernel_utils.h), looked up
+#: in order under the toolkit root; no package on the index ships these headers.
+_AICPU_DIRS = (
+    "opp/built-in/op_impl/aicpu/aicpu_kernel/inc",
+    "include/aicpu/cpu_kernels",
+    "include/aicpu_kernel/inc",
+)
+
+
+def aicpu_include(root: Path | None = None) -> Path | None:
+    """The folder holding an installed toolkit's AI CPU kernel headers (``cpu_kernel.h``), or
+    None; ``root`` defaults to the installed toolkit (:func:`opsdk.cann.toolkit_root`)."""
+    from ._versions import toolkit_root
+
+    root = root if root is not None else toolkit_root()
+    if root is None:
+        return None
+    for rel in _AICPU_DIRS:
+        if (root / rel / "cpu_kernel.h").is_file():
+            return root / rel
+    for found in sorted(root.glob("**/cpu_kernel_utils.h")):
+        if (found.parent / "cpu_kernel.h").is_file():
+            return found.parent
     return None
 
 

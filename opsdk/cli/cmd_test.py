@@ -26,7 +26,8 @@ DEFAULT_TIMEOUT_S = 120.0
 
 def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--device", choices=DEVICES, default=default,
-                   help="where the kernel runs: cpu (default), onnxruntime, triton, npu")
+                   help=f"where the kernel runs: {', '.join(DEVICES)} (default cpu; see "
+                   "docs/validation.md)")
     p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
     p.add_argument("--standard", "--opsdk-standard", dest="standard", choices=sorted(STANDARDS),
                    default=default,
@@ -81,11 +82,23 @@ def _plugin_registered() -> bool:
     return any(ep.value == "opsdk.testing.plugin" for ep in eps)
 
 
-def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
-    """The pytest command line for ``args`` (options may follow the operator name)."""
+def _option(args: argparse.Namespace, name: str) -> Any:
+    """An option given before the operator or among the arguments after it."""
+    own, _ = _late_options(args)
+    v = getattr(own, name)
+    return v if v is not None else getattr(args, name, None)
+
+
+def _late_options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]:
+    """opsdk's own options among the arguments after the operator, and the rest."""
     late = argparse.ArgumentParser(add_help=False)
     _add_options(late, None)
-    own, rest = late.parse_known_args(args.pytest_args or [])
+    return late.parse_known_args(args.pytest_args or [])
+
+
+def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
+    """The pytest command line for ``args`` (options may follow the operator name)."""
+    own, rest = _late_options(args)
     argv = [str(target)]
     for k in _OPTIONS:
         v = getattr(own, k) if getattr(own, k) is not None else getattr(args, k, None)
@@ -118,7 +131,11 @@ def _target(info: Any, tmp: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
+    from ._io import check_output_file
 
+    report = _option(args, "report")
+    if report:
+        check_output_file(report, "--report", (".json", ".html", ".htm"))
     info = find_operator(args.op)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))

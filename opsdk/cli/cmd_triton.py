@@ -1,4 +1,5 @@
-"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``."""
+"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``;
+``opsdk triton check REPO/NAME`` (an npu_ge model folder, as the backend and GE see it)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,22 @@ def register(sub: Any) -> None:
     b.add_argument("--force", action="store_true",
                    help="replace an existing model folder written by opsdk")
     b.set_defaults(func=run_build)
+    c = tsub.add_parser(
+        "check",
+        help="check an npu_ge model folder as the backend and GE will see it",
+        description="Check REPO/NAME written by `opsdk triton build --target ascend`: one "
+        "model file in the folder; GE's ONNX parser rules of the target CANN; ONNX Runtime "
+        "1.23.2 (as inside npu_ge, no custom ops) opens and runs it, matching opsdk's kernels. "
+        "Needs the ONNX Runtime 1.23.2 venv (opsdk.triton.ensure_ort_env()).",
+    )
+    c.add_argument("folder", help="the model folder, REPO/NAME")
+    c.add_argument("--cann", default="auto", help="CANN release whose parser rules apply")
+    c.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys apply (repeatable)")
+    c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
+                   help="size of a symbolic input dim for the test run (default 2)")
+    c.add_argument("--json", action="store_true", help="print a JSON report")
+    c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))
 
 
@@ -56,6 +73,9 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--cann", default="auto",
                    help="CANN release whose GE ONNX parser rules the model file follows: "
                    "auto (the installed toolkit, else 8.1.RC1), 8, 9.1, 8.1.RC1, ...")
+    g.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys the model must use "
+                   "(repeatable; default: each operator's spec version)")
     g.add_argument("--device-ids", default="0", help="NPU ids, e.g. 0 or 2,3")
     g.add_argument("--static-model", action="store_true",
                    help="GE static graph (fixed shapes; with --max-batch-size > 0 npu_ge runs "
@@ -130,6 +150,9 @@ def run_build(args: argparse.Namespace) -> int:
         extra_parameters=tuple(args.parameter),
         **_ascend_options(args),
     )
+    from ._io import check_output_dir
+
+    check_output_dir(args.output, "-o")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TritonConfigWarning)
         try:
@@ -155,6 +178,31 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_check(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from ..triton import check_npu_ge_folder
+
+    try:
+        dims = {k: int(v) for k, v in args.dim}
+    except ValueError as e:
+        raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
+    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims,
+                                 op_projects=tuple(args.op_project))
+    if args.json:
+        print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
+        return 0 if report.ok else 1
+    print(f"{args.folder}: CANN {report.cann} parser rules, ONNX Runtime "
+          f"{report.onnxruntime or '(did not run)'}")
+    for name, err in report.max_abs_error.items():
+        print(f"  output '{name}': max abs error vs opsdk {err:.3g}")
+    for problem in report.problems:
+        print(f"  problem: {problem}")
+    print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+    return 0 if report.ok else 1
+
+
 def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
     session = list(args.session_option)
     if args.precision_mode_v2:
@@ -173,4 +221,5 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "dump_graph": args.dump_graph,
         "profiling": args.profiling,
         "dump_data": args.dump_data,
+        "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
     }

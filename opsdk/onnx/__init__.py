@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from ._constants import GraphConstants, constant_node_value, input_dims, remove_dead_constants
 from ._export import DEFAULT_OPSET, add_node, export_model, insert_after, make_node, to_text
-from ._functions import AttrRef, FunctionBuilder, attach_function, build_function
+from ._functions import (
+    AttrRef,
+    FunctionBuilder,
+    attach_function,
+    build_function,
+    evaluate_function,
+)
 from ._model import ModelError, OutputExistsError, load_model, save_model
 from ._rewrite import (
     FUSIONS,
@@ -66,6 +72,7 @@ __all__ = [
     "add_node",
     "attach_function",
     "build_function",
+    "evaluate_function",
     "check_model",
     "constant_node_value",
     "export_model",

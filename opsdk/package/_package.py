@@ -202,7 +202,8 @@ def package_operators(
                          "folder, name a new one")
     baseline = _check_baseline(default_cpu_baseline() if cpu_baseline is None else cpu_baseline)
     unit_socs = _socs(socs)
-    arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs)
+    arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs,
+                              folders=[o.folder for o in ops])
     manifest = make_manifest(pkg, ops, cpu_baseline=baseline, socs=unit_socs, artefacts=arts)
     files = render_project(pkg, ops, cpu_baseline=baseline, manifest=manifest,
                            artefacts=arts.files, exclude_sources=exclude_sources)

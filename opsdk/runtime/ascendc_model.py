@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import _paths
 from ..build import cache_dir, file_lock, toolchain
-from ..dtypes import dtype_name
+from ..dtypes import dtype_name, to_numpy
 from ..errors import BuildError, DeviceUnavailable, KernelError
 from ..spec import OpSpec, TensorType
 
@@ -84,6 +84,8 @@ class AscendcModel:
         threads: run blocks on this many threads.
     """
 
+    device = "ascendc-model"
+
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *, soc: str = "ascend910b",
                  seed: int = 0, threads: int = 1) -> None:
         from ..cann._ascendc_gen import GenerateRefused
@@ -96,7 +98,7 @@ class AscendcModel:
         try:
             self.kernel = aicore_kernel(self.spec, self.folder)
         except GenerateRefused as e:
-            raise DeviceUnavailable(f"ascendc-model: {e}; the operator runs on AI CPU") from e
+            raise DeviceUnavailable(f"{self.device}: {e}; the operator runs on AI CPU") from e
         self.soc = compute_unit(soc)
         self.ub_bytes, self.cores = core_resources(self.soc)
         self.seed, self.threads = seed, threads
@@ -159,51 +161,60 @@ class AscendcModel:
 
     # -------------------------------------------------------------------- run
     def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
-        """Run the kernel on ``inputs``; returns the outputs (shapes from the spec)."""
+        """Run the kernel on ``inputs`` (None for an absent optional input); returns outputs."""
         spec = self.spec
         resolved = spec.resolve_attrs(dict(attrs or {}))
-        arrays = [np.asarray(a).copy(order="C") for a in inputs]  # 0-d stays 0-d
-        types = [TensorType(tuple(a.shape), dtype_name(a.dtype)) for a in arrays]
-        spec.bind_types([t.dtype for t in types])
+        arrays = [None if a is None else np.asarray(a).copy(order="C") for a in inputs]
+        arrays += [None] * (len(spec.inputs) - len(arrays))
+        types = [None if a is None else TensorType(tuple(a.shape), dtype_name(a.dtype))
+                 for a in arrays]
+        spec.bind_types([None if t is None else t.dtype for t in types])
         outs_t = spec.infer(types, resolved)
         self._applicable(types, outs_t, resolved)
+        first = next(a for a in arrays if a is not None)
         shapes = [tuple(int(d) for d in t.shape if isinstance(d, int)) for t in outs_t]
-        outputs = [np.empty(s, dtype=arrays[0].dtype if t.dtype == types[0].dtype
-                            else np.dtype(t.dtype)) for s, t in zip(shapes, outs_t, strict=True)]
+        outputs = [np.empty(s, dtype=first.dtype if t.dtype == dtype_name(first.dtype)
+                            else to_numpy(t.dtype)) for s, t in zip(shapes, outs_t, strict=True)]
         total = math.prod(shapes[0])
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
-                 "lastDim": int(arrays[0].shape[-1]) if arrays[0].ndim else 1,
-                 "typeBytes": max(a.dtype.itemsize for a in (*arrays, *outputs))}
-        self._launch(types[0].dtype, arrays + outputs, facts, resolved, total)
+                 "lastDim": int(first.shape[-1]) if first.ndim else 1,
+                 "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
+        self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
-    def _applicable(self, types: list[TensorType], outs: list[TensorType],
+    def _applicable(self, types: list[TensorType | None], outs: list[TensorType],
                     attrs: dict[str, Any]) -> None:
         k = self.kernel
         if k.needs_same_shape:
             for p, t in zip(self.spec.inputs, types, strict=False):
-                if tuple(t.shape) != tuple(outs[0].shape):
+                if t is not None and tuple(t.shape) != tuple(outs[0].shape):
                     raise DeviceUnavailable(
-                        f"ascendc-model: the generated AI Core kernel of {k.op} takes inputs of "
+                        f"{self.device}: the generated AI Core kernel of {k.op} takes inputs of "
                         f"the output's shape; input {p.name!r} has shape {list(t.shape)}, the "
                         f"output {list(outs[0].shape)} (broadcast with Expand first; on the "
                         "NPU such a node runs on AI CPU)")
         if k.applicable is not None:
-            why = k.applicable([tuple(t.shape) for t in types], attrs)
+            why = k.applicable([None if t is None else tuple(t.shape) for t in types], attrs)
             if why:
-                raise DeviceUnavailable(f"ascendc-model: {k.op}'s AI Core kernel: {why}")
+                raise DeviceUnavailable(f"{self.device}: {k.op}'s AI Core kernel: {why}")
 
-    def _launch(self, dtype: str, arrays: list[np.ndarray], facts: dict[str, int],
+    def _launch(self, dtype: str, arrays: list[np.ndarray | None], facts: dict[str, int],
                 attrs: dict[str, Any], total: int) -> None:
         from ..cann._ascendc_kernels import pack_tiling
         from ..cann._ascendc_tiling import evaluate
 
+        block_dim, computed = evaluate(self.kernel.tiling, facts)
+        self._execute(dtype, arrays, block_dim,
+                      pack_tiling(self.spec, self.kernel, computed, attrs, total))
+
+    def _execute(self, dtype: str, arrays: list[np.ndarray | None], block_dim: int,
+                 tiling_bytes: bytes) -> None:
         k = self.kernel
-        block_dim, computed = evaluate(k.tiling, facts)
-        tiling = ctypes.create_string_buffer(pack_tiling(self.spec, k, computed, attrs, total))
+        tiling = ctypes.create_string_buffer(tiling_bytes)
         n = len(arrays)
-        gm = (ctypes.c_void_p * n)(*[a.ctypes.data if a.size else None for a in arrays])
-        sizes = (ctypes.c_uint64 * n)(*[a.nbytes for a in arrays])
+        gm = (ctypes.c_void_p * n)(*[a.ctypes.data if a is not None and a.size else None
+                                     for a in arrays])
+        sizes = (ctypes.c_uint64 * n)(*[0 if a is None else a.nbytes for a in arrays])
         names = (ctypes.c_char_p * n)(*[s.encode() for s in k.io_names])
         err = ctypes.create_string_buffer(4096)
         self._calls += 1

@@ -23,7 +23,8 @@ from ..spec import OpSpec
 __all__ = ["DEVICES", "open_device"]
 
 DEVICES: tuple[str, ...] = (
-    "cpu", "onnxruntime", "triton", "npu", "ascendc-model", "ascendc-cpu", "ascendc-sim"
+    "cpu", "onnxruntime", "triton", "npu", "ascendc-model", "ascendc-cpu", "ascendc-sim",
+    "aarch64",
 )
 
 
@@ -47,6 +48,10 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         return _Triton(spec, options)
     if device == "npu":
         return _npu(folder)
+    if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
+        from ..runtime.cross import CrossOperator
+
+        return CrossOperator(spec, folder, "aarch64")
     if device == "ascendc-model":
         from ..runtime.ascendc_model import AscendcModel
 

@@ -2,9 +2,10 @@
 
 Options:
 
-* ``--opsdk-device cpu|onnxruntime|triton|npu|ascendc-model|ascendc-cpu|ascendc-sim``: where
-  the kernel runs (default cpu); a device this host lacks is skipped with its reason, never
-  emulated. ``ascendc-model`` runs the AI Core kernel on opsdk's CPU model of Ascend C.
+* ``--opsdk-device cpu|onnxruntime|triton|npu|ascendc-model|ascendc-cpu|ascendc-sim|aarch64``:
+  where the kernel runs (default cpu); a device this host lacks is skipped with its reason,
+  never emulated. ``ascendc-model`` runs the AI Core kernel on opsdk's CPU model of Ascend C;
+  ``aarch64`` runs kernel.cpp cross-built for the AI CPU's ISA under qemu, one process per case.
 * ``--opsdk-seed N``: base seed of every generated input (default 0).
 * ``--opsdk-standard NAME``: judge every output with this precision standard instead of
   the spec's or the dtype's default.

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+from ._check import NpuGeCheck, check_npu_ge_folder
 from ._env import ServeEnvironment, locate_serve_env, unsupported_platform
 from ._errors import ServeEnvMissing, TritonConfigError, TritonConfigWarning, TritonServerError
 from ._onnx_io import GraphIO, TensorIO, read_graph_io
@@ -26,6 +27,7 @@ from ._server import TritonServer, free_port
 __all__ = [
     "TARGETS",
     "GraphIO",
+    "NpuGeCheck",
     "OrtRun",
     "RepositoryOptions",
     "ServeEnvMissing",
@@ -36,6 +38,7 @@ __all__ = [
     "TritonServer",
     "TritonServerError",
     "build_repository",
+    "check_npu_ge_folder",
     "ensure_ort_env",
     "free_port",
     "locate_serve_env",

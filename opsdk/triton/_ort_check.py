@@ -84,11 +84,20 @@ def ensure_ort_env() -> Path:
     if found is not None:
         return found
     root = ort_env_dir()
+    if root.exists() and any(root.iterdir()) and not (root / "pyvenv.cfg").is_file():
+        raise DeviceUnavailable(
+            f"{root} exists and is not a venv; opsdk will not replace it: point "
+            "OPSDK_ORT_VENV at a new folder or remove it yourself"
+        )
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
     py = root / "bin" / "python"
-    cmd = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-           f"onnxruntime=={ge.ORT_VERSION}", "numpy"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # numpy is all an InferenceSession needs; onnxruntime's other requirements (sympy,
+    # protobuf, coloredlogs, flatbuffers) serve its tools and would triple the venv
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    proc = subprocess.run(pip + ["numpy"], capture_output=True, text=True)
+    if proc.returncode == 0:
+        proc = subprocess.run(pip + ["--no-deps", f"onnxruntime=={ge.ORT_VERSION}"],
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DeviceUnavailable(

@@ -96,6 +96,7 @@ struct Block {
     uint64_t ubUsed = 0;
     uint32_t buffers = 0;
     bool pipeAlive = false;
+    void* pipe = nullptr;  // the live AscendC::TPipe
 };
 
 inline thread_local Block* tBlock = nullptr;

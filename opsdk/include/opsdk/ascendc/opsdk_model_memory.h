@@ -149,6 +149,8 @@ public:
 };
 
 class TPipe;
+enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
+using event_t = int32_t;
 
 template <TPosition POS, int32_t DEPTH = 1> class TQue {
 public:
@@ -261,11 +263,15 @@ public:
         opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
         if (b.pipeAlive) opsdk_ascendc::Fail("TPipe", "a second TPipe while one is alive; use one TPipe per kernel");
         b.pipeAlive = true;
+        b.pipe = this;
         b.ubUsed = 0;
         b.buffers = 0;
     }
     ~TPipe() {
-        if (opsdk_ascendc::tBlock) opsdk_ascendc::tBlock->pipeAlive = false;
+        if (opsdk_ascendc::tBlock) {
+            opsdk_ascendc::tBlock->pipeAlive = false;
+            opsdk_ascendc::tBlock->pipe = nullptr;
+        }
     }
     TPipe(const TPipe&) = delete;
     TPipe& operator=(const TPipe&) = delete;
@@ -290,6 +296,8 @@ public:
         buf.slot_.state = opsdk_ascendc::SlotState::Fixed;
         return true;
     }
+    // Event ids for SetFlag/WaitFlag; the model runs in program order, so any id will do.
+    int32_t FetchEventID(HardEvent) { return 0; }
     void Reset() {
         opsdk_ascendc::Cur().ubUsed = 0;
         opsdk_ascendc::Cur().buffers = 0;
@@ -320,12 +328,17 @@ private:
     }
 };
 
+inline TPipe* GetTPipePtr() {
+    void* p = opsdk_ascendc::Cur().pipe;
+    if (p == nullptr) opsdk_ascendc::Fail("GetTPipePtr", "no TPipe is alive in this kernel");
+    return static_cast<TPipe*>(p);
+}
+
 inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
 inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
 
 // Synchronisation: the model runs each block's instructions in program order, so every
 // barrier and flag is already satisfied; they are accepted and do nothing.
-enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
 enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
 using TEventID = int32_t;
 template <pipe_t P> inline void PipeBarrier() {}

@@ -8,8 +8,11 @@
 namespace optiling {
 BEGIN_TILING_DATA_DEF(ThresholdedReluTilingData)
     TILING_DATA_FIELD_DEF(uint64_t, totalLength);
+    TILING_DATA_FIELD_DEF(uint64_t, blockLength);
+    TILING_DATA_FIELD_DEF(uint64_t, lastBlockLength);
     TILING_DATA_FIELD_DEF(uint32_t, tileNum);
     TILING_DATA_FIELD_DEF(float, alpha);
+    TILING_DATA_FIELD_DEF(uint32_t, tileLength);
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(ThresholdedRelu, ThresholdedReluTilingData)

@@ -2,14 +2,17 @@
 // ThresholdedRelu (com.opsdk, version 1): OpDef, shape and dtype inference, tiling.
 // Skeleton parts marked TODO(author) are yours to finish; `opsdk cann --force` keeps an edited file.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "opsdk/shape_fn.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "thresholded_relu_tiling.h"
 
 namespace optiling {
-static constexpr uint32_t kTileNum = 8;
 
 static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {
@@ -20,7 +23,6 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     }
     const uint64_t totalLength = static_cast<uint64_t>(outShape->GetStorageShape().GetShapeSize());
     tiling.set_totalLength(totalLength);
-    tiling.set_tileNum(kTileNum);
     const gert::RuntimeAttrs* attrs = context->GetAttrs();
     if (attrs == nullptr) {
         return ge::GRAPH_FAILED;
@@ -30,12 +32,40 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
         return ge::GRAPH_FAILED;
     }
     tiling.set_alpha(*alpha);
-    auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-    uint32_t blockDim = platform.GetCoreNumAiv();
-    if (blockDim == 0 || totalLength < blockDim) {
-        blockDim = 1;
+    // The AI Core kernel's tiling (opsdk's tiling description; the same steps run for the model).
+    auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubBytes = 0;
+    ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
+    const uint64_t aiv = ascendcPlatform.GetCoreNumAiv();
+    const uint64_t coreNum = aiv > 0 ? aiv : 1;
+    const gert::StorageShape* firstShape = context->GetInputShape(0);
+    if (firstShape == nullptr) {
+        return ge::GRAPH_FAILED;
     }
-    context->SetBlockDim(blockDim);
+    const gert::Shape& first = firstShape->GetStorageShape();
+    const size_t rank = first.GetDimNum();
+    const uint64_t lastDim = rank == 0 ? 1 : static_cast<uint64_t>(first.GetDim(rank - 1));
+    const ge::DataType firstType = context->GetInputDesc(0)->GetDataType();
+    const uint64_t typeBytes = static_cast<uint64_t>(ge::GetSizeByDataType(firstType));
+    auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
+    auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
+    auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
+    auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
+    auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
+    auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
+    const uint64_t blockLength = alignup(ceildiv(totalLength, coreNum), 64);
+    tiling.set_blockLength(static_cast<uint64_t>(blockLength));
+    const uint64_t usedCores = max2(1, ceildiv(totalLength, blockLength));
+    const uint64_t lastBlockLength = totalLength - (usedCores - 1) * blockLength;
+    tiling.set_lastBlockLength(static_cast<uint64_t>(lastBlockLength));
+    const uint64_t bytesPer8 = 8 * (4 * typeBytes + 8) + 1;
+    const uint64_t fitTile = aligndown(floordiv((ubBytes - 288) * 8, bytesPer8), 64);
+    const uint64_t tileLength = max2(64, min2(fitTile, alignup(blockLength, 64)));
+    tiling.set_tileLength(static_cast<uint32_t>(tileLength));
+    const uint64_t tileNum = ceildiv(blockLength, tileLength);
+    tiling.set_tileNum(static_cast<uint32_t>(tileNum));
+    const uint64_t blockDim = usedCores;
+    context->SetBlockDim(static_cast<uint32_t>(blockDim));
     tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
     context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
     size_t* workspace = context->GetWorkspaceSizes(1);
@@ -45,43 +75,35 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 }  // namespace optiling
 
 namespace ge {
-// NumPy broadcasting of the present inputs, as spec.py's elementwise inference does.
-static bool BroadcastInto(const gert::Shape& in, gert::Shape& acc)
-{
-    const size_t rank = in.GetDimNum() > acc.GetDimNum() ? in.GetDimNum() : acc.GetDimNum();
-    gert::Shape out;
-    out.SetDimNum(rank);
-    for (size_t i = 0; i < rank; ++i) {
-        const size_t ia = i + acc.GetDimNum();
-        const size_t ib = i + in.GetDimNum();
-        const int64_t a = ia >= rank ? acc.GetDim(ia - rank) : 1;
-        const int64_t b = ib >= rank ? in.GetDim(ib - rank) : 1;
-        if (a == b || b == 1) {
-            out.SetDim(i, a);
-        } else if (a == 1) {
-            out.SetDim(i, b);
-        } else if (a < 0 || b < 0) {
-            out.SetDim(i, -1);
-        } else {
-            return false;
-        }
-    }
-    acc = out;
-    return true;
-}
-
+// Output shapes from opsdk's C++ shape function (NumPy broadcasting of the present inputs).
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
-    gert::Shape acc;
+    std::vector<opsdk::shape::Dims> dims(1);
+    opsdk::shape::Inputs in;
     const gert::Shape* xShape = context->GetRequiredInputShape(0);  // by IR index
-    if (xShape != nullptr && !BroadcastInto(*xShape, acc)) {
-        return ge::GRAPH_FAILED;  // input 'x' does not broadcast with the others
-    }
-    gert::Shape* yOut = context->GetOutputShape(0);
-    if (yOut == nullptr) {
+    if (xShape == nullptr) {
         return ge::GRAPH_FAILED;
     }
-    *yOut = acc;
+    for (size_t i = 0; i < xShape->GetDimNum(); ++i) {
+        dims[0].push_back(xShape->GetDim(i));
+    }
+    in.push_back(&dims[0]);
+    std::vector<opsdk::shape::Dims> out;
+    const std::string error = opsdk::shape::Broadcast(in, 1, out);
+    if (!error.empty() || out.size() != 1) {
+        std::fprintf(stderr, "[opsdk] ThresholdedRelu shape inference: %s\n", error.c_str());
+        return ge::GRAPH_FAILED;
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+        gert::Shape* shape = context->GetOutputShape(k);
+        if (shape == nullptr) {
+            return ge::GRAPH_FAILED;
+        }
+        shape->SetDimNum(out[k].size());
+        for (size_t i = 0; i < out[k].size(); ++i) {
+            shape->SetDim(i, out[k][i]);
+        }
+    }
     return ge::GRAPH_SUCCESS;
 }
 
