@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     info = find_operator(args.name)
     spec = info.spec
     socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
+    from ..naming import check_vendor_name
+
     target = resolve_cann(args.cann)
     op_type = args.op_type or spec.name
     clash = builtin_clash(op_type)
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         socs=socs,
         origin_op_types=_keys(args, spec),
-        vendor=args.vendor,
+        vendor=check_vendor_name(args.vendor),
         force=args.force,
         engine=args.engine,
         cann=target.version,

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
-from ._manifest import FORMAT, host_environment, source_hashes
+from ._manifest import CPU_LEVELS, FORMAT, host_environment, source_hashes
 from ._project import (
     OpSource,
     PackageName,
@@ -73,6 +73,11 @@ def _check_baseline(baseline: str) -> str:
             "--cpu-baseline native makes a wheel that runs only on CPUs like this one; pick a "
             "level all your hosts have: x86-64, x86-64-v2 (default), x86-64-v3, x86-64-v4, "
             "armv8-a"
+        )
+    if baseline and baseline not in CPU_LEVELS:
+        raise SpecError(
+            f"--cpu-baseline {baseline!r} is not a CPU level opsdk knows; pick one of "
+            f"{', '.join(CPU_LEVELS)} (or '' for the compiler's default)"
         )
     return baseline
 
