@@ -82,6 +82,20 @@ def _check_baseline(baseline: str) -> str:
     return baseline
 
 
+def _authors_paths(text: str, project: Path, pkg: PackageName, ops: Sequence[OpSource]) -> str:
+    """A failed wheel build's message, with the compiler's diagnostics about the project's
+    copy of a kernel pointed at the author's own file (and shown alone when there are any)."""
+    folders = []
+    for op in ops:
+        copy = project / "src" / pkg.import_name / "operators" / op.snake
+        for form in {str(copy), str(copy.resolve())}:
+            text = text.replace(form + os.sep, str(op.folder) + os.sep)
+        folders.append(str(op.folder) + os.sep)
+    head, _, body = text.partition("\n")
+    own = [ln.strip() for ln in body.splitlines() if ln.strip().startswith(tuple(folders))]
+    return head + "\n" + "\n".join(own[:30]) if own else text
+
+
 def _dist_version(name: str) -> str | None:
     try:
         return metadata.version(name)
@@ -216,7 +230,10 @@ def package_operators(
     write_tree(project, files)
     say(f"compiling {len(ops)} kernel(s) for {pkg.name} {pkg.version} "
         f"(portable, CPU baseline {baseline or 'compiler default'}) ...")
-    built = build_wheel(project, project / "dist")  # on failure the project stays for a look
+    try:
+        built = build_wheel(project, project / "dist")  # on failure the project stays
+    except BuildError as e:
+        raise BuildError(_authors_paths(str(e), project, pkg, ops)) from None
     say("checking the wheel (kernels against their specs) ...")
     check_wheel(built, pkg, ops)
     wheel, unchanged = _publish(built, Path(out_dir), force)
