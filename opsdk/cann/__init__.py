@@ -35,6 +35,7 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    default_engine,
     project_files,
     read_project_manifest,
     render_project,
@@ -80,6 +81,7 @@ __all__ = [
     "check_parser_rules",
     "check_plugin_keys",
     "compute_unit",
+    "default_engine",
     "default_origin_op_type",
     "implmodes",
     "msopgen_data",

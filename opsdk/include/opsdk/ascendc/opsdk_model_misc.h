@@ -6,19 +6,34 @@
 
 namespace opsdk_ascendc {
 
-// float -> narrower float with a rounding mode: round in double toward the mode, then
-// convert (exact for half and bfloat16 results, whose values are all doubles).
+// The neighbour of a 16-bit float (half, bfloat16_t) one step up or down.
+template <typename D> inline D Step(D h, bool up) {
+    static_assert(sizeof(D) == 2, "Step works on 16-bit floats");
+    uint16_t b;
+    std::memcpy(&b, &h, 2);
+    const bool neg = (b & 0x8000u) != 0, zero = (b & 0x7fffu) == 0;
+    if (zero) {
+        b = up ? 0x0001u : 0x8001u;
+    } else if (neg == up) {
+        --b;  // toward zero
+    } else {
+        ++b;  // away from zero
+    }
+    D out;
+    std::memcpy(&out, &b, 2);
+    return out;
+}
+
+// float -> 16-bit float with a rounding mode: the nearest value, then its neighbour on the
+// other side of v when the mode asks for it.
 template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
     using AscendC::RoundMode;
-    if (std::isnan(v) || std::isinf(v) || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) return FromF<D>(v);
-    D lo = FromF<D>(v);
-    float lf = ToF(lo);
-    if (lf == v) return lo;
-    // neighbours of v in D: lo (nearest) and the one on the other side of v
-    D other = FromF<D>(v + (v - lf));
-    float of = ToF(other);
-    if (of == lf) other = lo;  // no distinct neighbour representable (overflow edge)
-    D down = (lf < v) ? lo : other, up = (lf < v) ? other : lo;
+    D near = FromF<D>(v);  // round to nearest even (CAST_RINT, and CAST_NONE when inexact)
+    float nf = ToF(near);
+    if (std::isnan(v) || std::isinf(v) || nf == v || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) {
+        return near;
+    }
+    D down = nf < v ? near : Step(near, false), up = nf > v ? near : Step(near, true);
     switch (m) {
         case RoundMode::CAST_FLOOR: return down;
         case RoundMode::CAST_CEIL: return up;
@@ -30,8 +45,8 @@ template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
         }
         default: {  // CAST_ODD: the neighbour whose last mantissa bit is 1
             uint16_t b;
-            std::memcpy(&b, &lo, 2);
-            return (b & 1u) ? lo : other;
+            std::memcpy(&b, &down, 2);
+            return (b & 1u) ? down : up;
         }
     }
 }
