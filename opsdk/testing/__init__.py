@@ -13,7 +13,8 @@ The facade of opsdk's testing tools:
 * :func:`check`, exposed as ``opsdk.check``;
 * :func:`validate_cross`: every case through the kernel built for aarch64, under qemu;
 * :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
-* ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`.
+* ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`; ONNX Runtime's
+  operator test vectors: :func:`ort_vector_cases` and :func:`run_vector_case`.
 
 Example:
     >>> import numpy as np
@@ -24,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
 from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
+from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
 from ._precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
@@ -52,10 +55,17 @@ from ._standards import (
 )
 
 
-def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict[str, Any]:
+def op_tests(
+    test_file: str | Path,
+    *,
+    folder: str | Path | None = None,
+    not_followed: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The pytest test functions of an operator, generated from its spec.
 
-    An operator's ``test_<op>.py`` is ``globals().update(op_tests(__file__))``; see
+    An operator's ``test_<op>.py`` is ``globals().update(op_tests(__file__))``;
+    ``not_followed`` maps ONNX Runtime test vectors the operator deliberately does not
+    follow to the reason (run as strict xfails). See
     :mod:`opsdk.testing._optests` and docs/validation.md. (pytest is imported only here.)
 
     Example:
@@ -64,7 +74,7 @@ def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict
     """
     from ._optests import op_tests as _op_tests
 
-    return _op_tests(test_file, folder=folder)
+    return _op_tests(test_file, folder=folder, not_followed=not_followed)
 
 
 __all__ = [
@@ -105,6 +115,10 @@ __all__ = [
     "non_contiguous",
     "onnx_node_cases",
     "op_tests",
+    "ort_vector_cases",
+    "find_vectors",
+    "VectorCase",
+    "run_vector_case",
     "open_device",
     "reference_outputs",
     "run_case",

@@ -8,7 +8,8 @@ An operator's test file is two lines::
 :func:`op_tests` reads ``spec.py`` beside the file and returns pytest test functions
 parametrized over the spec's matrix (dtypes x shapes x attributes, plus edge values,
 distributions and non-contiguous layouts), ONNX's own node tests when ``spec.onnx_op``
-is set, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
+is set, ONNX Runtime's own operator test vectors (:mod:`._ort_vectors`) where they are on
+the machine, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
 ``--opsdk-standard``, ``--opsdk-precision-mode`` and ``--opsdk-report`` come from the
 pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
 """
@@ -16,7 +17,7 @@ pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ._cases import OpCase, build_cases
 from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
 from ._devices import open_device
+from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
 from ._precision import PrecisionMode
 from ._report import Report
 from ._runner import CaseResult, run_case
@@ -186,6 +188,46 @@ def _conformance(folder: Path, spec: OpSpec) -> Callable[..., Any] | None:
     return test_onnx_conformance
 
 
+def _ort_vectors(
+    folder: Path, spec: OpSpec, not_followed: Mapping[str, str]
+) -> Callable[..., Any] | None:
+    if not spec.onnx_op:
+        return None
+    cases = ort_vector_cases(spec.onnx_op)
+    if not cases:
+        path = find_vectors()
+        why = (f"{path} has no cases for {spec.onnx_op}" if path else
+               "ONNX Runtime's test vectors (shared/conformance/ort_vectors.json) are not on "
+               "this machine; set OPSDK_CONFORMANCE_DIR to their folder")
+
+        def test_no_ort_vectors() -> None:
+            pytest.skip(why)
+
+        return test_no_ort_vectors
+    unknown = sorted(set(not_followed) - {c.name for c in cases})
+    if unknown:
+        raise SpecError(f"{spec.name}: not_followed names unknown ONNX Runtime cases {unknown}")
+    params = [
+        pytest.param(c, id=c.name, marks=[pytest.mark.xfail(reason=not_followed[c.name],
+                                                            strict=True)])
+        if c.name in not_followed else pytest.param(c, id=c.name)
+        for c in cases
+    ]
+
+    @pytest.mark.parametrize("ort_case", params)
+    def test_ort_vectors(ort_case: VectorCase, request: pytest.FixtureRequest) -> None:
+        sess = session_of(request.config)
+        ex = sess.executor(folder, spec)
+        try:
+            result = run_vector_case(spec, ex, ort_case, device=sess.device,
+                                     repro=sess.repro(request.node))
+        except DeviceUnavailable as e:
+            pytest.skip(str(e))
+        sess.record(result)
+
+    return test_ort_vectors
+
+
 def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
     def test_check(request: pytest.FixtureRequest) -> None:
         sess = session_of(request.config)
@@ -199,12 +241,17 @@ def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
 
 
 def op_tests(
-    test_file: str | Path, *, folder: str | Path | None = None
+    test_file: str | Path,
+    *,
+    folder: str | Path | None = None,
+    not_followed: Mapping[str, str] | None = None,
 ) -> dict[str, Callable[..., Any]]:
     """The test functions of the operator whose folder holds ``test_file`` (or ``folder``).
 
-    Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ..., "test_<op>_check":
-    ...}``; put them in the test module's globals so pytest collects them.
+    Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ...,
+    "test_<op>_ort_vectors": ..., "test_<op>_check": ...}``; put them in the test module's
+    globals so pytest collects them. ``not_followed`` maps ONNX Runtime vector names the
+    operator deliberately does not follow to the reason (they run as strict xfails).
 
     Example:
         >>> from opsdk.testing import op_tests
@@ -219,5 +266,8 @@ def op_tests(
     conf = _conformance(folder, spec)
     if conf is not None:
         tests[f"test_{snake}_onnx_conformance"] = conf
+    vectors = _ort_vectors(folder, spec, not_followed or {})
+    if vectors is not None:
+        tests[f"test_{snake}_ort_vectors"] = vectors
     tests[f"test_{snake}_check"] = _check(folder, spec)
     return {name: _named(fn, name) for name, fn in tests.items()}
