@@ -151,13 +151,16 @@ def test_sdk_sdist_and_wheel_carry_templates_cmake_headers_and_operators(
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     assert {"setup.py", "templates/operator/cookiecutter.json", "cmake/OpsdkOperator.cmake",
             "operators/thresholded_relu/kernel.cpp", "opsdk/include/opsdk/custom_op.h",
-            "opsdk/csrc/entry.cpp"} <= names
+            "opsdk/csrc/entry.cpp", "opsdk/csrc/runtime.cpp", "opsdk/csrc/harness.cpp",
+            "opsdk/include/opsdk/invoke.h"} <= names
     files = wheel_contents(wheel)
     data = "opsdk/_data"
     assert {f"{data}/templates/operator/cookiecutter.json", f"{data}/cmake/OpsdkOperator.cmake",
             f"{data}/operators/thresholded_relu/spec.py",
             f"{data}/operators/thresholded_relu/kernel.cpp", "opsdk/include/opsdk/custom_op.h",
-            "opsdk/csrc/entry.cpp", "opsdk/package/templates/pyproject.toml.jinja"} <= set(files)
+            "opsdk/csrc/entry.cpp", "opsdk/csrc/runtime.cpp", "opsdk/csrc/harness.cpp",
+            "opsdk/include/opsdk/invoke.h",
+            "opsdk/package/templates/pyproject.toml.jinja"} <= set(files)
     template = f"{data}/templates/operator/{{{{cookiecutter.snake_name}}}}/kernel.cpp"
     assert template in files
     assert not [n for n in files if "__pycache__" in n or n.endswith((".pyc", ".so", ".o"))]
