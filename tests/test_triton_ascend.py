@@ -150,6 +150,11 @@ def test_triton_check_command(tmp_path: Path, ort_1232: Path,
     assert any("E16005" in p for p in bad.problems)
     assert any("not a registered function/op" in p for p in bad.problems)
     assert main(["triton", "check", str(folder), "--cann", "8.1.RC1"]) == 1
+    (folder / "1" / "model.onnx").unlink()
+    assert "model.onnx is missing" in check_npu_ge_folder(folder).problems[0]
+    cpu = build_repository(tmp_path / "src.onnx", tmp_path / "cpu", RepositoryOptions("c"))
+    with pytest.raises(TritonConfigError, match="is not an npu_ge model folder"):
+        check_npu_ge_folder(cpu)
 
 
 def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
