@@ -101,11 +101,15 @@ def _expected(mode: int) -> np.ndarray:
         d[5:8] = 7.0
     elif mode == 8:
         d[:200] = np.exp(np.sqrt(np.abs(X[:200])))
+    elif mode == 9:
+        d[0:4] = X.reshape(4, 64).sum(axis=1, dtype=np.float32)
+        d[8:12] = X.reshape(4, 64).max(axis=1)
+        d[16:18] = [Y[0:4].min(), Y[64:68].min()]
     return d
 
 
-@pytest.mark.parametrize("mode", range(9), ids=["mask", "bitmask", "strides", "cast_modes",
-                                                "compare_select", "reduce", "copy_strided",
-                                                "copy_pad", "unary_chain"])
+@pytest.mark.parametrize("mode", range(10), ids=["mask", "bitmask", "strides", "cast_modes",
+                                                 "compare_select", "reduce", "copy_strided",
+                                                 "copy_pad", "unary_chain", "whole_reduce"])
 def test_api_semantics(lib: ctypes.CDLL, mode: int) -> None:
     np.testing.assert_allclose(_run(lib, mode), _expected(mode), rtol=1e-6, atol=1e-6)

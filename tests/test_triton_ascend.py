@@ -150,6 +150,11 @@ def test_triton_check_command(tmp_path: Path, ort_1232: Path,
     assert any("E16005" in p for p in bad.problems)
     assert any("not a registered function/op" in p for p in bad.problems)
     assert main(["triton", "check", str(folder), "--cann", "8.1.RC1"]) == 1
+    (folder / "1" / "model.onnx").unlink()
+    assert "model.onnx is missing" in check_npu_ge_folder(folder).problems[0]
+    cpu = build_repository(tmp_path / "src.onnx", tmp_path / "cpu", RepositoryOptions("c"))
+    with pytest.raises(TritonConfigError, match="is not an npu_ge model folder"):
+        check_npu_ge_folder(cpu)
 
 
 def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
@@ -164,16 +169,26 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
     assert any("embedded fallback functions" in n for n in notes)
 
 
-def test_op_without_decomposition_is_refused(tmp_path: Path) -> None:
+_NO_FALLBACK = """
+from opsdk.spec import Input, OpSpec, Output
+SPEC = OpSpec("NoFallback", domain="com.test", version=1, inputs=[Input("x", "float32")],
+              outputs=[Output("y", "float32")])
+"""
+
+
+def test_op_without_decomposition_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ops" / "no_fallback").mkdir(parents=True)
+    (tmp_path / "ops" / "no_fallback" / "spec.py").write_text(_NO_FALLBACK)
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(tmp_path / "ops"))
     g = helper.make_graph(
-        [helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.opsdk")], "g",
-        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 1, 4, 4]),
-         helper.make_tensor_value_info("grid", T.FLOAT, ["N", 3, 3, 2])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 1, 3, 3])])
+        [helper.make_node("NoFallback", ["x"], ["y"], domain="com.test")], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
-                                            helper.make_opsetid("com.opsdk", 1)])
-    assert find_operator("com.opsdk::GridSample").spec.function is None
-    with pytest.raises(TritonConfigError, match=r"com.opsdk::GridSample has no fallback "
+                                            helper.make_opsetid("com.test", 1)])
+    assert find_operator("com.test::NoFallback").spec.function is None
+    with pytest.raises(TritonConfigError, match=r"com.test::NoFallback has no fallback "
                        r"function.*@SPEC.register_function.*--target cpu"):
         build(tmp_path, m)
     assert not (tmp_path / "repo" / "net").exists()
@@ -390,3 +405,30 @@ def test_ort_venv_never_replaces_a_folder_that_is_not_one(
     assert (tmp_path / "notes.txt").read_text() == "mine"
     with pytest.raises(DeviceUnavailable, match=r"no ONNX Runtime 1.23.2 venv at .*setup.d"):
         run_like_npu_ge(tmp_path / "m.onnx", {})
+
+
+def test_op_project_keys_set_the_custom_opset_version(
+        tmp_path: Path, ort_1232: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prj = tmp_path / "cann_trelu"
+    assert main(["cann", "ThresholdedRelu", "-o", str(prj),
+                 "--origin-op-type", "com.opsdk::11::ThresholdedRelu"]) == 0
+    g = helper.make_graph(
+        [helper.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)],
+        "g", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.opsdk", 1)])
+    folder = build(tmp_path / "one", m, op_projects=(str(prj),))
+    model = onnx.load(str(folder / "1" / "model.onnx"))
+    assert ("com.opsdk", 11) in {(o.domain, o.version) for o in model.opset_import}
+    assert "com.opsdk::11::ThresholdedRelu" in (folder / "config.pbtxt").read_text()
+    keys = {"ThresholdedRelu": ["com.opsdk::11::ThresholdedRelu"]}
+    assert check_parser_rules(model, CANN8, keys) == []
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1", "--op-project", str(prj),
+                 "--json"]) == 0
+    assert '"ok": true' in capsys.readouterr().out
+    without = check_npu_ge_folder(folder, cann="8.1.RC1")  # the spec's key: version 1
+    assert [p for p in without.problems if "needs the plugin key 'com.opsdk::11::" in p]
+    with pytest.raises(TritonConfigError, match=r"ThresholdedRelu and Softmax share domain "
+                       r"'com.opsdk' but their plugin keys need opset versions 11 and 1"):
+        build(tmp_path / "two", two_op_model(), op_projects=(str(prj),))

@@ -20,7 +20,14 @@ Example:
 
 from __future__ import annotations
 
-from ._atc import AtcPlan, atc_executable, parse_input_shape, plan_atc, run_atc
+from ._atc import (
+    AtcPlan,
+    atc_executable,
+    parse_input_shape,
+    plan_atc,
+    project_plugin_keys,
+    run_atc,
+)
 from ._model import CannOp, builtin_clash, cann_op, check_op_type, default_origin_op_type
 from ._msopgen import msopgen_data, msopgen_json
 from ._onnx_keys import (
@@ -93,6 +100,7 @@ __all__ = [
     "plan_atc",
     "precision_modes",
     "precision_modes_v2",
+    "project_plugin_keys",
     "project_files",
     "read_project_manifest",
     "render_project",

@@ -53,6 +53,11 @@ public:
             DataCopyExtParams p{1, 5 * sizeof(float), 0, 0, 0};
             DataCopyPadExtParams<float> pad{true, 0, 3, 7.0f};
             DataCopyPad(d, yGm_, p, pad);
+        } else if (mode == 9) {  // mask/repeat-form reductions: one result per repeat of 64
+            WholeReduceSum(d, x, 64, 4, 1, 1, 8);
+            WholeReduceMax(d[8], x, 64, 4, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+            uint64_t mask[2] = {0xFULL, 0};
+            WholeReduceMin(d[16], y, mask, 2, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
         } else if (mode == 8) {  // unary chain in the count form on 200 elements
             Abs(t, x, 200);
             Sqrt(t, t, 200);

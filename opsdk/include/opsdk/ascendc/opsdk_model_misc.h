@@ -262,6 +262,75 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 OPSDK_BINARY(And, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) & int64_t(y)))
 OPSDK_BINARY(Or, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) | int64_t(y)))
 
+
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// Mask/repeat-form reduction: each repeat's active elements reduce to dst[rep * dstRepStride].
+template <typename T, typename F>
+inline void WholeReduce(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                        const uint64_t mask[2], bool bitwise, int32_t repeat, int32_t dstRepStride,
+                        int32_t srcBlkStride, int32_t srcRepStride, F f) {
+    static_assert(kFloat<T>, "WholeReduceSum/Max/Min support half, float only (Ascend C API documentation)");
+    if (repeat < 0 || repeat > 255) Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 0 to 255");
+    RepeatShape r = CheckMask<T>(api, mask, bitwise);
+    dst.CheckAligned(api, "dstLocal");
+    src.CheckAligned(api, "srcLocal");
+    for (int32_t rep = 0; rep < repeat; ++rep) {
+        bool any = false;
+        float acc = 0.0f;
+        for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
+            if (!MaskOn(mask, bitwise, idx)) continue;
+            uint64_t at = At(r, rep, idx / r.perBlock, idx % r.perBlock, srcRepStride, srcBlkStride);
+            float v = ToF(Load<T>(src.Span(api, "srcLocal", at, 1)));
+            acc = any ? f(acc, v) : v;
+            any = true;
+        }
+        Store<T>(dst.Span(api, "dstLocal", uint64_t(rep) * dstRepStride, 1), FromF<T>(acc));
+    }
+}
+
+inline float MaxNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+inline float MinNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+
+inline void CheckOrder(const char* api, AscendC::ReduceOrder order) {
+    if (order != AscendC::ReduceOrder::ORDER_ONLY_VALUE) {
+        Fail(api, "order other than ReduceOrder::ORDER_ONLY_VALUE (value and index pairs) is not modelled by opsdk");
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+#define OPSDK_WHOLE_REDUCE(NAME, FN, ORDER_PARAM, ORDER_CHECK)                                                    \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,                  \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        const uint64_t m[2] = {static_cast<uint64_t>(mask), 0};                                                   \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, m, false, repeatTimes, dstRepStride, srcBlkStride,        \
+                                      srcRepStride, FN);                                                          \
+    }                                                                                                             \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],               \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, mask, true, repeatTimes, dstRepStride, srcBlkStride,      \
+                                      srcRepStride, FN);                                                          \
+    }
+
+#define OPSDK_NO_ORDER
+#define OPSDK_ORDER , ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX
+OPSDK_WHOLE_REDUCE(WholeReduceSum, [](float a, float b) { return a + b; }, OPSDK_NO_ORDER, (void)0)
+OPSDK_WHOLE_REDUCE(WholeReduceMax, opsdk_ascendc::MaxNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMax", order))
+OPSDK_WHOLE_REDUCE(WholeReduceMin, opsdk_ascendc::MinNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMin", order))
+
 // Reductions over count elements into dstLocal[0]; workLocal is scratch of the same type.
 template <typename T, typename F>
 inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
