@@ -63,7 +63,10 @@ def test_aicpu_project_of_every_shipped_operator(
     assert [n for _, n in names] == [i.name for i in spec.inputs]
     proto = (out / f"aicpu/op_proto/{folder}.cc").read_text()
     assert f"COMMON_INFER_FUNC_REG({spec.name}, {spec.name}InferShape);" in proto
-    assert ("TODO(author)" in proto) != spec.elementwise
+    assert "TODO(author)" not in proto, "every shipped operator has a C++ shape function"
+    call = "opsdk::shape::Broadcast(in" if spec.elementwise else f"opsdk::shape::{spec.name}(in"
+    assert call in proto
+    assert (out / f"aicpu/op_proto/{folder}_shape.h").is_file() != spec.elementwise
     plugin = (out / f"framework/onnx_plugin/{folder}_plugin.cc").read_text()
     assert "ImplyType::AI_CPU" in plugin
     assert f'.OriginOpType("{spec.domain}::{spec.version}::{spec.name}")' in plugin
@@ -216,12 +219,168 @@ def test_adapter_runs_every_validation_case(
 
 
 def test_the_guide_lists_every_shipped_operator_with_its_cann_type() -> None:
-    from opsdk.cann import builtin_clash
+    from opsdk.cann import builtin_clash, default_engine
 
     guide = (ROOT / "docs" / "npu_host_guide.md").read_text()
-    rows = dict(re.findall(r"^\| (\w+) \| `aicpu`[^|]*\| `(\w+)`", guide, re.M))
+    rows = {n: (e, t) for n, e, t in
+            re.findall(r"^\| (\w+) \| `(\w+)`[^|]*\| `(\w+)`", guide, re.M)}
     for folder in SHIPPED:
-        name = shipped(folder).name
-        assert name in rows, f"docs/npu_host_guide.md does not list {name}"
-        expected = f"{name}Custom" if builtin_clash(name) else name
-        assert rows[name] == expected, name
+        spec = shipped(folder)
+        assert spec.name in rows, f"docs/npu_host_guide.md does not list {spec.name}"
+        engine, _ = default_engine(spec, ROOT / "operators" / folder)
+        cann_type = f"{spec.name}Custom" if builtin_clash(spec.name) else spec.name
+        assert rows[spec.name] == (engine, cann_type), spec.name
+
+
+# --- C++ shape functions against spec.py's ------------------------------------------------
+
+SHAPE_OPS = sorted(f for f in SHIPPED if (ROOT / "operators" / f / "shape.h").is_file())
+SHAPE_DRIVER = """
+#include <iostream>
+#include <sstream>
+#include <string>
+{includes}
+
+int main() {{
+  std::string line;
+  while (std::getline(std::cin, line)) {{
+    std::istringstream ls(line);
+    std::string op, word;
+    ls >> op;
+    std::vector<opsdk::shape::Dims> dims;
+    std::vector<bool> present;
+    opsdk::shape::Attrs attrs;
+    while (ls >> word) {{
+      if (word == "in") {{
+        int rank = 0;
+        ls >> rank;
+        present.push_back(rank >= 0);
+        dims.emplace_back(rank < 0 ? 0 : rank);
+        for (auto& d : dims.back()) ls >> d;
+      }} else if (word == "int" || word == "ints") {{
+        std::string name; int n = 0; ls >> name >> n;
+        opsdk::shape::Dims v(n);
+        for (auto& x : v) ls >> x;
+        if (word == "int") attrs.set(name, v[0]); else attrs.set(name, v);
+      }} else if (word == "float") {{
+        std::string name; double v = 0; ls >> name >> v; attrs.set(name, v);
+      }} else if (word == "string") {{
+        std::string name, v; ls >> name >> v; attrs.set(name, v);
+      }}
+    }}
+    opsdk::shape::Inputs in;
+    for (size_t i = 0; i < dims.size(); ++i) in.push_back(present[i] ? &dims[i] : nullptr);
+    std::vector<opsdk::shape::Dims> out;
+    std::string error;
+    if (op == "Broadcast") error = opsdk::shape::Broadcast(in, 1, out);
+{dispatch}
+    if (!error.empty()) {{ std::cout << "error " << error << "\\n"; continue; }}
+    for (const auto& o : out) {{
+      std::cout << o.size();
+      for (auto d : o) std::cout << " " << d;
+      std::cout << ";";
+    }}
+    std::cout << "\\n";
+  }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def shape_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no g++ on this host")
+    from opsdk._paths import include_dir
+
+    includes = "\n".join(f'#include "{ROOT / "operators" / f / "shape.h"}"' for f in SHAPE_OPS)
+    names = [shipped(f).name for f in SHAPE_OPS]
+    dispatch = "\n".join(
+        f'    else if (op == "{n}") error = opsdk::shape::{n}(in, attrs, out);' for n in names
+    )
+    root = tmp_path_factory.mktemp("shape")
+    src = root / "driver.cpp"
+    src.write_text(SHAPE_DRIVER.format(includes=includes, dispatch=dispatch))
+    exe = root / "driver"
+    cmd = [cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{include_dir()}", str(src),
+           "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return exe
+
+
+def _shape_line(op: str, shapes: list, attrs: dict, spec: object = None) -> str:
+    words = [op]
+    for s in shapes:
+        words += ["in", "-1"] if s is None else ["in", str(len(s)), *map(str, s)]
+    for a in getattr(spec, "attrs", []):
+        v = attrs[a.name]
+        if a.type in ("int", "bool"):
+            words += ["int", a.name, "1", str(int(v))]
+        elif a.type == "ints":
+            words += ["ints", a.name, str(len(v)), *map(str, v)]
+        elif a.type == "float":
+            words += ["float", a.name, repr(float(v))]
+        elif a.type == "string":
+            words += ["string", a.name, v]
+    return " ".join(words)
+
+
+def _run_shapes(driver: Path, lines: list[str]) -> list[str]:
+    proc = subprocess.run([str(driver)], input="\n".join(lines) + "\n", capture_output=True,
+                          text=True, check=True)
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize("folder", SHAPE_OPS)
+def test_cpp_shape_function_matches_spec_on_every_case(folder: str, shape_driver: Path) -> None:
+    from opsdk.registry import load_spec
+    from opsdk.spec import TensorType
+    from opsdk.testing import build_cases
+
+    spec = load_spec(ROOT / "operators" / folder)
+    lines, expected = [], []
+    for case in build_cases(spec):
+        resolved = spec.resolve_attrs(dict(case.attrs))
+        shapes = list(case.shapes) + [None] * (len(spec.inputs) - len(case.shapes))
+        types = [None if s is None else TensorType(tuple(s), d or "float32")
+                 for s, d in zip(shapes, list(case.dtypes) + [None] * len(shapes), strict=False)]
+        outs = spec.infer(types, resolved)
+        lines.append(_shape_line(spec.name, shapes, resolved, spec))
+        expected.append("".join(f"{len(o.shape)}{''.join(f' {d}' for d in o.shape)};"
+                                for o in outs))
+    got = _run_shapes(shape_driver, lines)
+    bad = [f"{line}: C++ {g!r}, spec.py {e!r}" for line, g, e in zip(lines, got, expected,
+                                                                       strict=True) if g != e]
+    assert lines and not bad, "\n".join(bad[:5])
+
+
+def test_cpp_shape_functions_refuse_what_spec_refuses(shape_driver: Path) -> None:
+    gs = {"mode": "linear", "padding_mode": "zeros", "align_corners": 0}
+    conv = {"strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1], "group": 1}
+    specs = {f: shipped(f) for f in SHAPE_OPS}
+    lines = [
+        _shape_line("GridSample", [(1, 2, 4, 4), (1, 3, 3, 3)], gs, specs["grid_sample"]),
+        _shape_line("GridSample", [(2, 2, 4, 4), (1, 3, 3, 2)], gs, specs["grid_sample"]),
+        _shape_line("FusedConvBnRelu", [(1, 4, 2, 2), (4, 4, 3, 3), None], conv,
+                    specs["fused_conv_bn_relu"]),
+        _shape_line("Softmax", [(2, 3)], {"axis": 2}, specs["softmax"]),
+    ]
+    out = _run_shapes(shape_driver, lines)
+    assert all(o.startswith("error ") for o in out), out
+    assert "last axis of 2" in out[0] and "batch 1, expected 2" in out[1]
+    assert "smaller than the dilated kernel extent 3" in out[2] and "out of range" in out[3]
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3, 4), (3, 1), (1, 4), (4,)], [(5, 6), (), None],
+                                    [(0, 3), (1, 3)], [(2, 3), (3, 2)]])
+def test_cpp_broadcast_matches_numpy(shapes: list, shape_driver: Path) -> None:
+    import numpy as np
+
+    [got] = _run_shapes(shape_driver, [_shape_line("Broadcast", shapes, {})])
+    try:
+        want = np.broadcast_shapes(*[s for s in shapes if s is not None])
+    except ValueError:
+        assert got.startswith("error ") and "does not broadcast" in got
+        return
+    assert got == f"{len(want)}{''.join(f' {d}' for d in want)};"

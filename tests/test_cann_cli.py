@@ -17,6 +17,7 @@ from opsdk.cann import CannArgError, compute_unit, parse_input_shape, plan_atc
 from opsdk.cli import main
 
 TR = str(Path(__file__).resolve().parents[1] / "operators" / "thresholded_relu")
+GS = str(Path(__file__).resolve().parents[1] / "operators" / "grid_sample")
 
 
 def _model(path: Path, shape: list, domain_version: int = 1) -> Path:
@@ -59,23 +60,32 @@ def _no_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def test_cann_default_is_aicpu_on_cann8_with_the_kernel_copied(
+def test_cann_default_engine_follows_the_ai_core_kernel(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _no_toolkit(monkeypatch)
-    out = tmp_path / "prj"
-    assert main(["cann", TR, "-o", str(out), "--op-type", "ThresholdedReluCustom"]) == 0
+    out = tmp_path / "gs"
+    assert main(["cann", GS, "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "CANN 8.1.RC1 (no CANN toolkit found" in text and "engine aicpu" in text
+    assert "CANN 8.1.RC1 (no CANN toolkit found" in text
+    assert "engine aicpu (GridSample: no AI Core kernel generated" in text
     assert not (out / "CMakeLists.txt").exists() and not (out / "op_host").exists()
-    kernel = Path(TR) / "kernel.cpp"
+    kernel = Path(GS) / "kernel.cpp"
     assert (out / "aicpu" / "opsdk" / "kernel.cpp").read_text() == kernel.read_text()
-    assert (out / "aicpu" / "opsdk" / "include" / "opsdk" / "custom_op.h").is_file()
+    assert (out / "aicpu" / "op_proto" / "grid_sample_shape.h").read_text() == (
+        Path(GS) / "shape.h"
+    ).read_text()
+    build = (out / "build.sh").read_text()
+    assert "gen aicpu aicpu" in build and "ai_core-" not in build
+    out = tmp_path / "tr"
+    assert main(["cann", TR, "-o", str(out), "--op-type", "ThresholdedReluCustom"]) == 0
+    assert "engine both (ThresholdedRelu has an AI Core kernel (generated)" in (
+        capsys.readouterr().out
+    )
     adapter = (out / "aicpu/cpukernel/impl/thresholded_relu_custom_kernels.cc").read_text()
     assert 'kKernel = "ThresholdedRelu"' in adapter
     assert "REGISTER_CPU_KERNEL(THRESHOLDED_RELU_CUSTOM, ThresholdedReluCustomCpuKernel)" in adapter
-    build = (out / "build.sh").read_text()
-    assert "gen aicpu aicpu" in build and "ai_core-" not in build
+    assert (out / "op_kernel" / "thresholded_relu_custom.cpp").is_file()
 
 
 def test_cann_auto_reads_the_toolkit_version(

@@ -390,3 +390,30 @@ def test_ort_venv_never_replaces_a_folder_that_is_not_one(
     assert (tmp_path / "notes.txt").read_text() == "mine"
     with pytest.raises(DeviceUnavailable, match=r"no ONNX Runtime 1.23.2 venv at .*setup.d"):
         run_like_npu_ge(tmp_path / "m.onnx", {})
+
+
+def test_op_project_keys_set_the_custom_opset_version(
+        tmp_path: Path, ort_1232: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prj = tmp_path / "cann_trelu"
+    assert main(["cann", "ThresholdedRelu", "-o", str(prj),
+                 "--origin-op-type", "com.opsdk::11::ThresholdedRelu"]) == 0
+    g = helper.make_graph(
+        [helper.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5)],
+        "g", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.opsdk", 1)])
+    folder = build(tmp_path / "one", m, op_projects=(str(prj),))
+    model = onnx.load(str(folder / "1" / "model.onnx"))
+    assert ("com.opsdk", 11) in {(o.domain, o.version) for o in model.opset_import}
+    assert "com.opsdk::11::ThresholdedRelu" in (folder / "config.pbtxt").read_text()
+    keys = {"ThresholdedRelu": ["com.opsdk::11::ThresholdedRelu"]}
+    assert check_parser_rules(model, CANN8, keys) == []
+    assert main(["triton", "check", str(folder), "--cann", "8.1.RC1", "--op-project", str(prj),
+                 "--json"]) == 0
+    assert '"ok": true' in capsys.readouterr().out
+    without = check_npu_ge_folder(folder, cann="8.1.RC1")  # the spec's key: version 1
+    assert [p for p in without.problems if "needs the plugin key 'com.opsdk::11::" in p]
+    with pytest.raises(TritonConfigError, match=r"ThresholdedRelu and Softmax share domain "
+                       r"'com.opsdk' but their plugin keys need opset versions 11 and 1"):
+        build(tmp_path / "two", two_op_model(), op_projects=(str(prj),))

@@ -20,7 +20,14 @@ Example:
 
 from __future__ import annotations
 
-from ._atc import AtcPlan, atc_executable, parse_input_shape, plan_atc, run_atc
+from ._atc import (
+    AtcPlan,
+    atc_executable,
+    parse_input_shape,
+    plan_atc,
+    project_plugin_keys,
+    run_atc,
+)
 from ._model import CannOp, builtin_clash, cann_op, check_op_type, default_origin_op_type
 from ._msopgen import msopgen_data, msopgen_json
 from ._onnx_keys import (
@@ -35,6 +42,7 @@ from ._onnx_keys import (
 from ._project import (
     ProjectExists,
     WriteReport,
+    default_engine,
     project_files,
     read_project_manifest,
     render_project,
@@ -80,6 +88,7 @@ __all__ = [
     "check_parser_rules",
     "check_plugin_keys",
     "compute_unit",
+    "default_engine",
     "default_origin_op_type",
     "implmodes",
     "msopgen_data",
@@ -91,6 +100,7 @@ __all__ = [
     "plan_atc",
     "precision_modes",
     "precision_modes_v2",
+    "project_plugin_keys",
     "project_files",
     "read_project_manifest",
     "render_project",

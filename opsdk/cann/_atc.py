@@ -22,7 +22,9 @@ from ..errors import SpecError
 from ._onnx_keys import check_plugin_keys
 from ._socs import CannArgError, implmodes, soc_table
 
-__all__ = ["AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable"]
+__all__ = [
+    "AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable", "project_plugin_keys",
+]
 
 _DIM = re.compile(r"^(-1|\d+|\d+~\d+)$")
 
@@ -180,7 +182,13 @@ def _custom_opp_env(custom_opp: Sequence[str | Path]) -> dict[str, str]:
     return {"ASCEND_CUSTOM_OPP_PATH": ":".join(dirs + ([old] if old else []))}
 
 
-def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
+def project_plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
+    """``{op_type: [OriginOpType keys]}`` the plugins of ``opsdk cann`` projects register.
+
+    Example:
+        >>> project_plugin_keys(["build/cann/my_op"])  # doctest: +SKIP
+        {'MyOp': ['com.example::1::MyOp']}
+    """
     from ._project import read_project_manifest
 
     keys: dict[str, list[str]] = {}
@@ -290,7 +298,7 @@ def plan_atc(
     else:
         plan.findings, plan.blocking, more = _doctor(model)
         plan.notes.extend(more)
-    for problem in check_plugin_keys(model, _plugin_keys(op_projects)):
+    for problem in check_plugin_keys(model, project_plugin_keys(op_projects)):
         plan.blocking.append(f"plugin keys: {problem.message}")
     return plan
 

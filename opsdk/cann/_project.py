@@ -22,9 +22,10 @@ from ..spec import OpSpec
 from ._ascendc_kernels import project_sources
 from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
-from ._versions import CannVersion, check_socs
+from ._versions import CannVersion, check_socs, parse_cann_version
 
 __all__ = [
+    "default_engine",
     "render_project",
     "project_files",
     "write_project",
@@ -194,14 +195,16 @@ def render_project(
     engine: str = "aicpu",
     cann: CannVersion | None = None,
     op_type: str | None = None,
+    shape_header: bool = False,
 ) -> dict[str, str]:
     """Every generated file of the project as ``{relative path: text}``.
 
     ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
     through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
     picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
-    CMake modules (see :mod:`opsdk.cann._versions`). The operator's kernel.cpp and opsdk's
-    runtime are copied next to these files by :func:`write_project`.
+    CMake modules (see :mod:`opsdk.cann._versions`). ``shape_header``: the operator has a C++
+    shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
+    kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
@@ -213,8 +216,11 @@ def render_project(
         >>> "op_host/my_op.cpp" in render_project(s, engine="aicore")
         True
     """
-    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
-    check_socs(list(op.socs), cann or _default_cann(), engine)
+    op = cann_op(
+        spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
+        shape_header=shape_header,
+    )
+    check_socs(list(op.socs), parse_cann_version(op.cann), engine)
     table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
     aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
     ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
@@ -229,14 +235,9 @@ def render_project(
     return dict(sorted(files.items()))
 
 
-def _default_cann() -> CannVersion:
-    from ._versions import DEFAULT_CANN, parse_cann_version
-
-    return parse_cann_version(DEFAULT_CANN)
-
-
-def _kernel_folder(spec: OpSpec, given: str | Path | None) -> Path:
-    """The folder holding the operator's kernel.cpp: ``given``, else the registry's."""
+def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) -> Path | None:
+    """The operator's folder: ``given``, else the registry's. With ``need_kernel`` (the AI CPU
+    engine compiles kernel.cpp) a folder without kernel.cpp is an error."""
     from ..errors import OperatorNotFound
     from ..registry import find_operator
 
@@ -245,26 +246,36 @@ def _kernel_folder(spec: OpSpec, given: str | Path | None) -> Path:
             given = find_operator(f"{spec.domain}::{spec.name}").folder
         except OperatorNotFound:
             given = None
-    if given is None or not (Path(given) / "kernel.cpp").is_file():
+    if need_kernel and (given is None or not (Path(given) / "kernel.cpp").is_file()):
         where = f"{given}/kernel.cpp does not exist" if given else "no operator folder was found"
         raise OperatorNotFound(
             f"{spec.name}: the AI CPU engine compiles the operator's own kernel.cpp, but {where}; "
             "pass kernel_folder=<the operator's folder> (opsdk cann does), or --engine aicore"
         )
-    return Path(given)
+    return Path(given) if given is not None else None
 
 
-def copied_sources(kernel_folder: Path) -> dict[str, Path]:
-    """What the AI CPU project compiles besides the generated files: the operator's own
-    kernel.cpp, opsdk's Python-free runtime and opsdk's headers (``{path: source}``)."""
+def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
+    """What the project compiles besides the generated files (``{path: source}``).
+
+    The shape inference (AI CPU op proto, op_host) gets opsdk's ``shape_fn.h`` and the
+    operator's ``shape.h`` if it has one; the AI CPU kernel gets the operator's own
+    kernel.cpp and opsdk's Python-free runtime and headers.
+    """
     from .._paths import include_dir, runtime_source
 
-    out: dict[str, Path] = {
-        "aicpu/opsdk/kernel.cpp": kernel_folder / "kernel.cpp",
-        "aicpu/opsdk/runtime.cpp": runtime_source(),
-    }
-    for header in sorted((include_dir() / "opsdk").glob("*.h")):
-        out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
+    headers = include_dir() / "opsdk"
+    out: dict[str, Path] = {}
+    for where, engine in (("aicpu/op_proto", op.aicpu), ("op_host", op.aicore)):
+        if engine:
+            out[f"{where}/opsdk/shape_fn.h"] = headers / "shape_fn.h"
+            if folder is not None and (folder / "shape.h").is_file():
+                out[f"{where}/{op.snake}_shape.h"] = folder / "shape.h"
+    if op.aicpu and folder is not None:
+        out["aicpu/opsdk/kernel.cpp"] = folder / "kernel.cpp"
+        out["aicpu/opsdk/runtime.cpp"] = runtime_source()
+        for header in sorted(headers.glob("*.h")):
+            out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
     return out
 
 
@@ -319,6 +330,27 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
     return todo, report
 
 
+def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str, str]:
+    """The engine ``opsdk cann`` builds when none is given, and why: ``both`` once the
+    operator has an AI Core kernel (hand-written or generated; GE runs it where its op info
+    allows and the AI CPU kernel elsewhere), ``aicpu`` until then.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> default_engine(find_operator("GridSample").spec)[0]
+        'aicpu'
+    """
+    from ._ascendc_gen import GenerateRefused
+    from ._ascendc_kernels import aicore_kernel
+
+    try:
+        kernel = aicore_kernel(spec, folder)
+    except GenerateRefused as e:
+        return "aicpu", str(e)
+    how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
+    return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
+
+
 def project_files(
     spec: OpSpec,
     socs: Sequence[str] = ("ascend910b",),
@@ -331,9 +363,9 @@ def project_files(
     kernel_folder: str | Path | None = None,
 ) -> dict[str, str]:
     """Every file of the project: :func:`render_project`'s, and for the AI CPU engine copies
-    of the operator's kernel.cpp (from ``kernel_folder``, default: the registry's folder of
-    the operator), opsdk's runtime and headers under ``aicpu/opsdk/``, so the project builds
-    on a host that has only the project.
+    of what it compiles from elsewhere (:func:`copied_sources`: the operator's kernel.cpp and
+    shape.h from ``kernel_folder``, default: the registry's folder of the operator; opsdk's
+    runtime and headers), so the project builds on a host that has only the project.
 
     Raises:
         OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
@@ -344,12 +376,14 @@ def project_files(
         >>> "aicpu/opsdk/kernel.cpp" in files and "aicpu/opsdk/include/opsdk/custom_op.h" in files
         True
     """
+    folder = _operator_folder(spec, kernel_folder, need_kernel=engine in ("aicpu", "both"))
+    shape_header = folder is not None and (folder / "shape.h").is_file()
     files = render_project(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
+        shape_header=shape_header,
     )
-    if engine in ("aicpu", "both"):
-        src = _kernel_folder(spec, kernel_folder)
-        files.update({rel: p.read_text() for rel, p in copied_sources(src).items()})
+    op = cann_op(spec, op_type=op_type, engine=engine)
+    files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
     return dict(sorted(files.items()))
 
 

@@ -59,6 +59,8 @@ def register(sub: Any) -> None:
     )
     c.add_argument("folder", help="the model folder, REPO/NAME")
     c.add_argument("--cann", default="auto", help="CANN release whose parser rules apply")
+    c.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys apply (repeatable)")
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
                    help="size of a symbolic input dim for the test run (default 2)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
@@ -71,6 +73,9 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--cann", default="auto",
                    help="CANN release whose GE ONNX parser rules the model file follows: "
                    "auto (the installed toolkit, else 8.1.RC1), 8, 9.1, 8.1.RC1, ...")
+    g.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys the model must use "
+                   "(repeatable; default: each operator's spec version)")
     g.add_argument("--device-ids", default="0", help="NPU ids, e.g. 0 or 2,3")
     g.add_argument("--static-model", action="store_true",
                    help="GE static graph (fixed shapes; with --max-batch-size > 0 npu_ge runs "
@@ -183,7 +188,8 @@ def run_check(args: argparse.Namespace) -> int:
         dims = {k: int(v) for k, v in args.dim}
     except ValueError as e:
         raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
-    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims)
+    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims,
+                                 op_projects=tuple(args.op_project))
     if args.json:
         print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
         return 0 if report.ok else 1
@@ -215,4 +221,5 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "dump_graph": args.dump_graph,
         "profiling": args.profiling,
         "dump_data": args.dump_data,
+        "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
     }

@@ -84,6 +84,8 @@ class AscendcModel:
         threads: run blocks on this many threads.
     """
 
+    device = "ascendc-model"
+
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *, soc: str = "ascend910b",
                  seed: int = 0, threads: int = 1) -> None:
         from ..cann._ascendc_gen import GenerateRefused
@@ -96,7 +98,7 @@ class AscendcModel:
         try:
             self.kernel = aicore_kernel(self.spec, self.folder)
         except GenerateRefused as e:
-            raise DeviceUnavailable(f"ascendc-model: {e}; the operator runs on AI CPU") from e
+            raise DeviceUnavailable(f"{self.device}: {e}; the operator runs on AI CPU") from e
         self.soc = compute_unit(soc)
         self.ub_bytes, self.cores = core_resources(self.soc)
         self.seed, self.threads = seed, threads
@@ -187,23 +189,28 @@ class AscendcModel:
             for p, t in zip(self.spec.inputs, types, strict=False):
                 if t is not None and tuple(t.shape) != tuple(outs[0].shape):
                     raise DeviceUnavailable(
-                        f"ascendc-model: the generated AI Core kernel of {k.op} takes inputs of "
+                        f"{self.device}: the generated AI Core kernel of {k.op} takes inputs of "
                         f"the output's shape; input {p.name!r} has shape {list(t.shape)}, the "
                         f"output {list(outs[0].shape)} (broadcast with Expand first; on the "
                         "NPU such a node runs on AI CPU)")
         if k.applicable is not None:
             why = k.applicable([None if t is None else tuple(t.shape) for t in types], attrs)
             if why:
-                raise DeviceUnavailable(f"ascendc-model: {k.op}'s AI Core kernel: {why}")
+                raise DeviceUnavailable(f"{self.device}: {k.op}'s AI Core kernel: {why}")
 
     def _launch(self, dtype: str, arrays: list[np.ndarray | None], facts: dict[str, int],
                 attrs: dict[str, Any], total: int) -> None:
         from ..cann._ascendc_kernels import pack_tiling
         from ..cann._ascendc_tiling import evaluate
 
+        block_dim, computed = evaluate(self.kernel.tiling, facts)
+        self._execute(dtype, arrays, block_dim,
+                      pack_tiling(self.spec, self.kernel, computed, attrs, total))
+
+    def _execute(self, dtype: str, arrays: list[np.ndarray | None], block_dim: int,
+                 tiling_bytes: bytes) -> None:
         k = self.kernel
-        block_dim, computed = evaluate(k.tiling, facts)
-        tiling = ctypes.create_string_buffer(pack_tiling(self.spec, k, computed, attrs, total))
+        tiling = ctypes.create_string_buffer(tiling_bytes)
         n = len(arrays)
         gm = (ctypes.c_void_p * n)(*[a.ctypes.data if a is not None and a.size else None
                                      for a in arrays])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import onnx
@@ -69,12 +70,17 @@ def custom_specs(model: ModelProto, label: str) -> list[OpSpec]:
 
 
 def prepare_ascend_model(
-    model: ModelProto, cann: CannVersion, label: str, batched: bool = False
+    model: ModelProto,
+    cann: CannVersion,
+    label: str,
+    batched: bool = False,
+    registered: Mapping[str, Sequence[str]] | None = None,
 ) -> AscendModel:
     """A copy of ``model`` that npu_ge can open with ONNX Runtime and parse with GE.
 
     ``batched``: the config has ``max_batch_size > 0``, so the outputs' leading dim is
-    Triton's batch axis and needs no symbolic name.
+    Triton's batch axis and needs no symbolic name. ``registered``: ``{op_type: keys}`` the
+    installed plugins register (from ``opsdk cann`` projects); by default each spec's own.
 
     Raises:
         TritonConfigError: a custom op without a fallback function, two ops of one domain
@@ -92,7 +98,7 @@ def prepare_ascend_model(
     out = AscendModel(copy.deepcopy(model))
     specs = custom_specs(out.proto, label)
     _check_opset(out.proto, label)
-    _pin_custom_versions(out, specs, label)
+    _pin_custom_versions(out, specs, registered or {}, label)
     for spec in specs:
         if spec.function is None:
             raise TritonConfigError(
@@ -102,7 +108,6 @@ def prepare_ascend_model(
                 "serve it with --target cpu"
             )
         attach_function(out.proto, spec)
-        out.keys[spec.name] = [default_origin_op_type(spec)]
     if specs:
         out.notes.append(
             "embedded fallback functions: " + ", ".join(f"{s.domain}::{s.name}" for s in specs)
@@ -139,27 +144,48 @@ def _check_opset(model: ModelProto, label: str) -> None:
         )
 
 
-def _pin_custom_versions(out: AscendModel, specs: list[OpSpec], label: str) -> None:
-    """Import each custom domain at the version its plugin keys use."""
-    wanted: dict[str, OpSpec] = {}
+def _plugin_version(spec: OpSpec, keys: Sequence[str], current: int | None, label: str) -> int:
+    """The opset version of ``spec.domain`` that one of the plugin's keys uses."""
+    versions = []
+    for key in keys:
+        parts = key.split("::")
+        if len(parts) == 3 and parts[0] == spec.domain and parts[2] == spec.name:
+            versions.append(int(parts[1]))
+    if not versions:
+        raise TritonConfigError(
+            f"{label}: the plugin of {spec.name} registers {', '.join(keys)}, none of them "
+            f"for domain {spec.domain!r}; regenerate the project with `opsdk cann {spec.name}`"
+        )
+    return current if current in versions else versions[0]
+
+
+def _pin_custom_versions(
+    out: AscendModel, specs: list[OpSpec], registered: Mapping[str, Sequence[str]], label: str
+) -> None:
+    """Import each custom domain at the version its plugin keys use (``registered``: the keys
+    of ``opsdk cann`` projects; otherwise the spec's own, ``default_origin_op_type``)."""
+    wanted: dict[str, tuple[int, OpSpec]] = {}
     for spec in specs:
-        other = wanted.setdefault(spec.domain, spec)
-        if other.version != spec.version:
+        keys = list(registered.get(spec.name, ())) or [default_origin_op_type(spec)]
+        out.keys[spec.name] = keys
+        version = _plugin_version(spec, keys, opset_version(out.proto, spec.domain), label)
+        other = wanted.setdefault(spec.domain, (version, spec))
+        if other[0] != version:
             raise TritonConfigError(
-                f"{label}: {other.name} and {spec.name} share domain {spec.domain!r} but their "
-                f"plugin keys need opset versions {other.version} and {spec.version}, and a "
-                "model imports one version per domain; give them the same version in spec.py"
+                f"{label}: {other[1].name} and {spec.name} share domain {spec.domain!r} but "
+                f"their plugin keys need opset versions {other[0]} and {version}, and a model "
+                "imports one version per domain; give them the same version in spec.py"
             )
     for imp in out.proto.opset_import:
-        pinned = wanted.get(imp.domain)
-        if pinned is not None and imp.version != pinned.version:
-            out.notes.append(f"opset_import {imp.domain} {imp.version} -> {pinned.version} "
-                             f"(plugin key {default_origin_op_type(pinned)})")
-            imp.version = pinned.version
+        if imp.domain in wanted and imp.version != wanted[imp.domain][0]:
+            version, spec = wanted[imp.domain]
+            out.notes.append(f"opset_import {imp.domain} {imp.version} -> {version} "
+                             f"(plugin keys {', '.join(out.keys[spec.name])})")
+            imp.version = version
     have = {imp.domain for imp in out.proto.opset_import}
-    for domain, spec in wanted.items():
+    for domain, (version, _) in wanted.items():
         if domain not in have:
-            out.proto.opset_import.append(onnx.helper.make_opsetid(domain, spec.version))
+            out.proto.opset_import.append(onnx.helper.make_opsetid(domain, version))
 
 
 def _explicit_onnx_domain(out: AscendModel, cann: CannVersion) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..cann._atc import project_plugin_keys
 from ..cann._model import default_origin_op_type
 from ..cann._onnx_keys import check_parser_rules
 from ..cann._versions import resolve_cann
@@ -53,10 +54,12 @@ def check_npu_ge_folder(
     dims: Mapping[str, int] | None = None,
     python: str | Path | None = None,
     seed: int = 0,
+    op_projects: tuple[str, ...] = (),
 ) -> NpuGeCheck:
     """Check one model folder written by ``opsdk triton build --target ascend``.
 
-    ``dims`` sizes the symbolic input dims for the test run (default 2 each).
+    ``dims`` sizes the symbolic input dims for the test run (default 2 each);
+    ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs').
 
     Raises:
         DeviceUnavailable: no ONNX Runtime 1.23.2 venv (``opsdk.triton.ensure_ort_env``).
@@ -81,7 +84,9 @@ def check_npu_ge_folder(
         report.problems.append(str(e))
     path = folder / MODEL_FILE
     model = onnx.load(str(path))
-    keys = {s.name: [default_origin_op_type(s)] for s in custom_specs(model, folder.name)}
+    registered = project_plugin_keys(op_projects)
+    keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
+            for s in custom_specs(model, folder.name)}
     report.problems += [f"GE parser: {p}" for p in check_parser_rules(model, version, keys)]
     feeds = _feeds(model, dims or {}, seed)
     try:

@@ -59,6 +59,7 @@ class RepositoryOptions:
     dump_graph: bool = False  # ascend
     profiling: str | None = None  # ascend: "true" or "dynamic"
     dump_data: bool = False  # ascend
+    op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 from onnx import ModelProto
 
+from ..cann._atc import project_plugin_keys
 from ..cann._model import default_origin_op_type
 from ..cann._onnx_keys import check_parser_rules
+from ..cann._socs import CannArgError
 from ..cann._versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
@@ -100,7 +102,7 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         parameters=_parameters(io, opts),
         model_file=MODEL_FILE,
         cann=str(cann),
-        custom_keys=_custom_keys(io),
+        custom_keys=_custom_keys(io, _registered(opts)),
         merges=not reason,
         merge_reason=reason,
     )
@@ -114,7 +116,8 @@ def model_file(
     :mod:`opsdk.triton._ascend_model`); refused if GE's parser rules would reject it.
     ``report`` receives one line per change made to the model."""
     cann = resolve_cann(opts.cann).version
-    out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0)
+    out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
+                               _registered(opts))
     problems = check_parser_rules(out.proto, cann, out.keys)
     if problems:
         raise TritonConfigError(
@@ -154,12 +157,21 @@ def default_preferred(max_batch: int) -> list[int]:
     return sizes + [max_batch] if max_batch not in sizes else sizes
 
 
-def _custom_keys(io: GraphIO) -> list[tuple[str, list[str]]]:
+def _registered(opts: RepositoryOptions) -> dict[str, list[str]]:
+    """The plugin keys of the ``opsdk cann`` projects given (``--op-project``)."""
+    try:
+        return project_plugin_keys(opts.op_projects)
+    except CannArgError as e:
+        raise TritonConfigError(str(e)) from e
+
+
+def _custom_keys(io: GraphIO, registered: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
     keys = []
     for op in io.custom_ops:
         domain, name = op.split("::")
         spec = find_spec(domain, name)
-        keys.append((op, [default_origin_op_type(spec)] if spec else ["(unknown operator)"]))
+        default = [default_origin_op_type(spec)] if spec else ["(unknown operator)"]
+        keys.append((op, registered.get(name) or default))
     return keys
 
 

@@ -20,7 +20,7 @@ __all__ = ["DOC", "check", "render", "model_file", "check_folder"]
 
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 _ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
-                "shape_gears", "dump_graph", "profiling", "dump_data")
+                "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects")
 
 
 def check(opts: RepositoryOptions) -> None:

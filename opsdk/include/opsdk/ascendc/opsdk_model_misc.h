@@ -6,19 +6,34 @@
 
 namespace opsdk_ascendc {
 
-// float -> narrower float with a rounding mode: round in double toward the mode, then
-// convert (exact for half and bfloat16 results, whose values are all doubles).
+// The neighbour of a 16-bit float (half, bfloat16_t) one step up or down.
+template <typename D> inline D Step(D h, bool up) {
+    static_assert(sizeof(D) == 2, "Step works on 16-bit floats");
+    uint16_t b;
+    std::memcpy(&b, &h, 2);
+    const bool neg = (b & 0x8000u) != 0, zero = (b & 0x7fffu) == 0;
+    if (zero) {
+        b = up ? 0x0001u : 0x8001u;
+    } else if (neg == up) {
+        --b;  // toward zero
+    } else {
+        ++b;  // away from zero
+    }
+    D out;
+    std::memcpy(&out, &b, 2);
+    return out;
+}
+
+// float -> 16-bit float with a rounding mode: the nearest value, then its neighbour on the
+// other side of v when the mode asks for it.
 template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
     using AscendC::RoundMode;
-    if (std::isnan(v) || std::isinf(v) || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) return FromF<D>(v);
-    D lo = FromF<D>(v);
-    float lf = ToF(lo);
-    if (lf == v) return lo;
-    // neighbours of v in D: lo (nearest) and the one on the other side of v
-    D other = FromF<D>(v + (v - lf));
-    float of = ToF(other);
-    if (of == lf) other = lo;  // no distinct neighbour representable (overflow edge)
-    D down = (lf < v) ? lo : other, up = (lf < v) ? other : lo;
+    D near = FromF<D>(v);  // round to nearest even (CAST_RINT, and CAST_NONE when inexact)
+    float nf = ToF(near);
+    if (std::isnan(v) || std::isinf(v) || nf == v || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) {
+        return near;
+    }
+    D down = nf < v ? near : Step(near, false), up = nf > v ? near : Step(near, true);
     switch (m) {
         case RoundMode::CAST_FLOOR: return down;
         case RoundMode::CAST_CEIL: return up;
@@ -30,8 +45,8 @@ template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
         }
         default: {  // CAST_ODD: the neighbour whose last mantissa bit is 1
             uint16_t b;
-            std::memcpy(&b, &lo, 2);
-            return (b & 1u) ? lo : other;
+            std::memcpy(&b, &down, 2);
+            return (b & 1u) ? down : up;
         }
     }
 }
@@ -246,6 +261,75 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 // Bitwise logic on masks (uint16_t / int16_t views), count form.
 OPSDK_BINARY(And, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) & int64_t(y)))
 OPSDK_BINARY(Or, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) | int64_t(y)))
+
+
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// Mask/repeat-form reduction: each repeat's active elements reduce to dst[rep * dstRepStride].
+template <typename T, typename F>
+inline void WholeReduce(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                        const uint64_t mask[2], bool bitwise, int32_t repeat, int32_t dstRepStride,
+                        int32_t srcBlkStride, int32_t srcRepStride, F f) {
+    static_assert(kFloat<T>, "WholeReduceSum/Max/Min support half, float only (Ascend C API documentation)");
+    if (repeat < 0 || repeat > 255) Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 0 to 255");
+    RepeatShape r = CheckMask<T>(api, mask, bitwise);
+    dst.CheckAligned(api, "dstLocal");
+    src.CheckAligned(api, "srcLocal");
+    for (int32_t rep = 0; rep < repeat; ++rep) {
+        bool any = false;
+        float acc = 0.0f;
+        for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
+            if (!MaskOn(mask, bitwise, idx)) continue;
+            uint64_t at = At(r, rep, idx / r.perBlock, idx % r.perBlock, srcRepStride, srcBlkStride);
+            float v = ToF(Load<T>(src.Span(api, "srcLocal", at, 1)));
+            acc = any ? f(acc, v) : v;
+            any = true;
+        }
+        Store<T>(dst.Span(api, "dstLocal", uint64_t(rep) * dstRepStride, 1), FromF<T>(acc));
+    }
+}
+
+inline float MaxNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+inline float MinNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+
+inline void CheckOrder(const char* api, AscendC::ReduceOrder order) {
+    if (order != AscendC::ReduceOrder::ORDER_ONLY_VALUE) {
+        Fail(api, "order other than ReduceOrder::ORDER_ONLY_VALUE (value and index pairs) is not modelled by opsdk");
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+#define OPSDK_WHOLE_REDUCE(NAME, FN, ORDER_PARAM, ORDER_CHECK)                                                    \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,                  \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        const uint64_t m[2] = {static_cast<uint64_t>(mask), 0};                                                   \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, m, false, repeatTimes, dstRepStride, srcBlkStride,        \
+                                      srcRepStride, FN);                                                          \
+    }                                                                                                             \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],               \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, mask, true, repeatTimes, dstRepStride, srcBlkStride,      \
+                                      srcRepStride, FN);                                                          \
+    }
+
+#define OPSDK_NO_ORDER
+#define OPSDK_ORDER , ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX
+OPSDK_WHOLE_REDUCE(WholeReduceSum, [](float a, float b) { return a + b; }, OPSDK_NO_ORDER, (void)0)
+OPSDK_WHOLE_REDUCE(WholeReduceMax, opsdk_ascendc::MaxNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMax", order))
+OPSDK_WHOLE_REDUCE(WholeReduceMin, opsdk_ascendc::MinNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMin", order))
 
 // Reductions over count elements into dstLocal[0]; workLocal is scratch of the same type.
 template <typename T, typename F>

@@ -2,8 +2,12 @@
 // ThresholdedRelu (com.opsdk, version 1): OpDef, shape and dtype inference, tiling.
 // Skeleton parts marked TODO(author) are yours to finish; `opsdk cann --force` keeps an edited file.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "opsdk/shape_fn.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "thresholded_relu_tiling.h"
@@ -71,43 +75,35 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 }  // namespace optiling
 
 namespace ge {
-// NumPy broadcasting of the present inputs, as spec.py's elementwise inference does.
-static bool BroadcastInto(const gert::Shape& in, gert::Shape& acc)
-{
-    const size_t rank = in.GetDimNum() > acc.GetDimNum() ? in.GetDimNum() : acc.GetDimNum();
-    gert::Shape out;
-    out.SetDimNum(rank);
-    for (size_t i = 0; i < rank; ++i) {
-        const size_t ia = i + acc.GetDimNum();
-        const size_t ib = i + in.GetDimNum();
-        const int64_t a = ia >= rank ? acc.GetDim(ia - rank) : 1;
-        const int64_t b = ib >= rank ? in.GetDim(ib - rank) : 1;
-        if (a == b || b == 1) {
-            out.SetDim(i, a);
-        } else if (a == 1) {
-            out.SetDim(i, b);
-        } else if (a < 0 || b < 0) {
-            out.SetDim(i, -1);
-        } else {
-            return false;
-        }
-    }
-    acc = out;
-    return true;
-}
-
+// Output shapes from opsdk's C++ shape function (NumPy broadcasting of the present inputs).
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
-    gert::Shape acc;
+    std::vector<opsdk::shape::Dims> dims(1);
+    opsdk::shape::Inputs in;
     const gert::Shape* xShape = context->GetRequiredInputShape(0);  // by IR index
-    if (xShape != nullptr && !BroadcastInto(*xShape, acc)) {
-        return ge::GRAPH_FAILED;  // input 'x' does not broadcast with the others
-    }
-    gert::Shape* yOut = context->GetOutputShape(0);
-    if (yOut == nullptr) {
+    if (xShape == nullptr) {
         return ge::GRAPH_FAILED;
     }
-    *yOut = acc;
+    for (size_t i = 0; i < xShape->GetDimNum(); ++i) {
+        dims[0].push_back(xShape->GetDim(i));
+    }
+    in.push_back(&dims[0]);
+    std::vector<opsdk::shape::Dims> out;
+    const std::string error = opsdk::shape::Broadcast(in, 1, out);
+    if (!error.empty() || out.size() != 1) {
+        std::fprintf(stderr, "[opsdk] ThresholdedRelu shape inference: %s\n", error.c_str());
+        return ge::GRAPH_FAILED;
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+        gert::Shape* shape = context->GetOutputShape(k);
+        if (shape == nullptr) {
+            return ge::GRAPH_FAILED;
+        }
+        shape->SetDimNum(out[k].size());
+        for (size_t i = 0; i < out[k].size(); ++i) {
+            shape->SetDim(i, out[k][i]);
+        }
+    }
     return ge::GRAPH_SUCCESS;
 }
 

@@ -2,18 +2,52 @@
 // Shape and dtype inference of GridSample for GE (op proto of the AI CPU project).
 #include "grid_sample.h"
 
+#include <cstdio>
+#include <string>
 #include <vector>
+
+#include "opsdk/shape_fn.h"
+#include "grid_sample_shape.h"  // operators/grid_sample/shape.h
 
 namespace ge {
 IMPLEMT_COMMON_INFERFUNC(GridSampleInferShape)
 {
-    // TODO(author): port the shape function registered with @SPEC.register_shape in spec.py
-    // (the same port as op_host's InferShape). Until then the dtypes are set and the
-    // operator refuses to infer shapes rather than guessing them.
+    std::vector<opsdk::shape::Dims> dims(2);
+    opsdk::shape::Inputs in;
+    dims[0] = op.GetInputDescByName("x").GetShape().GetDims();
+    in.push_back(&dims[0]);
+    dims[1] = op.GetInputDescByName("grid").GetShape().GetDims();
+    in.push_back(&dims[1]);
+    std::vector<opsdk::shape::Dims> out;
+    opsdk::shape::Attrs attrs;
+    {
+        AscendString v;
+        if (op.GetAttr("mode", v) == GRAPH_SUCCESS) {
+            attrs.set("mode", std::string(v.GetString()));
+        }
+    }
+    {
+        AscendString v;
+        if (op.GetAttr("padding_mode", v) == GRAPH_SUCCESS) {
+            attrs.set("padding_mode", std::string(v.GetString()));
+        }
+    }
+    {
+        int64_t v{};
+        if (op.GetAttr("align_corners", v) == GRAPH_SUCCESS) {
+            attrs.set("align_corners", v);
+        }
+    }
+    const std::string error = opsdk::shape::GridSample(in, attrs, out);
+    if (!error.empty() || out.size() != 1) {
+        std::fprintf(stderr, "[opsdk] GridSample shape inference: %s\n", error.c_str());
+        return GRAPH_FAILED;
+    }
     TensorDesc yDesc = op.GetOutputDescByName("y");
+    yDesc.SetShape(Shape(out[0]));
     yDesc.SetDataType(op.GetInputDescByName("x").GetDataType());
     (void)op.UpdateOutputDesc("y", yDesc);
-    return GRAPH_FAILED;
+    return GRAPH_SUCCESS;
 }
 
 COMMON_INFER_FUNC_REG(GridSample, GridSampleInferShape);

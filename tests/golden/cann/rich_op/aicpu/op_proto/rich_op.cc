@@ -2,14 +2,18 @@
 // Shape and dtype inference of RichOp for GE (op proto of the AI CPU project).
 #include "rich_op.h"
 
+#include <cstdio>
+#include <string>
 #include <vector>
+
+#include "opsdk/shape_fn.h"
 
 namespace ge {
 IMPLEMT_COMMON_INFERFUNC(RichOpInferShape)
 {
     // TODO(author): port the shape function registered with @SPEC.register_shape in spec.py
-    // (the same port as op_host's InferShape). Until then the dtypes are set and the
-    // operator refuses to infer shapes rather than guessing them.
+    // to operators/rich_op/shape.h (see opsdk/shape_fn.h) and regenerate. Until
+    // then the dtypes are set and the operator refuses to infer shapes rather than guessing.
     TensorDesc yDesc = op.GetOutputDescByName("y");
     yDesc.SetDataType(op.GetInputDescByName("x").GetDataType());
     (void)op.UpdateOutputDesc("y", yDesc);

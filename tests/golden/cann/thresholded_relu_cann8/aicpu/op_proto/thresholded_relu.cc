@@ -2,39 +2,27 @@
 // Shape and dtype inference of ThresholdedRelu for GE (op proto of the AI CPU project).
 #include "thresholded_relu.h"
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
-namespace ge {
-// NumPy broadcasting of the present inputs, as spec.py's elementwise inference does.
-static bool Broadcast(const std::vector<int64_t>& in, std::vector<int64_t>& acc)
-{
-    const size_t rank = in.size() > acc.size() ? in.size() : acc.size();
-    std::vector<int64_t> out(rank, 1);
-    for (size_t i = 0; i < rank; ++i) {
-        const int64_t a = i + acc.size() >= rank ? acc[i + acc.size() - rank] : 1;
-        const int64_t b = i + in.size() >= rank ? in[i + in.size() - rank] : 1;
-        if (a == b || b == 1) {
-            out[i] = a;
-        } else if (a == 1) {
-            out[i] = b;
-        } else if (a < 0 || b < 0) {
-            out[i] = -1;
-        } else {
-            return false;
-        }
-    }
-    acc = out;
-    return true;
-}
+#include "opsdk/shape_fn.h"
 
+namespace ge {
 IMPLEMT_COMMON_INFERFUNC(ThresholdedReluInferShape)
 {
-    std::vector<int64_t> dims;
-    if (!Broadcast(op.GetInputDescByName("x").GetShape().GetDims(), dims)) {
-        return GRAPH_FAILED;  // input 'x' does not broadcast with the others
+    std::vector<opsdk::shape::Dims> dims(1);
+    opsdk::shape::Inputs in;
+    dims[0] = op.GetInputDescByName("x").GetShape().GetDims();
+    in.push_back(&dims[0]);
+    std::vector<opsdk::shape::Dims> out;
+    const std::string error = opsdk::shape::Broadcast(in, 1, out);
+    if (!error.empty() || out.size() != 1) {
+        std::fprintf(stderr, "[opsdk] ThresholdedRelu shape inference: %s\n", error.c_str());
+        return GRAPH_FAILED;
     }
     TensorDesc yDesc = op.GetOutputDescByName("y");
-    yDesc.SetShape(Shape(dims));
+    yDesc.SetShape(Shape(out[0]));
     yDesc.SetDataType(op.GetInputDescByName("x").GetDataType());
     (void)op.UpdateOutputDesc("y", yDesc);
     return GRAPH_SUCCESS;
