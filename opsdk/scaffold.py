@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -41,7 +42,7 @@ class IoDecl:
     optional: bool = False
 
 
-def parse_io(items: Sequence[str]) -> list[IoDecl]:
+def parse_io(items: Sequence[str], flag: str = "--inputs") -> list[IoDecl]:
     """Parse ``["x:float16,float32", "bias:float32?"]``.
 
     Example:
@@ -52,9 +53,24 @@ def parse_io(items: Sequence[str]) -> list[IoDecl]:
     for raw in items:
         for item in filter(None, (s.strip() for s in raw.split(";"))):
             optional = item.endswith("?")
+            if optional and flag == "--outputs":
+                raise ScaffoldError(
+                    f"--outputs {item!r}: outputs cannot be optional ('?' is for inputs); "
+                    f"write --outputs {item.rstrip('?')}"
+                )
             item = item.rstrip("?")
-            name, _, dts = item.partition(":")
+            name, colon, dts = item.partition(":")
+            if not name.strip().isidentifier():
+                raise ScaffoldError(
+                    f"{flag} {item!r}: {name.strip()!r} is not a valid name (letters, digits, "
+                    "'_', not starting with a digit), e.g. x or bias"
+                )
             dtypes = tuple(d.strip() for d in dts.split(",") if d.strip())
+            if colon and not dtypes:
+                raise ScaffoldError(
+                    f"{flag} {item!r}: no dtype after ':'; write e.g. {name.strip()}:float32, "
+                    f"or {name.strip()} alone for the default float16,float32"
+                )
             for d in dtypes:
                 if d not in ALL_DTYPES:
                     raise ScaffoldError(
@@ -69,17 +85,30 @@ def _parse_default(name: str, typ: str, text: str) -> Any:
         if typ == "int":
             return int(text)
         if typ == "float":
-            return float(text)
+            return _finite(name, float(text))
         if typ == "bool":
             if text.lower() not in ("true", "false", "1", "0"):
                 raise ValueError(text)
             return text.lower() in ("true", "1")
         if typ == "string":
             return text
-        conv = int if typ == "ints" else float
-        return [conv(v) for v in text.strip("[]").split(",") if v.strip()]
+        if typ == "ints":
+            return [int(v) for v in text.strip("[]").split(",") if v.strip()]
+        return [_finite(name, float(v)) for v in text.strip("[]").split(",") if v.strip()]
+    except ScaffoldError:
+        raise
     except ValueError:
         raise ScaffoldError(f"attribute {name!r}: default {text!r} is not a valid {typ}") from None
+
+
+def _finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise ScaffoldError(
+            f"attribute {name!r}: default {value} is not a finite number; give a finite "
+            f"default (e.g. {name}:float=0.0) and, if you need it, write float('{value}') "
+            "in spec.py yourself"
+        )
+    return value
 
 
 def parse_attrs(items: Sequence[str]) -> list[Attr]:

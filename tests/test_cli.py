@@ -147,3 +147,41 @@ def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path):
     p = opsdk("--debug", "cann", "ThresholdedRelu", "--onnx-model", str(bad),
               "-o", str(tmp_path / "o"))
     assert p.returncode == 1 and "Traceback (most recent call last)" in p.stderr
+
+
+def test_a_broken_spec_is_listed_and_does_not_hide_the_others(tmp_path):
+    ops = tmp_path / "ops"
+    (ops / "exits").mkdir(parents=True)
+    (ops / "exits" / "spec.py").write_text("import sys\nsys.exit(0)\n")
+    (ops / "typo").mkdir()
+    (ops / "typo" / "spec.py").write_text("SPEC = OpSpecc('Typo')\n")
+    env = {"OPSDK_OPERATORS_PATH": str(ops)}
+    p = opsdk("list", env=env, cwd=tmp_path)
+    assert p.returncode == 1 and "ThresholdedRelu" in p.stdout, p.stderr
+    assert "exits: BROKEN, left out: " in p.stderr and "SystemExit: 0" in p.stderr
+    assert "typo: BROKEN" in p.stderr and "NameError: name 'OpSpecc' is not defined" in p.stderr
+    assert opsdk("export", "ThresholdedRelu", "-o", "t.onnx", "--shape", "x=2", env=env,
+                 cwd=tmp_path).returncode == 0
+    one_line_error(opsdk("build", "exits", env=env, cwd=tmp_path), "build",
+                   "exits/spec.py: importing spec.py failed: SystemExit: 0")
+    one_line_error(opsdk("build", str(ops / "exits"), env=env, cwd=tmp_path), "build",
+                   "SystemExit: 0")
+
+
+def test_bad_values_are_refused_not_silently_accepted(tmp_path):
+    cases = [
+        (["new", "NanOp", "--attrs", "a:float=nan"], "new",
+         ["attribute 'a': default nan is not a finite number"]),
+        (["new", "InfOp", "--attrs", "w:floats=1,inf"], "new", ["default inf is not a finite"]),
+        (["new", "OptOut", "--outputs", "y?"], "new",
+         ["--outputs 'y?': outputs cannot be optional", "write --outputs y"]),
+        (["new", "NoDtype", "--inputs", "x:"], "new", ["--inputs 'x:': no dtype after ':'"]),
+        (["cann", "ThresholdedRelu", "-o", "prj", "--vendor", "bad vendor/.."], "cann",
+         ["--vendor 'bad vendor/..': use letters, digits and '_'"]),
+        (["package", "ThresholdedRelu", "-o", "dist", "--cpu-baseline", "pentium9"], "package",
+         ["--cpu-baseline 'pentium9' is not a CPU level opsdk knows; pick one of x86-64"]),
+    ]
+    for argv, command, needles in cases:
+        one_line_error(opsdk(*argv, cwd=tmp_path), command, *needles)
+    assert not (tmp_path / "operators").exists() and not (tmp_path / "prj").exists()
+    assert not list((tmp_path / "dist").glob("*.whl"))

@@ -183,6 +183,8 @@ def test_generated_project_is_self_contained(tmp_path):
     assert "cmake/OpsdkOperator.cmake" in files
     assert "opsdk_api/include/opsdk/custom_op.h" in files
     assert "opsdk_api/csrc/entry.cpp" in files
+    assert "opsdk_api/csrc/runtime.cpp" in files
+    assert "opsdk_api/include/opsdk/invoke.h" in files
     ops = "src/acme_ops/operators"
     assert {f"{ops}/pkg_alpha/spec.py", f"{ops}/pkg_alpha/kernel.cpp",
             f"{ops}/pkg_alpha/onnx/schema.json", f"{ops}/pkg_beta/reference.py"} <= set(files)

@@ -150,6 +150,11 @@ def test_triton_check_command(tmp_path: Path, ort_1232: Path,
     assert any("E16005" in p for p in bad.problems)
     assert any("not a registered function/op" in p for p in bad.problems)
     assert main(["triton", "check", str(folder), "--cann", "8.1.RC1"]) == 1
+    (folder / "1" / "model.onnx").unlink()
+    assert "model.onnx is missing" in check_npu_ge_folder(folder).problems[0]
+    cpu = build_repository(tmp_path / "src.onnx", tmp_path / "cpu", RepositoryOptions("c"))
+    with pytest.raises(TritonConfigError, match="is not an npu_ge model folder"):
+        check_npu_ge_folder(cpu)
 
 
 def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
@@ -164,16 +169,26 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
     assert any("embedded fallback functions" in n for n in notes)
 
 
-def test_op_without_decomposition_is_refused(tmp_path: Path) -> None:
+_NO_FALLBACK = """
+from opsdk.spec import Input, OpSpec, Output
+SPEC = OpSpec("NoFallback", domain="com.test", version=1, inputs=[Input("x", "float32")],
+              outputs=[Output("y", "float32")])
+"""
+
+
+def test_op_without_decomposition_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ops" / "no_fallback").mkdir(parents=True)
+    (tmp_path / "ops" / "no_fallback" / "spec.py").write_text(_NO_FALLBACK)
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(tmp_path / "ops"))
     g = helper.make_graph(
-        [helper.make_node("GridSample", ["x", "grid"], ["y"], domain="com.opsdk")], "g",
-        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 1, 4, 4]),
-         helper.make_tensor_value_info("grid", T.FLOAT, ["N", 3, 3, 2])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 1, 3, 3])])
+        [helper.make_node("NoFallback", ["x"], ["y"], domain="com.test")], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
-                                            helper.make_opsetid("com.opsdk", 1)])
-    assert find_operator("com.opsdk::GridSample").spec.function is None
-    with pytest.raises(TritonConfigError, match=r"com.opsdk::GridSample has no fallback "
+                                            helper.make_opsetid("com.test", 1)])
+    assert find_operator("com.test::NoFallback").spec.function is None
+    with pytest.raises(TritonConfigError, match=r"com.test::NoFallback has no fallback "
                        r"function.*@SPEC.register_function.*--target cpu"):
         build(tmp_path, m)
     assert not (tmp_path / "repo" / "net").exists()

@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     info = find_operator(args.name)
     spec = info.spec
     socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
+    from ..naming import check_vendor_name
+
     target = resolve_cann(args.cann)
     engine, why = (args.engine, "--engine") if args.engine else default_engine(spec, info.folder)
     op_type = args.op_type or spec.name
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         socs=socs,
         origin_op_types=_keys(args, spec),
-        vendor=args.vendor,
+        vendor=check_vendor_name(args.vendor),
         force=args.force,
         engine=engine,
         cann=target.version,

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.like:
         inputs, outputs, attrs, doc, onnx_op = _from_like(args.like)
     inputs = parse_io(args.inputs) or inputs
-    outputs = parse_io(args.outputs) or outputs
+    outputs = parse_io(args.outputs, "--outputs") or outputs
     attrs = parse_attrs(args.attrs) or attrs
     path = new_operator(
         args.name,

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
-from ._manifest import FORMAT, host_environment, source_hashes
+from ._manifest import CPU_LEVELS, FORMAT, host_environment, source_hashes
 from ._project import (
     OpSource,
     PackageName,
@@ -74,7 +74,26 @@ def _check_baseline(baseline: str) -> str:
             "level all your hosts have: x86-64, x86-64-v2 (default), x86-64-v3, x86-64-v4, "
             "armv8-a"
         )
+    if baseline and baseline not in CPU_LEVELS:
+        raise SpecError(
+            f"--cpu-baseline {baseline!r} is not a CPU level opsdk knows; pick one of "
+            f"{', '.join(CPU_LEVELS)} (or '' for the compiler's default)"
+        )
     return baseline
+
+
+def _authors_paths(text: str, project: Path, pkg: PackageName, ops: Sequence[OpSource]) -> str:
+    """A failed wheel build's message, with the compiler's diagnostics about the project's
+    copy of a kernel pointed at the author's own file (and shown alone when there are any)."""
+    folders = []
+    for op in ops:
+        copy = project / "src" / pkg.import_name / "operators" / op.snake
+        for form in {str(copy), str(copy.resolve())}:
+            text = text.replace(form + os.sep, str(op.folder) + os.sep)
+        folders.append(str(op.folder) + os.sep)
+    head, _, body = text.partition("\n")
+    own = [ln.strip() for ln in body.splitlines() if ln.strip().startswith(tuple(folders))]
+    return head + "\n" + "\n".join(own[:30]) if own else text
 
 
 def _dist_version(name: str) -> str | None:
@@ -211,7 +230,10 @@ def package_operators(
     write_tree(project, files)
     say(f"compiling {len(ops)} kernel(s) for {pkg.name} {pkg.version} "
         f"(portable, CPU baseline {baseline or 'compiler default'}) ...")
-    built = build_wheel(project, project / "dist")  # on failure the project stays for a look
+    try:
+        built = build_wheel(project, project / "dist")  # on failure the project stays
+    except BuildError as e:
+        raise BuildError(_authors_paths(str(e), project, pkg, ops)) from None
     say("checking the wheel (kernels against their specs) ...")
     check_wheel(built, pkg, ops)
     wheel, unchanged = _publish(built, Path(out_dir), force)

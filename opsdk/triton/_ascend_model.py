@@ -99,6 +99,19 @@ def prepare_ascend_model(
     specs = custom_specs(out.proto, label)
     _check_opset(out.proto, label)
     _pin_custom_versions(out, specs, registered or {}, label)
+    _embed_functions(out, specs, label)
+    out.notes += name_output_dims(out.proto, label, batched)
+    if cann.rejects_mixed_default_domain and len(out.proto.opset_import) > 1:
+        _explicit_onnx_domain(out, cann)
+    _mark_generated(out.proto)
+    if out.proto.ir_version > ge.ORT_MAX_IR:
+        out.notes.append(f"IR version {out.proto.ir_version} lowered to {ge.ORT_MAX_IR}, the "
+                         f"newest ONNX Runtime {ge.ORT_VERSION} loads")
+        out.proto.ir_version = ge.ORT_MAX_IR
+    return out
+
+
+def _embed_functions(out: AscendModel, specs: list[OpSpec], label: str) -> None:
     for spec in specs:
         if spec.function is None:
             raise TritonConfigError(
@@ -112,15 +125,6 @@ def prepare_ascend_model(
         out.notes.append(
             "embedded fallback functions: " + ", ".join(f"{s.domain}::{s.name}" for s in specs)
         )
-    out.notes += name_output_dims(out.proto, label, batched)
-    if cann.rejects_mixed_default_domain and len(out.proto.opset_import) > 1:
-        _explicit_onnx_domain(out, cann)
-    _mark_generated(out.proto)
-    if out.proto.ir_version > ge.ORT_MAX_IR:
-        out.notes.append(f"IR version {out.proto.ir_version} lowered to {ge.ORT_MAX_IR}, the "
-                         f"newest ONNX Runtime {ge.ORT_VERSION} loads")
-        out.proto.ir_version = ge.ORT_MAX_IR
-    return out
 
 
 def _mark_generated(model: ModelProto) -> None:

@@ -83,6 +83,9 @@ def check_npu_ge_folder(
     except TritonConfigError as e:
         report.problems.append(str(e))
     path = folder / MODEL_FILE
+    if not path.is_file():
+        report.problems.append(f"{path} is missing; rebuild the folder with opsdk triton build")
+        return report
     model = onnx.load(str(path))
     registered = project_plugin_keys(op_projects)
     keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
