@@ -3,9 +3,10 @@
 
 :func:`generate` turns the decomposition registered with ``@SPEC.register_function`` into an
 Ascend C kernel and its host tiling, when the decomposition is elementwise (arithmetic,
-comparisons, Where, Cast/CastLike, Constant (attribute strings through LabelEncoder), Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
-Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity). Otherwise it returns
-the reason, and the operator keeps a TODO kernel and runs on AI CPU.
+comparisons, Where, Cast/CastLike, Constant, Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
+Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity, and LabelEncoder of a
+string attribute). Otherwise it raises :class:`GenerateRefused` with the reason, and the
+operator keeps a TODO kernel and runs on AI CPU.
 
 The kernel splits the elements over the cores (the last core takes the tail), walks each
 core's range in tiles sized from the SoC's Unified Buffer (32-byte aligned, double-buffered
