@@ -77,3 +77,15 @@ def test_thresholded_relu_kernel_is_source_compatible() -> None:
             "GM_ADDR workspace, GM_ADDR tiling)") in src
     assert {f.name for f in k.tiling.fields} == {"blockLength", "lastBlockLength", "tileLength",
                                                   "tileNum"}
+
+
+@pytest.mark.parametrize("name", ["opsdk.cann._ascendc_tiling", "opsdk.cann.ascendc",
+                                  "opsdk._decomposition", "opsdk.cann._socs",
+                                  "opsdk.cann._ascendc_kernels"])
+def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(Path(__file__).parents[1])
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
