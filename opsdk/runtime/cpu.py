@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
 
-__all__ = ["Operator", "load_module"]
+__all__ = ["Operator", "load_module", "output_pool_stats", "set_output_pool_limit"]
 
 _MODULES: dict[str, ModuleType] = {}
 
@@ -54,6 +54,43 @@ def load_module(path: Path) -> ModuleType:
     return module
 
 
+def output_pool_stats() -> dict[str, int]:
+    """The output memory pool of the loaded operator modules ({} before any is loaded).
+
+    Outputs of 256 KiB or more come from one process-wide pool of blocks keyed by size: a
+    block returns to it when the output array and every view of it are gone, and the next
+    output of that size reuses it (no page faults, warm caches). ``cached_bytes`` is what
+    the pool holds free now, ``hits`` and ``misses`` count reuses and fresh allocations.
+
+    Example:
+        >>> import numpy as np, opsdk
+        >>> relu = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
+        >>> y = relu(np.ones(1 << 20, np.float32)); del y  # doctest: +SKIP
+        >>> output_pool_stats()["cached_bytes"]  # doctest: +SKIP
+        4194304
+    """
+    for module in _MODULES.values():
+        if hasattr(module, "output_pool_stats"):
+            return dict(module.output_pool_stats())
+    return {}
+
+
+def set_output_pool_limit(nbytes: int) -> None:
+    """Cap the bytes the output pool keeps free for reuse (0 turns pooling off).
+
+    The default is 1 GiB, or ``$OPSDK_OUTPUT_POOL_MB`` MiB; memory held by live outputs
+    is never counted. Lowering the limit frees the blocks above it at once.
+
+    Example:
+        >>> set_output_pool_limit(256 << 20)  # doctest: +SKIP
+    """
+    if nbytes < 0:
+        raise ValueError(f"set_output_pool_limit: nbytes must be >= 0, got {nbytes}")
+    for module in _MODULES.values():
+        if hasattr(module, "set_output_pool_limit"):
+            module.set_output_pool_limit(int(nbytes))
+
+
 class Operator:
     """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
 
@@ -75,6 +112,9 @@ class Operator:
         self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
         fast = spec.elementwise and not self.guard
         self._call = self._fast_caller() if fast else self._slow_call
+        install = getattr(module, "install_call", None)  # absent in modules of older wheels
+        if install is not None and isinstance(Operator.__dict__["__call__"], FunctionType):
+            install(Operator)
 
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
@@ -89,7 +129,7 @@ class Operator:
         ]
         attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
         n = len(self.spec.inputs)
-        caller: Callable[..., Any] = self.module.FastCaller(n, n, kernels, attrs, self._slow_call)
+        caller: Callable[..., Any] = self.module.fast_caller(n, n, kernels, attrs, self._slow_call)
         return caller
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
@@ -112,13 +152,13 @@ class Operator:
     def __repr__(self) -> str:
         return f"<opsdk.Operator {self.spec.domain}::{self.spec.name} (cpu)>"
 
-    @property
-    def __call__(self) -> Callable[..., Any]:
+    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
 
-        A property, so ``op(x)`` calls the fast path with no Python frame in between.
+        The first load replaces this method by the same forwarding written in C (see
+        ``install_call`` in entry.cpp), so ``op(x)`` reaches the kernel with no Python frame.
         """
-        return self._call
+        return self._call(*inputs, **attrs)
 
     def set_num_threads(self, n: int) -> None:
         """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""
@@ -233,7 +273,8 @@ class Operator:
         self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
     ) -> list[np.ndarray]:
         if given is None:
-            return [np.empty(shape, dt) for shape, dt in out_specs]
+            empty = self.module.empty  # pooled when large (see output_pool_stats)
+            return [empty(shape, dt) for shape, dt in out_specs]
         if len(given) != len(out_specs):
             raise SpecError(
                 f"{self.spec.name}: expected {len(out_specs)} output buffers, got {len(given)}"
