@@ -248,6 +248,15 @@ def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path:
         n.op_type for n in model.graph.node if n.domain == "com.opsdk"}
 
 
+def test_shape_gears_on_paddle_dynamic_dims(entries: Any, rewritten: Any, tmp_path: Path) -> None:
+    """paddle2onnx's `dim_value -1` batch dim is variable for GE shape gears too."""
+    entry_of(entries, "ppocr-cls")
+    assert main(["triton", "build", str(rewritten("ppocr-cls")), "-o", str(tmp_path), "--name",
+                 "cls", "--target", "ascend", "--shape-gears", "1,48,192;8,48,320"]) == 0
+    config = (tmp_path / "cls" / "config.pbtxt").read_text()
+    assert "x:-1,3,-1,-1" in config and "1,48,192;8,48,320" in config
+
+
 def test_served_by_one_tritonserver(entries: Any, rewritten: Any, triton_server: Any,  # noqa: F811
                                     tmp_path: Path) -> None:
     """Every available rewritten model in one repository, served and queried."""
