@@ -2,6 +2,7 @@
 
 Example:
     $ opsdk test ThresholdedRelu --precision-mode force_fp16 --report out.html -k float32
+    $ opsdk test ThresholdedRelu --device npu --cann-op-type ThresholdedReluCustom
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..testing._standards import STANDARDS
 
 _OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
             "report", "timeout", "sanitize")
+_LISTS = ("cann_op_type", "cann_project")
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -49,6 +51,11 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
+    p.add_argument("--cann-op-type", action="append", metavar="TYPE", default=default,
+                   help="npu: the operator's CANN type when `opsdk cann --op-type` renamed it "
+                   "(e.g. ThresholdedReluCustom)")
+    p.add_argument("--cann-project", action="append", metavar="DIR", default=default,
+                   help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
                    help="cpu: run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run)")
@@ -105,6 +112,9 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
         if k == "timeout" and v is None:
             v = DEFAULT_TIMEOUT_S
         if v is not None:
+            argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    for k in _LISTS:
+        for v in [*(getattr(args, k, None) or []), *(getattr(own, k) or [])]:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
     if own.standard_only or getattr(args, "standard_only", None):
         argv.append("--opsdk-standard-only")
