@@ -85,6 +85,11 @@ def test_types_from_options_and_project_manifests(project: Path, tmp_path: Path)
     with pytest.raises(SpecError, match=r"ThresholdedRelu: two CANN types, TreluX "
                        r"\(--opsdk-cann-op-type\) and ThresholdedReluCustom \(project .*trelu\)"):
         cann_types(["ThresholdedRelu=TreluX"], [str(project)])
+    other = tmp_path / "other"
+    write_project(TRELU, other, op_type="TreluB")
+    with pytest.raises(SpecError, match=r"ThresholdedRelu: two CANN types, ThresholdedReluCustom "
+                       r"\(project .*trelu\) and TreluB \(project .*other\); drop one"):
+        cann_types([], [str(project), str(other)])
     with pytest.raises(SpecError, match="gives Gelu two types: GeluA and GeluB"):
         cann_types(["Gelu=GeluA", "Gelu=GeluB"], [])
     with pytest.raises(SpecError, match="--opsdk-cann-op-type '=GeluA': write OP=TYPE"):
@@ -92,10 +97,12 @@ def test_types_from_options_and_project_manifests(project: Path, tmp_path: Path)
     with pytest.raises(SpecError, match="--opsdk-cann-op-type 'gelu-custom' is not a CANN "
                        "operator type"):
         cann_types(["Gelu=gelu-custom"], [])
-    with pytest.raises(SpecError, match=f"--opsdk-cann-project {tmp_path}: no opsdk project "
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SpecError, match=f"--opsdk-cann-project {empty}: no opsdk project "
                        r"manifest with the operator \(.*\.opsdk-manifest\.json\); pass a folder "
                        "written by `opsdk cann`"):
-        cann_types([], [str(tmp_path)])
+        cann_types([], [str(empty)])
 
 
 @no_npu

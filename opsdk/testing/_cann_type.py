@@ -88,12 +88,11 @@ def cann_types(values: Sequence[str], projects: Sequence[str]) -> CannTypes:
             key, typ = project_op_type(folder)
         except CannArgError as e:
             raise SpecError(f"--opsdk-cann-project {e}") from None
-        other = read.get(key, (typ, folder))
-        named = given.get(key[1], given.get(None, typ))
-        if other[0] != typ or named != typ:
-            first = f"{other[0]} (project {other[1]})" if other[0] != typ else \
-                f"{named} (--opsdk-cann-op-type)"
-            raise SpecError(f"{key[1]}: two CANN types, {first} and {typ} (project {folder}); "
+        named = given.get(key[1], given.get(None))
+        earlier = (f"{read[key][0]} (project {read[key][1]})" if key in read and read[key][0] != typ
+                   else f"{named} (--opsdk-cann-op-type)" if named not in (None, typ) else None)
+        if earlier:
+            raise SpecError(f"{key[1]}: two CANN types, {earlier} and {typ} (project {folder}); "
                             "drop one")
         read[key] = (typ, str(folder))
     return CannTypes(given, read)
