@@ -89,3 +89,15 @@ def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path(__file__).parents[1])
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_tiling_description_errors_name_the_step() -> None:
+    from opsdk.cann.ascendc import Tiling, TilingField
+    from opsdk.errors import SpecError
+
+    with pytest.raises(SpecError, match="reads 'rows' before it is defined"):
+        Tiling("Demo", (TilingField("n"),), (("n", "rows * 2"),), "1")
+    with pytest.raises(SpecError, match=r"may use \+ - \* and the functions floordiv"):
+        Tiling("Demo", (TilingField("n"),), (("n", "totalLength / 2"),), "1")
+    with pytest.raises(SpecError, match=r"tiling fields \['m'\] have no step"):
+        Tiling("Demo", (TilingField("m"),), (("n", "totalLength"),), "1")

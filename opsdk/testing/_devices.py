@@ -55,7 +55,8 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
     if device == "ascendc-model":
         from ..runtime.ascendc_model import AscendcModel
 
-        return AscendcModel(folder, spec, seed=int(options.get("seed") or 0))
+        threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
+        return AscendcModel(folder, spec, seed=int(options.get("seed") or 0), threads=threads)
     if device in ("ascendc-cpu", "ascendc-sim"):
         from ..runtime.ascendc_toolkit import open_toolkit_device
 
