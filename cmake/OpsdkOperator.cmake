@@ -159,6 +159,15 @@ endfunction()
 function(_opsdk_flags portable baseline out_compile out_link)
   set(copts "")
   set(lopts "")
+  # A toolchain whose compiler already targets one CPU level (opsdk package's zig wrappers:
+  # `zig c++ -mcpu=x86_64_v2`) says so; another level would need another toolchain.
+  if(OPSDK_TOOLCHAIN_CPU_BASELINE)
+    if(baseline AND NOT baseline STREQUAL OPSDK_TOOLCHAIN_CPU_BASELINE)
+      message(FATAL_ERROR "opsdk: the toolchain ${CMAKE_TOOLCHAIN_FILE} compiles for CPU "
+                          "baseline ${OPSDK_TOOLCHAIN_CPU_BASELINE}, not ${baseline}")
+    endif()
+    set(baseline "")
+  endif()
   if(baseline)
     string(MAKE_C_IDENTIFIER "OPSDK_HAS_MARCH_${baseline}" var)
     check_cxx_compiler_flag("-march=${baseline}" ${var})
@@ -178,8 +187,15 @@ function(_opsdk_flags portable baseline out_compile out_link)
                         "-ffile-prefix-map=${CMAKE_BINARY_DIR}=build"
                         "-ffile-prefix-map=${OPSDK_INCLUDE_DIR}=opsdk-include")
     endif()
-    foreach(flag IN ITEMS "-static-libstdc++" "-static-libgcc" "LINKER:--exclude-libs,ALL"
-                          "LINKER:--strip-all")
+    # A toolchain may name its own (zig links libc++ statically anyway and has no
+    # --exclude-libs); else every flag the linker takes of these.
+    if(DEFINED OPSDK_TOOLCHAIN_PORTABLE_LINK_OPTIONS)
+      set(candidates ${OPSDK_TOOLCHAIN_PORTABLE_LINK_OPTIONS})
+    else()
+      set(candidates "-static-libstdc++" "-static-libgcc" "LINKER:--exclude-libs,ALL"
+                     "LINKER:--strip-all")
+    endif()
+    foreach(flag IN LISTS candidates)
       string(MAKE_C_IDENTIFIER "OPSDK_HAS_LINK_${flag}" var)
       check_linker_flag(CXX "${flag}" ${var})
       if(${var})
