@@ -432,7 +432,10 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
     return out;
   });
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
-  py::class_<FastCaller>(m, "FastCaller")
+  // module_local: every operator's module has its own FastCaller. pybind11 shares its type
+  // registry between modules built with the same compiler and C++ library, and under
+  // libc++ (zig's, in manylinux builds) the types of two modules would be taken as one.
+  py::class_<FastCaller>(m, "FastCaller", py::module_local())
       .def(py::init<size_t, size_t, const py::list&, const py::list&, py::object>())
       .def("__call__", &FastCaller::call);
   m.def("set_num_threads", [](int n) { opsdk::num_threads_setting() = n > 0 ? n : 1; });
