@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._artefacts import Artefacts, generate_artefacts, schema_dict
+from ._emulate import EmulatedPython, emulated_python
 from ._manifest import (
     CPU_LEVELS,
     MANIFEST_NAME,
@@ -54,6 +55,8 @@ __all__ = [
     "WheelPlatform",
     "WheelTarget",
     "debian_sysroot",
+    "EmulatedPython",
+    "emulated_python",
     "parse_platforms",
     "parse_pythons",
     "target_python",
