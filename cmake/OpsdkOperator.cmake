@@ -15,17 +15,18 @@
 #     [INSTALL_DESTINATION <dir>]     install(TARGETS) destination (e.g. inside a wheel)
 #     [PORTABLE]                      flags for binaries that run on other hosts (see below)
 #     [CPU_BASELINE <arch>]           -march value: native, x86-64, x86-64-v2, armv8-a, ...
-#     [ENTRY_OBJECT <file>])          link this prebuilt entry point object (see
-#                                     opsdk_add_entry) instead of compiling one
+#     [ENTRY_OBJECTS <file>...])      link these prebuilt objects of the entry point and
+#                                     runtime (see opsdk_add_entry) instead of compiling them
 #
-# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]) compiles the entry point
-# alone as an OBJECT library; `opsdk build` (the JIT cache) uses it once per toolchain and
-# links the object into every operator with ENTRY_OBJECT. `opsdk build` and `opsdk package`
+# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]) compiles the entry point and
+# the runtime alone as an OBJECT library; `opsdk build` (the JIT cache) uses it once per
+# toolchain and links the objects into every operator with ENTRY_OBJECTS. `opsdk build` and `opsdk package`
 # both build through this file: there is one description of how a kernel module is made.
 #
 # The result is a pybind11 module named `_opsdk_kernels` (the name opsdk's runtime loads)
-# made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp),
-# which is compiled once per project and shared by every operator target. Load it with
+# made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp) and
+# its Python-free runtime (opsdk/csrc/runtime.cpp: thread pool, invocation core), which are
+# compiled once per project and shared by every operator target. Load it with
 # opsdk.runtime.load_module(path), or put it next to the operator's spec.py, where opsdk
 # picks it up as a prebuilt kernel.
 #
@@ -38,7 +39,8 @@
 # Variables (set before include() to override):
 #   OPSDK_INCLUDE_DIR         folder holding opsdk/custom_op.h
 #   OPSDK_ENTRY_SOURCE        opsdk's entry.cpp
-# Both are found next to this file (a source checkout or an installed opsdk), else by
+#   OPSDK_RUNTIME_SOURCE      opsdk's runtime.cpp (default: next to entry.cpp)
+# The first two are found next to this file (a source checkout or an installed opsdk), else by
 # asking the Python interpreter for `opsdk._paths`.
 #   OPSDK_PYTHON_INCLUDE_DIR  the headers of the Python the modules are for
 #   OPSDK_PYTHON_EXT_SUFFIX   its module suffix, e.g. .cpython-311-aarch64-linux-gnu.so
@@ -133,7 +135,12 @@ function(_opsdk_locate_api)
   set(OPSDK_ENTRY_SOURCE "${_entry}" CACHE FILEPATH "opsdk's entry.cpp")
 endfunction()
 _opsdk_locate_api()
-foreach(_f IN ITEMS "${OPSDK_INCLUDE_DIR}/opsdk/custom_op.h" "${OPSDK_ENTRY_SOURCE}")
+if(NOT OPSDK_RUNTIME_SOURCE)
+  get_filename_component(_opsdk_csrc "${OPSDK_ENTRY_SOURCE}" DIRECTORY)
+  set(OPSDK_RUNTIME_SOURCE "${_opsdk_csrc}/runtime.cpp")
+endif()
+foreach(_f IN ITEMS "${OPSDK_INCLUDE_DIR}/opsdk/custom_op.h" "${OPSDK_ENTRY_SOURCE}"
+                    "${OPSDK_RUNTIME_SOURCE}")
   if(NOT EXISTS "${_f}")
     message(FATAL_ERROR "opsdk: ${_f} does not exist; check OPSDK_INCLUDE_DIR and "
                         "OPSDK_ENTRY_SOURCE")
@@ -207,7 +214,7 @@ function(_opsdk_flags portable baseline out_compile out_link)
   set(${out_link} "${lopts}" PARENT_SCOPE)
 endfunction()
 
-# The entry point as an OBJECT library, compiled once per flavour and shared.
+# The entry point and the runtime as an OBJECT library, compiled once per flavour and shared.
 function(_opsdk_entry_target flavour copts out)
   set(name "opsdk_entry_${flavour}")
   if(NOT TARGET ${name})
@@ -217,7 +224,7 @@ function(_opsdk_entry_target flavour copts out)
 endfunction()
 
 function(_opsdk_entry_library name copts)
-  add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}")
+  add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}" "${OPSDK_RUNTIME_SOURCE}")
   _opsdk_python_target(${name} "${copts}")
 endfunction()
 
@@ -248,9 +255,9 @@ macro(_opsdk_flavour)
   string(MAKE_C_IDENTIFIER "${portable}_${baseline}" flavour)
 endmacro()
 
-# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]): the entry point alone, as an
-# OBJECT library, for builds that compile it once and link it into many operators
-# (`opsdk build` keeps one per toolchain in its cache; see ENTRY_OBJECT below).
+# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]): the entry point and runtime
+# alone, as an OBJECT library, for builds that compile them once and link them into many
+# operators (`opsdk build` keeps them per toolchain in its cache; see ENTRY_OBJECTS below).
 function(opsdk_add_entry target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE" "CPU_BASELINE" "")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -263,7 +270,7 @@ endfunction()
 
 function(opsdk_add_operator target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE"
-    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE;ENTRY_OBJECT" "SOURCES")
+    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES;ENTRY_OBJECTS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "opsdk_add_operator(${target}): unknown arguments "
                         "${ARG_UNPARSED_ARGUMENTS}")
@@ -297,12 +304,14 @@ function(opsdk_add_operator target)
   _opsdk_flavour()
   add_library(${target} MODULE ${sources})
   _opsdk_python_target(${target} "${copts}")
-  if(ARG_ENTRY_OBJECT)
-    if(NOT EXISTS "${ARG_ENTRY_OBJECT}")
-      message(FATAL_ERROR "opsdk_add_operator(${target}): ENTRY_OBJECT ${ARG_ENTRY_OBJECT} "
-                          "does not exist; build it with opsdk_add_entry")
-    endif()
-    target_sources(${target} PRIVATE "${ARG_ENTRY_OBJECT}")
+  if(ARG_ENTRY_OBJECTS)
+    foreach(obj IN LISTS ARG_ENTRY_OBJECTS)
+      if(NOT EXISTS "${obj}")
+        message(FATAL_ERROR "opsdk_add_operator(${target}): ENTRY_OBJECTS: ${obj} does not "
+                            "exist; build it with opsdk_add_entry")
+      endif()
+    endforeach()
+    target_sources(${target} PRIVATE ${ARG_ENTRY_OBJECTS})
   else()
     _opsdk_entry_target(${flavour} "${copts}" entry)
     target_link_libraries(${target} PRIVATE ${entry})

@@ -28,3 +28,8 @@ def include_dir() -> Path:
 def entry_source() -> Path:
     """The generic pybind11 entry point compiled into every operator module."""
     return PACKAGE_DIR / "csrc" / "entry.cpp"
+
+
+def runtime_source() -> Path:
+    """The Python-free runtime (thread pool, invocation core) linked next to every kernel."""
+    return PACKAGE_DIR / "csrc" / "runtime.cpp"

@@ -2,7 +2,8 @@
 
 Layout of the cache (``$OPSDK_CACHE_DIR``, default the user cache dir)::
 
-    entry/<config>/entry.o                 the generic pybind11 entry point, built once
+    entry/<config>/entry.o, runtime.o      the pybind11 entry point and the Python-free
+                                           runtime (thread pool, invoke), built once
     ops/<snake>/<config>/build/            persistent CMake+Ninja tree (incremental)
     ops/<snake>/<config>/lib/<key>/        finished modules, one per source content key
 
@@ -113,7 +114,11 @@ def toolchain(cxxflags: str | None = None) -> Toolchain:
     from . import __version__
 
     cxx = _find_cxx()
-    api = sorted(_paths.include_dir().rglob("*.h")) + [_paths.entry_source(), _cmake_module()]
+    api = sorted(_paths.include_dir().rglob("*.h")) + [
+        _paths.entry_source(),
+        _paths.runtime_source(),
+        _cmake_module(),
+    ]
     return Toolchain(
         cxx=cxx,
         cxx_version=_compiler_version(cxx),
@@ -185,18 +190,39 @@ def build_operator(
     name = name or folder.name
     tc = toolchain(cxxflags)
     srcs, hdrs = operator_sources(folder)
-    key = hashlib.sha256((tc.key + _file_hash(srcs + hdrs)).encode()).hexdigest()[:20]
+    source_hash = _file_hash(srcs + hdrs)
+    key = hashlib.sha256((tc.key + source_hash).encode()).hexdigest()[:20]
     root = cache_dir() / "ops" / name / tc.key
     module = root / "lib" / key / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    if module.exists() and not force:
+    if not force and cache_problem(module, source_hash) is None:
         return BuildResult(module, key, False, time.perf_counter() - t0)
+    _check_writable(root)
     with file_lock(root / ".lock", name, progress):
-        if module.exists() and not force:  # another process built it while we waited
+        problem = cache_problem(module, source_hash)  # another process may have built it
+        if problem is None and not force:
             return BuildResult(module, key, False, time.perf_counter() - t0)
+        _notice_rebuild(name, module, problem, progress)
         entry = _build_entry(tc, progress)
         _compile(name, folder, srcs, root, tc, entry, module, progress)
+        _write_record(module, source_hash)
         _prune(root / "lib", keep=module.parent)
     return BuildResult(module, key, True, time.perf_counter() - t0)
+
+
+def _check_writable(root: Path) -> None:
+    """Raise a BuildError naming $OPSDK_CACHE_DIR when the cache cannot be written."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        where = f"OPSDK_CACHE_DIR={os.environ['OPSDK_CACHE_DIR']!r}" if os.environ.get(
+            "OPSDK_CACHE_DIR") else f"the build cache {cache_dir()}"
+        raise BuildError(
+            f"{where} cannot be used: {e.strerror or e} ({e.filename}); point OPSDK_CACHE_DIR "
+            "at a folder you can write, e.g. export OPSDK_CACHE_DIR=$HOME/.cache/opsdk"
+        ) from None
 
 
 def _cmake_env() -> dict[str, str]:
@@ -234,6 +260,7 @@ def _configure(
         f"-DOPSDK_PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
         f"-DOPSDK_INCLUDE_DIR={_paths.include_dir()}",
         f"-DOPSDK_ENTRY_SOURCE={_paths.entry_source()}",
+        f"-DOPSDK_RUNTIME_SOURCE={_paths.runtime_source()}",
     ]
     return _run(cmd, build, log)
 
@@ -267,14 +294,18 @@ def _quoted(paths: list[Path]) -> str:
     return " ".join(f'"{p.as_posix()}"' for p in paths)
 
 
-def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
+def _build_entry(tc: Toolchain, progress: Progress | None) -> list[Path]:
+    """The entry point's and the runtime's object files (compiled once per toolchain)."""
     root = cache_dir() / "entry" / tc.key
-    obj = root / "entry.o"
-    if obj.exists():
-        return obj
+    objs = [root / "entry.o", root / "runtime.o"]
+    if all(cache_problem(o, tc.key) is None for o in objs):
+        return objs
     with file_lock(root / ".lock", "the opsdk entry point", progress):
-        if obj.exists():
-            return obj
+        problems = [(o, cache_problem(o, tc.key)) for o in objs]
+        if all(p is None for _, p in problems):
+            return objs
+        for o, p in problems:
+            _notice_rebuild("the opsdk entry point", o, p, progress)
         if progress:
             progress("compiling the opsdk pybind11 entry point (once per toolchain) ...")
         src, build, log = root / "src", root / "build", root / "build.log"
@@ -290,11 +321,13 @@ def _build_entry(tc: Toolchain, progress: Progress | None) -> Path:
                     f"building the opsdk entry point failed (log: {log}):\n"
                     + _tail(proc.stdout + proc.stderr)
                 )
-        built = next(build.rglob("entry.cpp.o"))
-        tmp = root / f"entry.o.{os.getpid()}"
-        shutil.copyfile(built, tmp)
-        os.replace(tmp, obj)
-    return obj
+        for obj in objs:
+            built = next(build.rglob(obj.with_suffix(".cpp.o").name))
+            tmp = root / f"{obj.name}.{os.getpid()}"
+            shutil.copyfile(built, tmp)
+            os.replace(tmp, obj)
+            _write_record(obj, tc.key)
+    return objs
 
 
 def _compile(
@@ -303,14 +336,15 @@ def _compile(
     srcs: list[Path],
     root: Path,
     tc: Toolchain,
-    entry: Path,
+    entry: list[Path],
     module: Path,
     progress: Progress | None,
 ) -> None:
     src_dir, build, log = root / "src", root / "build", root / "build.log"
     log.write_text("")
     body = (f"opsdk_add_operator({MODULE_NAME} SOURCES {_quoted(srcs)}\n"
-            f'  ENTRY_OBJECT "{entry.as_posix()}" OUTPUT_DIRECTORY "{build.as_posix()}")')
+            f"  ENTRY_OBJECTS {_quoted(entry)}\n"
+            f'  OUTPUT_DIRECTORY "{build.as_posix()}")')
     _write_if_changed(src_dir / "CMakeLists.txt", _project(name, body))
     for attempt in (1, 2):
         build.mkdir(parents=True, exist_ok=True)
@@ -375,3 +409,132 @@ def _prune(lib: Path, keep: Path, max_keep: int = 4) -> None:
     for d in dirs[:-max_keep]:
         if d != keep:
             shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ cache integrity
+def _record(built: Path) -> Path:
+    return built.with_name(built.name + ".record.json")
+
+
+def _content_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_record(built: Path, source_hash: str) -> None:
+    """Record what ``built`` is: its content hash and the source hash it was built from."""
+    record = {"file": built.name, "sha256": _content_hash(built), "source_hash": source_hash}
+    tmp = built.parent / f".{_record(built).name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, _record(built))
+
+
+def cache_problem(built: Path, source_hash: str) -> str | None:
+    """None when the cached ``built`` file matches its record, else why it cannot be used.
+
+    A missing file gives ``"missing"``; a truncated, garbage or swapped file, or one
+    without a record (or a record of other sources), gives a reason to rebuild it.
+
+    Example:
+        >>> cache_problem(Path("/nonexistent/_opsdk_kernels.so"), "0" * 64)
+        'missing'
+    """
+    try:
+        if not built.exists():
+            return "missing"
+    except OSError:  # e.g. a name too long: the cache folder is checked before building
+        return "missing"
+    try:
+        record = json.loads(_record(built).read_text())
+    except (OSError, ValueError):
+        return "has no integrity record"
+    if not isinstance(record, dict) or record.get("source_hash") != source_hash:
+        return "was recorded as built from other sources"
+    try:
+        if record.get("sha256") != _content_hash(built):
+            return "does not match its recorded content hash (truncated, damaged or replaced)"
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return None
+
+
+def _notice_rebuild(what: str, built: Path, problem: str | None, progress: Progress | None) -> None:
+    if problem is None or problem == "missing":
+        return
+    line = f"opsdk: the cached build of {what} ({built}) {problem}; rebuilding it"
+    if progress:
+        progress(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+# ------------------------------------------------------------------ sanitizer variant
+SANITIZERS = ("address", "undefined")
+_SANITIZER_RUNTIMES = {"address": ("libasan.so", "libclang_rt.asan-x86_64.so")}
+
+
+def parse_sanitizers(text: str) -> tuple[str, ...]:
+    """``"address,undefined"`` -> ``("address", "undefined")``; unknown names are refused.
+
+    Example:
+        >>> parse_sanitizers("undefined,address")
+        ('address', 'undefined')
+    """
+    names = {n.strip() for n in text.split(",") if n.strip()}
+    unknown = sorted(names - set(SANITIZERS))
+    if unknown or not names:
+        raise BuildError(
+            f"--sanitize: unknown sanitizer(s) {', '.join(unknown) or repr(text)}; "
+            f"expected a comma-separated subset of {', '.join(SANITIZERS)}"
+        )
+    return tuple(n for n in SANITIZERS if n in names)
+
+
+def sanitizer_flags(sanitizers: tuple[str, ...]) -> str:
+    """Compiler and linker flags of a sanitizer build (debug info for ``file:line``)."""
+    return (
+        f"-O1 -g -fno-omit-frame-pointer -fsanitize={','.join(sanitizers)} "
+        "-fno-sanitize-recover=all"
+    )
+
+
+def build_sanitized(
+    folder: str | os.PathLike[str],
+    sanitizers: tuple[str, ...],
+    *,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build the sanitizer variant of an operator's module (its own cache key).
+
+    Example:
+        >>> build_sanitized("operators/gelu", ("address",)).module  # doctest: +SKIP
+        PosixPath('.../ops/gelu/<config>/lib/<key>/_opsdk_kernels....so')
+    """
+    sanitizer_env(sanitizers)  # refuse early when the runtime library is missing
+    return build_operator(folder, name=name, cxxflags=sanitizer_flags(sanitizers),
+                          progress=progress)
+
+
+def sanitizer_env(sanitizers: tuple[str, ...]) -> dict[str, str]:
+    """Environment a process needs to load a sanitizer build into a plain Python.
+
+    AddressSanitizer's runtime must be loaded first (``LD_PRELOAD``); leak checking is off
+    because the interpreter itself never frees everything.
+    """
+    env = {
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87",
+    }
+    if "address" in sanitizers:
+        cxx = _find_cxx()
+        for lib in _SANITIZER_RUNTIMES["address"]:
+            out = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True,
+                                 text=True, check=False).stdout.strip()
+            if out and out != lib and Path(out).exists():
+                env["LD_PRELOAD"] = out
+                return env
+        raise BuildError(
+            f"--sanitize address: {cxx} has no AddressSanitizer runtime (libasan); install it, "
+            "e.g. 'apt-get install libasan8', or use --sanitize undefined"
+        )
+    return env

@@ -17,6 +17,7 @@ __all__ = [
     "ScaffoldError",
     "BuildError",
     "KernelError",
+    "KernelCrash",
     "RegistrationMismatch",
     "ValidationError",
     "OperatorNotFound",
@@ -43,6 +44,11 @@ class BuildError(RuntimeError, OpsdkError):
 
 class KernelError(RuntimeError, OpsdkError):
     """A C++ kernel threw an exception while running."""
+
+
+class KernelCrash(KernelError):
+    """A kernel run in a worker process crashed (a signal), hit a sanitizer error, wrote
+    outside its outputs or ran past its time limit; the worker is gone, the caller is not."""
 
 
 class RegistrationMismatch(SpecError):

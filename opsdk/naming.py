@@ -15,7 +15,11 @@ from typing import NamedTuple
 
 from .errors import ScaffoldError
 
-__all__ = ["Spellings", "spellings", "snake_case", "check_op_name"]
+__all__ = ["Spellings", "spellings", "snake_case", "check_op_name", "check_vendor_name"]
+
+
+#: longest op type: it becomes folder, file, C++ and ONNX names (255-byte file name limits)
+MAX_OP_NAME = 64
 
 
 class Spellings(NamedTuple):
@@ -50,6 +54,8 @@ def check_op_name(name: str) -> None:
     why = None
     if not name:
         why = "it is empty"
+    elif len(name) > MAX_OP_NAME:
+        why = f"it is {len(name)} characters long, at most {MAX_OP_NAME} are allowed"
     elif not OP_NAME_RE.match(name):
         if not name[0].isupper():
             why = "it must start with an uppercase letter"
@@ -62,6 +68,26 @@ def check_op_name(name: str) -> None:
             f"invalid op name {name!r}: {why}. Op types are UpperCamelCase like 'MyOp' "
             "(regex ^[A-Z][A-Za-z0-9]*$)"
         )
+
+
+def check_vendor_name(vendor: str) -> str:
+    """Return ``vendor`` if it is usable as a CANN vendor_name, else raise ScaffoldError.
+
+    It becomes a folder (``vendors/<vendor>``), a CMake preset value and part of file
+    names, so only letters, digits and '_' are allowed.
+
+    Example:
+        >>> check_vendor_name("bad vendor/..")
+        Traceback (most recent call last):
+        ...
+        opsdk.errors.ScaffoldError: --vendor 'bad vendor/..': use letters, digits and '_' ...
+    """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", vendor):
+        raise ScaffoldError(
+            f"--vendor {vendor!r}: use letters, digits and '_' (starting with a letter, at "
+            "most 64), e.g. --vendor my_company; it becomes the vendors/<vendor> folder"
+        )
+    return vendor
 
 
 def spellings(name: str) -> Spellings:

@@ -32,7 +32,10 @@ from . import _paths
 from .errors import OperatorNotFound, SpecError
 from .spec import OpSpec
 
-__all__ = ["OperatorInfo", "find_operators", "find_operator", "load_spec", "ENTRY_POINT_GROUP"]
+__all__ = [
+    "OperatorInfo", "BrokenOperator", "find_operators", "find_operator", "load_spec",
+    "ENTRY_POINT_GROUP",
+]
 
 ENTRY_POINT_GROUP = "opsdk.operators"
 
@@ -114,7 +117,7 @@ def load_spec(folder: str | os.PathLike[str]) -> OpSpec:
         spec_mod = importlib.import_module(f"{pkg}.spec")
     except SpecError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:  # sys.exit() in spec.py is a broken spec, not an exit
         raise SpecError(f"{spec_file}: importing spec.py failed: {type(e).__name__}: {e}") from e
     spec = getattr(spec_mod, "SPEC", None)
     if not isinstance(spec, OpSpec):
@@ -122,7 +125,7 @@ def load_spec(folder: str | os.PathLike[str]) -> OpSpec:
     if spec.reference is None and ref_file.is_file():
         try:
             ref_mod = importlib.import_module(f"{pkg}.reference")
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise SpecError(f"{ref_file}: importing failed: {type(e).__name__}: {e}") from e
         fn = getattr(ref_mod, "reference", None)
         if fn is None:
@@ -168,15 +171,43 @@ def _wheel_operators() -> list[OperatorInfo]:
     return infos
 
 
-def find_operators() -> list[OperatorInfo]:
-    """Every operator opsdk can find, in precedence order (see the module docstring)."""
+@dataclass(frozen=True)
+class BrokenOperator:
+    """An operator folder whose spec.py (or reference.py) cannot be loaded, and why."""
+
+    folder: Path
+    error: str
+
+
+def _load_into(
+    candidates: list[OperatorInfo], folder: Path, origin: str, broken: list[BrokenOperator]
+) -> None:
+    try:
+        candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), origin))
+    except SpecError as e:
+        broken.append(BrokenOperator(folder.resolve(), str(e)))
+
+
+def find_operators(broken: list[BrokenOperator] | None = None) -> list[OperatorInfo]:
+    """Every operator opsdk can find, in precedence order (see the module docstring).
+
+    A source folder whose spec.py cannot be loaded is left out and, when ``broken`` is a
+    list, recorded there with its error, so one broken operator does not hide the others.
+
+    Example:
+        >>> broken = []
+        >>> names = [o.name for o in find_operators(broken)]  # doctest: +SKIP
+        >>> [(b.folder.name, b.error) for b in broken]  # doctest: +SKIP
+        [('my_op', '.../my_op/spec.py: importing spec.py failed: NameError: ...')]
+    """
+    broken = [] if broken is None else broken
     candidates: list[OperatorInfo] = []
     seen_folders: set[Path] = set()
     for root in _source_roots():
         for folder in _folders_in(root):
             if folder.resolve() not in seen_folders:
                 seen_folders.add(folder.resolve())
-                candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), "source"))
+                _load_into(candidates, folder, "source", broken)
     wheels = _wheel_operators()
     by_name: dict[str, OperatorInfo] = {}
     for w in wheels:
@@ -190,7 +221,7 @@ def find_operators() -> list[OperatorInfo]:
     candidates.extend(wheels)
     for folder in _folders_in(_paths.data_dir("operators")):
         if folder.resolve() not in seen_folders:
-            candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), "shipped"))
+            _load_into(candidates, folder, "shipped", broken)
     result: dict[str, OperatorInfo] = {}
     for info in candidates:
         if info.qualified in result:
@@ -213,8 +244,12 @@ def find_operator(name: str) -> OperatorInfo:
         return _verified(
             OperatorInfo(load_spec(folder), folder, "source", "", _prebuilt_module(folder))
         )
-    ops = find_operators()
+    broken: list[BrokenOperator] = []
+    ops = find_operators(broken)
     matches = [o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)]
+    for b in broken:
+        if not matches and b.folder.name in (name, _snake(name)):
+            raise SpecError(b.error)
     if not matches:
         known = ", ".join(sorted(o.name for o in ops)) or "none"
         raise OperatorNotFound(
@@ -226,6 +261,12 @@ def find_operator(name: str) -> OperatorInfo:
             f"{name!r} is ambiguous: {', '.join(o.qualified for o in matches)}; use domain::Name"
         )
     return _verified(matches[0])
+
+
+def _snake(name: str) -> str:
+    from .naming import snake_case
+
+    return snake_case(name.split("::")[-1])
 
 
 def _verified(info: OperatorInfo) -> OperatorInfo:

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _paths
+from ._decomposition import decomposition_source
 from .dtypes import ALL_DTYPES, ATTR_TYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings
@@ -40,7 +42,7 @@ class IoDecl:
     optional: bool = False
 
 
-def parse_io(items: Sequence[str]) -> list[IoDecl]:
+def parse_io(items: Sequence[str], flag: str = "--inputs") -> list[IoDecl]:
     """Parse ``["x:float16,float32", "bias:float32?"]``.
 
     Example:
@@ -51,9 +53,24 @@ def parse_io(items: Sequence[str]) -> list[IoDecl]:
     for raw in items:
         for item in filter(None, (s.strip() for s in raw.split(";"))):
             optional = item.endswith("?")
+            if optional and flag == "--outputs":
+                raise ScaffoldError(
+                    f"--outputs {item!r}: outputs cannot be optional ('?' is for inputs); "
+                    f"write --outputs {item.rstrip('?')}"
+                )
             item = item.rstrip("?")
-            name, _, dts = item.partition(":")
+            name, colon, dts = item.partition(":")
+            if not name.strip().isidentifier():
+                raise ScaffoldError(
+                    f"{flag} {item!r}: {name.strip()!r} is not a valid name (letters, digits, "
+                    "'_', not starting with a digit), e.g. x or bias"
+                )
             dtypes = tuple(d.strip() for d in dts.split(",") if d.strip())
+            if colon and not dtypes:
+                raise ScaffoldError(
+                    f"{flag} {item!r}: no dtype after ':'; write e.g. {name.strip()}:float32, "
+                    f"or {name.strip()} alone for the default float16,float32"
+                )
             for d in dtypes:
                 if d not in ALL_DTYPES:
                     raise ScaffoldError(
@@ -68,17 +85,30 @@ def _parse_default(name: str, typ: str, text: str) -> Any:
         if typ == "int":
             return int(text)
         if typ == "float":
-            return float(text)
+            return _finite(name, float(text))
         if typ == "bool":
             if text.lower() not in ("true", "false", "1", "0"):
                 raise ValueError(text)
             return text.lower() in ("true", "1")
         if typ == "string":
             return text
-        conv = int if typ == "ints" else float
-        return [conv(v) for v in text.strip("[]").split(",") if v.strip()]
+        if typ == "ints":
+            return [int(v) for v in text.strip("[]").split(",") if v.strip()]
+        return [_finite(name, float(v)) for v in text.strip("[]").split(",") if v.strip()]
+    except ScaffoldError:
+        raise
     except ValueError:
         raise ScaffoldError(f"attribute {name!r}: default {text!r} is not a valid {typ}") from None
+
+
+def _finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise ScaffoldError(
+            f"attribute {name!r}: default {value} is not a finite number; give a finite "
+            f"default (e.g. {name}:float=0.0) and, if you need it, write float('{value}') "
+            "in spec.py yourself"
+        )
+    return value
 
 
 def parse_attrs(items: Sequence[str]) -> list[Attr]:
@@ -220,8 +250,13 @@ def new_operator(
     root: str | os.PathLike[str] = "operators",
     doc: str = "",
     onnx_op: str | None = None,
+    decomposition: str | None = None,
 ) -> Path:
-    """Create ``<root>/<snake_name>/`` from the operator template; return its path."""
+    """Create ``<root>/<snake_name>/`` from the operator template; return its path.
+
+    With ``decomposition`` (an expression, see :mod:`opsdk._decomposition`), spec.py gets
+    the ``@SPEC.register_function`` block and reference.py evaluates it.
+    """
     s = spellings(name)
     target = Path(root) / s.snake
     if target.exists():
@@ -246,8 +281,52 @@ def new_operator(
         raise ScaffoldError(str(e)) from None
     if spec.inputs[0].optional:
         raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
+    extra = None
+    if decomposition:
+        extra = decomposition_source(decomposition, [i.name for i in spec.inputs],
+                                     {a.name: a.type for a in spec.attrs})
     _render(target, _context(spec, doc))
+    if extra is not None:
+        with open(target / "spec.py", "a") as fh:
+            fh.write(extra)
+        (target / "reference.py").write_text(_decomposition_reference(spec))
     return target
+
+
+_REFERENCE = '''"""NumPy reference of {op}: its decomposition in spec.py, run by ONNX's reference
+implementation. This is the ground truth every kernel is checked against; write the math in
+NumPy here instead if you prefer.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def _spec() -> Any:
+    from opsdk.registry import load_spec
+
+    return load_spec(Path(__file__).parent)
+
+
+def reference({signature}) -> Any:
+    """The decomposition's outputs for these inputs and attributes."""
+    from opsdk.onnx import evaluate_function
+
+    return evaluate_function(_spec(), [{inputs}], {{{attrs}}})
+'''
+
+
+def _decomposition_reference(spec: OpSpec) -> str:
+    params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
+    kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
+    return _REFERENCE.format(
+        op=spec.name,
+        signature=", ".join(params + (["*"] + kw if kw else [])),
+        inputs=", ".join(i.name for i in spec.inputs),
+        attrs=", ".join(f"{a.name!r}: {a.name}" for a in spec.attrs),
+    )
 
 
 def _render(target: Path, context: dict[str, Any]) -> None:

@@ -50,6 +50,9 @@ __all__ = [
 OP_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+#: What an operator computes on: the AI Core's Vector unit or its matrix (Cube) unit.
+#: ATC's precision modes treat matrix operators differently (docs/validation.md).
+COMPUTE_KINDS = ("vector", "cube")
 
 #: C++ keywords and common macros an op or field name must not collide with.
 CPP_KEYWORDS = frozenset(
@@ -187,6 +190,7 @@ class OpSpec:
         onnx_op: str | None = None,
         cases: Sequence[Case] = (),
         elementwise: bool | None = None,
+        compute: str = "vector",
     ) -> None:
         self.name = name
         self.domain = domain
@@ -200,6 +204,7 @@ class OpSpec:
         self.batch_axis = batch_axis
         self.onnx_op = onnx_op
         self.cases = tuple(cases)
+        self.compute = compute
         self._shape_fn: Callable[..., Any] | None = None
         self._reference: Callable[..., Any] | None = None
         self._function: Callable[..., Any] | None = None
@@ -298,6 +303,11 @@ class OpSpec:
                     _coerce_attr(a, a.default)
                 except SpecError as e:
                     raise SpecError(f"{op}: default of {e}") from None
+        if self.compute not in COMPUTE_KINDS:
+            raise SpecError(
+                f"{op}: compute={self.compute!r}; expected 'vector' (elementwise and "
+                "reduction work on the Vector unit) or 'cube' (matrix work: MatMul, Conv)"
+            )
         if self.batch_axis is not None and not isinstance(self.batch_axis, int):
             raise SpecError(f"{op}: batch_axis must be an int or None")
 

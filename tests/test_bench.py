@@ -138,17 +138,20 @@ def test_stream_bandwidth_structure() -> None:
 def test_bench_op_measures_all_three_candidates() -> None:
     r = bench_op("Softmax", shapes=["16x32"], repeat=3, warmup=1, bandwidth=FAKE_BW,
                  threads=1)
-    assert set(r.timings) == {"opsdk", "numpy", "onnxruntime"}
+    assert set(r.timings) == {"opsdk", "opsdk outputs=", "numpy", "onnxruntime"}
     assert r.shapes == {"input": (16, 32)} and r.attrs == {"axis": -1}
+    assert r.regime == "cache-resident"
     assert r.bytes_moved == 2 * 16 * 32 * 4
     assert r.ort_max_abs_diff is not None and r.ort_max_abs_diff < 1e-5
     d = r.as_dict()
     json.dumps(d)
-    assert set(d["candidates"]) == {"opsdk", "numpy", "onnxruntime"}
+    assert set(d["candidates"]) == {"opsdk", "opsdk outputs=", "numpy", "onnxruntime"}
+    assert d["regime"] == "cache-resident"
     assert d["candidates"]["opsdk"]["copy_fraction"] is not None
     assert d["bandwidth"]["method"] == "test"
     table = format_result(r)
-    for word in ("opsdk", "numpy", "onnxruntime", "GB/s", "% of copy", "bandwidth: copy"):
+    for word in ("opsdk outputs=", "numpy", "onnxruntime", "GB/s", "% of copy", "bandwidth: copy",
+                 "cache-resident"):
         assert word in table
 
 
@@ -163,7 +166,8 @@ def test_bench_op_conv_reports_gflops() -> None:
 def test_bench_op_float16_and_skips() -> None:
     r = bench_op("Gelu", shapes=["64"], dtype="float16", repeat=3, warmup=1,
                  numpy=False, onnxruntime=False, bandwidth=False)
-    assert set(r.timings) == {"opsdk"} and r.dtype == "float16" and r.bandwidth is None
+    assert set(r.timings) == {"opsdk", "opsdk outputs="}
+    assert r.dtype == "float16" and r.bandwidth is None
     with pytest.raises(SpecError, match="--dtype int32 is not allowed for input 'X'"):
         bench_op("Gelu", shapes=["8"], dtype="int32", repeat=1, bandwidth=False)
 
@@ -174,7 +178,8 @@ def test_cli_table(capsys: pytest.CaptureFixture[str]) -> None:
                            "--attr", "approximate=tanh", "--no-bandwidth")
     assert code == 0
     assert out.splitlines()[0].startswith("Gelu  float32  X=8x16  approximate=tanh")
-    assert {"opsdk", "numpy", "onnxruntime"} <= {line.split()[0] for line in out.splitlines()[2:5]}
+    rows = {re.split(r"\s{2,}", line.strip())[0] for line in out.splitlines()[2:6]}
+    assert rows == {"opsdk", "opsdk outputs=", "numpy", "onnxruntime"}
 
 
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,3 +241,26 @@ def test_sdk_build_figures() -> None:
         "kernel.cpp edit -> rebuilt module",
     }
     assert all(len(r.samples[k]) >= 1 for k in r.figures)
+
+
+def test_default_benchmark_covers_both_regimes_and_both_call_paths(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opsdk.bench import DEFAULT_CASES, BenchCase, bench_regimes, regime_of
+
+    for case in DEFAULT_CASES.values():  # the shipped defaults really are the two regimes
+        spec_bytes = [sum(4 * int(np.prod(s)) for s in shapes.values())
+                      for shapes in (case.small, case.shapes)]
+        assert regime_of(2 * spec_bytes[0]) == "cache-resident" or case.flops is not None
+        assert regime_of(2 * spec_bytes[1]) == "memory-bound" or case.flops is not None
+    monkeypatch.setitem(DEFAULT_CASES, "Gelu", BenchCase({"X": (64, 32)}, {"X": (8, 4)}))
+    rs = bench_regimes("Gelu", repeat=2, warmup=1, bandwidth=False, threads=1)
+    assert [r.shapes["X"] for r in rs] == [(8, 4), (64, 32)]
+    assert all(set(r.timings) >= {"opsdk", "opsdk outputs="} for r in rs)
+    code, out, _ = run_cli(capsys, "Gelu", "--repeat", "2", "--no-bandwidth", "--no-numpy")
+    assert code == 0 and out.count("Gelu  float32  X=") == 2
+    assert "X=8x4" in out and "X=64x32" in out and out.count("opsdk outputs=") >= 2
+    code, out, _ = run_cli(capsys, "Gelu", "--repeat", "2", "--no-bandwidth", "--json")
+    assert [d["shapes"]["X"] for d in json.loads(out)] == [[8, 4], [64, 32]]
+    with pytest.raises(OpsdkError, match="regime 'warm' is not one of cache-resident"):
+        bench_op("Gelu", regime="warm", repeat=1, bandwidth=False)

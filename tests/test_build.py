@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.build import build_operator, toolchain
+from opsdk.build import build_operator, cache_problem, toolchain
 from opsdk.errors import BuildError, RegistrationMismatch
 from opsdk.registry import load_spec
 from opsdk.runtime.cpu import Operator, load_module
@@ -185,3 +185,48 @@ def test_killed_build_does_not_block_or_corrupt(cache, tmp_path):
     result = build_operator(op_dir)  # the lock is free and the tree is usable
     assert result.module.exists()
     assert list(load(op_dir, result.module)(np.array([2.0], np.float32), alpha=1.0)) == [2.0]
+
+
+RUN_SCRIPT = textwrap.dedent(
+    """
+    import sys, numpy as np
+    from opsdk.build import build_operator
+    from opsdk.registry import load_spec
+    from opsdk.runtime.cpu import Operator, load_module
+    r = build_operator(sys.argv[1])
+    op = Operator(load_spec(sys.argv[1]), load_module(r.module), None)
+    print(op(np.array([0.0, 3.0], np.float32), alpha=1.0).tolist())
+    """
+)
+
+
+def test_corrupted_cache_is_rebuilt_with_a_notice_never_loaded(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    (op_dir / "kernel.cpp").write_text((op_dir / "kernel.cpp").read_text() + "\n// integrity\n")
+    good = build_operator(op_dir)
+    other_dir = copy_op(tmp_path, "other")
+    other_kernel = other_dir / "kernel.cpp"
+    other_kernel.write_text(KERNEL.replace("kScale = 1.0f", "kScale = 5.0f"))
+    foreign = build_operator(other_dir, name="thresholded_relu_other").module.read_bytes()
+    content = good.module.read_bytes()
+    damages = {
+        "truncated": content[: len(content) // 2],
+        "empty": b"",
+        "garbage": b"\x7fELF not really" * 100,
+        "swapped": foreign,  # a real module built from other code
+    }
+    for what, data in damages.items():
+        good.module.write_bytes(data)
+        p = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(op_dir)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, (what, p.stderr)
+        assert p.stdout.strip() == "[0.0, 3.0]", what  # the right kernel, rebuilt
+        notice = [ln for ln in p.stderr.splitlines() if "rebuilding it" in ln]
+        assert len(notice) == 1 and str(good.module) in notice[0], (what, p.stderr)
+        assert "recorded content hash" in notice[0]
+    # e.g. a cache written by an older opsdk
+    good.module.with_name(good.module.name + ".record.json").unlink()
+    again = build_operator(op_dir)
+    assert again.compiled and cache_problem(again.module, json.loads(
+        again.module.with_name(again.module.name + ".record.json").read_text())["source_hash"]
+    ) is None

@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import onnx
 import onnx.helper as oh
@@ -16,6 +17,7 @@ from opsdk.cann import CannArgError, compute_unit, parse_input_shape, plan_atc
 from opsdk.cli import main
 
 TR = str(Path(__file__).resolve().parents[1] / "operators" / "thresholded_relu")
+GS = str(Path(__file__).resolve().parents[1] / "operators" / "grid_sample")
 
 
 def _model(path: Path, shape: list, domain_version: int = 1) -> Path:
@@ -34,18 +36,108 @@ def test_cann_writes_and_refuses_overwrite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "prj"
-    assert main(["cann", TR, "-o", str(out), "--soc", "Ascend910B3", "--soc", "ascend310p"]) == 0
+    cmd = ["cann", TR, "-o", str(out), "--cann", "9", "--engine", "both"]
+    socs = ["--soc", "Ascend910B3", "--soc", "ascend310p"]
+    assert main([*cmd, *socs]) == 0
     text = (out / "op_host" / "thresholded_relu.cpp").read_text()
     assert 'AddConfig("ascend910b")' in text and 'AddConfig("ascend310p")' in text
-    assert main(["cann", TR, "-o", str(out)]) == 1
+    assert main(cmd) == 1
     assert "is not empty; pass --force" in capsys.readouterr().err
-    socs = ["--soc", "Ascend910B3", "--soc", "ascend310p"]
-    assert main(["cann", TR, "-o", str(out), "--force", "--json", *socs]) == 0
+    assert main([*cmd, "--force", "--json", *socs]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["written"] == [] and len(report["unchanged"]) == 15
-    assert main(["cann", TR, "-o", str(out), "--force", "--json"]) == 0  # one soc less
+    assert report["written"] == [] and "build.sh" in report["unchanged"]
+    assert main([*cmd, "--force", "--json"]) == 0  # one soc less
     report = json.loads(capsys.readouterr().out)
-    assert sorted(report["written"]) == ["CMakePresets.json", "op_host/thresholded_relu.cpp"]
+    assert sorted(report["written"]) == [
+        "CMakePresets.json",
+        "build.sh",
+        "op_host/thresholded_relu.cpp",
+    ]
+
+
+def _no_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_cann_default_engine_follows_the_ai_core_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_toolkit(monkeypatch)
+    out = tmp_path / "gs"
+    assert main(["cann", GS, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "CANN 8.1.RC1 (no CANN toolkit found" in text
+    assert "engine aicpu (GridSample: no AI Core kernel generated" in text
+    assert not (out / "CMakeLists.txt").exists() and not (out / "op_host").exists()
+    kernel = Path(GS) / "kernel.cpp"
+    assert (out / "aicpu" / "opsdk" / "kernel.cpp").read_text() == kernel.read_text()
+    assert (out / "aicpu" / "op_proto" / "grid_sample_shape.h").read_text() == (
+        Path(GS) / "shape.h"
+    ).read_text()
+    build = (out / "build.sh").read_text()
+    assert "gen aicpu aicpu" in build and "ai_core-" not in build
+    out = tmp_path / "tr"
+    assert main(["cann", TR, "-o", str(out), "--op-type", "ThresholdedReluCustom"]) == 0
+    assert "engine both (ThresholdedRelu has an AI Core kernel (generated)" in (
+        capsys.readouterr().out
+    )
+    adapter = (out / "aicpu/cpukernel/impl/thresholded_relu_custom_kernels.cc").read_text()
+    assert 'kKernel = "ThresholdedRelu"' in adapter
+    assert "REGISTER_CPU_KERNEL(THRESHOLDED_RELU_CUSTOM, ThresholdedReluCustomCpuKernel)" in adapter
+    assert (out / "op_kernel" / "thresholded_relu_custom.cpp").is_file()
+
+
+def test_cann_auto_reads_the_toolkit_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toolkit = tmp_path / "toolkit"
+    (toolkit / "compiler").mkdir(parents=True)
+    (toolkit / "compiler" / "version.info").write_text("Version=9.0.0\n")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(toolkit))
+    out = tmp_path / "prj"
+    assert main(["cann", TR, "-o", str(out), "--engine", "aicore", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cann"] == "9.0.0" and report["layout"] == "cmake-modules"
+    assert f"the toolkit at {toolkit} is CANN 9.0.0" == report["cann_reason"]
+    assert "find_package(ASC" in (out / "CMakeLists.txt").read_text()
+    assert not (out / "aicpu").exists()
+
+
+def test_soc_is_checked_against_the_engine_and_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cmd = ["cann", TR, "--soc", "Ascend310", "--cann", "8"]
+    assert main([*cmd, "-o", str(tmp_path / "a"), "--engine", "aicore"]) == 1
+    err = capsys.readouterr().err
+    assert "--soc ascend310: Ascend C on CANN 8 does not target ascend310" in err
+    assert "valid: ascend910, ascend910b, ascend910_93, ascend310p, ascend310b" in err
+    assert not (tmp_path / "a").exists()
+    assert main([*cmd, "-o", str(tmp_path / "b"), "--engine", "aicpu"]) == 0  # AI CPU: any SoC
+    assert main([*cmd, "-o", str(tmp_path / "c"), "--cann", "seven"]) == 1
+    assert "is not a CANN version" in capsys.readouterr().err
+
+
+def test_builtin_type_name_warns_and_op_type_maps_the_onnx_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cann", TR, "-o", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: ThresholdedRelu is also the type of a CANN built-in operator" in err
+    assert "--op-type ThresholdedReluCustom" in err
+    out = tmp_path / "b"
+    args = ["cann", TR, "-o", str(out), "--engine", "both", "--op-type", "ThresholdedReluCustom"]
+    assert main(args) == 0
+    assert "warning" not in capsys.readouterr().err
+    plugin = (out / "framework/onnx_plugin/thresholded_relu_custom_plugin.cc").read_text()
+    assert 'REGISTER_CUSTOM_OP("ThresholdedReluCustom")' in plugin
+    assert '.OriginOpType("com.opsdk::1::ThresholdedRelu")' in plugin
+    assert "OP_ADD(ThresholdedReluCustom);" in (
+        out / "op_host/thresholded_relu_custom.cpp"
+    ).read_text()
+    assert '"op": "ThresholdedReluCustom"' in (out / "thresholded_relu_custom.json").read_text()
+    assert main(["cann", TR, "-o", str(tmp_path / "c"), "--op-type", "bad-name"]) == 1
+    assert "--op-type 'bad-name' is not a CANN operator type" in capsys.readouterr().err
 
 
 def test_cann_keys_from_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,6 +177,11 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
         plan_atc(model, input_shape="z:1,3", **kw)
     with pytest.raises(CannArgError, match="have dynamic dims and no --input-shape"):
         plan_atc(model, **kw)
+    for dynamic in (-1, 0):  # as paddle2onnx and other converters write a dynamic dim
+        exported = _model(tmp_path / f"m{dynamic}.onnx", [dynamic, 3])
+        with pytest.raises(CannArgError, match='e.g. --input-shape "x:1,3"'):
+            plan_atc(exported, **kw)
+        assert "--input_shape=x:2,3" in plan_atc(exported, input_shape="x:2,3", **kw).command
     with pytest.raises(CannArgError, match="--precision-mode 'fast' is not accepted"):
         plan_atc(model, input_shape="x:1,3", precision_mode="fast", **kw)
     with pytest.raises(CannArgError, match="--soc-version 'Ascend910' is not a known SoC version"):
@@ -98,7 +195,30 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
     )
     assert plan.command[:2] == ["atc", "--framework=5"]
     assert "--input_shape=x:1~8,3" in plan.command and "--soc_version=Ascend910B3" in plan.command
+    assert "--precision_mode=allow_fp32_to_fp16" in plan.command
     assert any("dynamic-shape" in n for n in plan.notes)
+
+
+def test_atc_precision_setting_as_atc_takes_it(tmp_path: Path) -> None:
+    model = _model(tmp_path / "m.onnx", [2, 3])
+    kw: dict[str, Any] = {"soc_version": "Ascend910B3", "output": str(tmp_path / "out"),
+                          "skip_doctor": True}
+    mixlist, keep = tmp_path / "ops_info.json", tmp_path / "keep.cfg"
+    mixlist.write_text(json.dumps({"white-list": {"to-add": ["Relu"]}}))
+    keep.write_text("OpType::Relu\n")
+    plan = plan_atc(model, precision_mode="mixed_float16", modify_mixlist=mixlist,
+                    keep_dtype=keep, **kw)
+    assert plan.command[-3:] == ["--precision_mode_v2=mixed_float16",
+                                 f"--modify_mixlist={mixlist}", f"--keep_dtype={keep}"]
+    plan = plan_atc(model, precision_mode="origin", keep_dtype=keep, **kw)
+    assert any("--keep_dtype has no effect under origin" in n for n in plan.notes)
+    with pytest.raises(CannArgError, match="--modify-mixlist applies to the mixed-precision"):
+        plan_atc(model, precision_mode="force_fp16", modify_mixlist=mixlist, **kw)
+    with pytest.raises(CannArgError, match="add --precision-mode"):
+        plan_atc(model, keep_dtype=keep, **kw)
+    mixlist.write_text(json.dumps({"whitelist": []}))
+    with pytest.raises(CannArgError, match="expected an object with the keys black-list"):
+        plan_atc(model, precision_mode="allow_mix_precision", modify_mixlist=mixlist, **kw)
 
 
 def test_atc_without_atc_prints_command(
@@ -132,8 +252,7 @@ def test_atc_without_atc_prints_command(
     assert main(args + ["--json", "--dry-run"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["status"] == "dry-run" and report["env"]["ASCEND_CUSTOM_OPP_PATH"] == str(vendor)
-    doctor_missing = any("doctor check skipped" in n for n in report["notes"])
-    assert doctor_missing or isinstance(report["findings"], list)
+    assert isinstance(report["findings"], list)
 
 
 def test_atc_blocks_on_plugin_key_mismatch(

@@ -19,13 +19,14 @@ from typing import Any
 import onnx
 import onnx.helper as oh
 import pytest
-from test_cann_specs import rich_op, thresholded_relu
+from test_cann_specs import ROOT, rich_op, shipped
 
 from opsdk.cann import write_project
 from opsdk.cann.headers import HeadersUnavailable, fetch, find_headers
 from opsdk.runtime.npu import ACL_DTYPES, SIGNATURES
 
 CXX = shutil.which("g++")
+SHIPPED = sorted(p.name for p in (ROOT / "operators").iterdir() if (p / "spec.py").is_file())
 pytestmark = pytest.mark.skipif(CXX is None, reason="no g++ on this host")
 
 
@@ -43,9 +44,14 @@ def cann_include() -> Path:
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cann")
-    out = {}
-    for name, make in (("thresholded_relu", thresholded_relu), ("rich_op", rich_op)):
-        write_project(make(), root / name)
+    kernels = root / "kernels"  # RichOp is a test-only spec without a kernel; any kernel.cpp
+    kernels.mkdir()             # will do for the files compiled here
+    (kernels / "kernel.cpp").write_text("// test-only\n")
+    write_project(rich_op(), root / "rich_op", engine="both", kernel_folder=kernels)
+    out = {"rich_op": root / "rich_op"}
+    for name in SHIPPED:
+        folder = ROOT / "operators" / name
+        write_project(shipped(name), root / name, engine="both", kernel_folder=folder)
         out[name] = root / name
     return out
 
@@ -60,6 +66,15 @@ def _syntax(src: Path, *includes: Path, std: str = "c++17") -> None:
 @pytest.mark.parametrize("name", ["thresholded_relu", "rich_op"])
 def test_op_proto_compiles(name: str, projects: dict[str, Path], cann_include: Path) -> None:
     _syntax(projects[name] / "op_graph" / f"{name}_proto.h", cann_include)
+
+
+
+@pytest.mark.parametrize("name", sorted({"rich_op", *SHIPPED}))
+def test_aicpu_op_proto_with_inference_compiles(
+    name: str, projects: dict[str, Path], cann_include: Path
+) -> None:
+    proto = projects[name] / "aicpu" / "op_proto"
+    _syntax(proto / f"{name}.cc", cann_include, proto)
 
 
 @pytest.mark.parametrize("name", ["thresholded_relu", "rich_op"])

@@ -8,7 +8,13 @@ import onnx
 import onnx.helper as oh
 import pytest
 
-from opsdk.cann import check_plugin_keys, node_keys, normalize_default_domain, origin_op_types
+from opsdk.cann import (
+    check_plugin_keys,
+    node_keys,
+    normalize_default_domain,
+    origin_op_types,
+    parse_cann_version,
+)
 
 
 def _model(nodes: list, imports: dict[str, int]) -> onnx.ModelProto:
@@ -71,6 +77,11 @@ def test_unimported_domain_and_mixed_default_domain_are_flagged() -> None:
         "com.opsdk::1::ThresholdedRelu",
     ]
     assert mixed.opset_import[0].domain == ""  # the original is untouched
+    later = parse_cann_version("9.2")  # parsers after 9.1 resolve it through ai.onnx
+    assert check_plugin_keys(mixed, {}, parse_cann_version("9.1")) != []
+    assert check_plugin_keys(mixed, {"ThresholdedRelu": ["com.opsdk::1::ThresholdedRelu"]},
+                             later) == []
+    assert [k.key for k in node_keys(mixed, later)][0] == "ai.onnx::17::Relu"
 
 
 @pytest.mark.parametrize("version", [1, 4])

@@ -10,13 +10,22 @@ from opsdk.spec import Attr, Input, OpSpec, Output, TensorType
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def thresholded_relu() -> OpSpec:
-    path = ROOT / "operators" / "thresholded_relu" / "spec.py"
-    mod_spec = importlib.util.spec_from_file_location("_tr_spec_for_cann_tests", path)
+def shipped(folder: str) -> OpSpec:
+    """The spec of a shipped operator (operators/<folder>/spec.py)."""
+    path = ROOT / "operators" / folder / "spec.py"
+    mod_spec = importlib.util.spec_from_file_location(f"_{folder}_spec_for_cann_tests", path)
     assert mod_spec is not None and mod_spec.loader is not None
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
     return mod.SPEC  # type: ignore[no-any-return]
+
+
+def thresholded_relu() -> OpSpec:
+    return shipped("thresholded_relu")
+
+
+def grid_sample() -> OpSpec:
+    return shipped("grid_sample")
 
 
 def rich_op() -> OpSpec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,125 @@ def test_one_command_imports_only_its_own_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['opsdk.cli.cmd_build'] False False"
+
+
+def opsdk(*args: str, cwd: object = None, env: dict[str, str] | None = None,
+          **kw: object) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "opsdk", *args], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=600,
+                          **kw)  # type: ignore[call-overload]
+
+
+def one_line_error(p: subprocess.CompletedProcess[str], command: str, *needles: str) -> None:
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert "Traceback" not in p.stderr
+    line = next(ln for ln in lines if ln.startswith(f"opsdk {command}: error: "))
+    for n in needles:
+        assert n in line, (n, line)
+
+
+def test_unusable_output_paths_are_one_line_errors(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("")
+    model = tmp_path / "m.onnx"
+    assert opsdk("export", "ThresholdedRelu", "-o", str(model), "--shape", "x=4").returncode == 0
+    (tmp_path / "t.onnx").write_bytes(model.read_bytes()[:60])
+    cases = [
+        (["export", "ThresholdedRelu", "-o", "d", "--force", "--shape", "x=2"], "export",
+         ["-o d: it is a folder; pass a file path"]),
+        (["export", "ThresholdedRelu", "-o", "f/x.onnx", "--shape", "x=2"], "export",
+         ["-o f/x.onnx: its folder f: it is a file, not a folder"]),
+        (["rewrite", str(model), "-o", "d", "--replace", "Relu"], "rewrite",
+         ["-o d: it is a folder"]),
+        (["triton", "build", str(model), "-o", "f", "--name", "m"], "triton",
+         ["-o f: it is a file, not a folder"]),
+        (["package", "ThresholdedRelu", "-o", "f"], "package",
+         ["-o f: it is a file, not a folder"]),
+        (["test", "ThresholdedRelu", "--report", "r.txt"], "test",
+         ["--report r.txt: use a file name ending in .json or .html"]),
+        (["new", "A" * 301], "new", ["it is 301 characters long, at most 64"]),
+        (["cann", "ThresholdedRelu", "--onnx-model", "t.onnx", "-o", "out"], "cann",
+         ["t.onnx: not a readable ONNX model", "re-export it"]),
+        (["export", "ThresholdedRelu", "-o", "y.onnx", "--shape", "x=99999999999999999999999"],
+         "export", ["integer dims are 0 to 2**63-1"]),
+        (["export", "ThresholdedRelu", "-o", "y.onnx", "--shape", "x=1.5,2"], "export",
+         ["dim '1.5' is neither an integer nor a symbolic name"]),
+        (["export", "ThresholdedRelu", "-o", "y.onnx", "--shape", "x=2", "--opset", "0"],
+         "export", ["--opset 0: ai.onnx opsets run from 1 to"]),
+    ]
+    for argv, command, needles in cases:
+        one_line_error(opsdk(*argv, cwd=tmp_path), command, *needles)
+    assert (tmp_path / "f").read_text() == "" and not (tmp_path / "y.onnx").exists()
+
+
+@pytest.mark.parametrize("make", ["file", "too_long", "uncreatable"])
+def test_an_unusable_cache_dir_is_named_with_the_fix(tmp_path, make):
+    where = {"file": tmp_path / "f", "too_long": tmp_path / ("a" * 300),
+             "uncreatable": Path("/proc/opsdk-cache")}[make]
+    if make == "file":
+        where.write_text("")
+    p = opsdk("build", "ThresholdedRelu", env={"OPSDK_CACHE_DIR": str(where)})
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert f"OPSDK_CACHE_DIR={str(where)!r} cannot be used" in p.stderr
+    assert "point OPSDK_CACHE_DIR at a folder you can write" in p.stderr
+
+
+def test_a_closed_pipe_ends_quietly():
+    proc = subprocess.Popen([sys.executable, "-m", "opsdk", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `opsdk list | head -0`: the reader is gone before we write
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage")
+    p = opsdk("cann", "ThresholdedRelu", "--onnx-model", str(bad), "-o", str(tmp_path / "o"))
+    one_line_error(p, "cann", "not a readable ONNX model")
+    p = opsdk("--debug", "cann", "ThresholdedRelu", "--onnx-model", str(bad),
+              "-o", str(tmp_path / "o"))
+    assert p.returncode == 1 and "Traceback (most recent call last)" in p.stderr
+
+
+def test_a_broken_spec_is_listed_and_does_not_hide_the_others(tmp_path):
+    ops = tmp_path / "ops"
+    (ops / "exits").mkdir(parents=True)
+    (ops / "exits" / "spec.py").write_text("import sys\nsys.exit(0)\n")
+    (ops / "typo").mkdir()
+    (ops / "typo" / "spec.py").write_text("SPEC = OpSpecc('Typo')\n")
+    env = {"OPSDK_OPERATORS_PATH": str(ops)}
+    p = opsdk("list", env=env, cwd=tmp_path)
+    assert p.returncode == 1 and "ThresholdedRelu" in p.stdout, p.stderr
+    assert "exits: BROKEN, left out: " in p.stderr and "SystemExit: 0" in p.stderr
+    assert "typo: BROKEN" in p.stderr and "NameError: name 'OpSpecc' is not defined" in p.stderr
+    assert opsdk("export", "ThresholdedRelu", "-o", "t.onnx", "--shape", "x=2", env=env,
+                 cwd=tmp_path).returncode == 0
+    one_line_error(opsdk("build", "exits", env=env, cwd=tmp_path), "build",
+                   "exits/spec.py: importing spec.py failed: SystemExit: 0")
+    one_line_error(opsdk("build", str(ops / "exits"), env=env, cwd=tmp_path), "build",
+                   "SystemExit: 0")
+
+
+def test_bad_values_are_refused_not_silently_accepted(tmp_path):
+    cases = [
+        (["new", "NanOp", "--attrs", "a:float=nan"], "new",
+         ["attribute 'a': default nan is not a finite number"]),
+        (["new", "InfOp", "--attrs", "w:floats=1,inf"], "new", ["default inf is not a finite"]),
+        (["new", "OptOut", "--outputs", "y?"], "new",
+         ["--outputs 'y?': outputs cannot be optional", "write --outputs y"]),
+        (["new", "NoDtype", "--inputs", "x:"], "new", ["--inputs 'x:': no dtype after ':'"]),
+        (["cann", "ThresholdedRelu", "-o", "prj", "--vendor", "bad vendor/.."], "cann",
+         ["--vendor 'bad vendor/..': use letters, digits and '_'"]),
+        (["package", "ThresholdedRelu", "-o", "dist", "--cpu-baseline", "pentium9"], "package",
+         ["--cpu-baseline 'pentium9' is not a CPU level opsdk knows; pick one of x86-64"]),
+    ]
+    for argv, command, needles in cases:
+        one_line_error(opsdk(*argv, cwd=tmp_path), command, *needles)
+    assert not (tmp_path / "operators").exists() and not (tmp_path / "prj").exists()
+    assert not list((tmp_path / "dist").glob("*.whl"))

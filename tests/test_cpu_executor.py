@@ -150,3 +150,24 @@ def test_fast_path_and_checked_path_agree(relu):
     checked = relu(x, alpha=np.float32(0.2))  # a NumPy scalar attribute: the Python path
     np.testing.assert_array_equal(fast, checked)
     np.testing.assert_array_equal(relu(x.T, alpha=0.2), relu.reference(x.T, alpha=0.2))
+
+
+@pytest.mark.parametrize("code", [">f4", ">f2", "<f4"])
+def test_non_native_byte_order_is_converted_not_reinterpreted(relu, code):
+    x = np.array([0.5, 1.5, 2, 3], code)
+    want = relu(x.astype(x.dtype.newbyteorder("=")), alpha=1.0)
+    np.testing.assert_array_equal(want, [0, 1.5, 2, 3])
+    for got in (relu(x, alpha=1.0), relu.run([x], {"alpha": 1.0})[0]):  # fast and checked paths
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype.isnative and got.dtype == want.dtype
+
+
+def test_non_native_byte_order_non_elementwise_op():
+    ln = opsdk.load("LayerNormalization")
+    rng = np.random.default_rng(0)
+    x, s, b = (rng.normal(size=shape).astype(np.float32) for shape in ((3, 8), (8,), (8,)))
+    swapped = [a.astype(">f4") for a in (x, s, b)]
+    want = ln.run([x, s, b], {})
+    got = ln.run(swapped, {})
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)

@@ -71,13 +71,21 @@ def test_2d_matches_onnxruntime_or_onnx_reference(
                     (2, 7, 6, 2), 1.6)
     attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
     got = op(x, grid, **attrs)
-    if mode == "cubic" and padding_mode == "border":
-        # ONNX Runtime (like PyTorch) clamps each cubic tap but not the coordinate; ONNX's
-        # reference clamps the coordinate first, which this operator follows.
-        want = _onnx_reference(x, grid, **attrs)
-    else:
-        want = _onnxruntime(x, grid, **attrs)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(got, _onnxruntime(x, grid, **attrs), rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+def test_cubic_clamps_taps_not_the_coordinate(op: Any, padding_mode: str) -> None:
+    """ONNX's reference folds the cubic coordinate first; ONNX Runtime and PyTorch clamp or
+    reflect each of the 4x4 taps. The operator follows ONNX Runtime and PyTorch."""
+    x, grid = _data(17, (1, 2, 6, 7), (1, 9, 9, 2), 1.4)
+    attrs = {"mode": "cubic", "padding_mode": padding_mode, "align_corners": 0}
+    got = op(x, grid, **attrs)
+    np.testing.assert_allclose(got, _onnxruntime(x, grid, **attrs), rtol=1e-5, atol=2e-5)
+    differs = np.abs(got - _onnx_reference(x, grid, **attrs)).max() > 1e-2
+    # border: the folded coordinate loses the taps' overshoot; reflection: the kernel is
+    # symmetric, so reflecting the coordinate and then the taps lands on the same taps
+    assert differs == (padding_mode == "border")
 
 
 @pytest.mark.parametrize("mode, align_corners", list(itertools.product(("linear", "nearest"), (0, 1))))
@@ -125,11 +133,25 @@ def test_zero_padding_reads_no_value_outside(op: Any) -> None:
     assert y[0, 0, 0, 2] == 1.0
 
 
-def test_non_finite_grid_values_sample_far_outside(op: Any) -> None:
+def test_non_finite_grid_values_as_pytorch(op: Any) -> None:
+    """PyTorch's 4-D kernel: NaN/Inf coordinates make linear (zero padding) and cubic
+    weights NaN; nearest reads zero padding; border clamps NaN to 0 and Inf to the edge."""
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     grid = np.array([[[[np.nan, 0.0], [np.inf, 0.0], [-np.inf, 0.0]]]], np.float32)
-    np.testing.assert_array_equal(op(x, grid), np.zeros((1, 1, 1, 3), np.float32))
-    assert np.isfinite(op(x, grid, padding_mode="border")).all()
+    assert np.isnan(op(x, grid)).all() and np.isnan(op(x, grid, mode="cubic")).all()
+    np.testing.assert_array_equal(op(x, grid, mode="nearest"), np.zeros((1, 1, 1, 3)))
+    np.testing.assert_array_equal(op(x, grid, padding_mode="border"), [[[[6.0, 9.0, 6.0]]]])
+    vol = np.arange(8, dtype=np.float32).reshape(1, 1, 2, 2, 2)
+    g5 = np.array([[[[[np.nan, 0.0, 0.0], [np.inf, 0.0, 0.0]]]]], np.float32)
+    # PyTorch's 5-D kernel sends non-finite coordinates far outside: zero padding reads 0
+    np.testing.assert_array_equal(op(vol, g5), np.zeros((1, 1, 1, 1, 2)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0, 4), (1, 2, 3, 0), (1, 1, 2, 0, 2)])
+def test_empty_spatial_input_is_refused(op: Any, shape: tuple[int, ...]) -> None:
+    grid = np.zeros((1,) + (2,) * (len(shape) - 2) + (len(shape) - 2,), np.float32)
+    with pytest.raises(opsdk.SpecError, match="input 'x' has an empty spatial dim"):
+        op(np.zeros(shape, np.float32), grid)
 
 
 def test_float16_input_and_grid(op: Any) -> None:

@@ -109,3 +109,31 @@ def test_attach_function_is_idempotent_and_uses_the_model_opset():
     assert [(o.domain, o.version) for o in first.opset_import] == [("", 17)]
     (y,) = run_ort(model, x=np.array([2.0, 0.5], np.float32))
     np.testing.assert_array_equal(y, [2.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "op_type, attrs, opset",
+    [("GridSample", {"mode": "cubic", "padding_mode": "border", "align_corners": 0}, 20),
+     ("GridSample", {"mode": "bilinear", "padding_mode": "reflection", "align_corners": 1}, 16),
+     ("LayerNormalization", {"axis": -1, "epsilon": 1e-5}, 17)],
+)
+def test_standard_op_fallback_functions_equal_the_kernel(op_type, attrs, opset):
+    """GridSample and LayerNormalization fall back to the ONNX op itself (what ONNX Runtime
+    inside the npu_ge backend runs); on finite inputs that equals the kernel."""
+    op = opsdk.load(op_type)
+    rng = np.random.default_rng(3)
+    if op_type == "GridSample":
+        feeds = {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32),
+                 "grid": rng.uniform(-1.3, 1.3, (1, 4, 3, 2)).astype(np.float32)}
+        shapes = {k: v.shape for k, v in feeds.items()}
+    else:
+        feeds = {"X": rng.standard_normal((3, 8)).astype(np.float32),
+                 "Scale": rng.standard_normal(8).astype(np.float32),
+                 "B": rng.standard_normal(8).astype(np.float32)}
+        shapes = {k: v.shape for k, v in feeds.items()}
+    model = export_model(op_type, shapes=shapes, attrs=attrs, opset=opset, with_function=True)
+    got = run_ort(model, **feeds)
+    want = op(*feeds.values(), **attrs)
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-5)

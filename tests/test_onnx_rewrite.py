@@ -174,7 +174,7 @@ def test_no_fusion_when_statistics_are_computed():
     (var,) = [t for t in m.graph.initializer if t.name == "a_var"]
     m.graph.initializer.remove(var)
     m.graph.input.append(helper.make_tensor_value_info("a_var", TensorProto.FLOAT, [8]))
-    assert "input_var 'a_var' is not an initializer" in skipped_reason(m)
+    assert "input_var 'a_var' is computed at run time" in skipped_reason(m)
 
 
 def test_no_fusion_in_training_mode():
@@ -256,3 +256,62 @@ def test_rewrite_runs_fusions_then_replacements():
     assert result.changed == 2
     with pytest.raises(SpecError, match=r"unknown fusion 'conv-bn'; known: conv-bn-relu"):
         rewrite(m, fuse=["conv-bn"])
+
+
+def as_constant_nodes(m, *, via=None):
+    """The model with every initializer moved into a Constant node, as paddle2onnx writes
+    weights; ``via`` puts an Identity or Cast node between the Constant and its readers."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    g = out.graph
+    nodes = []
+    for t in g.initializer:
+        if via is None:
+            nodes.append(helper.make_node("Constant", [], [t.name], value=t))
+            continue
+        raw = numpy_helper.to_array(t)
+        src = raw.astype(np.float64) if via == "Cast" else raw
+        nodes.append(helper.make_node("Constant", [], [t.name + "_raw"], value=numpy_helper.from_array(src)))
+        attrs = {"to": TensorProto.FLOAT} if via == "Cast" else {}
+        nodes.append(helper.make_node(via, [t.name + "_raw"], [t.name], **attrs))
+    rest = list(g.node)
+    del g.node[:], g.initializer[:]
+    g.node.extend(nodes + rest)
+    return out
+
+
+@pytest.mark.parametrize("via", [None, "Identity", "Cast"])
+def test_weights_in_constant_nodes_are_fused_and_folded(via):
+    m = as_constant_nodes(two_block_model(), via=via)
+    result = fuse_conv_bn_relu(m)
+    out = result.model
+    assert [r.action for r in result.records] == ["fused", "fused"]
+    # every Constant (and Identity/Cast of one) the chains consumed is gone
+    assert [n.op_type for n in out.graph.node] == ["FusedConvBnRelu", "FusedConvBnRelu", "GlobalAveragePool"]
+    check_model(out)
+    x = RNG.normal(size=(2, 3, 16, 16)).astype(np.float32)
+    (before,) = ort_run(m, {"x": x})
+    (after,) = Session(out).run(None, {"x": x})
+    np.testing.assert_allclose(after, before, rtol=1e-4, atol=1e-4)
+
+
+def test_a_constant_read_elsewhere_stays():
+    m = as_constant_nodes(two_block_model())
+    m.graph.node.append(helper.make_node("Identity", ["a_mean"], ["mean_out"]))
+    m.graph.output.append(helper.make_tensor_value_info("mean_out", TensorProto.FLOAT, [8]))
+    out = fuse_conv_bn_relu(m).model
+    assert [n.output[0] for n in out.graph.node if n.op_type == "Constant"] == ["a_mean"]
+
+
+def test_softmax_before_opset_13_is_not_replaced():
+    """Softmax-11 normalises over every axis from `axis` on; the operator over one axis."""
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=1)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])])
+    old = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=8)
+    result = replace_ops(old, ["Softmax"])
+    assert [r.action for r in result.records] == ["skipped"]
+    assert "opset >= 13" in result.records[0].detail
+    new = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    assert [r.action for r in replace_ops(new, ["Softmax"]).records] == ["replaced"]

@@ -380,3 +380,16 @@ def test_buffer_pool_bounds_and_threads():
     for t in threads:
         t.join()
     assert len(seen) == 800
+
+
+@pytest.mark.parametrize("code", [">f4", ">f2"])
+def test_non_native_byte_order_feeds_are_converted(code):
+    elem = TensorProto.FLOAT if code == ">f4" else TensorProto.FLOAT16
+    nodes = [make_node("ThresholdedRelu", ["x"], ["a"], {"alpha": 1.0}),
+             helper.make_node("Neg", ["a"], ["y"])]
+    m = model(nodes, [vi("x", ["N"], elem)], [vi("y", ["N"], elem)])
+    m.opset_import.append(helper.make_opsetid("com.opsdk", 1))
+    x = np.array([0.5, 1.5, 2, 3], code)
+    (got,) = Session(m).run(None, {"x": x})
+    np.testing.assert_array_equal(got, [0, -1.5, -2, -3])
+    assert got.dtype.isnative

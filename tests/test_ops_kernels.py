@@ -186,8 +186,62 @@ def test_layer_norm_rejects_bad_axis_and_stash_type(layer_norm) -> None:
         layer_norm(x, np.ones(3, np.float32), axis=2)
     with pytest.raises(opsdk.SpecError, match="stash_type"):
         layer_norm(x, np.ones(3, np.float32), stash_type=16)
-    with pytest.raises(opsdk.SpecError, match="'Scale' has shape \\(4,\\)"):
+    with pytest.raises(opsdk.SpecError, match="'Scale' has shape \\(4,\\), which does not "
+                       "broadcast to X's shape \\(2, 3\\)"):
         layer_norm(x, np.ones(4, np.float32))
+    with pytest.raises(opsdk.SpecError, match="'B' has shape \\(1, 2, 3\\)"):
+        layer_norm(x, np.ones(3, np.float32), np.ones((1, 2, 3), np.float32))
+
+
+def _ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, axis: int) -> np.ndarray:
+    import onnxruntime as ort
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    names = ["X", "Scale", "B"]
+    node = helper.make_node("LayerNormalization", names, ["Y"], axis=axis, epsilon=1e-5)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, elem, a.shape)
+                      for n, a in zip(names, (x, scale, bias))],
+        [helper.make_tensor_value_info("Y", elem, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"X": x, "Scale": scale, "B": bias})[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("seed", range(6))
+def test_layer_norm_scale_bias_broadcast_over_outer_axes_like_onnxruntime(
+    layer_norm, seed: int, dtype: type
+) -> None:
+    """ONNX lets Scale and B broadcast to all of X, not only to X.shape[axis:]."""
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(2, 5))
+    shape = tuple(int(d) for d in rng.integers(1, 7, rank))
+    axis = int(rng.integers(-rank, rank))
+
+    def param() -> np.ndarray:
+        keep = int(rng.integers(0, rank + 1))  # a suffix of X's dims, some set to 1
+        dims = [d if rng.random() < 0.6 else 1 for d in shape[rank - keep:]]
+        return rng.standard_normal(dims).astype(dtype)
+
+    x = rng.standard_normal(shape).astype(dtype)
+    scale, bias = param(), param()
+    got = layer_norm(x, scale, bias, axis=axis)[0]
+    want = _ort_layer_norm(x, scale, bias, axis)
+    tol = 1e-5 if dtype == np.float32 else 4e-3
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol,
+                               err_msg=f"X{shape} Scale{scale.shape} B{bias.shape} axis {axis}")
+
+
+def test_layer_norm_full_size_non_contiguous_parameters(layer_norm) -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    scale = rng.standard_normal((6, 4, 3)).astype(np.float32).T  # a transposed view
+    bias = rng.standard_normal((3, 4, 6)).astype(np.float32)[:, ::-1, :]
+    got = layer_norm(x, scale, bias, axis=-1)[0]
+    want = _ort_layer_norm(x, np.ascontiguousarray(scale), np.ascontiguousarray(bias), -1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_softmax_and_gelu_reject_bad_attributes(softmax, gelu) -> None:

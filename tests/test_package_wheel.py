@@ -157,13 +157,16 @@ def test_sdk_sdist_and_wheel_carry_templates_cmake_headers_and_operators(
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     assert {"setup.py", "templates/operator/cookiecutter.json", "cmake/OpsdkOperator.cmake",
             "operators/thresholded_relu/kernel.cpp", "opsdk/include/opsdk/custom_op.h",
-            "opsdk/csrc/entry.cpp"} <= names
+            "opsdk/csrc/entry.cpp", "opsdk/csrc/runtime.cpp", "opsdk/csrc/harness.cpp",
+            "opsdk/include/opsdk/invoke.h"} <= names
     files = wheel_contents(wheel)
     data = "opsdk/_data"
     assert {f"{data}/templates/operator/cookiecutter.json", f"{data}/cmake/OpsdkOperator.cmake",
             f"{data}/operators/thresholded_relu/spec.py",
             f"{data}/operators/thresholded_relu/kernel.cpp", "opsdk/include/opsdk/custom_op.h",
-            "opsdk/csrc/entry.cpp", "opsdk/package/templates/pyproject.toml.jinja"} <= set(files)
+            "opsdk/csrc/entry.cpp", "opsdk/csrc/runtime.cpp", "opsdk/csrc/harness.cpp",
+            "opsdk/include/opsdk/invoke.h",
+            "opsdk/package/templates/pyproject.toml.jinja"} <= set(files)
     template = f"{data}/templates/operator/{{{{cookiecutter.snake_name}}}}/kernel.cpp"
     assert template in files
     assert not [n for n in files if "__pycache__" in n or n.endswith((".pyc", ".so", ".o"))]
@@ -341,3 +344,20 @@ def test_a_wheel_for_another_opsdk_is_refused_clearly(venv: Path, built: Package
               env=clean_env(venv, PYTHONPATH=str(target)), cwd=tmp_path).stdout
     assert "acme-ops 1.2.0 (pkg_demo): prebuilt kernel unusable here: built with opsdk 0.9.0" in out
     assert "Fix: install a build of this package made for this environment" in out
+
+
+def test_a_compile_error_points_at_the_authors_kernel(tmp_path: Path) -> None:
+    from opsdk.errors import BuildError
+
+    op = new_operator("BrokenPkg", inputs=parse_io(["x:float32"]), outputs=parse_io(["y"]),
+                      domain="com.example.broken", root=tmp_path / "operators")
+    kernel = op / "kernel.cpp"
+    lines = kernel.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if "mutable_data" in ln)
+    lines.insert(at, "  this_is_not_declared = 1;")
+    kernel.write_text("\n".join(lines) + "\n")
+    with pytest.raises(BuildError) as exc:
+        package_operators([op], tmp_path / "dist", cann=False, onnx=False)
+    message = str(exc.value)
+    assert f"{kernel}:{at + 1}:" in message, message
+    assert "opsdk-package-" not in message.split("\n", 1)[1], message

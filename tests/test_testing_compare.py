@@ -89,6 +89,13 @@ def test_report_json_holds_statistics_and_mismatches(tmp_path: Path) -> None:
     assert bad["mismatches"][0]["index"] == [3] and bad["mismatches"][0]["actual"] == "nan"
     assert bad["mismatches"][0]["inputs"]["x"] == pytest.approx(float(np.float32(1 + 3 / 49)))
     assert d["cases"][1]["repro"].startswith("pytest ")
+    assert bad["checks"] == [
+        {"name": "allclose", "passed": False,
+         "detail": "1 elements beyond atol=1e-05 + rtol=1.3e-06*|e|"},
+        {"name": "nonfinite", "passed": False,
+         "detail": f"1 NaN where the reference has {float(np.float32(1 + 3 / 49))!r}"},
+    ]
+    assert bad["reason"] == "; ".join(f"{c['name']}: {c['detail']}" for c in bad["checks"])
     for k in ("max_abs_error", "max_rel_error", "mere", "mare", "failing_share"):
         assert k in bad
 
@@ -99,6 +106,10 @@ def test_report_html_embeds_plots(tmp_path: Path) -> None:
     assert text.startswith("<!DOCTYPE html>")
     assert text.count("data:image/png;base64,") == 2
     assert "FAILED" in text and "reproduce:" in text and "MERE" in text
+    # The summary table names each rule; a failed one carries its reason as a tooltip.
+    assert "<th>checks</th>" in text
+    assert "<span class='bad' title='1 NaN where the reference has" in text
+    assert "<span class='ok'>nonfinite</span>" in text
 
 
 def test_report_rejects_unknown_suffix(tmp_path: Path) -> None:

@@ -87,8 +87,35 @@ def test_pytest_argv_accepts_options_after_the_operator() -> None:
                             report=None, pytest_args=["--precision-mode", "force_fp16", "-x"])
     argv = pytest_argv(ns, Path("/ops/my_op"))
     assert argv[argv.index("/ops/my_op"):] == [
-        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16", "-x",
+        "/ops/my_op", "--opsdk-standard=msopst", "--opsdk-precision-mode=force_fp16",
+        "--opsdk-timeout=120.0", "--opsdk-isolate", "-x",
     ]
+    ns = argparse.Namespace(pytest_args=[
+        "--opsdk-standard", "double-thousandths", "--standard-only", "--precision-mode",
+        "mixed_float16", "--modify-mixlist", "m.json", "--keep-dtype", "k.cfg"])
+    argv = pytest_argv(ns, Path("/ops/my_op"))
+    assert argv[argv.index("/ops/my_op"):] == [
+        "/ops/my_op", "--opsdk-standard=double-thousandths",
+        "--opsdk-precision-mode=mixed_float16", "--opsdk-keep-dtype=k.cfg",
+        "--opsdk-modify-mixlist=m.json", "--opsdk-timeout=120.0", "--opsdk-standard-only",
+        "--opsdk-isolate",
+    ]
+
+
+def test_opsdk_test_names_every_check_of_a_cann_standard(tmp_path: Path) -> None:
+    report, mixlist = tmp_path / "r.json", tmp_path / "ops_info.json"
+    mixlist.write_text(json.dumps({"white-list": {"to-add": ["ThresholdedRelu"]}}))
+    p = run("-m", "opsdk", "test", "--opsdk-standard", "msopst", "ThresholdedRelu", "--report",
+            str(report), "--precision-mode", "mixed_float16", "--modify-mixlist", str(mixlist),
+            "-k", "float32-small", "-q", "-p", "no:cacheprovider")
+    assert p.returncode == 0, p.stdout + p.stderr
+    case = json.loads(report.read_text())["cases"][0]
+    assert case["note"].startswith("--precision_mode_v2=mixed_float16: inputs float32 cast to "
+                                   "float16")
+    assert [c["name"] for c in case["outputs"][0]["checks"]] == ["msopst", "nonfinite"]
+    p = run("-m", "pytest", str(OP_DIR), "-q", "-p", "no:cacheprovider", "--opsdk-standard-only",
+            "--opsdk-keep-dtype", str(mixlist), "-k", "float32-small")
+    assert p.returncode == 4 and "add --opsdk-precision-mode" in p.stdout + p.stderr
 
 
 def test_opsdk_check_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,7 +72,7 @@ CASES = {
         max_queue_delay_us=500, instances=2, warmup=True, operators_path=("operators",),
     ),
     "ascend": RepositoryOptions(
-        "mlp", target="ascend", max_batch_size=16, instances=2, device_ids="2,3"
+        "mlp", target="ascend", max_batch_size=16, instances=2, device_ids="2,3", cann="8.1.RC1"
     ),
 }
 
@@ -97,11 +97,12 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
 
 
 def test_ascend_static_golden() -> None:
-    opts = RepositoryOptions("mlp_static", target="ascend", static_model=True, device_ids="0")
+    opts = RepositoryOptions("mlp_static", target="ascend", static_model=True, device_ids="0",
+                             cann="8.1.RC1")
     files = render_model(read_graph_io(mlp_model(batch=4)), opts)
     check_golden("ascend_static/config.pbtxt", files["config.pbtxt"])
     assert set(files) == {"config.pbtxt"}
-    assert "max_batch_size" not in files["config.pbtxt"]
+    assert "max_batch_size: 0" in files["config.pbtxt"]
     assert "dims: [ 4, 16 ]" in files["config.pbtxt"]
     parse_config(files["config.pbtxt"])
 
@@ -132,6 +133,17 @@ def test_fixed_first_dim_is_not_batchable() -> None:
         render_model(io, RepositoryOptions("m", max_batch_size=8))
     auto = render_model(io, RepositoryOptions("m", operators_path=()))["config.pbtxt"]
     assert "max_batch_size: 0" in auto and "dims: [ 1, 16 ]" in auto
+
+
+@pytest.mark.parametrize("batch", [-1, 0])
+def test_exporter_dynamic_dim_values_are_a_batch_axis(batch: int) -> None:
+    """paddle2onnx writes dim_value -1 (other converters 0) for a dynamic dim."""
+    io = read_graph_io(mlp_model(batch=batch))
+    assert io.batchable() and io.inputs[0].shape == (None, 16)
+    config = parse_config(render_model(io, RepositoryOptions("m", max_batch_size=8))[
+        "config.pbtxt"])
+    assert config.max_batch_size == 8  # type: ignore[attr-defined]
+    assert list(config.input[0].dims) == [16]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -202,19 +214,50 @@ def test_build_writes_repository_and_never_overwrites_silently(tmp_path: Path) -
     opts = RepositoryOptions("mlp", operators_path=())
     folder = build_repository(src, tmp_path / "repo", opts)
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
-        "1/model.onnx", "1/model.py", "config.pbtxt"]
+        ".opsdk-files.json", "1/model.onnx", "1/model.py", "config.pbtxt"]
     onnx.checker.check_model(str(folder / "1" / "model.onnx"))
     with pytest.raises(TritonConfigError, match="already exists; pass --force"):
         build_repository(src, tmp_path / "repo", opts)
-    (folder / "1" / "stale.txt").write_text("x")
     build_repository(src, tmp_path / "repo", opts, force=True)
-    assert not (folder / "1" / "stale.txt").exists()
+    assert (folder / ".opsdk-files.json").is_file()
     foreign = tmp_path / "repo" / "theirs"
     foreign.mkdir()
     (foreign / "config.pbtxt").write_text('name: "theirs"\n')
     with pytest.raises(TritonConfigError, match="no opsdk banner; refusing"):
         build_repository(src, tmp_path / "repo", RepositoryOptions("theirs"), force=True)
     assert (foreign / "config.pbtxt").read_text() == 'name: "theirs"\n'
+
+
+def test_force_never_deletes_a_file_opsdk_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(), str(src))
+    repo = tmp_path / "r"
+    assert main(["triton", "build", str(src), "-o", str(repo), "--name", "m1"]) == 0
+    precious = repo / "m1" / "precious.txt"
+    precious.write_text("mine")
+    capsys.readouterr()
+    # '..' and '.' would make the model folder an ancestor of (or the same as) -o
+    for out, name in ((repo / "m1" / "1", ".."), (repo / "m1", ".")):
+        argv = ["triton", "build", str(src), "-o", str(out), "--name", name, "--force"]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"model name {name!r} must be non-empty, not start with '.'" in err
+        assert "Traceback" not in err
+    argv = ["triton", "build", str(src), "-o", str(repo), "--name", "m1", "--force"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "holds files opsdk did not write (precious.txt)" in err
+    assert precious.read_text() == "mine" and (repo / "m1" / "config.pbtxt").is_file()
+    precious.unlink()
+    (repo / "m1" / "1" / "model.py").unlink()  # opsdk's own file, gone: still replaceable
+    assert main(argv) == 0
+    assert (repo / "m1" / "1" / "model.py").is_file()
+    # the model file itself inside the folder being replaced
+    inside = repo / "m1" / "1" / "model.onnx"
+    assert main(["triton", "build", str(inside), "-o", str(repo), "--name", "m1", "--force"]) == 0
+    onnx.checker.check_model(str(inside))
 
 
 def test_cli_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,6 +42,7 @@ SPEC = OpSpec(
     doc="2-D convolution (BatchNormalization folded into w and b) with Relu, in one pass.",
     standard="msopst",
     batch_axis=0,
+    compute="cube",  # a convolution: the Cube unit (ATC precision modes treat it so)
     cases=[
         Case({"x": (1, 3, 7, 7), "w": (4, 3, 3, 3)}, {"group": 1}, name="no_bias"),
         Case({"x": (2, 8, 9, 9), "w": (16, 8, 3, 3), "b": (16,)},
@@ -126,3 +127,13 @@ def _shape(
     oh = _out_dim(x.shape[2], w.shape[2], sh, pt + pb, dh, "H")
     ow = _out_dim(x.shape[3], w.shape[3], sw, pl + pr, dw, "W")
     return TensorType((x.shape[0], w.shape[0], oh, ow), x.dtype)
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """Relu(Conv(x, w, b)) with the same strides, pads, dilations and group (ONNX pads are
+    [top, left, bottom, right] for 2-D too); a missing b stays missing."""
+    conv = fb.op("Conv", fb.input("x"), fb.input("w"), fb.input("b"),
+                 strides=fb.attr("strides"), pads=fb.attr("pads"),
+                 dilations=fb.attr("dilations"), group=fb.attr("group"))
+    return fb.op("Relu", conv)

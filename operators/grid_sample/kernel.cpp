@@ -1,4 +1,5 @@
-// GridSample CPU kernel (ONNX semantics; see reference.py for the rules step by step).
+// GridSample CPU kernel (ONNX GridSample with PyTorch's grid_sample numerics; see
+// reference.py for the rules step by step).
 //
 // The sampling positions depend only on the grid, not on the channel. So the kernel works
 // on chunks of output points: it first turns the grid into a table of taps per point --
@@ -12,9 +13,9 @@
 // fractions), the others (zero padding only) with bit-mask selects. Scalar loads: on
 // the CPUs measured, AVX2 gathers were slower. Each channel
 // streams the chunk's table while its own plane stays in cache.
-// Coordinates and weights are computed in float64 (per point, so it costs nothing
-// measurable), except that nearest rounds the float32 coordinate as ONNX does; the
-// weighted sums are float32; float16 inputs and grids widen to float32.
+// Coordinates and weights are computed in float32 with PyTorch's formulas and order of
+// operations (so rounding, reflection of huge coordinates and NaN/Inf handling agree);
+// the weighted sums are float32; float16 inputs and grids widen to float32.
 #include <opsdk/custom_op.h>
 
 #include <algorithm>
@@ -38,8 +39,6 @@ enum class Pad { Zeros, Border, Reflection };
 
 constexpr int ipow(int b, int e) { return e == 0 ? 1 : b * ipow(b, e - 1); }
 
-constexpr double kFar = 1e9;  // |coordinate| cap: keeps NaN/Inf out of int casts
-
 Mode parse_mode(const std::string& m) {
   if (m == "linear" || m == "bilinear") return Mode::Linear;
   if (m == "nearest") return Mode::Nearest;
@@ -56,109 +55,114 @@ Pad parse_pad(const std::string& p) {
                        "', expected zeros, border or reflection");
 }
 
-// Cap |x| at kFar; NaN (no comparison holds) goes far outside, to -kFar.
-inline double clamp_far(double x) { return x > kFar ? kFar : x >= -kFar ? x : -kFar; }
-
-// Reflect x by the borders lo/hi until it lies within them (ONNX's _gs_reflect).
-inline double reflect(double x, double lo, double hi) {
-  const double span = hi - lo;
-  if (span <= 0.0) return lo;
-  if (x < lo) {
-    const double dx = lo - x, flips = std::floor(dx / span), r = dx - flips * span;
-    return (static_cast<int64_t>(flips) & 1) == 0 ? lo + r : hi - r;
-  }
-  if (x > hi) {
-    const double dx = x - hi, flips = std::floor(dx / span), r = dx - flips * span;
-    return (static_cast<int64_t>(flips) & 1) == 0 ? hi - r : lo + r;
-  }
-  return x;
-}
-
 // Keys' cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2.
-inline void cubic_weights(double t, float* w) {
-  constexpr double a = -0.75;
-  auto near = [](double s) { return ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0; };
-  auto far = [](double s) { return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a; };
-  w[0] = static_cast<float>(far(t + 1.0));
-  w[1] = static_cast<float>(near(t));
-  w[2] = static_cast<float>(near(1.0 - t));
-  w[3] = static_cast<float>(far(2.0 - t));
+inline void cubic_weights(float t, float* w) {
+  constexpr float a = -0.75f;
+  auto near = [](float v) { return ((a + 2.0f) * v - (a + 3.0f)) * v * v + 1.0f; };
+  auto far = [](float v) { return ((a * v - 5.0f * a) * v + 8.0f * a) * v - 4.0f * a; };
+  w[0] = far(t + 1.0f);
+  w[1] = near(t);
+  w[2] = near(1.0f - t);
+  w[3] = far(2.0f - t);
 }
 
 // One spatial axis of size d: P taps (index within the axis, or -1 when zero padded)
-// and weights for the normalised coordinate g.
+// and weights for the normalised coordinate g. `poison`: the output is NaN (a NaN or
+// infinite coordinate where PyTorch's interpolation weights become NaN).
 template <int P>
 struct AxisTaps {
   int32_t idx[P];
   float w[P];
+  bool poison = false;
 };
 
+// PyTorch's grid_sample coordinate rules, in float32 as it computes them. 4-D inputs
+// follow its vectorised CPU kernel, 5-D ones its scalar kernel (`vol`); they differ only
+// for NaN, infinite and huge coordinates (see README.md). `volatile` keeps the compiler
+// from fusing a product and a sum into one FMA, which would round differently.
 struct Axis {
   int64_t size;
-  double lo, hi;  // the coordinate range of the image: [0, d-1] or [-0.5, d-0.5]
-  bool align;
+  bool align, vol;
   Pad pad;
+  float max_val;  // size - 1
 
-  Axis(int64_t d, bool align_corners, Pad p)
-      : size(d), lo(align_corners ? 0.0 : -0.5),
-        hi(align_corners ? static_cast<double>(d) - 1.0 : static_cast<double>(d) - 0.5),
-        align(align_corners), pad(p) {}
+  Axis(int64_t d, bool align_corners, Pad p, bool volumetric)
+      : size(d), align(align_corners), vol(volumetric), pad(p),
+        max_val(static_cast<float>(d - 1)) {}
 
-  double unnormalise(double g) const {
-    const double d = static_cast<double>(size);
-    const double x = align ? (g + 1.0) / 2.0 * (d - 1.0) : ((g + 1.0) * d - 1.0) / 2.0;
-    return clamp_far(x);
-  }
-
-  // Nearest rounds the coordinate computed in float32, as ONNX's reference, ONNX Runtime
-  // and PyTorch do: in float64 a coordinate within float32 rounding of a half-integer
-  // could pick the other neighbour. `volatile` keeps (g + 1) * d - 1 from being fused
-  // into one FMA, which would round differently.
-  double unnormalise_f32(float g) const {
+  float unnormalise(float g) const {
     const float d = static_cast<float>(size);
-    float x;
-    if (align) {
-      x = (g + 1.0f) / 2.0f * (d - 1.0f);
-    } else {
-      volatile float scaled = (g + 1.0f) * d;
-      x = (scaled - 1.0f) / 2.0f;
+    if (!vol) {  // (g + 1) * scale (- 0.5)
+      volatile float scaled = (g + 1.0f) * (align ? (d - 1.0f) / 2.0f : d / 2.0f);
+      return align ? scaled : scaled - 0.5f;
     }
-    return clamp_far(static_cast<double>(x));
+    if (align) return (g + 1.0f) / 2.0f * (d - 1.0f);
+    volatile float scaled = (g + 1.0f) * d;
+    return (scaled - 1.0f) / 2.0f;
   }
 
-  double fold(double x) const {  // a coordinate outside [lo, hi]: clamp or reflect
-    if (x >= lo && x <= hi) return x;
-    if (pad == Pad::Border) return x < 0.0 ? 0.0 : std::min(x, static_cast<double>(size - 1));
-    if (pad == Pad::Reflection) return reflect(x, lo, hi);
+  // Clamp to [0, d-1]. 4-D: NaN goes to 0; 5-D (std::min/std::max): NaN goes to d-1.
+  float clip(float x) const {
+    if (!vol) return x == x ? std::min(std::max(x, 0.0f), max_val) : 0.0f;
+    const float lo = x < 0.0f ? 0.0f : x;
+    return lo < max_val ? lo : max_val;
+  }
+
+  // Reflect by the image borders (-0.5 and d-0.5, or 0 and d-1 with align_corners).
+  float reflect(float x) const {
+    const float d = static_cast<float>(size);
+    if (!vol) {
+      if (align && size <= 1) return 0.0f;
+      const float low = align ? 0.0f : -0.5f, span2 = align ? 2.0f * (d - 1.0f) : 2.0f * d;
+      const float a = std::fabs(x - low);
+      volatile float whole = std::trunc(a / span2) * span2;
+      const float extra = a - whole;
+      const float back = span2 - extra;
+      return (extra != extra ? extra : back < extra ? back : extra) + low;
+    }
+    const int64_t twice_low = align ? 0 : -1, twice_high = align ? 2 * (size - 1) : 2 * size - 1;
+    if (twice_low == twice_high) return 0.0f;
+    const float mn = static_cast<float>(twice_low) / 2.0f;
+    const float span = static_cast<float>(twice_high - twice_low) / 2.0f;
+    const float a = std::fabs(x - mn);
+    const float extra = std::fmod(a, span), f = std::floor(a / span);
+    // PyTorch's out-of-range float -> int conversion gives INT_MIN on x86: even, like 0
+    const int64_t flips = f >= -2147483648.0f && f < 2147483648.0f ? static_cast<int64_t>(f) : 0;
+    return flips % 2 == 0 ? extra + mn : span - extra + mn;
+  }
+
+  // PyTorch's compute_coordinates: clamp or reflect (zeros: as is); the 5-D kernel then
+  // sends NaN, infinite and out-of-int-range coordinates far outside (-100).
+  float fold(float x) const {
+    if (pad == Pad::Border) x = clip(x);
+    else if (pad == Pad::Reflection) x = clip(reflect(x));
+    if (vol && (!std::isfinite(x) || x > 2147483646.0f || x < -2147483648.0f)) x = -100.0f;
     return x;
   }
 
-  int32_t tap(double i) const {  // input index of an integral tap position, -1 if zero
-    const double last = static_cast<double>(size - 1);
-    if (pad == Pad::Zeros) return i >= 0.0 && i <= last ? static_cast<int32_t>(i) : -1;
-    if (pad == Pad::Border) return static_cast<int32_t>(i < 0.0 ? 0.0 : std::min(i, last));
-    return static_cast<int32_t>(std::trunc(reflect(i, lo, hi)));
+  int32_t tap(float i) const {  // input index of an integral tap position, -1 if outside
+    return i >= 0.0f && i <= max_val ? static_cast<int32_t>(i) : -1;
   }
 
   template <Mode M, int P>
   AxisTaps<P> taps(float g) const {
     AxisTaps<P> t;
+    const float u = unnormalise(g);
     if constexpr (M == Mode::Nearest) {
-      const double x = fold(std::nearbyint(unnormalise_f32(g)));
-      t.idx[0] = tap(std::trunc(x));
+      t.idx[0] = tap(std::nearbyint(fold(u)));
       t.w[0] = 1.0f;
-    } else {
-      const double x = fold(unnormalise(static_cast<double>(g)));
-      const double x0 = std::floor(x), f = x - x0;
-      if constexpr (M == Mode::Linear) {
-        t.w[0] = static_cast<float>(1.0 - f);
-        t.w[1] = static_cast<float>(f);
-        t.idx[0] = tap(x0);
-        t.idx[1] = tap(x0 + 1.0);
-      } else {
-        cubic_weights(f, t.w);
-        for (int k = 0; k < 4; ++k) t.idx[k] = tap(x0 - 1.0 + static_cast<double>(k));
-      }
+    } else if constexpr (M == Mode::Linear) {
+      const float x = fold(u), x0 = std::floor(x), f = x - x0;
+      t.poison = !std::isfinite(x);  // 4-D zero padding: NaN weights
+      t.w[0] = 1.0f - f;
+      t.w[1] = f;
+      t.idx[0] = tap(x0);
+      t.idx[1] = tap(x0 + 1.0f);
+    } else {  // cubic: the coordinate as is, each tap clamped or reflected
+      const float x0 = std::floor(u), f = u - x0;
+      t.poison = !std::isfinite(u);
+      cubic_weights(f, t.w);
+      for (int k = 0; k < 4; ++k) t.idx[k] = tap(fold(x0 + static_cast<float>(k - 1)));
     }
     return t;
   }
@@ -192,10 +196,12 @@ void build_table(const G* grid, const std::array<Axis, 3>& axes, const Geometry&
     PointTaps<R, P>& t = tab[p];
     t.inside = 1;
     t.outside = 0;
+    bool poison = false;
     for (int a = 0; a < R; ++a) {
       // grid's last axis is (x, y[, z]) = (W, H[, D]): reversed spatial order
       const AxisTaps<P> at = axes[static_cast<size_t>(a)].template taps<M, P>(
           opsdk::to_float(grid[p * R + (R - 1 - a)]));
+      poison = poison || at.poison;
       for (int i = 0; i < P; ++i) {
         t.idx[a][i] = at.idx[i] >= 0 ? static_cast<int32_t>(at.idx[i] * stride[a]) : -1;
         t.w[a][i] = at.w[i];
@@ -204,6 +210,12 @@ void build_table(const G* grid, const std::array<Axis, 3>& axes, const Geometry&
       bool none = true;
       for (int i = 0; i < P; ++i) none = none && at.idx[i] < 0;
       t.outside |= none ? 1 : 0;
+    }
+    if (poison) {  // read pixel 0 with NaN weights: the output is NaN, as in PyTorch
+      for (int a = 0; a < R; ++a)
+        for (int i = 0; i < P; ++i) t.idx[a][i] = 0, t.w[a][i] = std::nanf("");
+      t.inside = 1;
+      t.outside = 0;
     }
   }
 }
@@ -456,8 +468,10 @@ void grid_sample(const CustomOpKernelContext& ctx) {
   const Mode mode = parse_mode(ctx.attr<std::string>("mode"));
   const Pad pad = parse_pad(ctx.attr<std::string>("padding_mode"));
   const bool align = ctx.attr<int64_t>("align_corners") != 0;
-  std::array<Axis, 3> axes{Axis(geo.in[0], align, pad), Axis(r > 1 ? geo.in[1] : 1, align, pad),
-                           Axis(r > 2 ? geo.in[2] : 1, align, pad)};
+  const bool vol = r == 3;
+  std::array<Axis, 3> axes{Axis(geo.in[0], align, pad, vol),
+                           Axis(r > 1 ? geo.in[1] : 1, align, pad, vol),
+                           Axis(r > 2 ? geo.in[2] : 1, align, pad, vol)};
   if (r == 2) {
     if (mode == Mode::Nearest) run<Mode::Nearest, 2, 1, T, G>(ctx, geo, axes);
     else if (mode == Mode::Linear) run<Mode::Linear, 2, 2, T, G>(ctx, geo, axes);

@@ -1,20 +1,25 @@
-"""NumPy reference of GridSample (ONNX semantics), computed in float64 and vectorised.
+"""NumPy reference of GridSample: ONNX GridSample with PyTorch's ``grid_sample`` numerics.
 
 Per spatial axis (size ``d``, normalised coordinate ``g``) every output location gets a
 set of taps (input indices) and weights; the output is the sum over the tensor product of
-the per-axis taps. The rules follow ONNX's reference implementation step by step:
+the per-axis taps (in float64). The coordinate rules are PyTorch's, in float32 as it
+computes them (ONNX Runtime agrees for every finite coordinate):
 
-1. unnormalise: ``(g + 1) / 2 * (d - 1)`` with align_corners, else ``((g + 1) * d - 1) / 2``;
-2. nearest: round half to even -- the coordinate of step 1 computed in float32, as ONNX's
-   reference, ONNX Runtime and PyTorch compute it (in float64 a coordinate within float32
-   rounding of a half-integer would round to the other neighbour);
-3. a coordinate outside ``[lo, hi]`` (``[0, d-1]`` with align_corners, else
-   ``[-0.5, d-0.5]``) is clamped to ``[0, d-1]`` (border) or reflected into
-   ``[lo, hi]`` (reflection);
-4. taps: nearest 1 (the coordinate), linear 2 (``floor`` and ``floor + 1``, weights
-   ``1 - t, t``), cubic 4 (``floor - 1 .. floor + 2``, Keys' kernel with ``a = -0.75``);
-5. a tap outside ``[0, d-1]`` reads 0 (zeros), the clamped index (border) or the
-   reflected index, truncated toward zero (reflection).
+1. unnormalise: 4-D ``(g + 1) * (d / 2) - 0.5`` (align_corners: ``(g + 1) * ((d - 1) / 2)``);
+   5-D ``((g + 1) * d - 1) / 2`` (``(g + 1) / 2 * (d - 1)``);
+2. nearest and linear: fold the coordinate -- border clamps it to ``[0, d-1]``,
+   reflection reflects it by the borders (``-0.5`` and ``d-0.5``, or ``0`` and ``d-1``)
+   then clamps; nearest then rounds half to even, linear takes ``floor`` and ``floor + 1``
+   with weights ``1 - t, t``;
+3. cubic: the coordinate is *not* folded; its 4 taps ``floor - 1 .. floor + 2`` (Keys'
+   kernel, ``a = -0.75``) are each clamped or reflected. ONNX's reference folds the
+   coordinate instead, which differs near the border with border padding (up to ~0.2 of
+   the data's range; see README.md);
+4. a tap outside ``[0, d-1]`` reads 0;
+5. NaN, infinite and huge coordinates, as PyTorch's CPU kernels treat them: 4-D (its
+   vectorised kernel) clamps NaN to 0, gives NaN for linear zero padding and for cubic
+   (NaN weights); 5-D (its scalar kernel) clamps NaN to ``d-1`` and sends non-finite or
+   out-of-int-range folded coordinates to -100 (outside: zero padding reads 0).
 """
 
 from __future__ import annotations
@@ -23,73 +28,95 @@ import numpy as np
 
 _MODES = {"linear": "linear", "bilinear": "linear", "nearest": "nearest",
           "cubic": "cubic", "bicubic": "cubic"}
-_CUBIC_A = -0.75
-
-
-def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Reflect ``x`` by the borders ``lo``/``hi`` until it lies within them."""
-    span = hi - lo
-    if span <= 0:
-        return np.full_like(x, lo)
-    below, above = x < lo, x > hi
-    d = np.where(below, lo - x, np.where(above, x - hi, 0.0))
-    flips = np.floor(d / span)
-    r = d - flips * span
-    even = flips % 2 == 0
-    out = np.where(below, np.where(even, lo + r, hi - r), x)
-    return np.where(above, np.where(even, hi - r, lo + r), out)
+_CUBIC_A = np.float32(-0.75)
+F = np.float32
 
 
 def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
     """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 for fraction t."""
     a = _CUBIC_A
 
-    def near(s: np.ndarray) -> np.ndarray:  # |s| <= 1
-        return np.asarray(((a + 2) * s - (a + 3)) * s * s + 1)
+    def near(v: np.ndarray) -> np.ndarray:  # |v| <= 1
+        return ((a + F(2)) * v - (a + F(3))) * v * v + F(1)
 
-    def far(s: np.ndarray) -> np.ndarray:  # 1 < |s| < 2
-        return np.asarray(((a * s - 5 * a) * s + 8 * a) * s - 4 * a)
+    def far(v: np.ndarray) -> np.ndarray:  # 1 < |v| < 2
+        return ((a * v - F(5) * a) * v + F(8) * a) * v - F(4) * a
 
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    return [far(t + F(1)), near(t), near(F(1) - t), far(F(2) - t)]
 
 
-def _axis_taps(
-    g: np.ndarray, d: int, mode: str, padding_mode: str, align: bool
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(index, weight, inside) per tap of one spatial axis; ``inside`` is False where a
-    zero-padded tap reads 0 (its index is clipped only to stay addressable)."""
-    if mode == "nearest":  # rounded from float32 coordinates, as ONNX specifies it
-        g32, d32 = g.astype(np.float32), np.float32(d)
-        one, two = np.float32(1), np.float32(2)
-        x32 = (g32 + one) / two * (d32 - one) if align else ((g32 + one) * d32 - one) / two
-        x = np.rint(x32.astype(np.float64))
-    else:
-        x = (g + 1) / 2 * (d - 1) if align else ((g + 1) * d - 1) / 2
-    lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
-    outside = (x < lo) | (x > hi)
-    if padding_mode == "border":
-        x = np.where(outside, np.clip(x, 0, d - 1), x)
-    elif padding_mode == "reflection":
-        x = np.where(outside, _reflect(x, lo, hi), x)
-    if mode == "nearest":
-        idx, weights = [np.trunc(x)], [np.ones_like(x)]
-    else:
-        x0 = np.floor(x)
-        t = x - x0
+class _Axis:
+    """PyTorch's coordinate rules for one spatial axis (float32 arrays)."""
+
+    def __init__(self, d: int, padding_mode: str, align: bool, vol: bool) -> None:
+        self.d, self.pad, self.align, self.vol = d, padding_mode, align, vol
+        self.max = F(d - 1)
+
+    def unnormalise(self, g: np.ndarray) -> np.ndarray:
+        d = F(self.d)
+        if not self.vol:
+            scaled = (g + F(1)) * ((d - F(1)) / F(2) if self.align else d / F(2))
+            return scaled if self.align else scaled - F(0.5)
+        if self.align:
+            return (g + F(1)) / F(2) * (d - F(1))
+        return ((g + F(1)) * d - F(1)) / F(2)
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        if not self.vol:  # NaN -> 0
+            return np.where(np.isnan(x), F(0), np.minimum(np.maximum(x, F(0)), self.max))
+        lo = np.where(x < 0, F(0), x)  # std::max(x, 0): NaN stays
+        return np.where(lo < self.max, lo, self.max)  # std::min(max, .): NaN -> max
+
+    def reflect(self, x: np.ndarray) -> np.ndarray:
+        d = F(self.d)
+        if not self.vol:
+            if self.align and self.d <= 1:
+                return np.zeros_like(x)
+            low = F(0) if self.align else F(-0.5)
+            span2 = F(2) * (d - F(1)) if self.align else F(2) * d
+            a = np.abs(x - low)
+            extra = a - np.trunc(a / span2) * span2
+            back = span2 - extra
+            return np.where(np.isnan(extra) | (back >= extra), extra, back) + low
+        tl, th = (0, 2 * (self.d - 1)) if self.align else (-1, 2 * self.d - 1)
+        if tl == th:
+            return np.zeros_like(x)
+        mn, span = F(tl) / F(2), F(th - tl) / F(2)
+        a = np.abs(x - mn)
+        extra = np.fmod(a, span)
+        f = np.floor(a / span)
+        ok = (f >= F(-2147483648.0)) & (f < F(2147483648.0))
+        flips = np.where(ok, np.where(ok, f, 0).astype(np.int64), 0)
+        return np.where(flips % 2 == 0, extra + mn, span - extra + mn)
+
+    def fold(self, x: np.ndarray) -> np.ndarray:
+        if self.pad == "border":
+            x = self.clip(x)
+        elif self.pad == "reflection":
+            x = self.clip(self.reflect(x))
+        if self.vol:
+            bad = ~np.isfinite(x) | (x > F(2147483646.0)) | (x < F(-2147483648.0))
+            x = np.where(bad, F(-100), x)
+        return x
+
+    def taps(self, g: np.ndarray, mode: str) -> tuple[list[tuple[np.ndarray, np.ndarray]],
+                                                      np.ndarray]:
+        """[(index or -1, weight)] per tap, and where the output is NaN (poisoned)."""
+        u = self.unnormalise(g)
+        if mode == "nearest":
+            return [(np.rint(self.fold(u)), np.ones_like(u))], np.zeros(u.shape, bool)
         if mode == "linear":
-            idx, weights = [x0, x0 + 1], [1 - t, t]
-        else:
-            idx, weights = [x0 - 1, x0, x0 + 1, x0 + 2], _cubic_weights(t)
-    taps = []
-    for i, w in zip(idx, weights):
-        inside = (i >= 0) & (i <= d - 1)
-        if padding_mode == "zeros":
-            i = np.clip(i, 0, d - 1)
-        else:
-            inside = np.ones_like(inside)
-            i = np.clip(i, 0, d - 1) if padding_mode == "border" else np.trunc(_reflect(i, lo, hi))
-        taps.append((i.astype(np.intp), w, inside))
-    return taps
+            x = self.fold(u)
+            x0 = np.floor(x)
+            t = x - x0
+            return [(x0, F(1) - t), (x0 + F(1), t)], ~np.isfinite(x)
+        x0 = np.floor(u)
+        ws = _cubic_weights(u - x0)
+        return [(self.fold(x0 + F(k - 1)), ws[k]) for k in range(4)], ~np.isfinite(u)
+
+    def index(self, i: np.ndarray) -> np.ndarray:
+        inside = (i >= 0) & (i <= self.max)
+        return np.where(inside, np.where(inside, i, 0), -1).astype(np.intp)
 
 
 def reference(
@@ -105,23 +132,26 @@ def reference(
         array([[[[0. , 1.5, 3. ]]]], dtype=float32)
     """
     canon = _MODES[mode]
-    xd, gd = x.astype(np.float64), grid.astype(np.float64)
-    n, c, *sizes = xd.shape
+    g32 = grid.astype(np.float32)
+    n, c, *sizes = x.shape
     r = len(sizes)
-    out_shape = gd.shape[1:-1]
+    out_shape = g32.shape[1:-1]
     # grid's last axis is (x, y[, z]): the reverse of x's spatial axis order.
-    per_axis = [
-        _axis_taps(gd[..., r - 1 - a], sizes[a], canon, padding_mode, bool(align_corners))
-        for a in range(r)
-    ]
+    axes = [_Axis(sizes[a], padding_mode, bool(align_corners), r == 3) for a in range(r)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        per_axis = [axes[a].taps(g32[..., r - 1 - a], canon) for a in range(r)]
+    poison = np.logical_or.reduce([p for _, p in per_axis])
     y = np.zeros((n, c, *out_shape))
     batch = np.arange(n).reshape((n,) + (1,) * len(out_shape))
-    flat = xd.reshape(n, c, -1)
+    flat = x.astype(np.float64).reshape(n, c, -1)
     strides = [int(np.prod(sizes[a + 1:])) for a in range(r)]
-    for combo in np.ndindex(*(len(t) for t in per_axis)):
-        offset = sum(per_axis[a][k][0] * strides[a] for a, k in enumerate(combo))
-        weight = np.prod([per_axis[a][k][1] for a, k in enumerate(combo)], axis=0)
-        inside = np.logical_and.reduce([per_axis[a][k][2] for a, k in enumerate(combo)])
+    for combo in np.ndindex(*(len(t) for t, _ in per_axis)):
+        idx = [axes[a].index(per_axis[a][0][k][0]) for a, k in enumerate(combo)]
+        weight = np.prod([per_axis[a][0][k][1].astype(np.float64) for a, k in enumerate(combo)],
+                         axis=0)
+        inside = np.logical_and.reduce([i >= 0 for i in idx])
+        offset = sum(np.maximum(i, 0) * s for i, s in zip(idx, strides))
         vals = np.where(inside[..., None], flat[batch, :, offset], 0.0)  # (N, *out, C)
         y += np.moveaxis(vals * weight[..., None], -1, 1)
+    y[np.broadcast_to(poison[:, None], y.shape)] = np.nan
     return y.astype(x.dtype)

@@ -126,9 +126,24 @@ def _shape(
             f"GridSample: input 'grid' has shape {tuple(grid.shape)}, expected rank {x.rank} "
             f"with a last axis of {r} (N, *out, {r}) for x of shape {tuple(x.shape)}"
         )
+    if any(d == 0 for d in x.shape[2:]):
+        raise SpecError(
+            f"GridSample: input 'x' has an empty spatial dim (shape {tuple(x.shape)}), so "
+            "there is nothing to sample from; give every spatial dim at least 1 (PyTorch "
+            "and ONNX Runtime refuse it too)"
+        )
     n, gn = x.shape[0], grid.shape[0]
     if isinstance(n, int) and isinstance(gn, int) and n != gn:
         raise SpecError(
             f"GridSample: input 'grid' has batch {gn}, expected {n} (the batch of 'x')"
         )
     return TensorType((x.shape[0], x.shape[1], *grid.shape[1:-1]), x.dtype)
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """ONNX GridSample itself (opset 16 on; the node's mode spelling is passed through, and
+    models of opset 16 spell it bilinear/bicubic). ONNX Runtime then computes it, which
+    differs from this operator only for NaN/Inf coordinates (see README.md)."""
+    return fb.op("GridSample", fb.input("x"), fb.input("grid"), mode=fb.attr("mode"),
+                 padding_mode=fb.attr("padding_mode"), align_corners=fb.attr("align_corners"))

@@ -13,4 +13,17 @@ Options: --opsdk-device, --opsdk-seed, --opsdk-standard, --opsdk-precision-mode,
 
 from opsdk.testing import op_tests
 
-globals().update(op_tests(__file__))
+_NAN = ("NaN/Inf coordinates: ONNX leaves the result unspecified and ONNX Runtime substitutes "
+        "the border; the operator follows PyTorch's grid_sample (where GridSample models come "
+        "from), whose 4-D kernel gives NaN here (NaN interpolation weights)")
+#: ONNX Runtime's test vectors this operator deliberately does not follow (see README.md).
+NOT_FOLLOWED = {
+    "GridSampleCustomTest.test_grid_sample_20_4D_linear_zeros_extreme_nan_inf_coords[float32]":
+        _NAN,
+    "GridSampleCustomTest.test_grid_sample_20_4D_linear_zeros_extreme_nan_inf_coords[float16]":
+        _NAN,
+    "GridSampleCustomTestFloatOnly.test_grid_sample_20_4D_cubic_reflection_nan_inf_coords": _NAN,
+    "GridSampleCudaHardeningTest.bilinear_zeros_nan_inf_extreme_coords": _NAN,
+}
+
+globals().update(op_tests(__file__, not_followed=NOT_FOLLOWED))

@@ -6,8 +6,9 @@
 // cancel the variance away), and Y = (X - Mean) * InvStdDev * Scale + B. Sums run in
 // 8-lane float32 accumulators flushed into a double every 1024 elements, so long rows
 // keep float32 accuracy. float16/bfloat16 rows are widened once into a per-task float32
-// buffer. Rows are spread over the threads; Scale and B are widened (and broadcast to
-// X.shape[axis:]) once per call.
+// buffer. Rows are spread over the threads; Scale and B are widened once per call into
+// one row per distinct index over X's outer axes (ONNX lets them broadcast to all of X),
+// so a row looks its parameters up in O(axis) and the inner loop stays the same.
 #include <opsdk/custom_op.h>
 
 #include <cmath>
@@ -78,29 +79,87 @@ void normalize_row(const float* x, T* y, int64_t n, float mean, float inv, const
   }
 }
 
-// A parameter (Scale or B) as D contiguous floats, broadcast to X.shape[axis:]. Returns a
-// pointer into the input when it already is exactly that; else fills `buf`.
+// A parameter (Scale or B) broadcast to X: `blocks` rows of D floats, one per distinct
+// index of the parameter over X's outer axes (1 when it varies only along the normalised
+// axes), and per outer axis of X the step between blocks (0 where the parameter is 1).
+// A row of X finds its block in O(axis) -- no per-element broadcast in the hot loop.
+// `d` elements of a float16/bfloat16 row as float32.
 template <class T>
-const float* widen_param(const opsdk::Tensor& p, const std::vector<int64_t>& norm_shape,
-                         int64_t d, std::vector<float>& buf) {
-  const T* src = p.data<T>();
-  if constexpr (std::is_same_v<T, float>) {
-    if (p.numel() == d) return src;
+const float* widen_row(const T* src, int64_t d, float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) opsdk_vec::store(dst + i, opsdk_vec::load_f(src + i));
+  for (; i < d; ++i) dst[i] = opsdk::to_float(src[i]);
+  return dst;
+}
+
+template <class T>
+struct Param {
+  const float* data = nullptr;
+  const T* raw = nullptr;     // set instead of `data`: contiguous T blocks, widened per row
+  std::vector<int64_t> step;  // empty: one block for every row
+  std::vector<float> buf;
+
+  // The parameters of row r; `tmp` (d floats) holds them when they are widened per row.
+  const float* row(int64_t r, const std::vector<int64_t>& outer, int64_t d, float* tmp) const {
+    int64_t block = 0;
+    for (size_t k = step.empty() ? 0 : outer.size(); k-- > 0;) {
+      block += (r % outer[k]) * step[k];
+      r /= outer[k];
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      if (raw) return widen_row(raw + block * d, d, tmp);
+    }
+    return data + block * d;
   }
-  buf.resize(static_cast<size_t>(d));
-  const int64_t r = static_cast<int64_t>(norm_shape.size());
-  const int64_t shift = r - p.ndim();
+};
+
+template <class T>
+void widen_param(const opsdk::Tensor& p, const std::vector<int64_t>& xshape, int64_t axis,
+                 int64_t d, Param<T>& out) {
+  const int64_t rank = static_cast<int64_t>(xshape.size()), shift = rank - p.ndim();
+  auto pdim = [&](int64_t k) { return k >= shift ? p.size(k - shift) : int64_t{1}; };
+  std::vector<int64_t> step(static_cast<size_t>(axis), 0);
+  int64_t blocks = 1;
+  for (int64_t k = axis - 1; k >= 0; --k) {
+    if (pdim(k) != 1) step[static_cast<size_t>(k)] = blocks;
+    blocks *= pdim(k);
+  }
+  const T* src = p.data<T>();
+  if (blocks > 1 && p.numel() == blocks * d && p.is_contiguous()) {  // as large as X: no copy
+    if constexpr (std::is_same_v<T, float>) out.data = src; else out.raw = src;
+    out.step = std::move(step);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {  // D contiguous floats
+    if (p.numel() == d && p.is_contiguous()) {
+      out.data = src;
+      return;
+    }
+  }
+  // Offsets of one block's D elements (X's normalised dims) and of each block's start.
+  std::vector<int64_t> inner(static_cast<size_t>(d));
   for (int64_t i = 0; i < d; ++i) {
     int64_t rem = i, off = 0;
-    for (int64_t k = r - 1; k >= 0; --k) {
-      const int64_t dim = norm_shape[static_cast<size_t>(k)];
-      const int64_t idx = rem % dim;
-      rem /= dim;
-      if (k - shift >= 0 && p.size(k - shift) != 1) off += idx * p.stride(k - shift);
+    for (int64_t k = rank - 1; k >= axis; --k) {
+      const int64_t idx = rem % xshape[static_cast<size_t>(k)];
+      rem /= xshape[static_cast<size_t>(k)];
+      if (k >= shift && p.size(k - shift) != 1) off += idx * p.stride(k - shift);
     }
-    buf[static_cast<size_t>(i)] = opsdk::to_float(src[off]);
+    inner[static_cast<size_t>(i)] = off;
   }
-  return buf.data();
+  out.buf.resize(static_cast<size_t>(blocks * d));
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t rem = b, base = 0;
+    for (int64_t k = axis - 1; k >= 0; --k) {
+      const int64_t idx = rem % pdim(k);
+      rem /= pdim(k);
+      if (k >= shift) base += idx * p.stride(k - shift);
+    }
+    float* dst = out.buf.data() + b * d;
+    for (int64_t i = 0; i < d; ++i) dst[i] = opsdk::to_float(src[base + inner[static_cast<size_t>(i)]]);
+  }
+  out.data = out.buf.data();
+  if (blocks > 1) out.step = std::move(step);
 }
 
 template <class T>
@@ -110,39 +169,42 @@ void layer_norm(const CustomOpKernelContext& ctx) {
   if (ctx.attr<int64_t>("stash_type") != 1)
     throw opsdk::OpError("attribute 'stash_type' must be 1 (float32 statistics)");
   const float eps = ctx.attr<float>("epsilon");
-  std::vector<int64_t> norm_shape(x.shape().begin() + axis, x.shape().end());
+  const std::vector<int64_t>& xshape = x.shape();
+  const std::vector<int64_t> outer(xshape.begin(), xshape.begin() + axis);
   int64_t d = 1;
-  for (int64_t v : norm_shape) d *= v;
+  for (size_t k = static_cast<size_t>(axis); k < xshape.size(); ++k) d *= xshape[k];
   const int64_t rows = d ? x.numel() / d : 0;
-  std::vector<float> sbuf, bbuf;
-  const float* scale = widen_param<T>(ctx.input(1), norm_shape, d, sbuf);
-  const float* bias = ctx.has_input(2) ? widen_param<T>(ctx.input(2), norm_shape, d, bbuf)
-                                       : nullptr;
+  Param<T> scale, bias;
+  widen_param<T>(ctx.input(1), xshape, axis, d, scale);
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias) widen_param<T>(ctx.input(2), xshape, axis, d, bias);
   const T* px = x.data<T>();
   T* py = ctx.output(0).template mutable_data<T>();
   float* pmean = ctx.output(1).mutable_data<float>();
   float* pinv = ctx.output(2).mutable_data<float>();
   const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(d, 1));
   ctx.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
-    std::vector<float> row;  // float32 copy of a float16/bfloat16 row, once per task
-    if constexpr (!std::is_same_v<T, float>) row.resize(static_cast<size_t>(d) + 8);
+    // float32 copies of a float16/bfloat16 row of X, Scale and B, once per task
+    std::vector<float> row, srow, brow;
+    if constexpr (!std::is_same_v<T, float>) {
+      row.resize(static_cast<size_t>(d) + 8);
+      if (scale.raw) srow.resize(static_cast<size_t>(d) + 8);
+      if (bias.raw) brow.resize(static_cast<size_t>(d) + 8);
+    }
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr;
       if constexpr (std::is_same_v<T, float>) {
         xr = px + r * d;
       } else {
-        const T* src = px + r * d;
-        int64_t i = 0;
-        for (; i + 8 <= d; i += 8) opsdk_vec::store(row.data() + i, opsdk_vec::load_f(src + i));
-        for (; i < d; ++i) row[static_cast<size_t>(i)] = opsdk::to_float(src[i]);
-        xr = row.data();
+        xr = widen_row(px + r * d, d, row.data());
       }
       const float mean = static_cast<float>(row_sum<false>(xr, d, 0.0f) / static_cast<double>(d));
       const double var = row_sum<true>(xr, d, mean) / static_cast<double>(d);
       const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
       pmean[r] = mean;
       pinv[r] = inv;
-      normalize_row(xr, py + r * d, d, mean, inv, scale, bias);
+      normalize_row(xr, py + r * d, d, mean, inv, scale.row(r, outer, d, srow.data()),
+                    has_bias ? bias.row(r, outer, d, brow.data()) : nullptr);
     }
   });
 }

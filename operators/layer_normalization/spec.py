@@ -6,14 +6,15 @@ With ``axis`` splitting X's shape into outer (rows) and normalised (D elements) 
     InvStdDev = 1 / sqrt(mean((X - Mean)^2) + epsilon)
     Y         = (X - Mean) * InvStdDev * Scale + B
 
-Scale and B broadcast unidirectionally to ``X.shape[axis:]``. Mean and InvStdDev have shape
+Scale and B broadcast unidirectionally to X, as ONNX specifies: usually they have the
+normalised shape ``X.shape[axis:]``, but they may also vary along X's outer axes (a Scale
+of shape (2, 2, 2) for X (2, 2, 2) and axis -1), as ONNX's reference and ONNX Runtime
+allow. Mean and InvStdDev have shape
 ``X.shape[:axis] + (1,) * (rank - axis)`` and are float32 (``stash_type`` 1, the only stash
 type ONNX's reference and ONNX Runtime implement): all statistics are computed in float32
 or wider whatever X's dtype. They are real outputs (ONNX marks them optional): a caller
 that needs only Y takes the first element of the returned tuple.
 """
-
-from typing import Any
 
 from opsdk.errors import SpecError
 from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
@@ -24,8 +25,8 @@ SPEC = OpSpec(
     version=1,
     inputs=[
         Input("X", "T", doc="input tensor of rank >= 1"),
-        Input("Scale", "T", doc="scale, broadcastable to X.shape[axis:]"),
-        Input("B", "T", optional=True, doc="bias, broadcastable to X.shape[axis:]"),
+        Input("Scale", "T", doc="scale, broadcastable to X (usually X.shape[axis:])"),
+        Input("B", "T", optional=True, doc="bias, broadcastable to X (usually X.shape[axis:])"),
     ],
     outputs=[
         Output("Y", "T", doc="normalised X, same shape and dtype as X"),
@@ -51,6 +52,10 @@ SPEC = OpSpec(
         Case({"X": (2, 3, 4, 5), "Scale": (4, 5), "B": (4, 5)}, {"axis": 2}, name="axis2"),
         Case({"X": (3, 4, 5), "Scale": (3, 4, 5), "B": (5,)}, {"axis": 0}, name="axis0"),
         Case({"X": (2, 6, 7), "Scale": (1, 7), "B": (6, 1)}, {"axis": -2}, name="broadcast"),
+        Case({"X": (2, 2, 2), "Scale": (2, 2, 2), "B": (2, 1, 2)}, {"axis": -1},
+             name="outer_broadcast"),
+        Case({"X": (3, 4, 5, 6), "Scale": (4, 1, 6), "B": (1, 5, 6)}, {"axis": 3},
+             name="outer_mixed"),
         Case({"X": (5, 300), "Scale": (300,), "B": (300,)}, {"epsilon": 1e-3},
              ranges={"X": (-100.0, 300.0)}, name="offset_eps"),
         Case({"X": (64, 1031), "Scale": (1031,), "B": (1031,)}, {"axis": 1}, name="large"),
@@ -69,18 +74,19 @@ def _axis(rank: int, axis: int) -> int:
     return axis % rank
 
 
-def _check_param(name: str, t: TensorType | None, norm: tuple[Any, ...]) -> None:
+def _check_param(name: str, t: TensorType | None, x: TensorType) -> None:
+    """ONNX: Scale and B broadcast unidirectionally to X (right-aligned, 1 or equal)."""
     if t is None:
         return
-    ok = len(t.shape) <= len(norm) and all(
-        d == 1 or n is None or d is None or isinstance(d, str) or d == n
-        for d, n in zip(reversed(t.shape), reversed(norm))
+    ok = len(t.shape) <= x.rank and all(
+        d == 1 or n is None or d is None or isinstance(d, str) or isinstance(n, str) or d == n
+        for d, n in zip(reversed(t.shape), reversed(x.shape))
     )
     if not ok:
         raise SpecError(
             f"LayerNormalization: input {name!r} has shape {tuple(t.shape)}, which does not "
-            f"broadcast to the normalised shape X.shape[axis:] = {tuple(norm)}; give it that "
-            "shape (or 1 in the dims to broadcast)"
+            f"broadcast to X's shape {tuple(x.shape)}; give it X's trailing dims (or 1 in "
+            "the dims to broadcast), e.g. X.shape[axis:]"
         )
 
 
@@ -103,11 +109,19 @@ def _shape(
     if x.rank == 0:
         raise SpecError("LayerNormalization: input 'X' is a scalar; it needs rank >= 1")
     a = _axis(x.rank, axis)
-    _check_param("Scale", scale, tuple(x.shape[a:]))
-    _check_param("B", b, tuple(x.shape[a:]))
+    _check_param("Scale", scale, x)
+    _check_param("B", b, x)
     stats = tuple(x.shape[:a]) + (1,) * (x.rank - a)
     return [
         TensorType(tuple(x.shape), x.dtype),
         TensorType(stats, "float32"),
         TensorType(stats, "float32"),
     ]
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """ONNX LayerNormalization itself (opset 17 on), with its three outputs."""
+    return fb.op("LayerNormalization", fb.input("X"), fb.input("Scale"), fb.input("B"),
+                 outputs=3, axis=fb.attr("axis"), epsilon=fb.attr("epsilon"),
+                 stash_type=fb.attr("stash_type"))

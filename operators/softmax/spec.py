@@ -45,3 +45,17 @@ def _shape(x: TensorType, *, axis: int) -> TensorType:
             + (" (a scalar has no axis; reshape it to (1,))" if r == 0 else "")
         )
     return TensorType(tuple(x.shape), x.dtype)
+
+
+@SPEC.register_function
+def _decomposition(fb):  # type: ignore[no-untyped-def]
+    """ONNX Softmax itself from opset 13 on, whose per-axis semantics this operator has.
+
+    Earlier opsets flatten everything from ``axis`` on, so there is no decomposition for them.
+    """
+    if fb.opset < 13:
+        raise SpecError(
+            f"Softmax: the fallback function needs ai.onnx opset >= 13 (per-axis Softmax); the "
+            f"model uses opset {fb.opset}: export with --opset 13 or later"
+        )
+    return fb.op("Softmax", fb.input("input"), axis=fb.attr("axis"))

@@ -7,7 +7,7 @@ Example:
 """
 
 from ._cases import DEFAULT_CASES, BenchCase, parse_shape
-from ._op import BenchResult, bench_op
+from ._op import REGIMES, BenchResult, bench_op, bench_regimes, regime_of
 from ._ort import OrtGraph, OrtRunner, ort_equivalent, register_ort_equivalent, single_node
 from ._report import fmt_seconds, format_result, format_rows
 from ._sdk import SDK_PARTS, SdkResult, bench_sdk
@@ -16,6 +16,9 @@ from ._timing import Timing, measure
 
 __all__ = [
     "bench_op",
+    "bench_regimes",
+    "regime_of",
+    "REGIMES",
     "BenchResult",
     "BenchCase",
     "DEFAULT_CASES",

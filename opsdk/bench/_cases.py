@@ -36,25 +36,31 @@ def conv_flops(
 
 @dataclass(frozen=True)
 class BenchCase:
-    """Default benchmark of one operator."""
+    """Default benchmark of one operator: ``shapes`` memory-bound, ``small`` cache-resident."""
 
     shapes: Mapping[str, Shape]
+    small: Mapping[str, Shape]
     attrs: Mapping[str, Any] = field(default_factory=dict)
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     flops: Callable[[Mapping[str, Shape], Sequence[Shape], Mapping[str, Any]], float] | None = None
 
 
-_SIXTEEN_M = (4096, 4096)
+_SIXTEEN_M = (4096, 4096)  # 64 MiB per float32 array: memory-bound
+_ONE_M = (1024, 1024)  # 4 MiB per float32 array: cache-resident
+_CONV = {"x": (1, 64, 56, 56), "w": (64, 64, 3, 3), "b": (64,)}  # compute-bound either way
 DEFAULT_CASES: dict[str, BenchCase] = {
-    "ThresholdedRelu": BenchCase({"x": _SIXTEEN_M}, {"alpha": 0.5}),
-    "Gelu": BenchCase({"X": _SIXTEEN_M}),
-    "LayerNormalization": BenchCase({"X": (8192, 1024), "Scale": (1024,), "B": (1024,)}),
-    "Softmax": BenchCase({"input": (8192, 1024)}, {"axis": -1}),
+    "ThresholdedRelu": BenchCase({"x": _SIXTEEN_M}, {"x": _ONE_M}, {"alpha": 0.5}),
+    "Gelu": BenchCase({"X": _SIXTEEN_M}, {"X": _ONE_M}),
+    "LayerNormalization": BenchCase(
+        {"X": (16384, 1024), "Scale": (1024,), "B": (1024,)},
+        {"X": (1024, 1024), "Scale": (1024,), "B": (1024,)},
+    ),
+    "Softmax": BenchCase({"input": (16384, 1024)}, {"input": _ONE_M}, {"axis": -1}),
     "FusedConvBnRelu": BenchCase(
-        {"x": (1, 64, 56, 56), "w": (64, 64, 3, 3), "b": (64,)}, {"pads": [1, 1, 1, 1]},
-        flops=conv_flops,
+        {**_CONV, "x": (8, 64, 56, 56)}, _CONV, {"pads": [1, 1, 1, 1]}, flops=conv_flops,
     ),
     "GridSample": BenchCase(
+        {"x": (4, 32, 256, 256), "grid": (4, 256, 256, 2)},
         {"x": (4, 32, 64, 64), "grid": (4, 64, 64, 2)}, {"align_corners": 0},
         ranges={"grid": (-1.0, 1.0)},
     ),
@@ -101,19 +107,24 @@ def _derive(spec: OpSpec, shapes: dict[str, Shape], attrs: Mapping[str, Any]) ->
 
 
 def resolve_shapes(
-    spec: OpSpec, given: Sequence[str] | None, attrs: Mapping[str, Any]
+    spec: OpSpec, given: Sequence[str] | None, attrs: Mapping[str, Any], small: bool = False
 ) -> dict[str, Shape]:
-    """Input name -> shape from ``--shape`` values, defaults and derivation rules."""
+    """Input name -> shape from ``--shape`` values, defaults and derivation rules.
+
+    Without ``given``, the default case's memory-bound shapes, or with ``small`` its
+    cache-resident ones.
+    """
     names = [i.name for i in spec.inputs]
     default = DEFAULT_CASES.get(spec.name)
     if not given:
         if default is not None:
-            return dict(default.shapes)
+            return dict(default.small if small else default.shapes)
         if spec.cases:
             biggest = max(spec.cases, key=lambda c: sum(int(np.prod(s)) for s in c.shapes.values()))
             return {k: tuple(v) for k, v in biggest.shapes.items()}
         if spec.elementwise:
-            return {i.name: _SIXTEEN_M for i in spec.inputs if not i.optional}
+            big = _ONE_M if small else _SIXTEEN_M
+            return {i.name: big for i in spec.inputs if not i.optional}
         raise SpecError(f"{spec.name}: no default benchmark shape; pass --shape for "
                         f"{', '.join(names)}")
     shapes: dict[str, Shape] = {}

@@ -1,9 +1,14 @@
 """`opsdk bench OP`: the kernel, its NumPy reference and ONNX Runtime, in one run.
 
-The three candidates run interleaved on the same inputs (see :mod:`._timing`); opsdk and
-ONNX Runtime write into preallocated outputs. Memory-bound operators report achieved GB/s
-(bytes of every input and output, once each) against the copy bandwidth measured in the
-same run; compute-bound ones (convolution) report GFLOP/s.
+The candidates run interleaved on the same inputs (see :mod:`._timing`). opsdk runs on
+both of its call paths: ``opsdk`` is ``op(*inputs, **attrs)``, the call users write (it
+allocates the outputs, from the output pool), and ``opsdk outputs=`` is
+``op.run(inputs, attrs, outputs=...)`` into preallocated outputs; ONNX Runtime writes into
+preallocated outputs too (I/O binding). Without ``--shape`` an operator is measured at a
+cache-resident and at a memory-bound size (:func:`bench_regimes`), so neither regime hides
+the other. Memory-bound operators report achieved GB/s (bytes of every input and output,
+once each) against the copy bandwidth measured in the same run; compute-bound ones
+(convolution) report GFLOP/s.
 """
 
 from __future__ import annotations
@@ -21,7 +26,27 @@ from ._ort import OrtRunner, ort_equivalent
 from ._stream import Bandwidth, StreamProbe
 from ._timing import Timing, measure
 
-__all__ = ["BenchResult", "bench_op"]
+__all__ = ["BenchResult", "bench_op", "bench_regimes", "regime_of", "REGIMES"]
+
+#: The default sizes ``opsdk bench OP`` measures when no shape is given.
+REGIMES = ("cache-resident", "memory-bound")
+
+
+def regime_of(nbytes: int) -> str:
+    """Where a case's data lives: bytes of all inputs and outputs, once each.
+
+    Up to 16 MiB fits in the last-level cache of most servers; from 64 MiB on the run is
+    bound by memory bandwidth; in between it depends on the machine.
+
+    Example:
+        >>> regime_of(4 << 20), regime_of(128 << 20), regime_of(32 << 20)
+        ('cache-resident', 'memory-bound', 'between cache and memory')
+    """
+    if nbytes <= 16 << 20:
+        return "cache-resident"
+    if nbytes >= 64 << 20:
+        return "memory-bound"
+    return "between cache and memory"
 
 
 @dataclass
@@ -39,6 +64,11 @@ class BenchResult:
     bandwidth: Bandwidth | None = None
     notes: dict[str, str] = field(default_factory=dict)
     ort_max_abs_diff: float | None = None
+
+    @property
+    def regime(self) -> str:
+        """``cache-resident``, ``memory-bound`` or in between (:func:`regime_of`)."""
+        return regime_of(self.bytes_moved)
 
     def seconds(self, who: str) -> float | None:
         t = self.timings.get(who)
@@ -79,6 +109,7 @@ class BenchResult:
             "attrs": self.attrs,
             "threads": self.threads,
             "bytes_moved": self.bytes_moved,
+            "regime": self.regime,
             "flops": self.flops,
             "candidates": cands,
             "speedup_vs_numpy": self.ratio("numpy"),
@@ -112,7 +143,13 @@ def _candidates(
     outs: list[np.ndarray], numpy: bool, onnxruntime: bool, nthreads: int,
     notes: dict[str, str],
 ) -> tuple[dict[str, Any], OrtRunner | None, list[np.ndarray]]:
-    cands: dict[str, Any] = {"opsdk": lambda: op.run(inputs, resolved, outs)}
+    args = list(inputs)
+    while args and args[-1] is None:
+        args.pop()
+    cands: dict[str, Any] = {
+        "opsdk": lambda: op(*args, **resolved),  # the call users write
+        "opsdk outputs=": lambda: op.run(inputs, resolved, outs),
+    }
     ref = op.spec.reference
     if numpy and ref is not None:
         cands["numpy"] = lambda: ref(*inputs, **resolved)
@@ -140,13 +177,15 @@ def bench_op(
     onnxruntime: bool = True,
     bandwidth: bool | Bandwidth = True,
     stream_elements: int | None = None,
+    regime: str = "memory-bound",
 ) -> BenchResult:
     """Benchmark operator ``name`` against its NumPy reference and ONNX Runtime.
 
     ``shapes`` are ``--shape`` strings (``"4096x1024"`` or ``"NAME=4096x1024"``); None
-    uses the operator's default benchmark. ``bandwidth`` may be a :class:`Bandwidth`
-    measured earlier, True to measure it in the same interleaved rounds (STREAM copy and
-    triad take their turns next to the candidates), or False to skip it.
+    uses the operator's default benchmark of ``regime`` (one of :data:`REGIMES`).
+    ``bandwidth`` may be a :class:`Bandwidth` measured earlier, True to measure it in the
+    same interleaved rounds (STREAM copy and triad take their turns next to the
+    candidates), or False to skip it.
 
     Example:
         >>> r = bench_op("Gelu", shapes=["1024"], repeat=3, bandwidth=False)  # doctest: +SKIP
@@ -159,7 +198,7 @@ def bench_op(
     previous = op.module.get_num_threads()
     try:
         return _bench(op, shapes, dtype, attrs, threads, repeat, warmup, numpy, onnxruntime,
-                      bandwidth, stream_elements)
+                      bandwidth, stream_elements, regime)
     finally:
         op.set_num_threads(previous)  # the module's setting outlives this call
 
@@ -176,12 +215,16 @@ def _bench(
     onnxruntime: bool,
     bandwidth: bool | Bandwidth,
     stream_elements: int | None,
+    regime: str,
 ) -> BenchResult:
     spec = op.spec
+    if regime not in REGIMES:
+        raise OpsdkError(f"bench {spec.name}: regime {regime!r} is not one of "
+                         f"{', '.join(REGIMES)}")
     case = DEFAULT_CASES.get(spec.name)
     merged = {**(dict(case.attrs) if case and not shapes else {}), **dict(attrs or {})}
     resolved = spec.resolve_attrs(merged)
-    shp = resolve_shapes(spec, shapes, resolved)
+    shp = resolve_shapes(spec, shapes, resolved, small=regime == "cache-resident")
     inputs = make_inputs(spec, shp, dtype, case.ranges if case else None)
     nthreads = threads or int(os.environ.get("OPSDK_NUM_THREADS", 0)) or os.cpu_count() or 1
     op.set_num_threads(nthreads)
@@ -211,3 +254,16 @@ def _bench(
             outs[0].astype(np.float64) - ort_outs[0].astype(np.float64)), initial=0.0))
     result.bandwidth = bandwidth if isinstance(bandwidth, Bandwidth) else bw
     return result
+
+
+def bench_regimes(name: str, **kwargs: Any) -> list[BenchResult]:
+    """:func:`bench_op` at the operator's cache-resident and memory-bound default sizes.
+
+    Keyword arguments other than ``shapes`` and ``regime`` are passed on.
+
+    Example:
+        >>> rs = bench_regimes("Gelu", repeat=3, bandwidth=False)  # doctest: +SKIP
+        >>> [r.regime for r in rs]  # doctest: +SKIP
+        ['cache-resident', 'memory-bound']
+    """
+    return [bench_op(name, regime=regime, **kwargs) for regime in REGIMES]

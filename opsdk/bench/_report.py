@@ -50,7 +50,9 @@ def format_rows(
 def _title(r: BenchResult) -> str:
     shapes = " ".join(f"{k}={'x'.join(map(str, v)) or 'scalar'}" for k, v in r.shapes.items())
     attrs = " ".join(f"{k}={v}" for k, v in r.attrs.items())
-    return f"{r.op}  {r.dtype}  {shapes}  {attrs}  threads={r.threads}"
+    mib = r.bytes_moved / 2**20
+    return (f"{r.op}  {r.dtype}  {shapes}  {attrs}  threads={r.threads}  "
+            f"({r.regime}: {mib:.3g} MiB moved)")
 
 
 def format_result(r: BenchResult) -> str:
@@ -82,5 +84,7 @@ def format_result(r: BenchResult) -> str:
         lines.append(f"opsdk vs onnxruntime output: max abs diff {r.ort_max_abs_diff:.3g}")
     for who, note in r.notes.items():
         lines.append(f"note ({who}): {note}")
-    lines.append("times are medians of interleaved rounds; opsdk speedup = other / opsdk")
+    lines.append("times are medians of interleaved rounds; opsdk = op(x) (outputs from the "
+                 "pool), opsdk outputs= = op.run(..., outputs=) into preallocated arrays; "
+                 "opsdk speedup = other / opsdk")
     return "\n".join(lines)

@@ -1,14 +1,13 @@
 """Plan and run CANN's ATC model conversion (``atc --framework=5``) of an ONNX model.
 
 :func:`plan_atc` validates every argument against CANN's accepted values and the model's
-graph, runs the doctor check when ``opsdk.onnx.doctor`` is installed, checks the plugin keys of
+graph, runs the doctor check (:mod:`opsdk.cann.doctor`), checks the plugin keys of
 the given opsdk projects against the model, and returns the exact command and environment.
 :func:`run_atc` runs it when ``atc`` is on PATH.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shlex
@@ -19,10 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import SpecError
 from ._onnx_keys import check_plugin_keys
-from ._socs import CannArgError, implmodes, precision_modes, soc_table
+from ._socs import CannArgError, implmodes, soc_table
 
-__all__ = ["AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable"]
+__all__ = [
+    "AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable", "project_plugin_keys",
+]
 
 _DIM = re.compile(r"^(-1|\d+|\d+~\d+)$")
 
@@ -92,18 +94,20 @@ def parse_input_shape(text: str) -> dict[str, list[str]]:
 
 
 def _graph_inputs(model: Any) -> dict[str, list[int | str | None]]:
+    """Input dims by name; dim_value -1/0 (as exporters write dynamic dims) reads as None."""
+    from ..onnx import input_dims
+
     inits = {t.name for t in model.graph.initializer}
-    out: dict[str, list[int | str | None]] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        dims: list[int | str | None] = []
-        tt = vi.type.tensor_type
-        for d in tt.shape.dim if tt.HasField("shape") else []:
-            kind = d.WhichOneof("value")
-            dims.append(d.dim_value if kind == "dim_value" else (d.dim_param or None))
-        out[vi.name] = dims
-    return out
+    return {
+        vi.name: input_dims(vi) or []
+        for vi in model.graph.input
+        if vi.name not in inits
+    }
+
+
+def _example_dims(dims: Sequence[int | str | None]) -> str:
+    """An --input-shape value: the fixed dims, 1 for dynamic ones (``1,...`` for no rank)."""
+    return ",".join(str(d) if isinstance(d, int) else "1" for d in dims) if dims else "1,..."
 
 
 def _check_dims(name: str, given: list[str], have: list[int | str | None]) -> None:
@@ -136,8 +140,9 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
         raise CannArgError(
             f"graph input(s) {', '.join(missing)} have dynamic dims and no --input-shape; "
             'ATC needs a shape per input, e.g. --input-shape "'
-            + ";".join(f"{n}:1,..." for n in missing)
-            + '"'
+            + ";".join(f"{n}:{_example_dims(inputs[n])}" for n in missing)
+            + '" (1 where the model leaves a dim dynamic; -1 or lo~hi asks for a dynamic '
+            "shape)"
         )
     if shapes and any("-1" in d or any("~" in x for x in d) for d in shapes.values()):
         notes.append("dynamic dims (-1 or lo~hi) ask ATC for a dynamic-shape model")
@@ -145,15 +150,11 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
 
 
 def _doctor(model: Any) -> tuple[list[dict[str, str]], list[str], list[str]]:
-    """(findings, blocking messages, notes) of opsdk.onnx.doctor, if it is installed."""
-    try:
-        mod = importlib.import_module("opsdk.onnx.doctor")
-    except ModuleNotFoundError as e:
-        if e.name not in ("opsdk.onnx", "opsdk.onnx.doctor"):
-            raise
-        return [], [], ["doctor check skipped: opsdk.onnx.doctor is not available in this install"]
+    """(findings, blocking messages, notes) of :func:`opsdk.cann.doctor.diagnose`."""
+    from .doctor import diagnose
+
     findings, blocking = [], []
-    for f in mod.diagnose(model, target="ascend"):
+    for f in diagnose(model, target="ascend"):
         level = str(getattr(f, "severity", getattr(f, "level", "info"))).lower()
         msg = str(getattr(f, "message", f))
         findings.append({"severity": level, "message": msg})
@@ -181,7 +182,13 @@ def _custom_opp_env(custom_opp: Sequence[str | Path]) -> dict[str, str]:
     return {"ASCEND_CUSTOM_OPP_PATH": ":".join(dirs + ([old] if old else []))}
 
 
-def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
+def project_plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
+    """``{op_type: [OriginOpType keys]}`` the plugins of ``opsdk cann`` projects register.
+
+    Example:
+        >>> project_plugin_keys(["build/cann/my_op"])  # doctest: +SKIP
+        {'MyOp': ['com.example::1::MyOp']}
+    """
     from ._project import read_project_manifest
 
     keys: dict[str, list[str]] = {}
@@ -193,6 +200,37 @@ def _plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
             )
         keys.setdefault(man["op"], []).extend(man.get("origin_op_types", []))
     return keys
+
+
+def _precision_flags(
+    mode: str | None, keep_dtype: str | Path | None, modify_mixlist: str | Path | None
+) -> tuple[list[str], list[str]]:
+    """ATC's flags for a precision setting, and notes; the list files are checked."""
+    from ..testing._precision import MODE_CHOICES, PrecisionMode
+
+    _check_choice(mode, MODE_CHOICES, "--precision-mode")
+    if not mode:
+        if keep_dtype or modify_mixlist:
+            raise CannArgError("--keep-dtype and --modify-mixlist adjust a precision mode; "
+                               "add --precision-mode (e.g. allow_mix_precision)")
+        return [], []
+    try:
+        pm = PrecisionMode.from_atc(mode, keep_dtype, modify_mixlist)
+    except SpecError as e:
+        raise CannArgError(str(e)) from None
+    flags, notes = list(pm.atc_flags), []
+    if modify_mixlist:
+        if not pm.behaves_as.startswith("allow_mix_precision"):
+            raise CannArgError(
+                f"--modify-mixlist applies to the mixed-precision modes (allow_mix_precision*, "
+                f"mixed_float16, mixed_bfloat16), not {mode}"
+            )
+        flags.append(f"--modify_mixlist={modify_mixlist}")
+    if keep_dtype:
+        flags.append(f"--keep_dtype={keep_dtype}")
+        if pm.behaves_as == "must_keep_origin_dtype":
+            notes.append(f"--keep_dtype has no effect under {mode}: every dtype is kept")
+    return flags, notes
 
 
 def _check_choice(value: str | None, allowed: Sequence[str], flag: str) -> None:
@@ -210,6 +248,8 @@ def plan_atc(
     input_shape: str | None = None,
     precision_mode: str | None = None,
     op_select_implmode: str | None = None,
+    keep_dtype: str | Path | None = None,
+    modify_mixlist: str | Path | None = None,
     custom_opp: Sequence[str | Path] = (),
     op_projects: Sequence[str | Path] = (),
     skip_doctor: bool = False,
@@ -231,11 +271,11 @@ def plan_atc(
             f"--soc-version {soc_version!r} is not a known SoC version; use one of "
             f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
         )
-    _check_choice(precision_mode, precision_modes(), "--precision-mode")
+    precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
     model = onnx.load(str(path), load_external_data=False)
     shapes = parse_input_shape(input_shape) if input_shape else None
-    notes = _validate_shapes(model, shapes)
+    notes = _validate_shapes(model, shapes) + precision_notes
     out = str(output)
     if out.endswith(".om"):
         out = out[:-3]
@@ -249,8 +289,7 @@ def plan_atc(
     ]
     if input_shape:
         cmd.append(f"--input_shape={input_shape}")
-    if precision_mode:
-        cmd.append(f"--precision_mode={precision_mode}")
+    cmd.extend(precision)
     if op_select_implmode:
         cmd.append(f"--op_select_implmode={op_select_implmode}")
     plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes)
@@ -259,7 +298,7 @@ def plan_atc(
     else:
         plan.findings, plan.blocking, more = _doctor(model)
         plan.notes.extend(more)
-    for problem in check_plugin_keys(model, _plugin_keys(op_projects)):
+    for problem in check_plugin_keys(model, project_plugin_keys(op_projects)):
         plan.blocking.append(f"plugin keys: {problem.message}")
     return plan
 

@@ -17,12 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._versions import CannVersion
+
 __all__ = [
     "NodeKey",
     "KeyProblem",
     "node_keys",
     "origin_op_types",
     "check_plugin_keys",
+    "check_parser_rules",
     "normalize_default_domain",
 ]
 
@@ -57,7 +60,17 @@ def _load(model: Any) -> Any:
     import onnx
 
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        return onnx.load(str(model), load_external_data=False)
+        from google.protobuf.message import DecodeError
+
+        from ..onnx import ModelError
+
+        try:
+            return onnx.load(str(model), load_external_data=False)
+        except (DecodeError, OSError) as e:
+            raise ModelError(
+                f"{model}: not a readable ONNX model ({type(e).__name__}: {e}); pass the "
+                "complete .onnx file (re-export it if it was truncated)"
+            ) from None
     return model
 
 
@@ -69,8 +82,12 @@ def _is_custom(op_type: str, domain: str) -> bool:
     return not onnx.defs.has(op_type, "" if domain == "ai.onnx" else domain)
 
 
-def node_keys(model: Any) -> list[NodeKey]:
+def node_keys(model: Any, cann: CannVersion | None = None) -> list[NodeKey]:
     """Every node of the main graph with the key the GE ONNX parser builds for it.
+
+    A default-domain node in a model importing several domains has no key on the parsers
+    that reject it (E16005, through CANN 9.1, the default); on a later ``cann`` it resolves
+    through ``ai.onnx``.
 
     Example:
         >>> import onnx.helper as h
@@ -82,45 +99,37 @@ def node_keys(model: Any) -> list[NodeKey]:
     """
     m = _load(model)
     imports = {o.domain: o.version for o in m.opset_import}
-    out = []
-    for i, n in enumerate(m.graph.node):
-        name = n.name or f"{n.op_type}_{i}"
-        custom = _is_custom(n.op_type, n.domain)
-        if n.domain:
-            if n.domain not in imports:
-                problem = (
-                    f"node {name!r} ({n.op_type}) has domain {n.domain!r}, which the model's "
-                    f'opset_import does not list; ATC rejects it ("The opset of domain[{n.domain}] '
-                    f'has no responding version"): add opset_import '
-                    f"{{domain: {n.domain!r}, version: N}}"
-                )
-                out.append(NodeKey(name, n.op_type, n.domain, None, custom, problem))
-                continue
-            out.append(
-                NodeKey(
-                    name,
-                    n.op_type,
-                    n.domain,
-                    f"{n.domain}::{imports[n.domain]}::{n.op_type}",
-                    custom,
-                )
-            )
-        elif len(imports) == 1:
-            dom, ver = next(iter(imports.items()))
-            out.append(
-                NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom)
-            )
-        else:
-            listed = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in imports.items())
+    return [_node_key(n, n.name or f"{n.op_type}_{i}", imports, cann)
+            for i, n in enumerate(m.graph.node)]
+
+
+def _node_key(n: Any, name: str, imports: Mapping[str, int], cann: CannVersion | None) -> NodeKey:
+    custom = _is_custom(n.op_type, n.domain)
+    if n.domain:
+        if n.domain not in imports:
             problem = (
-                f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
-                f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain "
-                "only when exactly one opset is imported (ATC error E16005): convert a copy made "
-                "by opsdk.cann.normalize_default_domain(model), or put the custom ops in the "
-                "default domain"
+                f"node {name!r} ({n.op_type}) has domain {n.domain!r}, which the model's "
+                f'opset_import does not list; ATC rejects it ("The opset of domain[{n.domain}] '
+                f'has no responding version"): add opset_import '
+                f"{{domain: {n.domain!r}, version: N}}"
             )
-            out.append(NodeKey(name, n.op_type, "", None, custom, problem))
-    return out
+            return NodeKey(name, n.op_type, n.domain, None, custom, problem)
+        key = f"{n.domain}::{imports[n.domain]}::{n.op_type}"
+        return NodeKey(name, n.op_type, n.domain, key, custom)
+    if len(imports) == 1:
+        dom, ver = next(iter(imports.items()))
+        return NodeKey(name, n.op_type, "", f"{dom or 'ai.onnx'}::{ver}::{n.op_type}", custom)
+    if cann is not None and not cann.rejects_mixed_default_domain and "" in imports:
+        return NodeKey(name, n.op_type, "", f"ai.onnx::{imports['']}::{n.op_type}", custom)
+    listed = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in imports.items())
+    problem = (
+        f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
+        f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain "
+        "only when exactly one opset is imported (ATC error E16005): convert a copy made "
+        "by opsdk.cann.normalize_default_domain(model), or put the custom ops in the "
+        "default domain"
+    )
+    return NodeKey(name, n.op_type, "", None, custom, problem)
 
 
 def origin_op_types(model: Any) -> dict[str, list[str]]:
@@ -159,7 +168,9 @@ def _mismatch(nk: NodeKey, have: Sequence[str]) -> str:
     )
 
 
-def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> list[KeyProblem]:
+def check_plugin_keys(
+    model: Any, registered: Mapping[str, Sequence[str]], cann: CannVersion | None = None
+) -> list[KeyProblem]:
     """Problems that keep ATC from mapping the model's nodes to the registered plugins.
 
     ``registered`` maps an op type to the OriginOpType keys its plugin registers (an opsdk
@@ -176,15 +187,10 @@ def check_plugin_keys(model: Any, registered: Mapping[str, Sequence[str]]) -> li
     """
     problems = []
     seen: set[str] = set()
-    for nk in node_keys(model):
-        if nk.key is None:
-            if nk.problem not in seen:
-                problems.append(KeyProblem(nk.node, nk.op_type, nk.problem))
-                seen.add(nk.problem)
-            continue
-        have = list(registered.get(nk.op_type, ()))
-        if have and nk.key not in have:
-            problems.append(KeyProblem(nk.node, nk.op_type, _mismatch(nk, have)))
+    for p in check_parser_rules(model, cann, registered):
+        if p.message not in seen:
+            problems.append(p)
+            seen.add(p.message)
     return problems
 
 
@@ -203,3 +209,53 @@ def normalize_default_domain(model: Any) -> Any:
         if n.domain == "":
             n.domain = "ai.onnx"
     return m
+
+
+def _all_nodes(graph: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    out = []
+    for i, n in enumerate(graph.node):
+        name = prefix + (n.name or f"{n.op_type}_{i}")
+        out.append((name, n))
+        for a in n.attribute:
+            for g in [a.g] if a.HasField("g") else list(a.graphs):
+                out += _all_nodes(g, f"{name}/")
+    return out
+
+
+def check_parser_rules(
+    model: Any, cann: CannVersion | None, registered: Mapping[str, Sequence[str]] | None = None
+) -> list[KeyProblem]:
+    """What the GE ONNX parser of ``cann`` would reject in ``model``, subgraphs included.
+
+    ``cann=None`` applies the rules of the releases through 9.1.
+
+    The rules (``OnnxModelParser::ConstructOriType``): a node with a domain takes the
+    version ``opset_import`` gives that domain and is rejected when there is none; an
+    empty-domain node needs exactly one imported opset through CANN 9.1 (E16005); a custom
+    node maps to a plugin by ``<domain>::<version>::<op_type>``, which must be one of
+    ``registered[op_type]`` when given. ``ModelProto.functions`` play no part: GE ignores them.
+
+    Example:
+        >>> import onnx.helper as h
+        >>> from opsdk.cann._versions import parse_cann_version
+        >>> n = h.make_node("MyOp", ["x"], ["y"], domain="com.example")
+        >>> r = h.make_node("Relu", ["y"], ["z"])
+        >>> m = h.make_model(h.make_graph([n, r], "g", [], []), opset_imports=[
+        ...     h.make_opsetid("", 17), h.make_opsetid("com.example", 1)])
+        >>> [p.op_type for p in check_parser_rules(m, parse_cann_version("8.1.RC1"))]
+        ['Relu']
+        >>> check_parser_rules(m, parse_cann_version("10.0"))
+        []
+    """
+    m = _load(model)
+    imports = {o.domain: o.version for o in m.opset_import}
+    problems: list[KeyProblem] = []
+    for name, n in _all_nodes(m.graph):
+        nk = _node_key(n, name, imports, cann)
+        if nk.key is None:
+            problems.append(KeyProblem(name, n.op_type, nk.problem))
+            continue
+        have = list((registered or {}).get(nk.op_type, ()))
+        if have and nk.key not in have:
+            problems.append(KeyProblem(name, n.op_type, _mismatch(nk, have)))
+    return problems

@@ -19,30 +19,80 @@ import jinja2
 
 from ..errors import OpsdkError
 from ..spec import OpSpec
-from ._model import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from ._ascendc_kernels import project_sources
+from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ._msopgen import msopgen_json
+from ._versions import CannVersion, check_socs, parse_cann_version
 
-__all__ = ["render_project", "write_project", "WriteReport", "ProjectExists", "MANIFEST"]
+__all__ = [
+    "default_engine",
+    "render_project",
+    "project_files",
+    "write_project",
+    "WriteReport",
+    "ProjectExists",
+    "MANIFEST",
+]
 
 MANIFEST = ".opsdk-manifest.json"
 _TEMPLATES = Path(__file__).parent / "templates"
 
-#: (template, path in the project); ``{s}`` is the operator's snake_case name.
-_FILES: tuple[tuple[str, str], ...] = (
-    ("CMakeLists.txt.jinja", "CMakeLists.txt"),
+#: (template, path in the project); ``{s}`` is the CANN operator type in snake_case.
+#: Every project: the msopgen IR JSON's build script, the REG_OP prototype, the ONNX plugin.
+_COMMON_FILES: tuple[tuple[str, str], ...] = (
     ("build.sh.jinja", "build.sh"),
-    ("op_host_CMakeLists.txt.jinja", "op_host/CMakeLists.txt"),
-    ("op_host.cpp.jinja", "op_host/{s}.cpp"),
-    ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
-    ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
-    ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
     ("op_proto.h.jinja", "op_graph/{s}_proto.h"),
-    ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
     ("onnx_plugin.cc.jinja", "framework/onnx_plugin/{s}_plugin.cc"),
     ("onnx_apply.h.jinja", "framework/onnx_plugin/{s}_onnx_apply.h"),
     ("onnx_parse.h.jinja", "framework/onnx_plugin/{s}_onnx_parse.h"),
     ("onnx_attrs.h.jinja", "framework/onnx_plugin/opsdk_onnx_attrs.h"),
 )
+#: The AI Core (Ascend C) sources; ``op_kernel/{s}.cpp`` is where the AI Core kernel goes.
+_AICORE_FILES: tuple[tuple[str, str], ...] = (
+    ("op_host.cpp.jinja", "op_host/{s}.cpp"),
+    ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
+    ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
+)
+#: The CMake files of the ASC CMake-module layout (CANN 9.0 and later).
+_MODULE_FILES: tuple[tuple[str, str], ...] = (
+    ("CMakeLists.txt.jinja", "CMakeLists.txt"),
+    ("op_host_CMakeLists.txt.jinja", "op_host/CMakeLists.txt"),
+    ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
+    ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
+)
+#: The AI CPU sources laid over msopgen's AI CPU project (``aicpu/`` mirrors its layout).
+_AICPU_FILES: tuple[tuple[str, str], ...] = (
+    ("aicpu_kernels.h.jinja", "aicpu/cpukernel/impl/{s}_kernels.h"),
+    ("aicpu_kernels.cc.jinja", "aicpu/cpukernel/impl/{s}_kernels.cc"),
+    ("aicpu_op_info.ini.jinja", "aicpu/cpukernel/op_info_cfg/aicpu_kernel/{s}.ini"),
+    ("aicpu_cmake.jinja", "aicpu/cpukernel/opsdk_aicpu.cmake"),
+    ("op_proto.h.jinja", "aicpu/op_proto/{s}.h"),
+    ("aicpu_proto.cc.jinja", "aicpu/op_proto/{s}.cc"),
+)
+#: opsdk::DType enumerator of each opsdk dtype (custom_op.h).
+_OPSDK_DTYPES: dict[str, str] = {
+    "float16": "Float16",
+    "bfloat16": "BFloat16",
+    "float32": "Float32",
+    "float64": "Float64",
+    "int8": "Int8",
+    "int16": "Int16",
+    "int32": "Int32",
+    "int64": "Int64",
+    "uint8": "UInt8",
+    "bool": "Bool",
+}
+
+
+def _templates(op: CannOp) -> list[tuple[str, str]]:
+    files = list(_COMMON_FILES)
+    if op.aicore:
+        files += _AICORE_FILES
+        if op.layout == "cmake-modules":
+            files += _MODULE_FILES
+    if op.aicpu:
+        files += _AICPU_FILES
+    return files
 
 
 class ProjectExists(FileExistsError, OpsdkError):
@@ -141,23 +191,92 @@ def render_project(
     socs: Sequence[str] = ("ascend910b",),
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
+    *,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
+    shape_header: bool = False,
 ) -> dict[str, str]:
-    """Every file of the project as ``{relative path: text}``.
+    """Every generated file of the project as ``{relative path: text}``.
+
+    ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
+    through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
+    picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
+    CMake modules (see :mod:`opsdk.cann._versions`). ``shape_header``: the operator has a C++
+    shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
+    kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> files = render_project(s)
-        >>> "op_host/my_op.cpp" in files and "do not edit" in files["op_host/my_op.cpp"]
+        >>> "aicpu/cpukernel/impl/my_op_kernels.cc" in files
+        True
+        >>> "op_host/my_op.cpp" in render_project(s, engine="aicore")
         True
     """
-    op = cann_op(spec, socs, origin_op_types, vendor)
-    ctx = {"op": op, "fields": _tiling_fields(op)}
-    files = {path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _FILES}
-    files["CMakePresets.json"] = _presets(op)
-    files[f"{op.snake}.json"] = msopgen_json(spec)
+    op = cann_op(
+        spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
+        shape_header=shape_header,
+    )
+    check_socs(list(op.socs), parse_cann_version(op.cann), engine)
+    table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
+    aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
+    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
+           "aicore_tiling": aicore_tiling}
+    files = {
+        path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
+    }
+    files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
+    if op.aicore and op.layout == "cmake-modules":
+        files["CMakePresets.json"] = _presets(op)
+    files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
     return dict(sorted(files.items()))
+
+
+def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) -> Path | None:
+    """The operator's folder: ``given``, else the registry's. With ``need_kernel`` (the AI CPU
+    engine compiles kernel.cpp) a folder without kernel.cpp is an error."""
+    from ..errors import OperatorNotFound
+    from ..registry import find_operator
+
+    if given is None:
+        try:
+            given = find_operator(f"{spec.domain}::{spec.name}").folder
+        except OperatorNotFound:
+            given = None
+    if need_kernel and (given is None or not (Path(given) / "kernel.cpp").is_file()):
+        where = f"{given}/kernel.cpp does not exist" if given else "no operator folder was found"
+        raise OperatorNotFound(
+            f"{spec.name}: the AI CPU engine compiles the operator's own kernel.cpp, but {where}; "
+            "pass kernel_folder=<the operator's folder> (opsdk cann does), or --engine aicore"
+        )
+    return Path(given) if given is not None else None
+
+
+def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
+    """What the project compiles besides the generated files (``{path: source}``).
+
+    The shape inference (AI CPU op proto, op_host) gets opsdk's ``shape_fn.h`` and the
+    operator's ``shape.h`` if it has one; the AI CPU kernel gets the operator's own
+    kernel.cpp and opsdk's Python-free runtime and headers.
+    """
+    from .._paths import include_dir, runtime_source
+
+    headers = include_dir() / "opsdk"
+    out: dict[str, Path] = {}
+    for where, engine in (("aicpu/op_proto", op.aicpu), ("op_host", op.aicore)):
+        if engine:
+            out[f"{where}/opsdk/shape_fn.h"] = headers / "shape_fn.h"
+            if folder is not None and (folder / "shape.h").is_file():
+                out[f"{where}/{op.snake}_shape.h"] = folder / "shape.h"
+    if op.aicpu and folder is not None:
+        out["aicpu/opsdk/kernel.cpp"] = folder / "kernel.cpp"
+        out["aicpu/opsdk/runtime.cpp"] = runtime_source()
+        for header in sorted(headers.glob("*.h")):
+            out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
+    return out
 
 
 def _sha(text: str | bytes) -> str:
@@ -211,6 +330,63 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
     return todo, report
 
 
+def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str, str]:
+    """The engine ``opsdk cann`` builds when none is given, and why: ``both`` once the
+    operator has an AI Core kernel (hand-written or generated; GE runs it where its op info
+    allows and the AI CPU kernel elsewhere), ``aicpu`` until then.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> default_engine(find_operator("GridSample").spec)[0]
+        'aicpu'
+    """
+    from ._ascendc_gen import GenerateRefused
+    from ._ascendc_kernels import aicore_kernel
+
+    try:
+        kernel = aicore_kernel(spec, folder)
+    except GenerateRefused as e:
+        return "aicpu", str(e)
+    how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
+    return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
+
+
+def project_files(
+    spec: OpSpec,
+    socs: Sequence[str] = ("ascend910b",),
+    origin_op_types: Sequence[str] | None = None,
+    vendor: str = "opsdk",
+    *,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
+    kernel_folder: str | Path | None = None,
+) -> dict[str, str]:
+    """Every file of the project: :func:`render_project`'s, and for the AI CPU engine copies
+    of what it compiles from elsewhere (:func:`copied_sources`: the operator's kernel.cpp and
+    shape.h from ``kernel_folder``, default: the registry's folder of the operator; opsdk's
+    runtime and headers), so the project builds on a host that has only the project.
+
+    Raises:
+        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> files = project_files(find_operator("ThresholdedRelu").spec)
+        >>> "aicpu/opsdk/kernel.cpp" in files and "aicpu/opsdk/include/opsdk/custom_op.h" in files
+        True
+    """
+    folder = _operator_folder(spec, kernel_folder, need_kernel=engine in ("aicpu", "both"))
+    shape_header = folder is not None and (folder / "shape.h").is_file()
+    files = render_project(
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
+        shape_header=shape_header,
+    )
+    op = cann_op(spec, op_type=op_type, engine=engine)
+    files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
+    return dict(sorted(files.items()))
+
+
 def write_project(
     spec: OpSpec,
     folder: str | Path,
@@ -219,8 +395,12 @@ def write_project(
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     force: bool = False,
+    engine: str = "aicpu",
+    cann: CannVersion | None = None,
+    op_type: str | None = None,
+    kernel_folder: str | Path | None = None,
 ) -> WriteReport:
-    """Write the CANN project of ``spec`` into ``folder``; see the module docstring for the rules.
+    """Write :func:`project_files` into ``folder``; see the module docstring for the rules.
 
     Example:
         >>> import tempfile, pathlib
@@ -228,11 +408,14 @@ def write_project(
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
-        >>> "op_kernel/my_op.cpp" in write_project(s, out).written
+        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="aicore").written
         True
     """
     folder = Path(folder)
-    files = render_project(spec, socs, origin_op_types, vendor)
+    files = project_files(
+        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
+        kernel_folder=kernel_folder,
+    )
     todo, report = _plan(folder, files, force)
     old = _read_manifest(folder).get("files", {})
     for rel, text in todo.items():
@@ -245,11 +428,16 @@ def write_project(
     hashes = {
         rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
     }
+    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
     manifest = {
         "generator": "opsdk",
         "op": spec.name,
         "op_type": list(spec.op_type),
-        "origin_op_types": list(cann_op(spec, socs, origin_op_types, vendor).origin_op_types),
+        "cann_op_type": op.name,
+        "engine": engine,
+        "cann": op.cann,
+        "layout": op.layout,
+        "origin_op_types": list(op.origin_op_types),
         "socs": list(socs),
         "vendor": vendor,
         "files": hashes,

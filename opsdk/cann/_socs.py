@@ -9,7 +9,16 @@ from typing import Any
 
 from ..errors import OpsdkError
 
-__all__ = ["soc_table", "compute_unit", "precision_modes", "implmodes", "CannArgError"]
+__all__ = [
+    "soc_table",
+    "compute_unit",
+    "core_resources",
+    "soc_version_of",
+    "precision_modes",
+    "precision_modes_v2",
+    "implmodes",
+    "CannArgError",
+]
 
 
 class CannArgError(ValueError, OpsdkError):
@@ -27,7 +36,17 @@ def soc_table() -> dict[str, str]:
 
 
 def precision_modes() -> list[str]:
-    return list(_data()["precision_modes"])
+    """ATC's ``--precision_mode`` values (one list, kept with their emulation)."""
+    from ..testing._precision import PRECISION_MODES
+
+    return list(PRECISION_MODES)
+
+
+def precision_modes_v2() -> list[str]:
+    """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
+    from ..testing._precision import PRECISION_MODES_V2
+
+    return list(PRECISION_MODES_V2)
 
 
 def implmodes() -> list[str]:
@@ -54,3 +73,31 @@ def compute_unit(name: str) -> str:
         f"unknown SoC {name!r}; use a compute unit ({', '.join(units)}) or a SoC version "
         f"such as Ascend910B3 (see `npu-smi info`: 'Ascend' + the Name column)"
     )
+
+
+def core_resources(soc: str) -> tuple[int, int]:
+    """``(Unified Buffer bytes per core, vector cores)`` of a SoC version or compute unit.
+
+    Example:
+        >>> core_resources("Ascend910B3")
+        (196608, 40)
+    """
+    unit = compute_unit(soc)
+    info = _data()["compute_units"].get(unit)
+    if not isinstance(info, dict):
+        raise CannArgError(f"no Unified Buffer size is recorded for {unit!r} (data/socs.json)")
+    return int(info["ub_bytes"]), int(info["vector_cores"])
+
+
+def soc_version_of(unit: str) -> str:
+    """A SoC version of the compute unit ``unit``, for tools that take one (msopgen ``-c``).
+
+    Example:
+        >>> soc_version_of("ascend910b"), soc_version_of("ascend310p")
+        ('Ascend910B1', 'Ascend310P1')
+    """
+    for soc, u in soc_table().items():
+        if u == unit:
+            return soc
+    units = ", ".join(sorted(set(soc_table().values())))
+    raise CannArgError(f"unknown compute unit {unit!r}; known: {units}")

@@ -37,6 +37,8 @@ __all__ = [
     "toolkit_root",
     "toolkit_version",
     "resolve_cann",
+    "ENGINES",
+    "check_socs",
 ]
 
 #: Without a toolkit to read, projects target this release (most Ascend hosts run 8.x).
@@ -45,6 +47,14 @@ DEFAULT_CANN = "8.1.RC1"
 _FIRST_CMAKE_MODULES = (9, 0)
 #: The last release whose GE ONNX parser rejects a default-domain node in a multi-domain model.
 _LAST_E16005 = (9, 1)
+#: Compute units an Ascend C (AI Core) project can target, from the first release that has them.
+#: Ascend310 (the first-generation inference chip) has no Ascend C support in any release.
+_ASCENDC_UNITS: tuple[tuple[tuple[int, int], tuple[str, ...]], ...] = (
+    ((8, 0), ("ascend910", "ascend910b", "ascend910_93", "ascend310p", "ascend310b")),
+)
+#: Engines an operator project can build: the operator's own C++ kernel on the AI CPU, a
+#: generated or hand-written Ascend C kernel on the AI Core, or both in one package.
+ENGINES = ("aicpu", "aicore", "both")
 _TOOLKIT_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
 _VERSION_RE = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:[.\-_]?([A-Za-z0-9.]+))?\s*$")
 
@@ -66,6 +76,15 @@ class CannVersion:
     def rejects_mixed_default_domain(self) -> bool:
         """True where GE's ONNX parser fails a default-domain node next to another domain."""
         return (self.major, self.minor) <= _LAST_E16005
+
+    @property
+    def ascendc_compute_units(self) -> tuple[str, ...]:
+        """Compute units this release's Ascend C (AI Core) projects can target."""
+        units: tuple[str, ...] = ()
+        for first, names in _ASCENDC_UNITS:
+            if (self.major, self.minor) >= first:
+                units = names
+        return units
 
     def __str__(self) -> str:
         return self.label or f"{self.major}.{self.minor}"
@@ -165,3 +184,34 @@ def resolve_cann(arg: str = "auto", env: Mapping[str, str] | None = None) -> Res
         return ResolvedCann(parse_cann_version(DEFAULT_CANN), reason, root)
     reason = f"no CANN toolkit found (ASCEND_HOME_PATH unset); assuming CANN {DEFAULT_CANN}"
     return ResolvedCann(parse_cann_version(DEFAULT_CANN), reason)
+
+
+def check_socs(units: list[str], version: CannVersion, engine: str) -> None:
+    """Refuse compute units the engine cannot target on this CANN release.
+
+    The AI CPU runs on every SoC; an AI Core (Ascend C) kernel only on the units of
+    :attr:`CannVersion.ascendc_compute_units`.
+
+    Raises:
+        CannArgError: naming the unit, the release and the valid units.
+
+    Example:
+        >>> check_socs(["ascend910b"], parse_cann_version("8.1.RC1"), "both")
+        >>> check_socs(["ascend310"], parse_cann_version("8.1.RC1"), "aicpu")
+        >>> try:
+        ...     check_socs(["ascend310"], parse_cann_version("8"), "aicore")
+        ... except CannArgError as e:
+        ...     print(str(e)[:61])
+        --soc ascend310: Ascend C on CANN 8 does not target ascend310
+    """
+    if engine not in ENGINES:
+        raise CannArgError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
+    if engine == "aicpu":
+        return
+    valid = version.ascendc_compute_units
+    for unit in units:
+        if unit not in valid:
+            raise CannArgError(
+                f"--soc {unit}: Ascend C on CANN {version} does not target {unit}; valid: "
+                f"{', '.join(valid)} (or --engine aicpu, which runs on every SoC)"
+            )

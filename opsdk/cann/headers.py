@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -29,9 +28,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._fetch import FetchError, pip_download
 from ..errors import OpsdkError
 
-__all__ = ["HeaderSet", "find_headers", "fetch", "toolkit_include", "cache_include", "main"]
+__all__ = [
+    "HeaderSet",
+    "find_headers",
+    "fetch",
+    "toolkit_include",
+    "aicpu_include",
+    "cache_include",
+    "main",
+]
 
 WHEEL_PACKAGE = "torch-npu"
 WHEEL_PREFIX = "torch_npu/include/third_party/acl/inc/"
@@ -64,6 +72,32 @@ def toolkit_include() -> Path | None:
     return None
 
 
+#: Where toolkits keep the AI CPU kernel API (cpu_kernel.h, cpu_kernel_utils.h), looked up
+#: in order under the toolkit root; no package on the index ships these headers.
+_AICPU_DIRS = (
+    "opp/built-in/op_impl/aicpu/aicpu_kernel/inc",
+    "include/aicpu/cpu_kernels",
+    "include/aicpu_kernel/inc",
+)
+
+
+def aicpu_include(root: Path | None = None) -> Path | None:
+    """The folder holding an installed toolkit's AI CPU kernel headers (``cpu_kernel.h``), or
+    None; ``root`` defaults to the installed toolkit (:func:`opsdk.cann.toolkit_root`)."""
+    from ._versions import toolkit_root
+
+    root = root if root is not None else toolkit_root()
+    if root is None:
+        return None
+    for rel in _AICPU_DIRS:
+        if (root / rel / "cpu_kernel.h").is_file():
+            return root / rel
+    for found in sorted(root.glob("**/cpu_kernel_utils.h")):
+        if (found.parent / "cpu_kernel.h").is_file():
+            return found.parent
+    return None
+
+
 def _cache_root() -> Path:
     from ..build import cache_dir
 
@@ -93,20 +127,12 @@ def find_headers() -> HeaderSet | None:
 
 def _download(dest: Path, version: str | None, timeout: float) -> Path:
     req = WHEEL_PACKAGE + (f"=={version}" if version else "")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q"]
-    cmd += ["-d", str(dest), req]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise HeadersUnavailable(f"pip download {req} took longer than {timeout:.0f}s") from None
-    wheels = sorted(dest.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return pip_download(req, dest, timeout)
+    except FetchError as e:
         raise HeadersUnavailable(
-            f"could not download {req} for this platform: {' | '.join(tail) or 'no wheel'}; "
-            "install a CANN toolkit or check that pip reaches the package index"
-        )
-    return wheels[0]
+            f"{e} (for this platform); or install a CANN toolkit"
+        ) from None
 
 
 def _extract(wheel: Path, target: Path) -> int:

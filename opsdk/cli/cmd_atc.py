@@ -36,7 +36,13 @@ def register(sub: Any) -> None:
     p.add_argument("--soc-version", required=True, help="e.g. Ascend910B3 (npu-smi info)")
     p.add_argument("--output", required=True, help="output path without .om")
     p.add_argument("--input-shape", help='ATC syntax: "x:1,3,224,224;y:-1,8" (-1 or lo~hi dynamic)')
-    p.add_argument("--precision-mode", help="e.g. allow_fp32_to_fp16, must_keep_origin_dtype")
+    p.add_argument("--precision-mode",
+                   help="a --precision_mode or --precision_mode_v2 value, e.g. "
+                   "allow_fp32_to_fp16, mixed_float16 (opsdk test --precision-mode emulates it)")
+    p.add_argument("--keep-dtype", metavar="FILE",
+                   help="ATC --keep_dtype file: OpType::Name lines whose dtype is kept")
+    p.add_argument("--modify-mixlist", metavar="FILE",
+                   help="ATC --modify_mixlist JSON (black-list/white-list to-add/to-remove)")
     p.add_argument("--op-select-implmode", help="high_performance or high_precision")
     p.add_argument(
         "--custom-opp",
@@ -94,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         input_shape=args.input_shape,
         precision_mode=args.precision_mode,
         op_select_implmode=args.op_select_implmode,
+        keep_dtype=args.keep_dtype,
+        modify_mixlist=args.modify_mixlist,
         custom_opp=args.custom_opp,
         op_projects=args.op_project,
         skip_doctor=args.skip_doctor,

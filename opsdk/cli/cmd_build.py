@@ -19,12 +19,16 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..build import build_operator
     from ..errors import BuildError
-    from ..registry import find_operator, find_operators
+    from ..registry import BrokenOperator, find_operator, find_operators
     from ..runtime.cpu import Operator, load_module
 
+    broken: list[BrokenOperator] = []
     infos = [find_operator(n) for n in args.ops] or [
-        o for o in find_operators() if o.prebuilt is None
+        o for o in find_operators(broken) if o.prebuilt is None
     ]
+    for b in broken:
+        print(f"{b.folder.name}: FAILED (spec.py cannot be loaded, skipped)\n{b.error}",
+              file=sys.stderr)
 
     def progress(msg: str) -> None:
         if not args.quiet:
@@ -47,4 +51,4 @@ def run(args: argparse.Namespace) -> int:
             continue
         state = "built" if res.compiled else "up to date"
         print(f"{info.name}: {state} in {time.perf_counter() - t0:.2f} s -> {res.module}")
-    return 1 if failed else 0
+    return 1 if failed or broken else 0

@@ -12,7 +12,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from ..onnx.doctor import TARGETS
+    from ..cann.doctor import TARGETS
 
     p = sub.add_parser(
         "doctor",
@@ -25,18 +25,23 @@ def register(sub: Any) -> None:
                    help="ascend: ATC of CANN 5-7 (default); ascend-cann8: CANN 8")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="a shape you will give ATC for a dynamic input (repeatable)")
+    p.add_argument("--cann", metavar="VERSION",
+                   help="the CANN release of the host's ATC (default: the target's; "
+                   "e.g. 8.1.RC1, 9.2): decides whether E16005 blocks")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cann.doctor import diagnose, format_findings
     from ..onnx import ModelError
-    from ..onnx.doctor import diagnose, format_findings
     from .cmd_export import parse_shapes
 
     shapes = parse_shapes(args.input_shape)
     try:
-        findings = diagnose(args.model, target=args.target, input_shapes=shapes)  # type: ignore[arg-type]
+        findings = diagnose(
+            args.model, target=args.target, input_shapes=shapes, cann=args.cann  # type: ignore[arg-type]
+        )
     except ModelError as e:
         if args.json:
             print(json.dumps({"model": args.model, "error": str(e)}))

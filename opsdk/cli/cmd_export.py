@@ -57,9 +57,20 @@ def parse_shapes(items: list[str]) -> dict[str, tuple[int | str, ...]]:
             d = d.strip()
             if not d:
                 raise SpecError(f"--shape {name}={value}: empty dim")
-            dims.append(int(d) if d.lstrip("-").isdigit() else d)
-        if any(isinstance(d, int) and d < 0 for d in dims):
-            raise SpecError(f"--shape {name}={value}: dims are >= 0 or symbolic names")
+            if d.lstrip("-").isdigit():
+                dims.append(int(d))
+            elif d.isidentifier():
+                dims.append(d)
+            else:
+                raise SpecError(
+                    f"--shape {name}={value}: dim {d!r} is neither an integer nor a symbolic "
+                    "name (letters, digits, '_'); e.g. --shape x=N,16"
+                )
+        if any(isinstance(d, int) and not 0 <= d < 2**63 for d in dims):
+            raise SpecError(
+                f"--shape {name}={value}: integer dims are 0 to 2**63-1; use a symbolic name "
+                "(N) for a dim you do not know"
+            )
         shapes[name] = tuple(dims)
     return shapes
 
@@ -91,15 +102,17 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..onnx import DEFAULT_OPSET, OutputExistsError, export_model, save_model
+    from ._io import check_output_file
 
     if Path(args.output).exists() and not args.force:
         raise OutputExistsError(f"{args.output} exists; pass --force to overwrite it")
+    check_output_file(args.output, "-o")
     model = export_model(
         args.op,
         shapes=parse_shapes(args.shape),
         dtype=_dtypes(args.dtype),
         attrs=parse_attrs(args.attr),
-        opset=args.opset or DEFAULT_OPSET,
+        opset=DEFAULT_OPSET if args.opset is None else args.opset,
         with_function=args.with_function,
     )
     path = save_model(model, args.output, force=args.force)

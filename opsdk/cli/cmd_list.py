@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 
@@ -14,12 +15,16 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..registry import find_operators
+    from ..registry import BrokenOperator, find_operators
 
-    ops = find_operators()
+    broken: list[BrokenOperator] = []
+    ops = find_operators(broken)
     if args.json:
-        print(json.dumps([o.describe() for o in ops], indent=2))
-        return 0
+        found = [o.describe() for o in ops]
+        found += [{"name": b.folder.name, "folder": str(b.folder), "error": b.error}
+                  for b in broken]
+        print(json.dumps(found, indent=2))
+        return 1 if broken else 0
     rows = [("OPERATOR", "DOMAIN", "VER", "DTYPES", "ORIGIN")]
     for o in ops:
         dts = sorted({d for i in o.spec.inputs for d in o.spec.allowed_dtypes(i.type)})
@@ -30,4 +35,6 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4])
-    return 0
+    for b in broken:
+        print(f"{b.folder.name}: BROKEN, left out: {b.error}", file=sys.stderr)
+    return 1 if broken else 0

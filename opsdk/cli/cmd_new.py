@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..scaffold import IoDecl, new_operator, parse_attrs, parse_io
@@ -34,6 +35,11 @@ def register(sub: Any) -> None:
     p.add_argument("--domain", default="com.example", help="ONNX domain (default com.example)")
     p.add_argument("--dir", default="operators", help="parent folder (default ./operators)")
     p.add_argument("--like", metavar="onnx:OP", help="pre-fill from a standard ONNX op's schema")
+    p.add_argument(
+        "--decomposition", metavar="EXPR",
+        help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
+        "spec.py gets the decomposition, reference.py evaluates it, and op_kernel/ gets the "
+        "generated AI Core kernel (Ascend C) when the decomposition is elementwise")
     p.set_defaults(func=run)
 
 
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.like:
         inputs, outputs, attrs, doc, onnx_op = _from_like(args.like)
     inputs = parse_io(args.inputs) or inputs
-    outputs = parse_io(args.outputs) or outputs
+    outputs = parse_io(args.outputs, "--outputs") or outputs
     attrs = parse_attrs(args.attrs) or attrs
     path = new_operator(
         args.name,
@@ -78,7 +84,36 @@ def run(args: argparse.Namespace) -> int:
         root=args.dir,
         doc=doc,
         onnx_op=onnx_op,
+        decomposition=args.decomposition,
     )
     print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
+    if args.decomposition:
+        _aicore_kernel(path)
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")
     return 0
+
+
+def _aicore_kernel(path: Path) -> None:
+    """Check the decomposition and write the generated AI Core kernel (or say why not)."""
+    import shutil
+
+    from ..cann._ascendc_kernels import write_kernel_files
+    from ..cann.ascendc import GenerateRefused
+    from ..errors import ScaffoldError, SpecError
+    from ..onnx import build_function
+    from ..registry import load_spec
+
+    try:
+        spec = load_spec(path)
+        build_function(spec, 21)
+    except SpecError as e:
+        shutil.rmtree(path)
+        raise ScaffoldError(f"{e} (--decomposition; nothing was created)") from None
+    try:
+        written = write_kernel_files(spec, path)
+    except GenerateRefused as e:
+        print(f"no AI Core kernel: {e}; on the NPU the operator runs on AI CPU")
+        return
+    print(f"wrote the generated AI Core kernel: {', '.join(written)} "
+          f"(check it: pytest {path} --opsdk-device ascendc-model)")
+    print("kernel.cpp (the CPU kernel) is still the template's: port the decomposition to it")

@@ -72,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         print(cmake_dir())
         return 0
 
+    from ._io import check_output_dir
+
+    check_output_dir(args.out, "-o")  # before compiling anything
+
     def progress(msg: str) -> None:
         if not args.quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)

@@ -37,10 +37,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import SpecError
     from ..onnx import ModelError, check_model, load_model, rewrite, save_model
+    from ._io import check_output_file
 
     if not args.fuse and not args.replace:
         raise SpecError("nothing to do: pass --fuse conv-bn-relu and/or --replace OP")
     replace = [op for item in args.replace for op in item.split(",") if op]
+    check_output_file(args.output, "-o")
     source = load_model(args.model)
     result = rewrite(source, fuse=args.fuse, replace=replace)
     try:

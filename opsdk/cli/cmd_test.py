@@ -16,22 +16,52 @@ from pathlib import Path
 from typing import Any
 
 from ..testing._devices import DEVICES
-from ..testing._precision import PRECISION_MODES
+from ..testing._precision import MODE_CHOICES
 from ..testing._standards import STANDARDS
 
-_OPTIONS = ("device", "seed", "standard", "precision_mode", "report")
+_OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
+            "report", "timeout", "sanitize")
+DEFAULT_TIMEOUT_S = 120.0
 
 
 def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--device", choices=DEVICES, default=default,
-                   help="where the kernel runs: cpu (default), onnxruntime, triton, npu")
+                   help=f"where the kernel runs: {', '.join(DEVICES)} (default cpu; see "
+                   "docs/validation.md)")
     p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
-    p.add_argument("--standard", choices=sorted(STANDARDS), default=default,
+    p.add_argument("--standard", "--opsdk-standard", dest="standard", choices=sorted(STANDARDS),
+                   default=default,
                    help="precision standard for every output (default: spec.py, then dtype)")
-    p.add_argument("--precision-mode", choices=PRECISION_MODES, default=default,
-                   help="emulate ATC's precision_mode on the float32 cases")
+    p.add_argument("--standard-only", "--opsdk-standard-only", dest="standard_only",
+                   action="store_true", default=default,
+                   help="judge by the standard alone, as its CANN tool would (no nonfinite / "
+                   "finite-share checks)")
+    p.add_argument("--precision-mode", choices=MODE_CHOICES, default=default,
+                   help="emulate ATC's --precision_mode / --precision_mode_v2 on float cases")
+    p.add_argument("--keep-dtype", metavar="FILE", default=default,
+                   help="ATC --keep_dtype file for the emulation (OpType::Name lines)")
+    p.add_argument("--modify-mixlist", metavar="FILE", default=default,
+                   help="ATC --modify_mixlist JSON file for the emulation")
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
+                   help=f"cpu: a case running longer fails (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--sanitize", metavar="address,undefined", default=default,
+                   help="cpu: build the kernel with these sanitizers (a separate cache entry) "
+                   "and report an out-of-bounds access with its file:line")
+    p.add_argument("--no-isolate", action="store_true", default=default,
+                   help="cpu: run kernels in the pytest process instead of a worker process "
+                   "(a crashing kernel then ends the run)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def register(sub: Any) -> None:
@@ -52,16 +82,34 @@ def _plugin_registered() -> bool:
     return any(ep.value == "opsdk.testing.plugin" for ep in eps)
 
 
-def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
-    """The pytest command line for ``args`` (options may follow the operator name)."""
+def _option(args: argparse.Namespace, name: str) -> Any:
+    """An option given before the operator or among the arguments after it."""
+    own, _ = _late_options(args)
+    v = getattr(own, name)
+    return v if v is not None else getattr(args, name, None)
+
+
+def _late_options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]:
+    """opsdk's own options among the arguments after the operator, and the rest."""
     late = argparse.ArgumentParser(add_help=False)
     _add_options(late, None)
-    own, rest = late.parse_known_args(args.pytest_args or [])
+    return late.parse_known_args(args.pytest_args or [])
+
+
+def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
+    """The pytest command line for ``args`` (options may follow the operator name)."""
+    own, rest = _late_options(args)
     argv = [str(target)]
     for k in _OPTIONS:
         v = getattr(own, k) if getattr(own, k) is not None else getattr(args, k, None)
+        if k == "timeout" and v is None:
+            v = DEFAULT_TIMEOUT_S
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    if own.standard_only or getattr(args, "standard_only", None):
+        argv.append("--opsdk-standard-only")
+    if not (own.no_isolate or getattr(args, "no_isolate", None)):
+        argv.append("--opsdk-isolate")
     if not _plugin_registered():
         argv[:0] = ["-p", "opsdk.testing.plugin"]
     return argv + list(rest)
@@ -83,7 +131,11 @@ def _target(info: Any, tmp: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
+    from ._io import check_output_file
 
+    report = _option(args, "report")
+    if report:
+        check_output_file(report, "--report", (".json", ".html", ".htm"))
     info = find_operator(args.op)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))

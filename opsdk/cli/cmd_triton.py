@@ -1,9 +1,12 @@
-"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``."""
+"""``opsdk triton build model.onnx -o repo/ --name NAME --target cpu|ascend``;
+``opsdk triton check REPO/NAME`` (an npu_ge model folder, as the backend and GE see it)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+import warnings
 from typing import Any
 
 from ..errors import OpsdkError
@@ -39,13 +42,78 @@ def register(sub: Any) -> None:
     b.add_argument("--operators", action="append", default=None, metavar="DIR",
                    help="folder holding operator folders, stored as OPSDK_OPERATORS_PATH "
                    "(repeatable; default: where opsdk finds the model's custom ops)")
-    b.add_argument("--device-ids", default="0", help="ascend: NPU ids, e.g. 0 or 2,3")
-    b.add_argument("--static-model", action="store_true",
-                   help="ascend: npu_ge static graph (fixed shapes, no max_batch_size)")
+    b.add_argument("--parameter", action="append", type=_key_value, default=[],
+                   metavar="KEY=VALUE", help="an extra config parameter (repeatable; ascend: "
+                   "checked against what npu_ge reads)")
+    _ascend_arguments(b)
     b.add_argument("--force", action="store_true",
                    help="replace an existing model folder written by opsdk")
     b.set_defaults(func=run_build)
+    c = tsub.add_parser(
+        "check",
+        help="check an npu_ge model folder as the backend and GE will see it",
+        description="Check REPO/NAME written by `opsdk triton build --target ascend`: one "
+        "model file in the folder; GE's ONNX parser rules of the target CANN; ONNX Runtime "
+        "1.23.2 (as inside npu_ge, no custom ops) opens and runs it, matching opsdk's kernels. "
+        "Needs the ONNX Runtime 1.23.2 venv (opsdk.triton.ensure_ort_env()).",
+    )
+    c.add_argument("folder", help="the model folder, REPO/NAME")
+    c.add_argument("--cann", default="auto", help="CANN release whose parser rules apply")
+    c.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys apply (repeatable)")
+    c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
+                   help="size of a symbolic input dim for the test run (default 2)")
+    c.add_argument("--json", action="store_true", help="print a JSON report")
+    c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))
+
+
+def _ascend_arguments(b: argparse.ArgumentParser) -> None:
+    g = b.add_argument_group("ascend (npu_ge) options")
+    g.add_argument("--cann", default="auto",
+                   help="CANN release whose GE ONNX parser rules the model file follows: "
+                   "auto (the installed toolkit, else 8.1.RC1), 8, 9.1, 8.1.RC1, ...")
+    g.add_argument("--op-project", action="append", default=[], metavar="DIR",
+                   help="an `opsdk cann` project whose plugin keys the model must use "
+                   "(repeatable; default: each operator's spec version)")
+    g.add_argument("--device-ids", default="0", help="NPU ids, e.g. 0 or 2,3")
+    g.add_argument("--static-model", action="store_true",
+                   help="GE static graph (fixed shapes; with --max-batch-size > 0 npu_ge runs "
+                   "a batch-1 graph once per row)")
+    g.add_argument("--device-exec-blocks", type=int, default=None,
+                   help="graphs (each with its stream) per device; default: instances x "
+                   "instance_exec_blocks spread over the devices")
+    g.add_argument("--instance-exec-blocks", type=int, default=None,
+                   help="graphs per instance_group count (default 1)")
+    g.add_argument("--session-option", action="append", type=_key_value, default=[],
+                   metavar="GE_OPTION=VALUE",
+                   help="a GE session option for this model, written as session.GE_OPTION "
+                   "(repeatable), e.g. ge.exec.precision_mode_v2=fp16")
+    g.add_argument("--precision-mode-v2", default=None, metavar="MODE",
+                   help="shorthand for --session-option ge.exec.precision_mode_v2=MODE")
+    g.add_argument("--shape-gears", type=_gears, default=(), metavar="G1;G2",
+                   help="GE shape gears: one comma-separated value per variable input dim "
+                   "(in input order) each, gears separated by ';', e.g. '1;2;4;8'")
+    g.add_argument("--dump-graph", action="store_true", help="npu_ge dumps GE graphs")
+    g.add_argument("--profiling", choices=("true", "dynamic"), default=None,
+                   help="npu_ge profiling (./profiling)")
+    g.add_argument("--dump-data", action="store_true", help="npu_ge dumps tensors (./dump_data)")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _gears(text: str) -> tuple[tuple[int, ...], ...]:
+    try:
+        return tuple(tuple(int(v) for v in g.split(",")) for g in text.split(";") if g.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"expected gears like '1;2;4' or '224,224;336,336', got {text!r}"
+        ) from e
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -61,7 +129,7 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from ..triton import RepositoryOptions, build_repository
+    from ..triton import RepositoryOptions, TritonConfigWarning, build_repository
 
     ops = None
     if args.operators is not None:
@@ -79,11 +147,21 @@ def run_build(args: argparse.Namespace) -> int:
         operators_path=ops,
         device_ids=args.device_ids,
         static_model=args.static_model,
+        extra_parameters=tuple(args.parameter),
+        **_ascend_options(args),
     )
-    try:
-        folder = build_repository(args.model, args.output, opts, force=args.force)
-    except OpsdkError as e:
-        raise type(e)(f"{e} -- while building the Triton model '{args.name}'") from e
+    from ._io import check_output_dir
+
+    check_output_dir(args.output, "-o")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TritonConfigWarning)
+        try:
+            folder = build_repository(args.model, args.output, opts, force=args.force,
+                                      report=lambda line: print(f"note: {line}", file=sys.stderr))
+        except OpsdkError as e:
+            raise type(e)(f"{e} -- while building the Triton model '{args.name}'") from e
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     config = (folder / "config.pbtxt").read_text()
     batch = next((ln.split(":")[1].strip() for ln in config.splitlines()
                   if ln.startswith("max_batch_size")), "none (static)")
@@ -92,4 +170,56 @@ def run_build(args: argparse.Namespace) -> int:
         print(f"  {f.relative_to(folder.parent)}")
     if args.target == "cpu":
         print(f"serve it: opsdk serve {args.output}")
+    else:
+        from ..cann._versions import resolve_cann
+
+        cann = resolve_cann(args.cann)
+        print(f"GE parser rules of CANN {cann.version} ({cann.reason})")
     return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from ..triton import check_npu_ge_folder
+
+    try:
+        dims = {k: int(v) for k, v in args.dim}
+    except ValueError as e:
+        raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
+    report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims,
+                                 op_projects=tuple(args.op_project))
+    if args.json:
+        print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
+        return 0 if report.ok else 1
+    print(f"{args.folder}: CANN {report.cann} parser rules, ONNX Runtime "
+          f"{report.onnxruntime or '(did not run)'}")
+    for name, err in report.max_abs_error.items():
+        print(f"  output '{name}': max abs error vs opsdk {err:.3g}")
+    for problem in report.problems:
+        print(f"  problem: {problem}")
+    print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+    return 0 if report.ok else 1
+
+
+def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
+    session = list(args.session_option)
+    if args.precision_mode_v2:
+        from ..cann import precision_modes_v2
+
+        if args.precision_mode_v2 not in precision_modes_v2():
+            raise OpsdkError(f"--precision-mode-v2 {args.precision_mode_v2!r} is not a GE mode; "
+                             f"use one of {', '.join(precision_modes_v2())}")
+        session.append(("ge.exec.precision_mode_v2", args.precision_mode_v2))
+    return {
+        "cann": args.cann,
+        "device_exec_blocks": args.device_exec_blocks,
+        "instance_exec_blocks": args.instance_exec_blocks,
+        "session_options": tuple(session),
+        "shape_gears": args.shape_gears,
+        "dump_graph": args.dump_graph,
+        "profiling": args.profiling,
+        "dump_data": args.dump_data,
+        "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
+    }

@@ -1,148 +1,28 @@
 // The one generic pybind11 entry point linked into every operator module.
-// Compiled once per toolchain configuration and reused by every operator build.
+// Compiled once per toolchain configuration and reused by every operator build, next to
+// runtime.cpp (the Python-free core: thread pool and kernel invocation), which it shares
+// with the AI CPU adapter and the cross-build harness.
 //
 // Python selects the registration (by op name and input dtypes) and allocates outputs;
 // this file wraps the NumPy buffers in opsdk::Tensor views without copying, converts
 // attributes, releases the GIL and calls the kernel. C++ exceptions come back as
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
-#include <exception>
 #include <mutex>
-#include <thread>
+#include <unordered_map>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include <pybind11/pybind11.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include "opsdk/custom_op.h"
+#include "opsdk/invoke.h"
 
 namespace py = pybind11;
-
-// ---------------------------------------------------------------------- thread pool
-// Declared in custom_op.h; defined once here so kernels compile without <thread>/<mutex>.
-namespace opsdk {
-
-int& num_threads_setting() {
-  static int n = [] {
-    if (const char* env = std::getenv("OPSDK_NUM_THREADS")) {
-      const int v = std::atoi(env);
-      if (v > 0) return v;
-    }
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw ? static_cast<int>(hw) : 1;
-  }();
-  return n;
-}
-
-namespace detail {
-namespace {
-
-thread_local bool in_parallel_region = false;
-
-// A small persistent pool: one job at a time, ranges handed out by an atomic counter.
-// A worker joins a job only while it is open; once the calling thread has run out of ranges
-// it closes the job and waits just for the workers that joined, so a worker that wakes late
-// (descheduled on a busy machine) never holds up the caller.
-class ThreadPool {
- public:
-  static ThreadPool& get() {
-    static ThreadPool* pool = new ThreadPool();  // leaked on purpose: no join at exit
-    return *pool;
-  }
-  void run(int64_t n, int64_t chunk, int threads, RangeFn fn, void* ctx) {
-    std::unique_lock<std::mutex> run_lock(run_mu_);
-    ensure_workers(threads - 1);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
-      active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
-      open_ = true;
-      busy_ = 0;
-      error_ = nullptr;
-      ++generation_;
-    }
-    cv_.notify_all();
-    work();
-    std::unique_lock<std::mutex> g(mu_);
-    open_ = false;
-    done_cv_.wait(g, [&] { return busy_ == 0; });
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  void ensure_workers(int want) {
-    while (static_cast<int>(workers_) < want) {
-      const int id = static_cast<int>(workers_++);
-      std::thread([this, id] { loop(id); }).detach();
-    }
-  }
-  void work() {
-    in_parallel_region = true;
-    for (;;) {
-      const int64_t b = next_.fetch_add(chunk_);
-      if (b >= n_) break;
-      try {
-        fn_(ctx_, b, std::min(n_, b + chunk_));
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_) error_ = std::current_exception();
-        next_.store(n_);
-      }
-    }
-    in_parallel_region = false;
-  }
-  void loop(int id) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (id >= active_ || !open_) continue;
-        ++busy_;
-      }
-      work();
-      std::lock_guard<std::mutex> g(mu_);
-      if (--busy_ == 0) done_cv_.notify_all();
-    }
-  }
-  std::mutex run_mu_, mu_;
-  std::condition_variable cv_, done_cv_;
-  RangeFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  std::atomic<int64_t> next_{0};
-  int64_t n_ = 0, chunk_ = 1;
-  int active_ = 0, busy_ = 0;
-  bool open_ = false;
-  uint64_t generation_ = 0;
-  size_t workers_ = 0;
-  std::exception_ptr error_;
-};
-
-}  // namespace
-
-void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
-  const int threads = std::max(1, num_threads_setting());
-  grain = std::max<int64_t>(grain, 1);
-  if (threads == 1 || n <= grain || in_parallel_region) {  // nested: run inline
-    fn(ctx, 0, n);
-    return;
-  }
-  const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
-  const int64_t chunk = (n + parts - 1) / parts;
-  ThreadPool::get().run(n, chunk, static_cast<int>(std::min<int64_t>(threads, parts)), fn, ctx);
-}
-
-}  // namespace detail
-}  // namespace opsdk
-
 
 namespace {
 
@@ -170,10 +50,23 @@ py::dict describe(const opsdk::OpRegistration& r) {
   return d;
 }
 
+// True when the array's bytes are in the machine's order ('>f4' on x86 is not).
+bool native_order(const py::array& a) {
+  const char order = a.dtype().byteorder();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return order != '<';
+#else
+  return order != '>';
+#endif
+}
+
 opsdk::Tensor make_tensor(const py::handle& obj, const opsdk::ArgDecl& decl, bool writable) {
   if (!py::isinstance<py::array>(obj))
     throw py::type_error("'" + decl.name + "' must be a numpy.ndarray");
   auto a = py::reinterpret_borrow<py::array>(obj);
+  if (!native_order(a))
+    throw py::value_error("'" + decl.name + "' has non-native byte order; pass "
+                          "a.astype(a.dtype.newbyteorder('='))");
   const opsdk::DType dt = opsdk::dtype_from_name(decl.dtype);
   const auto itemsize = static_cast<py::ssize_t>(opsdk::dtype_size(dt));
   if (a.itemsize() != itemsize)
@@ -209,18 +102,6 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
 // would cost more than the work.
 constexpr int64_t kReleaseGilElements = 1 << 14;
 
-std::string run_kernel(const opsdk::OpRegistration& r, const opsdk::CustomOpKernelContext& ctx) {
-  try {
-    r.kernel()(ctx);
-  } catch (const std::exception& e) {
-    std::string error = e.what();
-    return error.empty() ? "std::exception with an empty message" : error;
-  } catch (...) {
-    return "unknown C++ exception";
-  }
-  return {};
-}
-
 void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
             std::vector<bool> present, std::vector<opsdk::Tensor> outs,
             const std::vector<std::string>& names, std::vector<opsdk::AttrValue> values) {
@@ -231,10 +112,10 @@ void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
                                    &names, std::move(values));
   std::string error;
   if (work < kReleaseGilElements) {
-    error = run_kernel(r, ctx);
+    error = opsdk::detail::run_kernel(r, ctx);
   } else {
     py::gil_scoped_release nogil;
-    error = run_kernel(r, ctx);
+    error = opsdk::detail::run_kernel(r, ctx);
   }
   if (!error.empty()) throw std::runtime_error(r.name() + ": " + error);
 }
@@ -273,154 +154,461 @@ void run(size_t index, const py::sequence& inputs, const py::sequence& outputs,
 }
 
 
-// A C++ fast path for the common call: every input a C-contiguous ndarray of a registered
-// dtype combination, all of one shape (elementwise ops without a shape function), and
-// attributes passed as plain Python values. Anything else goes to the Python executor,
-// which checks everything and raises the precise error.
-class FastCaller {
+// ------------------------------------------------------------------ output memory
+// Outputs of at least kPoolMinBytes come from one pool of blocks keyed by (page-rounded)
+// size, shared by every operator module of the process through pybind11's shared data.
+// An array holds its block through a capsule, its base object: NumPy keeps the base alive
+// for the array and every view of it, so the capsule's destructor hands the block back only
+// once nothing can reach it any more, and a block is never given out twice while in use.
+// A caller's `y = op(x)` in a loop then gets warm, already-mapped memory back instead of a
+// fresh mapping that the OS page-faults and zeroes on every call (glibc maps blocks above
+// its mmap threshold, at most 32 MiB, afresh each time). ONNX Runtime's arena does the same.
+constexpr size_t kPoolMinBytes = size_t{256} << 10;
+constexpr size_t kPoolPerSize = 4;                  // free blocks kept per size
+constexpr size_t kHugeBytes = size_t{4} << 20;      // 2 MiB-aligned, transparent huge pages
+constexpr const char* kBlockCapsule = "opsdk.output_block";
+
+class OutputPool {
  public:
-  struct AttrSpec {
-    std::string name, type;
-    py::object default_value;  // None when required
-    py::str key;
-  };
-  struct Kernel {
-    std::vector<int> in_nums;
-    size_t index;
-    std::vector<py::dtype> out_dtypes;
-    std::vector<std::string> attr_order;
-    std::vector<const AttrSpec*> attr_specs;
-  };
-
-  FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
-             py::object fallback)
-      : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)) {
-    for (const auto& k : kernels) {
-      auto t = k.cast<py::tuple>();
-      Kernel kern;
-      for (const auto& d : t[0].cast<py::list>()) kern.in_nums.push_back(d.cast<py::dtype>().num());
-      kern.index = t[1].cast<size_t>();
-      for (const auto& d : t[2].cast<py::list>()) kern.out_dtypes.push_back(d.cast<py::dtype>());
-      kern.attr_order = t[3].cast<std::vector<std::string>>();
-      kernels_.push_back(std::move(kern));
-    }
-    attrs_.reserve(py::len(attrs));  // stable addresses for attr_specs
-    for (const auto& a : attrs) {
-      auto t = a.cast<py::tuple>();
-      attrs_.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2],
-                        py::str(t[0])});
-    }
-    for (auto& kern : kernels_) {
-      for (const auto& name : kern.attr_order) {
-        const AttrSpec* found = nullptr;
-        for (const auto& a : attrs_)
-          if (a.name == name) found = &a;
-        if (!found) throw py::value_error("attribute " + name + " is not in the spec");
-        kern.attr_specs.push_back(found);
-      }
-    }
+  // The process-wide pool (created by the first operator module that needs it).
+  static OutputPool& get() {
+    static OutputPool* pool = [] {
+      const char* key = "opsdk.output_pool.v1";
+      void* p = py::get_shared_data(key);
+      if (!p) p = py::set_shared_data(key, new OutputPool());  // leaked: lives with Python
+      return static_cast<OutputPool*>(p);
+    }();
+    return *pool;
   }
+  static size_t rounded(size_t bytes) { return (bytes + 4095) & ~size_t{4095}; }
 
-  py::object call(const py::args& args, const py::kwargs& kwargs) {
-    const size_t n = py::len(args);
-    if (n != n_inputs_ || n < n_required_) return fallback_(*args, **kwargs);
-    PyObject* items[8];
-    if (n > 8) return fallback_(*args, **kwargs);
-    int nums[8];
-    for (size_t i = 0; i < n; ++i) {
-      PyObject* o = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
-      items[i] = o;
-      if (!py::isinstance<py::array>(o)) return fallback_(*args, **kwargs);
-      const auto& a = py::reinterpret_borrow<py::array>(o);
-      if (!(a.flags() & py::array::c_style)) return fallback_(*args, **kwargs);
-      nums[i] = a.dtype().num();
-      if (i && !same_shape(py::reinterpret_borrow<py::array>(items[0]), a))
-        return fallback_(*args, **kwargs);
+  void* acquire(size_t size) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= size;
+        ++hits_;
+        return p;
+      }
+      ++misses_;
     }
-    const Kernel* k = nullptr;
-    for (const auto& cand : kernels_) {
-      if (std::equal(cand.in_nums.begin(), cand.in_nums.end(), nums)) {
-        k = &cand;
-        break;
+    return allocate(size);
+  }
+  void release(void* p, size_t size) noexcept {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto& blocks = free_[size];
+      if (cached_ + size <= limit_ && blocks.size() < kPoolPerSize) {
+        blocks.push_back(p);
+        cached_ += size;
+        return;
       }
     }
-    if (!k) return fallback_(*args, **kwargs);
-    std::vector<opsdk::AttrValue> values;
-    if (!resolve_attrs(*k, kwargs, values)) return fallback_(*args, **kwargs);
-    const opsdk::OpRegistration& r = *opsdk::registry()[k->index];
-    std::vector<opsdk::Tensor> ins;
-    ins.reserve(n);
-    for (size_t i = 0; i < n; ++i) ins.push_back(make_tensor(items[i], r.inputs()[i], false));
-    const auto& a0 = py::reinterpret_borrow<py::array>(items[0]);
-    std::vector<py::ssize_t> shape(a0.shape(), a0.shape() + a0.ndim());
-    std::vector<opsdk::Tensor> outs;
-    py::object result;
-    py::tuple many(k->out_dtypes.size() > 1 ? k->out_dtypes.size() : 0);
-    for (size_t i = 0; i < k->out_dtypes.size(); ++i) {
-      py::array out(k->out_dtypes[i], shape);
-      outs.push_back(make_tensor(out, r.outputs()[i], true));
-      if (k->out_dtypes.size() == 1) result = std::move(out);
-      else many[i] = std::move(out);
+    std::free(p);
+  }
+  // Caps the bytes kept free for reuse (0 turns pooling off); frees what is over.
+  void set_limit(size_t bytes) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      limit_ = bytes;
+      for (auto& [size, blocks] : free_) {
+        while (cached_ > limit_ && !blocks.empty()) {
+          drop.push_back(blocks.back());
+          blocks.pop_back();
+          cached_ -= size;
+        }
+      }
     }
-    try {
-      invoke(r, std::move(ins), std::vector<bool>(n, true), std::move(outs), k->attr_order,
-             std::move(values));
-    } catch (const std::runtime_error&) {
-      return fallback_(*args, **kwargs);  // the Python path re-runs and raises KernelError
-    }
-    return k->out_dtypes.size() == 1 ? result : py::object(many);
+    for (void* p : drop) std::free(p);
+  }
+  bool enabled() const { return limit_ > 0; }
+  py::dict stats() {
+    std::lock_guard<std::mutex> g(mu_);
+    py::dict d;
+    d["limit_bytes"] = limit_;
+    d["cached_bytes"] = cached_;
+    d["hits"] = hits_;
+    d["misses"] = misses_;
+    d["min_bytes"] = kPoolMinBytes;
+    return d;
   }
 
  private:
-  static bool same_shape(const py::array& a, const py::array& b) {
-    if (a.ndim() != b.ndim()) return false;
-    for (py::ssize_t d = 0; d < a.ndim(); ++d)
-      if (a.shape(d) != b.shape(d)) return false;
+  OutputPool() {
+    const char* env = std::getenv("OPSDK_OUTPUT_POOL_MB");
+    if (env && *env) limit_ = static_cast<size_t>(std::max(0L, std::atol(env))) << 20;
+  }
+  static void* allocate(size_t size) {
+    const size_t align = size >= kHugeBytes ? (size_t{2} << 20) : 64;
+    void* p = nullptr;
+    if (posix_memalign(&p, align, size) != 0) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= kHugeBytes) madvise(p, size, MADV_HUGEPAGE);  // as NumPy does; a hint only
+#endif
+    return p;
+  }
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0, limit_ = size_t{1} << 30;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+void release_block(PyObject* capsule) {
+  void* p = PyCapsule_GetPointer(capsule, kBlockCapsule);
+  const auto size = reinterpret_cast<size_t>(PyCapsule_GetContext(capsule));
+  if (p) OutputPool::get().release(p, size);
+}
+
+// A new C-contiguous array (new reference; nullptr with a Python error set). Large ones
+// take a pooled block; small ones come from NumPy, whose own cache serves them well.
+PyObject* new_output(PyObject* descr, int nd, const Py_intptr_t* dims, size_t nbytes) {
+  auto& api = py::detail::npy_api::get();
+  OutputPool& pool = OutputPool::get();
+  Py_INCREF(descr);  // PyArray_NewFromDescr steals it
+  if (nbytes < kPoolMinBytes || !pool.enabled())
+    return api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, nd, dims, nullptr, nullptr, 0,
+                                     nullptr);
+  const size_t size = OutputPool::rounded(nbytes);
+  void* block = pool.acquire(size);
+  PyObject* capsule = PyCapsule_New(block, kBlockCapsule, release_block);
+  if (!capsule || PyCapsule_SetContext(capsule, reinterpret_cast<void*>(size)) != 0) {
+    Py_XDECREF(capsule);
+    pool.release(block, size);
+    Py_DECREF(descr);
+    return nullptr;
+  }
+  PyObject* arr = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, nd, dims, nullptr, block,
+                                            py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr);
+  if (!arr) {
+    Py_DECREF(capsule);
+    return nullptr;
+  }
+  if (api.PyArray_SetBaseObject_(arr, capsule) != 0) {  // steals the capsule
+    Py_DECREF(arr);
+    return nullptr;
+  }
+  return arr;
+}
+
+// `module.empty(shape, dtype)`: a C-contiguous output array, pooled when large.
+py::object empty(const std::vector<Py_intptr_t>& shape, const py::dtype& dtype) {
+  size_t n = static_cast<size_t>(dtype.itemsize());
+  for (auto d : shape) {
+    if (d < 0) throw py::value_error("negative dimension in output shape");
+    n *= static_cast<size_t>(d);
+  }
+  PyObject* arr = new_output(dtype.ptr(), static_cast<int>(shape.size()), shape.data(), n);
+  if (!arr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(arr);
+}
+
+// ------------------------------------------------------------------ the fast call path
+// `op(*inputs, **attrs)` for elementwise ops, entered through CPython's vectorcall protocol
+// (METH_FASTCALL | METH_KEYWORDS: positional arguments in a C array, keyword names in a
+// tuple, no dict). It takes the common case: every input a C-contiguous, aligned ndarray of
+// native byte order, all of one shape, of a registered dtype combination, attributes as
+// plain Python values. The kernel is looked up by the tuple of NumPy type numbers (the last
+// match is remembered). Anything else, and any error, goes to the Python executor, which
+// checks everything and raises the precise error.
+constexpr Py_ssize_t kMaxFastInputs = 8;
+constexpr const char* kCallerCapsule = "opsdk.fast_caller";
+
+class FastCaller {
+ public:
+  FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
+             py::object fallback)
+      : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)) {
+    for (const auto& a : attrs) {
+      auto t = a.cast<py::tuple>();
+      AttrSpec spec{t[0].cast<std::string>(), t[1].cast<std::string>(), py::str(t[0]), {}, false};
+      spec.key = py::reinterpret_steal<py::str>(PyUnicode_InternFromString(spec.name.c_str()));
+      if (!t[2].is_none()) {
+        spec.has_default = to_attr(t[2].ptr(), spec.type, spec.default_value);
+        if (!spec.has_default) PyErr_Clear();
+      }
+      attrs_.push_back(std::move(spec));
+    }
+    for (const auto& k : kernels) kernels_.push_back(make_kernel(k.cast<py::tuple>()));
+  }
+
+  static PyObject* entry(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames) {
+    auto* fc = static_cast<FastCaller*>(PyCapsule_GetPointer(self, kCallerCapsule));
+    if (!fc) return nullptr;
+    try {
+      return fc->call(args, nargs, kwnames);
+    } catch (py::error_already_set& e) {
+      e.restore();
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+  }
+
+ private:
+  struct AttrSpec {
+    std::string name, type;
+    py::str key;  // interned: keyword names usually match by pointer
+    opsdk::AttrValue default_value;
+    bool has_default;
+  };
+  struct Kernel {
+    std::vector<int> in_nums;
+    const opsdk::OpRegistration* reg;
+    std::vector<opsdk::ArgDecl> in_decl, out_decl;
+    std::vector<opsdk::DType> in_types, out_types;
+    std::vector<py::dtype> out_dtypes;
+    std::vector<std::string> attr_order;
+    std::vector<size_t> attr_slots;  // index into attrs_ for each of attr_order
+  };
+
+  Kernel make_kernel(const py::tuple& t) const {
+    Kernel k;
+    for (const auto& d : t[0].cast<py::list>()) k.in_nums.push_back(d.cast<py::dtype>().num());
+    k.reg = opsdk::registry().at(t[1].cast<size_t>()).get();
+    auto sorted = [](std::vector<opsdk::ArgDecl> v) {
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+      return v;
+    };
+    k.in_decl = sorted(k.reg->inputs());
+    k.out_decl = sorted(k.reg->outputs());
+    for (const auto& d : k.in_decl) k.in_types.push_back(opsdk::dtype_from_name(d.dtype));
+    for (const auto& d : k.out_decl) k.out_types.push_back(opsdk::dtype_from_name(d.dtype));
+    for (const auto& d : t[2].cast<py::list>()) k.out_dtypes.push_back(d.cast<py::dtype>());
+    k.attr_order = t[3].cast<std::vector<std::string>>();
+    for (const auto& name : k.attr_order) {
+      size_t slot = 0;
+      while (slot < attrs_.size() && attrs_[slot].name != name) ++slot;
+      if (slot == attrs_.size()) throw py::value_error("attribute " + name + " is not in the spec");
+      k.attr_slots.push_back(slot);
+    }
+    return k;
+  }
+
+  PyObject* fallback(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) const {
+    return PyObject_Vectorcall(fallback_.ptr(), args, static_cast<size_t>(nargs), kwnames);
+  }
+
+  const Kernel* lookup(const int* nums, Py_ssize_t n) {
+    if (last_ && std::equal(nums, nums + n, last_->in_nums.begin())) return last_;
+    for (const auto& k : kernels_)
+      if (std::equal(nums, nums + n, k.in_nums.begin())) return last_ = &k;
+    return nullptr;
+  }
+
+  // The type numbers of the inputs when all are plain contiguous arrays of one shape.
+  static bool plain_inputs(PyObject* const* args, Py_ssize_t n, int* nums) {
+    auto& api = py::detail::npy_api::get();
+    constexpr int want = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
+                         py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+    const py::detail::PyArray_Proxy* a0 = nullptr;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyObject_TypeCheck(args[i], api.PyArray_Type_)) return false;
+      const auto* a = py::detail::array_proxy(args[i]);
+      if ((a->flags & want) != want) return false;
+      const auto* d = py::detail::array_descriptor_proxy(a->descr);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+      if (d->byteorder == '<') return false;
+#else
+      if (d->byteorder == '>') return false;
+#endif
+      nums[i] = d->type_num;
+      if (i == 0) {
+        a0 = a;
+      } else if (a->nd != a0->nd || !std::equal(a->dimensions, a->dimensions + a->nd,
+                                                a0->dimensions)) {
+        return false;
+      }
+    }
     return true;
   }
 
-  bool resolve_attrs(const Kernel& k, const py::kwargs& kwargs,
-                     std::vector<opsdk::AttrValue>& values) const {
-    size_t used = 0;
-    values.reserve(k.attr_specs.size());
-    for (const AttrSpec* spec : k.attr_specs) {
-      PyObject* v = PyDict_GetItemWithError(kwargs.ptr(), spec->key.ptr());  // borrowed
-      if (v) {
-        ++used;
-      } else if (PyErr_Occurred()) {
+  // Attribute values in the kernel's order; false when the Python path must handle them.
+  bool resolve(const Kernel& k, PyObject* const* kwargs, PyObject* kwnames,
+               std::vector<opsdk::AttrValue>& values) const {
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject* given[16] = {};
+    if (attrs_.size() > 16) return false;
+    for (Py_ssize_t j = 0; j < nkw; ++j) {
+      PyObject* name = PyTuple_GET_ITEM(kwnames, j);
+      size_t slot = 0;
+      while (slot < attrs_.size() && attrs_[slot].key.ptr() != name) ++slot;
+      if (slot == attrs_.size()) {
+        slot = 0;
+        while (slot < attrs_.size() && PyUnicode_Compare(attrs_[slot].key.ptr(), name) != 0) ++slot;
+        if (slot == attrs_.size()) return false;  // unknown keyword: the Python path explains
+      }
+      given[slot] = kwargs[j];
+    }
+    values.resize(k.attr_slots.size());
+    for (size_t i = 0; i < k.attr_slots.size(); ++i) {
+      const AttrSpec& spec = attrs_[k.attr_slots[i]];
+      PyObject* v = given[k.attr_slots[i]];
+      if (!v) {
+        if (!spec.has_default) return false;  // required and missing
+        values[i] = spec.default_value;
+      } else if (!to_attr(v, spec.type, values[i])) {
         PyErr_Clear();
         return false;
-      } else if (!spec->default_value.is_none()) {
-        v = spec->default_value.ptr();
-      } else {
-        return false;  // required and missing: the Python path explains
       }
-      if (!plain_value(v, spec->type)) return false;
-      values.push_back(attr_from_py(v, spec->type));
-    }
-    return used == static_cast<size_t>(PyDict_Size(kwargs.ptr()));
-  }
-
-  static bool plain_value(const py::handle& v, const std::string& type) {
-    PyObject* o = v.ptr();
-    if (type == "float") return PyFloat_CheckExact(o) || PyLong_CheckExact(o);
-    if (type == "int") return PyLong_CheckExact(o);
-    if (type == "bool") return PyBool_Check(o);
-    if (type == "string") return PyUnicode_CheckExact(o);
-    if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return false;
-    for (const auto& e : v) {
-      PyObject* p = e.ptr();
-      if (type == "ints" ? !PyLong_CheckExact(p) : !(PyFloat_CheckExact(p) || PyLong_CheckExact(p)))
-        return false;
     }
     return true;
+  }
+
+  // A plain Python value as an attribute of `type` (exact types only: no NumPy scalars).
+  static bool to_attr(PyObject* o, const std::string& type, opsdk::AttrValue& out) {
+    auto number = [](PyObject* p, double& v) {
+      if (PyFloat_CheckExact(p)) v = PyFloat_AS_DOUBLE(p);
+      else if (PyLong_CheckExact(p)) v = PyLong_AsDouble(p);
+      else return false;
+      return !PyErr_Occurred();
+    };
+    auto integer = [](PyObject* p, int64_t& v) {
+      if (!PyLong_CheckExact(p)) return false;
+      v = PyLong_AsLongLong(p);
+      return !PyErr_Occurred();
+    };
+    if (type == "float") {
+      double v;
+      if (!number(o, v)) return false;
+      out = v;
+      return true;
+    }
+    if (type == "int") {
+      int64_t v;
+      if (!integer(o, v)) return false;
+      out = v;
+      return true;
+    }
+    if (type == "bool") {
+      if (!PyBool_Check(o)) return false;
+      out = o == Py_True;
+      return true;
+    }
+    if (type == "string") {
+      Py_ssize_t len = 0;
+      const char* s = PyUnicode_CheckExact(o) ? PyUnicode_AsUTF8AndSize(o, &len) : nullptr;
+      if (!s) return false;
+      out = std::string(s, static_cast<size_t>(len));
+      return true;
+    }
+    if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return false;
+    PyObject* seq = o;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject** items = PySequence_Fast_ITEMS(seq);
+    if (type == "ints") {
+      std::vector<int64_t> v(static_cast<size_t>(n));
+      for (Py_ssize_t i = 0; i < n; ++i)
+        if (!integer(items[i], v[static_cast<size_t>(i)])) return false;
+      out = std::move(v);
+      return true;
+    }
+    if (type != "floats") return false;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!number(items[i], v[static_cast<size_t>(i)])) return false;
+    out = std::move(v);
+    return true;
+  }
+
+  PyObject* call(PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+    const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    int nums[kMaxFastInputs];
+    if (n != static_cast<Py_ssize_t>(n_inputs_) || n < static_cast<Py_ssize_t>(n_required_) ||
+        n > kMaxFastInputs || n == 0 || !plain_inputs(args, n, nums))
+      return fallback(args, n, kwnames);
+    const Kernel* k = lookup(nums, n);
+    std::vector<opsdk::AttrValue> values;
+    if (!k || !resolve(*k, args + n, kwnames, values)) return fallback(args, n, kwnames);
+    const auto* a0 = py::detail::array_proxy(args[0]);
+    const std::vector<int64_t> shape(a0->dimensions, a0->dimensions + a0->nd);
+    std::vector<int64_t> strides(shape.size());
+    int64_t numel = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = numel;
+      numel *= shape[d];
+    }
+    std::vector<opsdk::Tensor> ins, outs;
+    ins.reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i)
+      ins.emplace_back(py::detail::array_proxy(args[i])->data, k->in_types[i], shape, strides,
+                       k->in_decl[i].name, false);
+    const size_t n_out = k->out_dtypes.size();
+    py::tuple results(n_out);
+    for (size_t i = 0; i < n_out; ++i) {
+      PyObject* descr = k->out_dtypes[i].ptr();
+      const size_t nbytes = static_cast<size_t>(numel) * opsdk::dtype_size(k->out_types[i]);
+      PyObject* arr = new_output(descr, a0->nd, a0->dimensions, nbytes);
+      if (!arr) return nullptr;
+      PyTuple_SET_ITEM(results.ptr(), static_cast<Py_ssize_t>(i), arr);  // steals
+      outs.emplace_back(py::detail::array_proxy(arr)->data, k->out_types[i], shape, strides,
+                        k->out_decl[i].name, true);
+    }
+    try {
+      invoke(*k->reg, std::move(ins), std::vector<bool>(static_cast<size_t>(n), true),
+             std::move(outs), k->attr_order, std::move(values));
+    } catch (const std::runtime_error&) {
+      return fallback(args, n, kwnames);  // the Python path re-runs and raises KernelError
+    }
+    if (n_out == 1) return py::object(results[0]).release().ptr();
+    return results.release().ptr();
   }
 
   size_t n_required_, n_inputs_;
   std::vector<Kernel> kernels_;
   std::vector<AttrSpec> attrs_;
   py::object fallback_;
+  const Kernel* last_ = nullptr;
 };
+
+// The callable behind Operator.__call__: a builtin function (vectorcall) bound to a capsule
+// that owns the FastCaller.
+py::object fast_caller(size_t n_required, size_t n_inputs, const py::list& kernels,
+                       const py::list& attrs, py::object fallback) {
+  static PyMethodDef def = {
+      "opsdk_call",
+      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCaller::entry)),
+      METH_FASTCALL | METH_KEYWORDS, "op(*inputs, **attrs): run the kernel"};
+  auto* fc = new FastCaller(n_required, n_inputs, kernels, attrs, std::move(fallback));
+  PyObject* capsule = PyCapsule_New(fc, kCallerCapsule, [](PyObject* c) {
+    delete static_cast<FastCaller*>(PyCapsule_GetPointer(c, kCallerCapsule));
+  });
+  if (!capsule) {
+    delete fc;
+    throw py::error_already_set();
+  }
+  PyObject* fn = PyCFunction_NewEx(&def, capsule, nullptr);
+  Py_DECREF(capsule);
+  if (!fn) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+// Operator.__call__ as a C method of the Python class: it forwards to the instance's
+// `_call` (the fast caller above, or the Python path) by vectorcall, so `op(x)` runs no
+// Python frame on its way to the kernel.
+PyObject* forward_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames) {
+  static PyObject* name = PyUnicode_InternFromString("_call");
+  PyObject* target = PyObject_GetAttr(self, name);
+  if (!target) return nullptr;
+  PyObject* result = PyObject_Vectorcall(target, args, static_cast<size_t>(nargs), kwnames);
+  Py_DECREF(target);
+  return result;
+}
+
+void install_call(const py::type& cls) {
+  static PyMethodDef def = {
+      "__call__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&forward_call)),
+      METH_FASTCALL | METH_KEYWORDS, "op(*inputs, **attrs): run the kernel (self._call)"};
+  py::object descr = py::reinterpret_steal<py::object>(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));
+  if (!descr) throw py::error_already_set();
+  py::setattr(cls, "__call__", descr);
+}
 
 }  // namespace
 
@@ -432,12 +620,12 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
     return out;
   });
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
-  // module_local: every operator's module has its own FastCaller. pybind11 shares its type
-  // registry between modules built with the same compiler and C++ library, and under
-  // libc++ (zig's, in manylinux builds) the types of two modules would be taken as one.
-  py::class_<FastCaller>(m, "FastCaller", py::module_local())
-      .def(py::init<size_t, size_t, const py::list&, const py::list&, py::object>())
-      .def("__call__", &FastCaller::call);
+  m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
+        py::arg("kernels"), py::arg("attrs"), py::arg("fallback"));
+  m.def("install_call", &install_call, py::arg("cls"));
+  m.def("empty", &empty, py::arg("shape"), py::arg("dtype"));
+  m.def("output_pool_stats", [] { return OutputPool::get().stats(); });
+  m.def("set_output_pool_limit", [](size_t bytes) { OutputPool::get().set_limit(bytes); });
   m.def("set_num_threads", [](int n) { opsdk::num_threads_setting() = n > 0 ? n : 1; });
   m.def("get_num_threads", [] { return opsdk::num_threads_setting(); });
 }

@@ -9,7 +9,9 @@
 - **Graph executor**: :class:`Session` runs a model holding custom nodes, standard parts
   in ONNX Runtime and custom nodes in opsdk kernels, like ``onnxruntime.InferenceSession``.
 - **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`.
-- **Doctor**: :func:`opsdk.onnx.doctor.diagnose` lists what ATC will reject.
+- **Constants**: :class:`GraphConstants` resolves a value to its constant array whether
+  it is an initializer, a ``Constant`` node or an ``Identity``/``Cast`` of one;
+  :func:`input_dims` reads graph-input dims (``dim_value`` -1 or 0 is dynamic).
 - **--like**: :func:`like_onnx` outlines a spec from an ONNX operator's schema.
 
 Example:
@@ -23,8 +25,15 @@ Example:
 
 from __future__ import annotations
 
+from ._constants import GraphConstants, constant_node_value, input_dims, remove_dead_constants
 from ._export import DEFAULT_OPSET, add_node, export_model, insert_after, make_node, to_text
-from ._functions import AttrRef, FunctionBuilder, attach_function, build_function
+from ._functions import (
+    AttrRef,
+    FunctionBuilder,
+    attach_function,
+    build_function,
+    evaluate_function,
+)
 from ._model import ModelError, OutputExistsError, load_model, save_model
 from ._rewrite import (
     FUSIONS,
@@ -44,14 +53,13 @@ from ._schema import (
     unregister_schema,
 )
 from ._session import IOInfo, ReferenceKernel, Session, StepInfo
-from .doctor import Finding, diagnose
 from .like import like_onnx
 
 __all__ = [
     "DEFAULT_OPSET",
     "AttrRef",
     "FUSIONS",
-    "Finding",
+    "GraphConstants",
     "FunctionBuilder",
     "IOInfo",
     "ModelError",
@@ -64,11 +72,13 @@ __all__ = [
     "add_node",
     "attach_function",
     "build_function",
+    "evaluate_function",
     "check_model",
-    "diagnose",
+    "constant_node_value",
     "export_model",
     "fold_batch_norm",
     "fuse_conv_bn_relu",
+    "input_dims",
     "insert_after",
     "like_onnx",
     "load_model",
@@ -77,6 +87,7 @@ __all__ = [
     "register_all",
     "register_schema",
     "registered_schemas",
+    "remove_dead_constants",
     "replace_ops",
     "rewrite",
     "save_model",

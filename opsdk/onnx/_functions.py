@@ -31,7 +31,10 @@ from ..spec import OpSpec
 from ._model import opset_version
 from ._schema import ATTR_PROTO_TYPES, onnx_attr
 
-__all__ = ["AttrRef", "FunctionBuilder", "build_function", "attach_function", "MIN_FUNCTION_IR"]
+__all__ = [
+    "AttrRef", "FunctionBuilder", "build_function", "attach_function", "evaluate_function",
+    "MIN_FUNCTION_IR",
+]
 
 #: Model-local functions need IR version 8 (ONNX 1.10) or later.
 MIN_FUNCTION_IR = 8
@@ -227,3 +230,34 @@ def attach_function(model: ModelProto, spec: OpSpec) -> FunctionProto:
     model.functions.append(func)
     model.ir_version = max(model.ir_version, MIN_FUNCTION_IR)
     return func
+
+
+#: id(spec) -> (spec, opset, evaluator); the spec is kept so that its id stays unique.
+_EVALUATORS: dict[int, tuple[OpSpec, int, Any]] = {}
+
+
+def evaluate_function(spec: OpSpec, inputs: Sequence[Any], attrs: dict[str, Any],
+                      opset: int = 21) -> Any:
+    """Run ``spec``'s decomposition on NumPy ``inputs`` with ONNX's reference implementation.
+
+    Returns one array, or a tuple when the spec has several outputs. A scaffolded operator's
+    reference.py uses it when the operator was created from a decomposition.
+
+    Example:
+        >>> from opsdk.registry import load_spec
+        >>> import numpy as np
+        >>> spec = load_spec("operators/thresholded_relu")  # doctest: +SKIP
+        >>> evaluate_function(spec, [np.array([0.5, 2.0])], {"alpha": 1.0})  # doctest: +SKIP
+        array([0., 2.])
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    cached = _EVALUATORS.get(id(spec))
+    if cached is None or cached[1] != opset:
+        if len(_EVALUATORS) > 32:
+            _EVALUATORS.clear()
+        cached = _EVALUATORS[id(spec)] = (spec, opset,
+                                          ReferenceEvaluator(build_function(spec, opset)))
+    feeds = {i.name: a for i, a in zip(spec.inputs, inputs, strict=False) if a is not None}
+    outs: list[Any] = list(cached[2].run(None, feeds, attributes=spec.resolve_attrs(attrs)))
+    return outs[0] if len(outs) == 1 else tuple(outs)

@@ -16,6 +16,7 @@ from onnx import ModelProto, NodeProto, numpy_helper
 
 from ..errors import SpecError
 from ..spec import OpSpec
+from ._constants import GraphConstants, remove_dead_constants
 from ._export import make_node, resolve_spec
 from ._model import (
     attribute_value,
@@ -106,7 +107,7 @@ class _Graph:
     model: ModelProto
     producer: dict[str, int]
     consumers: dict[str, list[int]]
-    inits: dict[str, onnx.TensorProto]
+    consts: GraphConstants
     outputs: set[str]
 
     @classmethod
@@ -117,7 +118,7 @@ class _Graph:
             model,
             producer,
             consumers_of(g),
-            {t.name: t for t in g.initializer},
+            GraphConstants(g),
             {o.name for o in g.output},
         )
 
@@ -134,9 +135,14 @@ class _Graph:
             raise _Skip(f"{value!r} has {len(readers)} readers (fusing needs exactly one)")
 
     def const(self, value: str, what: str) -> np.ndarray:
-        if value not in self.inits:
-            raise _Skip(f"{what} {value!r} is not an initializer (constant)")
-        return numpy_helper.to_array(self.inits[value])
+        """The constant behind ``value`` (initializer, Constant node, Identity/Cast of one)."""
+        array = self.consts.value(value)
+        if array is None:
+            raise _Skip(
+                f"{what} {value!r} is computed at run time (not an initializer, Constant "
+                "node, or Identity/Cast of one)"
+            )
+        return array
 
 
 # ------------------------------------------------------------------------ fusion
@@ -208,7 +214,9 @@ def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> Re
 
     BatchNormalization is folded into new weight and bias initializers. A chain is fused
     only when its intermediates have one reader each and are no graph outputs, the BN is
-    in inference mode and every weight and statistic is an initializer.
+    in inference mode and every weight and statistic is a constant: an initializer, a
+    ``Constant`` node (as paddle2onnx writes weights), or an ``Identity``/``Cast`` of one.
+    Constants the fused chains consumed and nothing else reads are removed.
 
     Example:
         >>> result = fuse_conv_bn_relu(onnx.load("resnet.onnx"))  # doctest: +SKIP
@@ -220,7 +228,8 @@ def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> Re
     out = ModelProto()
     out.CopyFrom(model)
     g = _Graph.of(out)
-    taken = {v for n in out.graph.node for v in (*n.input, *n.output, n.name)} | set(g.inits)
+    taken = {v for n in out.graph.node for v in (*n.input, *n.output, n.name)}
+    taken |= {t.name for t in out.graph.initializer}
     records: list[RewriteRecord] = []
     replaced: dict[int, NodeProto] = {}
     dropped: set[int] = set()
@@ -252,14 +261,17 @@ def _apply(
     }
     del g.node[:]
     g.node.extend(nodes)
-    used = {v for n in g.node for v in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    gone = {t.name for t in g.initializer} - {t.name for t in keep}
-    del g.initializer[:]
-    g.initializer.extend(keep)
-    inputs = [i for i in g.input if i.name not in gone]
+    before = {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
+    # Old-IR models list initializers as graph inputs too: drop those no node reads anymore.
+    used = {v for n in g.node for v in n.input} | {o.name for o in g.output}
+    inits = {t.name for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in inits or i.name in used]
     del g.input[:]
     g.input.extend(inputs)
+    remove_dead_constants(g)
+    removed_values |= before - {t.name for t in g.initializer} - {
+        o for n in g.node for o in n.output
+    }
     infos = [vi for vi in g.value_info if vi.name not in removed_values]
     del g.value_info[:]
     g.value_info.extend(infos)
@@ -286,10 +298,25 @@ def _onnx_defaults(node: NodeProto, model: ModelProto) -> dict[str, Any]:
     return out
 
 
+def _check_semantics(spec: OpSpec, model: ModelProto) -> None:
+    """Skip when the operator's fallback function (its ONNX equivalent) cannot be built at
+    the model's opset: the node's ONNX semantics there are not the operator's (Softmax
+    before opset 13 normalises over every axis from ``axis`` on)."""
+    if spec.function is None:
+        return
+    from ._functions import build_function
+
+    try:
+        build_function(spec, opset_version(model, "") or onnx.defs.onnx_opset_version())
+    except SpecError as e:
+        raise _Skip(str(e)) from None
+
+
 def _replacement(
     node: NodeProto, spec: OpSpec, model: ModelProto, types: dict[str, Any], idx: int
 ) -> NodeProto:
     present = [i for i in node.input if i]
+    _check_semantics(spec, model)
     n_req = sum(1 for i in spec.inputs if not i.optional)
     if not n_req <= len(node.input) <= len(spec.inputs):
         raise _Skip(f"has {len(present)} inputs, {spec.name} takes {n_req}-{len(spec.inputs)}")
@@ -311,7 +338,13 @@ def _replacement(
         attrs = node_attrs(spec, probe, f"node {node_label(node, idx)}")
     except SpecError as e:
         raise _Skip(str(e)) from None
-    return make_node(spec, list(node.input), list(node.output), attrs, name=node.name or None)
+    outputs = list(node.output)
+    if len(outputs) > len(spec.outputs):
+        raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
+    taken = {v for n in model.graph.node for v in n.output}
+    for extra in spec.outputs[len(outputs):]:  # ONNX's optional outputs the node left out
+        outputs.append(unique_name(f"{outputs[0]}_{extra.name}_unused", taken))
+    return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
 
 
 def replace_ops(

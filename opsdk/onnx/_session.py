@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TypeProto
 
-from ..dtypes import dtype_name, to_numpy
+from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import OpsdkError, SpecError
 from ..spec import OpSpec, TensorType
 from ._buffers import BufferPool, output_layout
@@ -412,7 +412,7 @@ class Session:
             )
         env: dict[str, Any] = dict(self._consts)
         for k, v in input_feed.items():
-            env[k] = v if isinstance(v, np.ndarray) else np.asarray(v)
+            env[k] = native_order(v if isinstance(v, np.ndarray) else np.asarray(v))
         return env
 
     def _run_custom(self, step: _CustomStep, env: dict[str, Any]) -> None:

@@ -9,8 +9,9 @@ Per operator folder in the wheel::
     onnx/schema.json       the ONNX OpSchema (domain, version, inputs, outputs, type
                            constraints, attributes), for tools without opsdk
     onnx/function.onnx     the fallback decomposition (FunctionProto), when spec.py has one
-    cann/...               the CANN operator project (msopgen JSON, op_host, op_kernel,
-                           ONNX framework plugin, op proto) for the target SoCs
+    cann/...               the CANN operator project (msopgen JSON, the AI CPU kernel from
+                           the operator's kernel.cpp, ONNX framework plugin, op proto) for
+                           the target SoCs
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import BuildError, OpsdkError
@@ -93,10 +95,11 @@ def _onnx_files(spec: OpSpec) -> tuple[dict[str, bytes], int]:
     return files, int(DEFAULT_OPSET)
 
 
-def _cann_files(spec: OpSpec, socs: Sequence[str]) -> dict[str, bytes]:
-    from opsdk.cann import render_project
+def _cann_files(spec: OpSpec, socs: Sequence[str], folder: Path | None) -> dict[str, bytes]:
+    from opsdk.cann import project_files
 
-    return {f"cann/{rel}": text.encode() for rel, text in render_project(spec, socs).items()}
+    files = project_files(spec, socs, kernel_folder=folder)
+    return {f"cann/{rel}": text.encode() for rel, text in files.items()}
 
 
 def _available(kind: str) -> str | None:
@@ -112,9 +115,12 @@ def _available(kind: str) -> str | None:
 
 def generate_artefacts(
     specs: Sequence[OpSpec], *, onnx: bool = True, cann: bool = True,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = ("ascend910b",), folders: Sequence[Path] | None = None,
 ) -> Artefacts:
     """Generate the ONNX and CANN artefacts of each spec (keyed by snake name).
+
+    ``folders`` (one per spec) are the operators' source folders, whose kernel.cpp the CANN
+    project's AI CPU kernel compiles; by default the registry finds them.
 
     Example:
         >>> a = generate_artefacts([spec], cann=False)  # doctest: +SKIP
@@ -127,13 +133,14 @@ def generate_artefacts(
         reason = "disabled (--no-" + kind + ")" if not want else _available(kind)
         if reason:
             out.skipped[kind] = reason
-    for spec in specs:
+    for n, spec in enumerate(specs):
         try:
             if "onnx" not in out.skipped:
                 files, out.onnx_opset = _onnx_files(spec)
                 out.files[spec.snake_name].update(files)
             if "cann" not in out.skipped:
-                out.files[spec.snake_name].update(_cann_files(spec, socs))
+                folder = folders[n] if folders is not None else None
+                out.files[spec.snake_name].update(_cann_files(spec, socs, folder))
         except OpsdkError as e:
             raise type(e)(f"{e} -- while generating the artefacts of {spec.name}") from e
         except Exception as e:

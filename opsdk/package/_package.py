@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
-from ._manifest import FORMAT, source_hashes
+from ._manifest import CPU_LEVELS, FORMAT, source_hashes
 from ._project import (
     OpSource,
     PackageName,
@@ -110,6 +110,11 @@ def _check_baseline(baseline: str | None, plat: WheelPlatform) -> str:
             "level all your hosts have: x86-64, x86-64-v2 (default), x86-64-v3, x86-64-v4, "
             "armv8-a"
         )
+    if baseline and baseline not in CPU_LEVELS:
+        raise SpecError(
+            f"--cpu-baseline {baseline!r} is not a CPU level opsdk knows; pick one of "
+            f"{', '.join(CPU_LEVELS)} (or '' for the compiler's default)"
+        )
     if baseline and baseline.startswith("x86-64") != (arch == "x86_64"):
         raise SpecError(
             f"--cpu-baseline {baseline} is not a level of {arch} (--platform {plat.name}); "
@@ -117,6 +122,20 @@ def _check_baseline(baseline: str | None, plat: WheelPlatform) -> str:
             "with its own opsdk package call"
         )
     return baseline
+
+
+def _authors_paths(text: str, project: Path, pkg: PackageName, ops: Sequence[OpSource]) -> str:
+    """A failed wheel build's message, with the compiler's diagnostics about the project's
+    copy of a kernel pointed at the author's own file (and shown alone when there are any)."""
+    folders = []
+    for op in ops:
+        copy = project / "src" / pkg.import_name / "operators" / op.snake
+        for form in {str(copy), str(copy.resolve())}:
+            text = text.replace(form + os.sep, str(op.folder) + os.sep)
+        folders.append(str(op.folder) + os.sep)
+    head, _, body = text.partition("\n")
+    own = [ln.strip() for ln in body.splitlines() if ln.strip().startswith(tuple(folders))]
+    return head + "\n" + "\n".join(own[:30]) if own else text
 
 
 def _dist_version(name: str) -> str | None:
@@ -263,7 +282,10 @@ def _build_one(job: _Job, wt: WheelTarget) -> BuiltWheel:
            else "this host's compiler")
     job.say(f"compiling {len(job.ops)} kernel(s) for {job.pkg.name} {job.pkg.version}, "
             f"{wt.label} ({how}, CPU baseline {baseline or 'compiler default'}) ...")
-    built = build_wheel(project, project / "dist", wt)  # on failure the project stays
+    try:
+        built = build_wheel(project, project / "dist", wt)  # on failure the project stays
+    except BuildError as e:
+        raise BuildError(_authors_paths(str(e), project, job.pkg, job.ops)) from None
     job.say(f"checking the {wt.label} wheel ...")
     check_wheel(built, job.pkg, job.ops, wt)
     wheel, unchanged = _publish(built, job.out_dir, job.force)
@@ -326,7 +348,8 @@ def package_operators(
                          "folder, name a new one")
     targets = _targets(platforms, python, cpu_baseline, say)
     unit_socs = _socs(socs)
-    arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs)
+    arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs,
+                              folders=[o.folder for o in ops])
     builds = []
     for wt in targets:
         keep = None if keep_project is None else Path(keep_project)

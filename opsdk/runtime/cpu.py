@@ -16,20 +16,21 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, to_numpy
-from ..errors import KernelError, SpecError
+from ..dtypes import dtype_name, native_order, to_numpy
+from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
 
-__all__ = ["Operator", "load_module"]
+__all__ = ["Operator", "load_module", "output_pool_stats", "set_output_pool_limit"]
 
 _MODULES: dict[str, ModuleType] = {}
 
@@ -53,6 +54,43 @@ def load_module(path: Path) -> ModuleType:
     return module
 
 
+def output_pool_stats() -> dict[str, int]:
+    """The output memory pool of the loaded operator modules ({} before any is loaded).
+
+    Outputs of 256 KiB or more come from one process-wide pool of blocks keyed by size: a
+    block returns to it when the output array and every view of it are gone, and the next
+    output of that size reuses it (no page faults, warm caches). ``cached_bytes`` is what
+    the pool holds free now, ``hits`` and ``misses`` count reuses and fresh allocations.
+
+    Example:
+        >>> import numpy as np, opsdk
+        >>> relu = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
+        >>> y = relu(np.ones(1 << 20, np.float32)); del y  # doctest: +SKIP
+        >>> output_pool_stats()["cached_bytes"]  # doctest: +SKIP
+        4194304
+    """
+    for module in _MODULES.values():
+        if hasattr(module, "output_pool_stats"):
+            return dict(module.output_pool_stats())
+    return {}
+
+
+def set_output_pool_limit(nbytes: int) -> None:
+    """Cap the bytes the output pool keeps free for reuse (0 turns pooling off).
+
+    The default is 1 GiB, or ``$OPSDK_OUTPUT_POOL_MB`` MiB; memory held by live outputs
+    is never counted. Lowering the limit frees the blocks above it at once.
+
+    Example:
+        >>> set_output_pool_limit(256 << 20)  # doctest: +SKIP
+    """
+    if nbytes < 0:
+        raise ValueError(f"set_output_pool_limit: nbytes must be >= 0, got {nbytes}")
+    for module in _MODULES.values():
+        if hasattr(module, "set_output_pool_limit"):
+            module.set_output_pool_limit(int(nbytes))
+
+
 class Operator:
     """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
 
@@ -69,7 +107,14 @@ class Operator:
         self._plans: dict[
             tuple[Any, ...], tuple[KernelEntry, list[tuple[tuple[int, ...], Any]]]
         ] = {}
-        self._call = self._fast_caller() if spec.elementwise else self._slow_call
+        #: guard regions around every output opsdk allocates, checked after each call
+        #: (``OPSDK_DEBUG=1``, and always in validation workers); the C++ fast path is off.
+        self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
+        fast = spec.elementwise and not self.guard
+        self._call = self._fast_caller() if fast else self._slow_call
+        install = getattr(module, "install_call", None)  # absent in modules of older wheels
+        if install is not None and isinstance(Operator.__dict__["__call__"], FunctionType):
+            install(Operator)
 
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
@@ -84,7 +129,7 @@ class Operator:
         ]
         attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
         n = len(self.spec.inputs)
-        caller: Callable[..., Any] = self.module.FastCaller(n, n, kernels, attrs, self._slow_call)
+        caller: Callable[..., Any] = self.module.fast_caller(n, n, kernels, attrs, self._slow_call)
         return caller
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
@@ -107,13 +152,13 @@ class Operator:
     def __repr__(self) -> str:
         return f"<opsdk.Operator {self.spec.domain}::{self.spec.name} (cpu)>"
 
-    @property
-    def __call__(self) -> Callable[..., Any]:
+    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
 
-        A property, so ``op(x)`` calls the fast path with no Python frame in between.
+        The first load replaces this method by the same forwarding written in C (see
+        ``install_call`` in entry.cpp), so ``op(x)`` reaches the kernel with no Python frame.
         """
-        return self._call
+        return self._call(*inputs, **attrs)
 
     def set_num_threads(self, n: int) -> None:
         """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""
@@ -138,8 +183,7 @@ class Operator:
                 arrays.append(None)
                 dts.append(None)
                 continue
-            if not isinstance(x, np.ndarray):
-                x = np.asarray(x)
+            x = native_order(x if isinstance(x, np.ndarray) else np.asarray(x))
             try:
                 dts.append(dtype_name(x.dtype))
             except ValueError:
@@ -202,19 +246,35 @@ class Operator:
             arrays = [
                 a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays
             ]
-        outs = self._outputs(out_specs, outputs)
+        guarded = self.guard and outputs is None
+        outs = _guarded_outputs(out_specs) if guarded else self._outputs(out_specs, outputs)
         try:
             self._run(entry.index, arrays, outs, [resolved[n] for n in entry.attr_order])
         except RuntimeError as e:
-            where = f" ({self.folder / 'kernel.cpp'})" if self.folder else ""
-            raise KernelError(f"{e} -- raised by the C++ kernel of {self.spec.name}{where}") from e
+            raise KernelError(f"{e} -- raised by the C++ kernel of {self._where()}") from e
+        if guarded:
+            self._check_guards(outs)
         return outs
+
+    def _where(self) -> str:
+        return self.spec.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")
+
+    def _check_guards(self, outs: list[np.ndarray]) -> None:
+        for o, buf in zip(self.spec.outputs, outs):
+            bad = _guard_damage(buf)
+            if bad:
+                raise KernelCrash(
+                    f"{self._where()}: the kernel wrote {bad} output {o.name!r} "
+                    f"({buf.dtype}{list(buf.shape)}); index with numel() of that output, or "
+                    "use at() for bounds-checked access"
+                )
 
     def _outputs(
         self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
     ) -> list[np.ndarray]:
         if given is None:
-            return [np.empty(shape, dt) for shape, dt in out_specs]
+            empty = self.module.empty  # pooled when large (see output_pool_stats)
+            return [empty(shape, dt) for shape, dt in out_specs]
         if len(given) != len(out_specs):
             raise SpecError(
                 f"{self.spec.name}: expected {len(out_specs)} output buffers, got {len(given)}"
@@ -227,3 +287,32 @@ class Operator:
                     f"expected contiguous {np.dtype(dt)}{list(shape)}"
                 )
         return list(given)
+
+
+_GUARD_BYTES = 64
+_GUARD_FILL = 0xA5
+
+
+def _guarded_outputs(out_specs: list[tuple[tuple[int, ...], Any]]) -> list[np.ndarray]:
+    """Output arrays with ``_GUARD_BYTES`` of a fill pattern before and after each."""
+    outs = []
+    for shape, dt in out_specs:
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+        raw = np.full(n + 2 * _GUARD_BYTES, _GUARD_FILL, np.uint8)
+        outs.append(raw[_GUARD_BYTES : _GUARD_BYTES + n].view(dt).reshape(shape))
+    return outs
+
+
+def _guard_damage(buf: np.ndarray) -> str:
+    """'N bytes before' / 'past the end of' when the kernel touched a guard, else ''."""
+    raw = buf.base
+    while isinstance(raw, np.ndarray) and raw.base is not None and raw.dtype != np.uint8:
+        raw = raw.base
+    if not isinstance(raw, np.ndarray) or raw.size < 2 * _GUARD_BYTES:
+        return ""
+    head, tail = raw[:_GUARD_BYTES], raw[raw.size - _GUARD_BYTES :]
+    if (head != _GUARD_FILL).any():
+        return f"{_GUARD_BYTES - int(np.argmax(head != _GUARD_FILL))} bytes before the start of"
+    if (tail != _GUARD_FILL).any():
+        return f"{int(np.flatnonzero(tail != _GUARD_FILL)[-1]) + 1} bytes past the end of"
+    return ""

@@ -6,11 +6,15 @@ The facade of opsdk's testing tools:
   :func:`edge_values`, :func:`inject_edges`, :func:`non_contiguous`;
 * precision standards as named objects: ``STANDARDS`` (msopst, double-thousandths,
   mere-mare, allclose, exact), :func:`get_standard`, :func:`standard_for`;
-* :func:`compare` and the :class:`Report` (HTML with plots, or JSON);
+* :func:`compare`, which reports each rule's verdict (:class:`Check`), and the
+  :class:`Report` (HTML with plots, or JSON);
+* ATC precision-mode emulation: :class:`PrecisionMode`, :func:`kernel_dtypes`;
 * the test matrix of a spec (:func:`build_cases`) and :func:`run_case`;
 * :func:`check`, exposed as ``opsdk.check``;
+* :func:`validate_cross`: every case through the kernel built for aarch64, under qemu;
 * :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
-* ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`.
+* ONNX conformance: :func:`onnx_node_cases` and :func:`run_onnx_case`; ONNX Runtime's
+  operator test vectors: :func:`ort_vector_cases` and :func:`run_vector_case`.
 
 Example:
     >>> import numpy as np
@@ -21,16 +25,19 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
-from ._compare import Comparison, Mismatch, compare
+from ._compare import Check, Comparison, Mismatch, compare
 from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
+from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
-from ._precision import PRECISION_MODES, kernel_dtypes
+from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
+from ._precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
 from ._standards import (
@@ -48,10 +55,17 @@ from ._standards import (
 )
 
 
-def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict[str, Any]:
+def op_tests(
+    test_file: str | Path,
+    *,
+    folder: str | Path | None = None,
+    not_followed: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The pytest test functions of an operator, generated from its spec.
 
-    An operator's ``test_<op>.py`` is ``globals().update(op_tests(__file__))``; see
+    An operator's ``test_<op>.py`` is ``globals().update(op_tests(__file__))``;
+    ``not_followed`` maps ONNX Runtime test vectors the operator deliberately does not
+    follow to the reason (run as strict xfails). See
     :mod:`opsdk.testing._optests` and docs/validation.md. (pytest is imported only here.)
 
     Example:
@@ -60,13 +74,15 @@ def op_tests(test_file: str | Path, *, folder: str | Path | None = None) -> dict
     """
     from ._optests import op_tests as _op_tests
 
-    return _op_tests(test_file, folder=folder)
+    return _op_tests(test_file, folder=folder, not_followed=not_followed)
 
 
 __all__ = [
     "AllClose",
     "CaseResult",
+    "Check",
     "CheckReport",
+    "CrossValidation",
     "Comparison",
     "DEFAULT_STANDARD",
     "DEVICES",
@@ -79,6 +95,8 @@ __all__ = [
     "OnnxNodeCase",
     "OpCase",
     "PRECISION_MODES",
+    "PRECISION_MODES_V2",
+    "PrecisionMode",
     "Report",
     "STANDARDS",
     "Sample",
@@ -97,9 +115,14 @@ __all__ = [
     "non_contiguous",
     "onnx_node_cases",
     "op_tests",
+    "ort_vector_cases",
+    "find_vectors",
+    "VectorCase",
+    "run_vector_case",
     "open_device",
     "reference_outputs",
     "run_case",
     "run_onnx_case",
     "standard_for",
+    "validate_cross",
 ]

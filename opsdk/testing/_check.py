@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name
-from ..errors import SpecError, ValidationError
+from ..errors import KernelCrash, SpecError, ValidationError
 from ..spec import OpSpec
 from ._cases import OpCase, build_cases, make_inputs, sample_cases
 from ._compare import compare
@@ -144,6 +144,22 @@ def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: C
                     f"{where}:   at {list(m.index)} expected {m.expected!r} actual {m.actual!r}"
                     + (f" inputs {m.inputs}" if m.inputs else "")
                 )
+    try:
+        _check_repeatable(op, spec, s, where, standard, rep)
+    except KernelCrash as e:  # a worker's crash on a later run fails this sample only
+        rep.problems.append(f"{where}: {e}")
+    if not any(p.startswith(where) for p in rep.problems):
+        stds = ", ".join(sorted({c.standard for c in comps}))
+        rep.checked.append(
+            f"{label}: inference, reference ({stds}), determinism, inputs kept"
+            + (", batch" if spec.batch_axis is not None else "")
+        )
+
+
+def _check_repeatable(
+    op: Any, spec: OpSpec, s: Sample, where: str, standard: str | None, rep: CheckReport
+) -> None:
+    """Two runs are bit-identical, and a batch equals its per-item results."""
     first = op.run(s.inputs, dict(s.attrs))
     second = op.run(s.inputs, dict(s.attrs))
     for o, a, b in zip(spec.outputs, first, second, strict=False):
@@ -151,12 +167,6 @@ def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: C
             rep.problems.append(f"{where}: output {o.name!r} differs between two identical runs")
     if spec.batch_axis is not None:
         _check_batch(op, spec, s, first, where, standard, rep)
-    if not any(p.startswith(where) for p in rep.problems):
-        stds = ", ".join(sorted({c.standard for c in comps}))
-        rep.checked.append(
-            f"{label}: inference, reference ({stds}), determinism, inputs kept"
-            + (", batch" if spec.batch_axis is not None else "")
-        )
 
 
 def _desc(a: np.ndarray | None) -> str:

@@ -1,8 +1,10 @@
-"""Devices the numerical tests run on: cpu, onnxruntime, triton, npu.
+"""Devices the numerical tests run on: cpu, onnxruntime, triton, npu, ascendc-model.
 
 :func:`open_device` returns an executor (``run(inputs, attrs) -> list of arrays``) or
 raises :class:`~opsdk.errors.DeviceUnavailable` with the reason; the pytest plugin turns
 that into a skip. Nothing is ever emulated: a device either really runs or is skipped.
+``ascendc-model`` runs the operator's AI Core kernel on opsdk's CPU model of the Ascend C
+API (a model, never an NPU); ``ascendc-cpu`` and ``ascendc-sim`` need a CANN toolkit.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import native_order
 from ..errors import DeviceUnavailable
 from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
 
-DEVICES: tuple[str, ...] = ("cpu", "onnxruntime", "triton", "npu")
+DEVICES: tuple[str, ...] = (
+    "cpu", "onnxruntime", "triton", "npu", "ascendc-model", "ascendc-cpu", "ascendc-sim",
+    "aarch64",
+)
 
 
 def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
@@ -32,14 +38,44 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
     if device == "cpu":
         import opsdk
 
-        return opsdk.load(str(folder))
+        op = opsdk.load(str(folder))
+        if options.get("sanitize") or options.get("isolate") or options.get("timeout"):
+            return _isolated(op, folder, spec, options)
+        return op
     if device == "onnxruntime":
         return _OnnxRuntime(folder, spec)
     if device == "triton":
         return _Triton(spec, options)
     if device == "npu":
         return _npu(folder)
+    if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
+        from ..runtime.cross import CrossOperator
+
+        return CrossOperator(spec, folder, "aarch64")
+    if device == "ascendc-model":
+        from ..runtime.ascendc_model import AscendcModel
+
+        threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
+        return AscendcModel(folder, spec, seed=int(options.get("seed") or 0), threads=threads)
+    if device in ("ascendc-cpu", "ascendc-sim"):
+        from ..runtime.ascendc_toolkit import open_toolkit_device
+
+        return open_toolkit_device(device, folder, spec)
     raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+
+
+def _isolated(op: Any, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
+    """The cpu executor in a worker process, with the sanitizer build when asked."""
+    from ..build import build_sanitized, parse_sanitizers, sanitizer_env
+    from ..runtime.isolated import IsolatedOperator
+
+    timeout = float(options["timeout"]) if options.get("timeout") else None
+    if not options.get("sanitize"):
+        return IsolatedOperator(op, timeout=timeout)
+    sanitizers = parse_sanitizers(str(options["sanitize"]))
+    built = build_sanitized(folder, sanitizers, name=spec.snake_name)
+    env = sanitizer_env(sanitizers)
+    return IsolatedOperator(op, timeout=timeout, module=built.module, env=env, guard=False)
 
 
 def _npu(folder: Path) -> Any:
@@ -147,7 +183,7 @@ class _Triton:
         for decl, a in zip(self.spec.inputs, inputs, strict=False):
             if a is None:
                 continue
-            arr = np.ascontiguousarray(a)
+            arr = np.ascontiguousarray(native_order(a))
             self._skip_unless_served(decl.name, arr)
             inp = self._http.InferInput(decl.name, list(arr.shape), _triton_dtype(arr))
             inp.set_data_from_numpy(arr)

@@ -8,7 +8,8 @@ An operator's test file is two lines::
 :func:`op_tests` reads ``spec.py`` beside the file and returns pytest test functions
 parametrized over the spec's matrix (dtypes x shapes x attributes, plus edge values,
 distributions and non-contiguous layouts), ONNX's own node tests when ``spec.onnx_op``
-is set, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
+is set, ONNX Runtime's own operator test vectors (:mod:`._ort_vectors`) where they are on
+the machine, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
 ``--opsdk-standard``, ``--opsdk-precision-mode`` and ``--opsdk-report`` come from the
 pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
 """
@@ -16,7 +17,7 @@ pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,17 @@ from ._cases import OpCase, build_cases
 from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
 from ._devices import open_device
+from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
+from ._precision import PrecisionMode
 from ._report import Report
 from ._runner import CaseResult, run_case
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
-OPTIONS = ("device", "seed", "standard", "precision_mode", "report", "triton_url", "triton_model")
+OPTIONS = (
+    "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
+    "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
+)
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
 
@@ -53,6 +59,22 @@ class TestSession:
     @property
     def device(self) -> str:
         return str(self.options["device"])
+
+    @property
+    def precision_mode(self) -> PrecisionMode | None:
+        """The ATC precision setting to emulate (mode, --keep_dtype, --modify_mixlist)."""
+        o = self.options
+        if not o.get("precision_mode"):
+            if o.get("keep_dtype") or o.get("modify_mixlist"):
+                raise pytest.UsageError(
+                    "--opsdk-keep-dtype and --opsdk-modify-mixlist apply to a precision mode; "
+                    "add --opsdk-precision-mode (e.g. allow_mix_precision)")
+            return None
+        try:
+            return PrecisionMode.from_atc(o["precision_mode"], o.get("keep_dtype"),
+                                          o.get("modify_mixlist"))
+        except SpecError as e:
+            raise pytest.UsageError(str(e)) from None
 
     @property
     def keep_arrays(self) -> bool:
@@ -75,10 +97,14 @@ class TestSession:
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
-        for k in ("device", "standard", "precision_mode"):
+        for k in ("device", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
+                  "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
+        for flag in ("standard_only", "isolate"):
+            if self.options.get(flag):
+                parts.append(f"--opsdk-{flag.replace('_', '-')}")
         return " ".join(shlex.quote(p) for p in parts)
 
     def record(self, result: CaseResult) -> None:
@@ -122,8 +148,9 @@ def _numerics(folder: Path, spec: OpSpec) -> Callable[..., Any]:
         try:
             result = run_case(
                 spec, ex, opsdk_case, seed=sess.options["seed"], device=sess.device,
-                standard=sess.options["standard"], precision_mode=sess.options["precision_mode"],
+                standard=sess.options["standard"], precision_mode=sess.precision_mode,
                 repro=lambda _c: sess.repro(request.node), keep_arrays=sess.keep_arrays,
+                strict=not sess.options["standard_only"],
             )
         except DeviceUnavailable as e:
             pytest.skip(str(e))
@@ -161,6 +188,46 @@ def _conformance(folder: Path, spec: OpSpec) -> Callable[..., Any] | None:
     return test_onnx_conformance
 
 
+def _ort_vectors(
+    folder: Path, spec: OpSpec, not_followed: Mapping[str, str]
+) -> Callable[..., Any] | None:
+    if not spec.onnx_op:
+        return None
+    cases = ort_vector_cases(spec.onnx_op)
+    if not cases:
+        path = find_vectors()
+        why = (f"{path} has no cases for {spec.onnx_op}" if path else
+               "ONNX Runtime's test vectors (shared/conformance/ort_vectors.json) are not on "
+               "this machine; set OPSDK_CONFORMANCE_DIR to their folder")
+
+        def test_no_ort_vectors() -> None:
+            pytest.skip(why)
+
+        return test_no_ort_vectors
+    unknown = sorted(set(not_followed) - {c.name for c in cases})
+    if unknown:
+        raise SpecError(f"{spec.name}: not_followed names unknown ONNX Runtime cases {unknown}")
+    params = [
+        pytest.param(c, id=c.name, marks=[pytest.mark.xfail(reason=not_followed[c.name],
+                                                            strict=True)])
+        if c.name in not_followed else pytest.param(c, id=c.name)
+        for c in cases
+    ]
+
+    @pytest.mark.parametrize("ort_case", params)
+    def test_ort_vectors(ort_case: VectorCase, request: pytest.FixtureRequest) -> None:
+        sess = session_of(request.config)
+        ex = sess.executor(folder, spec)
+        try:
+            result = run_vector_case(spec, ex, ort_case, device=sess.device,
+                                     repro=sess.repro(request.node))
+        except DeviceUnavailable as e:
+            pytest.skip(str(e))
+        sess.record(result)
+
+    return test_ort_vectors
+
+
 def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
     def test_check(request: pytest.FixtureRequest) -> None:
         sess = session_of(request.config)
@@ -174,12 +241,17 @@ def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
 
 
 def op_tests(
-    test_file: str | Path, *, folder: str | Path | None = None
+    test_file: str | Path,
+    *,
+    folder: str | Path | None = None,
+    not_followed: Mapping[str, str] | None = None,
 ) -> dict[str, Callable[..., Any]]:
     """The test functions of the operator whose folder holds ``test_file`` (or ``folder``).
 
-    Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ..., "test_<op>_check":
-    ...}``; put them in the test module's globals so pytest collects them.
+    Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ...,
+    "test_<op>_ort_vectors": ..., "test_<op>_check": ...}``; put them in the test module's
+    globals so pytest collects them. ``not_followed`` maps ONNX Runtime vector names the
+    operator deliberately does not follow to the reason (they run as strict xfails).
 
     Example:
         >>> from opsdk.testing import op_tests
@@ -194,5 +266,8 @@ def op_tests(
     conf = _conformance(folder, spec)
     if conf is not None:
         tests[f"test_{snake}_onnx_conformance"] = conf
+    vectors = _ort_vectors(folder, spec, not_followed or {})
+    if vectors is not None:
+        tests[f"test_{snake}_ort_vectors"] = vectors
     tests[f"test_{snake}_check"] = _check(folder, spec)
     return {name: _named(fn, name) for name, fn in tests.items()}

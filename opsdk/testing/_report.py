@@ -104,17 +104,18 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}.bad{{color:#b00}}
 
 def _summary_table(cases: list[CaseResult]) -> str:
     rows = ["<table><tr><th>case</th><th>device</th><th>result</th><th>output</th>"
-            "<th>standard</th><th>max abs</th><th>max rel</th><th>MERE</th><th>MARE</th>"
-            "<th>failing</th></tr>"]
+            "<th>standard</th><th>checks</th><th>max abs</th><th>max rel</th><th>MERE</th>"
+            "<th>MARE</th><th>failing</th></tr>"]
     for c in cases:
         res = "<span class='ok'>pass</span>" if c.passed else "<span class='bad'>FAIL</span>"
         comps: list[Comparison | None] = list(c.comparisons) or [None]
         for cmp in comps:
             stats = (
-                f"<td>{cmp.output}</td><td>{cmp.standard}</td><td>{cmp.max_abs_error:.3g}</td>"
+                f"<td>{cmp.output}</td><td>{cmp.standard}</td><td>{_checks_cell(cmp)}</td>"
+                f"<td>{cmp.max_abs_error:.3g}</td>"
                 f"<td>{cmp.max_rel_error:.3g}</td><td>{cmp.mere:.3g}</td><td>{cmp.mare:.3g}</td>"
                 f"<td>{cmp.failing_share:.2%}</td>"
-                if cmp else "<td colspan=7>" + html.escape("; ".join(c.problems)) + "</td>"
+                if cmp else "<td colspan=8>" + html.escape("; ".join(c.problems)) + "</td>"
             )
             rows.append(
                 f"<tr><td><a href='#{_anchor(c)}'>{html.escape(c.case)}</a></td>"
@@ -122,6 +123,16 @@ def _summary_table(cases: list[CaseResult]) -> str:
             )
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _checks_cell(cmp: Comparison) -> str:
+    """Each rule's name, green when it passed, red with its reason as a tooltip when not."""
+    return " ".join(
+        f"<span class='ok'>{html.escape(k.name)}</span>" if k.passed else
+        f"<span class='bad' title='{html.escape(k.detail, quote=True)}'>"
+        f"{html.escape(k.name)}</span>"
+        for k in cmp.checks
+    )
 
 
 def _anchor(c: CaseResult) -> str:

@@ -9,11 +9,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..dtypes import dtype_name, is_float, to_numpy
-from ..errors import SpecError
+from ..errors import KernelCrash, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, case_seed, make_inputs
 from ._compare import Comparison, compare
-from ._precision import kernel_dtypes
+from ._precision import PrecisionMode, emulate
 from ._standards import standard_for
 
 __all__ = ["Executor", "CaseResult", "run_case", "reference_outputs", "run_arrays"]
@@ -153,9 +153,11 @@ def run_arrays(
     kernel_inputs: list[np.ndarray | None] | None = None,
     judge_dtype: Mapping[str, str] | None = None,
     keep_arrays: bool = True,
+    strict: bool = True,
 ) -> tuple[list[Comparison], list[str]]:
     """Run the kernel on ``kernel_inputs`` (default ``inputs``) and judge its outputs
-    against the reference on ``inputs``; returns (comparisons, problems)."""
+    against the reference on ``inputs``; returns (comparisons, problems). ``strict``:
+    opsdk's own checks run beside the standard (see :func:`compare`)."""
     problems: list[str] = []
     resolved = spec.resolve_attrs(attrs)
     kin = inputs if kernel_inputs is None else kernel_inputs
@@ -174,16 +176,19 @@ def run_arrays(
         return [], problems
     comps = []
     named = [(i.name, a) for i, a in zip(spec.inputs, inputs, strict=False)]
-    for out, tt, act, exp in zip(spec.outputs, inferred, actual, expected, strict=False):
-        # Under precision-mode emulation the kernel computes in judge_dtype (float16).
-        kernel_dt = (judge_dtype or {}).get(out.name, tt.dtype)
-        if dtype_name(act.dtype) != kernel_dt or tuple(act.shape) != tuple(tt.shape):
+    # Under precision-mode emulation the kernel runs in other dtypes than the model's.
+    kernel_types = inferred if kernel_inputs is None else _infer(spec, kin, resolved)
+    for out, tt, kt, act, exp in zip(
+        spec.outputs, inferred, kernel_types, actual, expected, strict=False
+    ):
+        if dtype_name(act.dtype) != kt.dtype or tuple(act.shape) != tuple(tt.shape):
             problems.append(
                 f"output {out.name!r}: kernel produced {act.dtype}{list(act.shape)}, spec "
-                f"inference says {kernel_dt}{list(tt.shape)}"
+                f"inference says {kt.dtype}{list(tt.shape)}"
             )
             continue
-        act_cast = act if kernel_dt == tt.dtype else _round_to(act, tt.dtype)
+        kernel_dt = (judge_dtype or {}).get(out.name, tt.dtype)
+        act_cast = act if kt.dtype == tt.dtype else _round_to(act, tt.dtype)
         if tuple(exp.shape) != tuple(tt.shape):
             problems.append(
                 f"output {out.name!r}: reference produced shape {list(exp.shape)}, spec "
@@ -193,7 +198,7 @@ def run_arrays(
         std = standard_for(kernel_dt, spec.standard, standard)
         comps.append(
             compare(act_cast, _round_to(exp, tt.dtype), std, output=out.name, inputs=named,
-                    judge_dtype=kernel_dt, keep_arrays=keep_arrays)
+                    judge_dtype=kernel_dt, keep_arrays=keep_arrays, strict=strict)
         )
     return comps, problems
 
@@ -206,9 +211,10 @@ def run_case(
     seed: int = 0,
     device: str = "cpu",
     standard: str | None = None,
-    precision_mode: str | None = None,
+    precision_mode: str | PrecisionMode | None = None,
     repro: Callable[[OpCase], str] | None = None,
     keep_arrays: bool = True,
+    strict: bool = True,
 ) -> CaseResult:
     """Generate ``case``'s inputs from ``seed``, run them and judge the outputs.
 
@@ -221,36 +227,17 @@ def run_case(
         repro=repro(case) if repro else "",
     )
     kernel_inputs, judge = None, None
-    if precision_mode is not None:
-        kernel_inputs, judge, res.note = _emulate(spec, case, inputs, precision_mode)
     try:
+        if precision_mode is not None:
+            kernel_inputs, judge, res.note = emulate(spec, case.dtypes, inputs, precision_mode)
         res.comparisons, res.problems = run_arrays(
             spec, executor, inputs, dict(case.attrs), standard=standard,
             kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
+            strict=strict,
         )
-    except SpecError as e:
+    except (SpecError, KernelCrash) as e:  # a crash in a worker fails this case only
         res.problems.append(str(e))
     return res
-
-
-def _emulate(
-    spec: OpSpec, case: OpCase, inputs: list[np.ndarray | None], mode: str
-) -> tuple[list[np.ndarray | None] | None, dict[str, str] | None, str]:
-    kd = kernel_dtypes(spec, case.dtypes, mode)
-    if kd == case.dtypes:
-        return None, None, f"precision_mode={mode}: the kernel runs in {'/'.join(filter(None, kd))}"
-    with np.errstate(all="ignore"):
-        kin = [
-            None if a is None or d is None else a.astype(to_numpy(d))
-            for a, d in zip(inputs, kd, strict=False)
-        ]
-    binding = spec.bind_types(list(kd))
-    judge = {o.name: spec.output_dtype(o, binding) for o in spec.outputs}
-    note = (
-        f"precision_mode={mode}: float32 inputs cast to float16, float16 kernel, outputs cast "
-        f"back to float32, judged against the float64 reference by the float16 standard"
-    )
-    return kin, judge, note
 
 
 def seed_of(seed: int, case: OpCase) -> int:

@@ -2,14 +2,27 @@
 
 Options:
 
-* ``--opsdk-device cpu|onnxruntime|triton|npu``: where the kernel runs (default cpu); a
-  device this host lacks is skipped with its reason, never emulated.
+* ``--opsdk-device cpu|onnxruntime|triton|npu|ascendc-model|ascendc-cpu|ascendc-sim|aarch64``:
+  where the kernel runs (default cpu); a device this host lacks is skipped with its reason,
+  never emulated. ``ascendc-model`` runs the AI Core kernel on opsdk's CPU model of Ascend C;
+  ``aarch64`` runs kernel.cpp cross-built for the AI CPU's ISA under qemu, one process per case.
 * ``--opsdk-seed N``: base seed of every generated input (default 0).
 * ``--opsdk-standard NAME``: judge every output with this precision standard instead of
   the spec's or the dtype's default.
-* ``--opsdk-precision-mode MODE``: emulate ATC's precision mode on float32 cases.
+* ``--opsdk-standard-only``: judge by the standard alone, without opsdk's stricter
+  ``nonfinite`` and ``finite-share`` checks (the verdict the CANN tool would give).
+* ``--opsdk-precision-mode MODE``: emulate ATC's ``--precision_mode`` or
+  ``--precision_mode_v2`` on the float cases; ``--opsdk-keep-dtype FILE`` and
+  ``--opsdk-modify-mixlist FILE`` take ATC's ``--keep_dtype`` / ``--modify_mixlist`` files.
 * ``--opsdk-report out.html|out.json``: write a report of every case run.
 * ``--opsdk-triton-url``, ``--opsdk-triton-model``: the server and model for ``triton``.
+* ``--opsdk-isolate``: run cpu kernels in a worker process, so a crash, an abort or a write
+  past an output fails its case and the run goes on (``opsdk test`` turns this on).
+* ``--opsdk-timeout SECONDS``: a cpu case running longer fails and its worker is stopped
+  (implies ``--opsdk-isolate``).
+* ``--opsdk-sanitize address,undefined``: build the kernel with these sanitizers (its own
+  cache entry) and run it isolated; an out-of-bounds access fails with the kernel's
+  ``file:line``.
 
 The tests themselves come from :func:`opsdk.testing.op_tests` in each operator's
 ``test_<op>.py``.
@@ -21,7 +34,7 @@ import pytest
 
 from ._devices import DEVICES
 from ._optests import session_of
-from ._precision import PRECISION_MODES
+from ._precision import MODE_CHOICES
 from ._standards import STANDARDS
 
 
@@ -33,20 +46,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="base seed of the generated inputs (default: 0)")
     g.addoption("--opsdk-standard", dest="opsdk_standard", default=None,
                 choices=sorted(STANDARDS), help="precision standard for every output")
+    g.addoption("--opsdk-standard-only", dest="opsdk_standard_only", action="store_true",
+                help="judge by the standard alone (no nonfinite / finite-share checks)")
     g.addoption("--opsdk-precision-mode", dest="opsdk_precision_mode", default=None,
-                choices=PRECISION_MODES, help="emulate ATC's precision_mode on float32 cases")
+                choices=MODE_CHOICES,
+                help="emulate ATC's --precision_mode or --precision_mode_v2 on float cases")
+    g.addoption("--opsdk-keep-dtype", dest="opsdk_keep_dtype", default=None, metavar="FILE",
+                help="ATC --keep_dtype file (OpType::Name lines) for the emulation")
+    g.addoption("--opsdk-modify-mixlist", dest="opsdk_modify_mixlist", default=None,
+                metavar="FILE", help="ATC --modify_mixlist JSON file for the emulation")
     g.addoption("--opsdk-report", dest="opsdk_report", default=None, metavar="PATH",
                 help="write a report of every case: PATH ending in .html or .json")
     g.addoption("--opsdk-triton-url", dest="opsdk_triton_url", default=None,
                 help="Triton server for --opsdk-device=triton (or $OPSDK_TRITON_URL)")
+    g.addoption("--opsdk-isolate", dest="opsdk_isolate", action="store_true", default=False,
+                help="run cpu kernels in a worker process: a crash fails only its case")
+    g.addoption("--opsdk-timeout", dest="opsdk_timeout", type=float, default=None,
+                metavar="SECONDS", help="per-case time limit of isolated cpu kernels")
+    g.addoption("--opsdk-sanitize", dest="opsdk_sanitize", default=None,
+                metavar="address,undefined", help="run a sanitizer build of the kernel")
     g.addoption("--opsdk-triton-model", dest="opsdk_triton_model", default=None,
                 help="served model name (default: the operator's snake_name)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Reject an unusable precision setting (e.g. a missing list file) before collection."""
+    session_of(config).precision_mode  # noqa: B018 - raises pytest.UsageError
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     o = session_of(config).options
     extra = "".join(
-        f", {k}={o[k]}" for k in ("standard", "precision_mode", "report") if o.get(k)
+        f", {k}={o[k]}"
+        for k in ("standard", "standard_only", "precision_mode", "keep_dtype", "modify_mixlist",
+                  "report", "isolate", "timeout", "sanitize")
+        if o.get(k)
     )
     return f"opsdk: device={o['device']}, seed={o['seed']}{extra}"
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from ..errors import DeviceUnavailable, OpsdkError
 
-__all__ = ["TritonConfigError", "TritonServerError", "ServeEnvMissing"]
+__all__ = ["TritonConfigError", "TritonConfigWarning", "TritonServerError", "ServeEnvMissing"]
 
 
 class TritonConfigError(ValueError, OpsdkError):
     """A model cannot be turned into a Triton model repository as asked."""
+
+
+class TritonConfigWarning(UserWarning):
+    """A model repository was written, but a server will not use it as one may expect."""
 
 
 class TritonServerError(RuntimeError, OpsdkError):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import onnx
 
+from ..onnx import input_dims
 from ._errors import TritonConfigError
 
 __all__ = ["TensorIO", "GraphIO", "read_graph_io", "TRITON_DTYPES", "STANDARD_DOMAINS"]
@@ -100,9 +101,8 @@ def _tensor(value: onnx.ValueInfoProto, kind: str, model: str) -> TensorIO:
             f"{model}: {kind} '{value.name}' has no shape (not even a rank); give it one in "
             "the graph (value_info / output type) so Triton knows its dims"
         )
-    dims = tuple(
-        d.dim_value if d.HasField("dim_value") else None for d in ttype.tensor_type.shape.dim
-    )
+    # dim_value -1/0 (paddle2onnx and other exporters) is dynamic, as in ONNX Runtime
+    dims = tuple(d if isinstance(d, int) else None for d in input_dims(value) or ())
     return TensorIO(value.name, TRITON_DTYPES[elem], dims)
 
 

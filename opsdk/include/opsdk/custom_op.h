@@ -34,10 +34,15 @@
 #include <variant>
 #include <vector>
 
-// float16 conversions use the compiler's _Float16 where it has one (F16C instructions
-// under -mf16c / -march=native), and portable bit manipulation elsewhere.
-#if defined(__FLT16_MAX__) && (defined(__x86_64__) || defined(__aarch64__))
+// float16 conversions use the compiler's half type where it has one: _Float16 on x86-64
+// (F16C instructions under -mf16c / -march=native), the ACLE __fp16 on AArch64 (FCVT; an
+// IEEE half there), and portable bit manipulation elsewhere.
+#if defined(__aarch64__)
 #define OPSDK_HAVE_FLOAT16 1
+#define OPSDK_FLOAT16_TYPE __fp16
+#elif defined(__FLT16_MAX__) && defined(__x86_64__)
+#define OPSDK_HAVE_FLOAT16 1
+#define OPSDK_FLOAT16_TYPE _Float16
 #endif
 
 namespace opsdk {
@@ -78,7 +83,7 @@ struct bfloat16 {
 
 inline float half_to_float(half h) {
 #if defined(OPSDK_HAVE_FLOAT16)
-  _Float16 v;
+  OPSDK_FLOAT16_TYPE v;
   std::memcpy(&v, &h.bits, 2);
   return static_cast<float>(v);
 #else
@@ -108,7 +113,7 @@ inline float half_to_float(half h) {
 
 inline half float_to_half(float f) {
 #if defined(OPSDK_HAVE_FLOAT16)
-  const _Float16 v = static_cast<_Float16>(f);
+  const OPSDK_FLOAT16_TYPE v = static_cast<OPSDK_FLOAT16_TYPE>(f);
   half h;
   std::memcpy(&h.bits, &v, 2);
   return h;
@@ -300,8 +305,8 @@ inline const char* attr_value_type(const AttrValue& v) {
 }
 
 // --------------------------------------------------------------------- threading
-// The thread pool lives in the opsdk entry point (entry.cpp, linked into every operator
-// module), so kernels compile without <thread>/<mutex>.
+// The thread pool lives in opsdk's runtime (csrc/runtime.cpp, linked next to every kernel),
+// so kernels compile without <thread>/<mutex>.
 namespace detail {
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 // Runs fn(ctx, begin, end) over [0, n) in ranges of at least `grain` on the pool.

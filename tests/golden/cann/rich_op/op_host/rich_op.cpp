@@ -2,8 +2,12 @@
 // RichOp (com.example.test, version 2): OpDef, shape and dtype inference, tiling.
 // Skeleton parts marked TODO(author) are yours to finish; `opsdk cann --force` keeps an edited file.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "opsdk/shape_fn.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "rich_op_tiling.h"
@@ -86,16 +90,17 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 namespace ge {
 static ge::graphStatus InferShape(gert::InferShapeContext* context)
 {
-    // TODO(author): port the shape function registered with @SPEC.register_shape in spec.py.
-    // Until it is ported the operator refuses to infer shapes rather than guessing them.
+    // TODO(author): port the shape function registered with @SPEC.register_shape in spec.py
+    // to operators/rich_op/shape.h (see opsdk/shape_fn.h) and regenerate.
+    // Until then the operator refuses to infer shapes rather than guessing them.
     (void)context;
     return ge::GRAPH_FAILED;
 }
 
 static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
 {
-    context->SetOutputDataType(0, context->GetInputDataType(0));  // y
-    context->SetOutputDataType(1, context->GetInputDataType(1));  // count
+    context->SetOutputDataType(0, context->GetRequiredInputDataType(0));  // y
+    context->SetOutputDataType(1, context->GetRequiredInputDataType(1));  // count
     return ge::GRAPH_SUCCESS;
 }
 }  // namespace ge

@@ -1,0 +1,32 @@
+"""Host tiling of Softmax's AI Core kernel (op_kernel/softmax.cpp): whole rows per core, each
+row walked in tiles of up to what the Unified Buffer holds. Read by opsdk for the Ascend C
+model run and printed as the op_host TilingFunc of the CANN project."""
+
+from opsdk.cann.ascendc import Tiling, TilingField
+
+# Unified Buffer bytes per element of a tile: 2 x 2 queue buffers of T, 3 float32 temporaries.
+TILING = Tiling(
+    "Softmax",
+    fields=(TilingField("rowLength"), TilingField("blockRows"), TilingField("lastBlockRows"),
+            TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t")),
+    steps=(
+        ("rowLength", "lastDim"),
+        ("rows", "floordiv(totalLength, lastDim)"),
+        ("blockRows", "ceildiv(rows, coreNum)"),
+        ("usedCores", "max2(1, ceildiv(rows, blockRows))"),
+        ("lastBlockRows", "rows - (usedCores - 1) * blockRows"),
+        ("fitTile", "aligndown(floordiv(ubBytes - 1024, 4 * typeBytes + 12), 64)"),
+        ("tileLength", "max2(64, min2(fitTile, alignup(rowLength, 64)))"),
+        ("tileNum", "ceildiv(rowLength, tileLength)"),
+    ),
+    block_dim="usedCores",
+)
+
+
+def applicable(shapes, attrs):  # type: ignore[no-untyped-def]
+    """The kernel normalises along the last axis only."""
+    rank = len(shapes[0])
+    if rank and attrs["axis"] % rank != rank - 1:
+        return (f"it normalises along the last axis only; this call has axis={attrs['axis']} "
+                f"of rank {rank} (on the NPU such a node runs on AI CPU)")
+    return None

@@ -1,0 +1,80 @@
+"""What ATC's ONNX parser accepts, as data. Edit the tables, not the checks.
+
+Sources, as read in CANN's open operator sources (``framework/onnx_plugin``): converters
+register ``OriginOpType("ai.onnx::<opset>::<Op>")`` per opset. The CANN 5-7 era plugins
+register ai.onnx opsets up to 15 (Conv lists 8-15, Resize 10-13) and have no GridSample
+converter; the 2025 (CANN 8) plugins list opsets up to 18 and convert GridSample to
+GridSampler2D. The Resize converter maps ``coordinate_transformation_mode`` to
+``half_pixel_centers`` only for ``pytorch_half_pixel`` and to ``align_corners`` only for
+``align_corners``; every other mode, the ONNX default ``half_pixel`` included, is computed
+as ``asymmetric``, and only ``nearest`` and ``linear`` modes convert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "TargetProfile",
+    "TARGETS",
+    "RESIZE_SAFE_MODES",
+    "RESIZE_MODES",
+    "CANN_BUILTIN_OP_TYPES",
+]
+
+_COMMON_UNSUPPORTED: dict[str, str] = {
+    "Det": "ATC's ONNX parser has no converter for Det",
+    "StringNormalizer": "string tensors do not exist on the NPU; ATC has no converter",
+    "TfIdfVectorizer": "n-gram/string processing has no ATC converter",
+}
+
+
+@dataclass(frozen=True)
+class TargetProfile:
+    """One ATC generation: the ai.onnx opsets and operators its ONNX parser converts."""
+
+    name: str
+    description: str
+    opset_min: int
+    opset_max: int
+    unsupported: Mapping[str, str] = field(default_factory=dict)
+    #: the CANN release whose parser rules apply when no ``--cann`` is given
+    cann: str = "8.1.RC1"
+
+
+TARGETS: dict[str, TargetProfile] = {
+    "ascend": TargetProfile(
+        "ascend",
+        "ATC of CANN 5-7 (the ONNX parser most Ascend toolchains ship)",
+        9,
+        15,
+        {
+            **_COMMON_UNSUPPORTED,
+            "GridSample": "ATC's ONNX parser (CANN <= 7) has no GridSample converter",
+        },
+        "7.0",
+    ),
+    "ascend-cann8": TargetProfile(
+        "ascend-cann8",
+        "ATC of CANN 8 (ONNX plugins registered up to ai.onnx opset 18)",
+        9,
+        18,
+        dict(_COMMON_UNSUPPORTED),
+        "8.1.RC1",
+    ),
+}
+
+#: coordinate_transformation_mode values ATC's Resize converter computes faithfully.
+RESIZE_SAFE_MODES = ("pytorch_half_pixel", "align_corners", "asymmetric")
+#: Resize interpolation modes ATC converts.
+RESIZE_MODES = ("nearest", "linear")
+
+#: Operator types of CANN's built-in op proto (``REG_OP(<type>)`` in the toolkit's built-in
+#: OPP) that an operator here could be named like. A custom operator of the same type is
+#: confused with the built-in one; ``opsdk cann --op-type`` picks another CANN type name.
+CANN_BUILTIN_OP_TYPES = frozenset(
+    "Abs Add Cast Concat Conv2D Div Exp Gelu GridSampler2D GridSampler3D LayerNorm "
+    "LeakyRelu Log MatMul MatMulV2 Mul Pad Relu Reshape Sigmoid Slice Softmax SoftmaxV2 "
+    "Split Sqrt Sub Tanh ThresholdedRelu Transpose".split()
+)

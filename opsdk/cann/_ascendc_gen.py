@@ -1,0 +1,718 @@
+# ruff: noqa: E501  (C++ templates below keep their natural line lengths)
+"""AI Core kernels (Ascend C) generated from an operator's ONNX decomposition.
+
+:func:`generate` turns the decomposition registered with ``@SPEC.register_function`` into an
+Ascend C kernel and its host tiling, when the decomposition is elementwise (arithmetic,
+comparisons, Where, Cast/CastLike, Constant, Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
+Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity, and LabelEncoder of a
+string attribute). Otherwise it raises :class:`GenerateRefused` with the reason, and the
+operator keeps a TODO kernel and runs on AI CPU.
+
+The kernel splits the elements over the cores (the last core takes the tail), walks each
+core's range in tiles sized from the SoC's Unified Buffer (32-byte aligned, double-buffered
+queues), computes in float32 whatever the I/O dtype (float16 and bfloat16 are widened on
+load and rounded once on store), and keeps temporaries in one ``TBuf``.
+
+Example:
+    >>> from opsdk.registry import load_spec
+    >>> kernel = generate(load_spec("operators/thresholded_relu"))  # doctest: +SKIP
+    >>> "extern \\"C\\" __global__ __aicore__ void thresholded_relu" in kernel.source  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
+
+from ..errors import SpecError
+from ..spec import Input, OpSpec, Output
+from ._ascendc_tiling import Tiling, TilingField
+
+__all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET"]
+
+#: Elements per 256-byte float32 repeat: tiles and compute counts are multiples of it.
+GRANULE = 64
+#: Buffers per queue (double buffering).
+BUFFER_NUM = 2
+#: The ai.onnx opset the decomposition is built for.
+OPSET = 21
+
+_CPP_TYPES = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t"}
+
+
+def _io(spec: OpSpec) -> list[Input | Output]:
+    return [*spec.inputs, *spec.outputs]
+
+
+class GenerateRefused(SpecError):
+    """The decomposition is outside what the generator handles; the message says why."""
+
+
+@dataclass(frozen=True)
+class AicoreKernel:
+    """An AI Core kernel: its source, tiling and how the model compiles it per dtype."""
+
+    op: str
+    snake: str
+    source: str
+    tiling: Tiling
+    io_names: tuple[str, ...]
+    dtype_macro: str  # DTYPE_<INPUT> the kernel's T comes from ("" when T is fixed)
+    origin: str  # "generated" or the path of a hand-written kernel
+    needs_same_shape: bool = True
+    #: ``applicable(shapes, attrs) -> reason or None`` of a hand-written kernel
+    applicable: Callable[..., str | None] | None = None
+
+
+@dataclass
+class _Val:
+    kind: str  # "scalar" | "tensor" | "mask" | "bool" | "string"
+    expr: str = ""  # scalar / bool / string C++ expression
+    slot: int = -1  # tensor temp or mask slot
+    const: float | None = None  # literal value of a constant scalar
+    dtype: str = "float32"  # the ONNX dtype the value has ("T": the kernel's dtype)
+    erf_of: _Val | None = None  # for Erf(u): u, so that 1 + Erf(u) becomes Erfc(-u)
+
+
+@dataclass
+class _Gen:
+    spec: OpSpec
+    lines: list[str] = field(default_factory=list)
+    vals: dict[str, _Val] = field(default_factory=dict)
+    temps: int = 0
+    masks: int = 0
+    scratch: bool = False
+    indent: str = "        "
+
+    def refuse(self, why: str) -> GenerateRefused:
+        return GenerateRefused(f"{self.spec.name}: no AI Core kernel generated: {why}")
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def temp(self) -> _Val:
+        self.temps += 1
+        return _Val("tensor", slot=self.temps - 1)
+
+    def mask(self) -> _Val:
+        self.masks += 1
+        return _Val("mask", slot=self.masks - 1)
+
+
+def _t(v: _Val) -> str:
+    return f"v{v.slot}" if v.kind == "tensor" else f"k{v.slot}"
+
+
+def _literal(x: float) -> str:
+    if not math.isfinite(x):
+        raise SpecError(f"non-finite constant {x}")
+    return f"static_cast<float>({float(x)!r})"
+
+
+def _attr(node: NodeProto, name: str) -> AttributeProto | None:
+    return next((a for a in node.attribute if a.name == name), None)
+
+
+def _constant(g: _Gen, node: NodeProto) -> _Val:
+    a = node.attribute[0] if node.attribute else None
+    if a is None:
+        raise g.refuse("a Constant node without a value")
+    if a.ref_attr_name:
+        ref = g.spec.attr_map[a.ref_attr_name]
+        if ref.type in ("float", "int", "bool"):
+            return _Val("scalar", expr=f"static_cast<float>(td_.{ref.name})")
+        if ref.type == "string":
+            return _Val("string", expr=f"td_.{ref.name}")
+        raise g.refuse(f"attribute {ref.name!r} of type {ref.type} used as a Constant")
+    if a.name in ("value_float", "value_int"):
+        x = float(a.f if a.name == "value_float" else a.i)
+        return _Val("scalar", expr=_literal(x), const=x)
+    if a.name == "value_string":
+        text = a.s.decode()
+        if '"' in text or "\\" in text:
+            raise g.refuse(f"string constant {text!r} with quotes or backslashes")
+        return _Val("string", expr=f'"{text}"')
+    if a.name == "value":
+        arr = numpy_helper.to_array(a.t)
+        if arr.size != 1 or arr.dtype.kind not in "fiub":
+            raise g.refuse(f"a Constant tensor of shape {list(arr.shape)} and dtype {arr.dtype}")
+        x = float(arr.reshape(-1)[0])
+        return _Val("scalar", expr=_literal(x), const=x)
+    raise g.refuse(f"Constant with attribute {a.name!r}")
+
+
+_CMP = {"Greater": "GT", "Less": "LT", "Equal": "EQ", "GreaterOrEqual": "GE", "LessOrEqual": "LE"}
+_FLIP = {"GT": "LT", "LT": "GT", "EQ": "EQ", "GE": "LE", "LE": "GE"}
+_CMP_CPP = {"GT": ">", "LT": "<", "EQ": "==", "GE": ">=", "LE": "<="}
+_UNARY = {"Exp": "Exp", "Log": "Ln", "Abs": "Abs", "Sqrt": "Sqrt", "Relu": "Relu",
+          "Tanh": "Tanh", "Erf": "Erf"}
+_BINARY = {"Add": ("Add", "Adds"), "Mul": ("Mul", "Muls"), "Max": ("Max", "Maxs"),
+           "Min": ("Min", "Mins")}
+_SCALAR_OPS = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
+
+
+def _as_tensor(g: _Gen, v: _Val) -> _Val:
+    if v.kind == "tensor":
+        return v
+    if v.kind != "scalar":
+        raise g.refuse(f"a {v.kind} used as a number")
+    t = g.temp()
+    g.emit(f"Duplicate({_t(t)}, {v.expr}, m);")
+    return t
+
+
+def _compare(g: _Gen, mode: str, a: _Val, b: _Val) -> _Val:
+    if a.kind == "scalar" and b.kind == "scalar":
+        return _Val("bool", expr=f"({a.expr} {_CMP_CPP[mode]} {b.expr})")
+    if a.kind == "string" and b.kind == "string" and mode == "EQ":
+        return _Val("bool", expr=f"OpsdkStrEq({a.expr}, {b.expr})")
+    k = g.mask()
+    if a.kind == "tensor" and b.kind == "tensor":
+        g.emit(f"Compare({_t(k)}, {_t(a)}, {_t(b)}, CMPMODE::{mode}, m);")
+    elif a.kind == "tensor" and b.kind == "scalar":
+        g.emit(f"CompareScalar({_t(k)}, {_t(a)}, {b.expr}, CMPMODE::{mode}, m);")
+    elif a.kind == "scalar" and b.kind == "tensor":
+        g.emit(f"CompareScalar({_t(k)}, {_t(b)}, {a.expr}, CMPMODE::{_FLIP[mode]}, m);")
+    else:
+        raise g.refuse(f"a comparison of a {a.kind} with a {b.kind}")
+    return k
+
+
+def _arith(g: _Gen, op: str, a: _Val, b: _Val) -> _Val:
+    if a.kind == "scalar" and b.kind == "scalar":
+        if op in _SCALAR_OPS:
+            return _Val("scalar", expr=f"({a.expr} {_SCALAR_OPS[op]} {b.expr})")
+        fn = "max" if op == "Max" else "min"
+        return _Val("scalar", expr=f"({a.expr} {'>' if fn == 'max' else '<'} {b.expr} ? "
+                                   f"{a.expr} : {b.expr})")
+    if op == "Add" and (a.const == 1.0 or b.const == 1.0):
+        e = b if a.const == 1.0 else a
+        if e.erf_of is not None:  # 1 + erf(u) == erfc(-u), without its cancellation
+            neg = _unary(g, "Neg", e.erf_of)
+            out = g.temp()
+            g.emit(f"Erfc({_t(out)}, {_t(neg)}, m);")
+            return out
+    out = g.temp()
+    if op in _BINARY:
+        vec, sc = _BINARY[op]
+        if a.kind == "tensor" and b.kind == "tensor":
+            g.emit(f"{vec}({_t(out)}, {_t(a)}, {_t(b)}, m);")
+        else:
+            t, s = (a, b) if a.kind == "tensor" else (b, a)
+            g.emit(f"{sc}({_t(out)}, {_t(t)}, {s.expr}, m);")
+        return out
+    if op == "Sub" and a.kind == "tensor" and b.kind == "scalar":
+        g.emit(f"Adds({_t(out)}, {_t(a)}, -({b.expr}), m);")
+        return out
+    if op == "Sub" and a.kind == "scalar":
+        g.emit(f"Muls({_t(out)}, {_t(b)}, -1.0f, m);")
+        g.emit(f"Adds({_t(out)}, {_t(out)}, {a.expr}, m);")
+        return out
+    ta, tb = _as_tensor(g, a), _as_tensor(g, b)  # Sub, Div: exact tensor forms
+    g.emit(f"{op}({_t(out)}, {_t(ta)}, {_t(tb)}, m);")
+    return out
+
+
+def _unary(g: _Gen, op: str, a: _Val) -> _Val:
+    if a.kind == "scalar" and op == "Neg":
+        return _Val("scalar", expr=f"(-{a.expr})", const=None if a.const is None else -a.const)
+    if a.kind != "tensor":
+        raise g.refuse(f"{op} of a constant; fold it into a Constant in spec.py")
+    out = g.temp()
+    if op in _UNARY:
+        g.emit(f"{_UNARY[op]}({_t(out)}, {_t(a)}, m);")
+        out.erf_of = a if op == "Erf" else None
+    elif op == "Neg":
+        g.emit(f"Muls({_t(out)}, {_t(a)}, -1.0f, m);")
+    elif op == "Reciprocal":
+        one = _as_tensor(g, _Val("scalar", expr="1.0f"))
+        g.emit(f"Div({_t(out)}, {_t(one)}, {_t(a)}, m);")
+    elif op == "Sigmoid":
+        g.emit(f"Muls({_t(out)}, {_t(a)}, -1.0f, m);")
+        g.emit(f"Exp({_t(out)}, {_t(out)}, m);")
+        g.emit(f"Adds({_t(out)}, {_t(out)}, 1.0f, m);")
+        one = _as_tensor(g, _Val("scalar", expr="1.0f"))
+        g.emit(f"Div({_t(out)}, {_t(one)}, {_t(out)}, m);")
+    return out
+
+
+def _pow(g: _Gen, a: _Val, b: _Val) -> _Val:
+    if a.kind != "tensor" or b.const is None:
+        raise g.refuse("Pow needs a tensor base and a literal constant exponent")
+    e = b.const
+    if e == 0.5:
+        return _unary(g, "Sqrt", a)
+    if e == int(e) and 1 <= abs(e) <= 4:
+        acc = a
+        for _ in range(int(abs(e)) - 1):
+            acc = _arith(g, "Mul", acc, a)
+        return _unary(g, "Reciprocal", acc) if e < 0 else acc
+    if e == int(e):
+        raise g.refuse(f"Pow with the integer exponent {e:g} (supported: 0.5, +-1 to +-4 and "
+                       "non-integers)")
+    ln = _unary(g, "Log", a)
+    out = g.temp()
+    g.emit(f"Muls({_t(out)}, {_t(ln)}, {b.expr}, m);")
+    return _unary(g, "Exp", out)
+
+
+def _round(g: _Gen, v: _Val, dtype: str) -> _Val:
+    """Cast/CastLike: round a float32 value to ``dtype`` ("T" = the kernel's dtype)."""
+    if dtype == "float32":
+        return v
+    cpp = "T" if dtype == "T" else _CPP_TYPES.get(dtype)
+    if cpp is None:
+        raise g.refuse(f"a Cast to {dtype} (the generator computes floating point only)")
+    if v.kind == "scalar":
+        exact = v.const is not None and (v.const == 0.5 or (v.const == int(v.const) and abs(v.const) <= 256))
+        return _Val("scalar", expr=f"OpsdkRound<{cpp}>({v.expr})", const=v.const if exact else None)
+    if v.kind != "tensor":
+        raise g.refuse(f"a Cast of a {v.kind}")
+    g.scratch = True
+    out = g.temp()
+    g.emit(f"RoundThrough<{cpp}>({_t(out)}, {_t(v)}, scratchBuf_.Get<{cpp}>(), m);")
+    return out
+
+
+_ELEM = {1: "float32", 9: "bool", 10: "float16", 16: "bfloat16"}
+
+
+def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
+    op = node.op_type
+    if op == "Constant":
+        return _constant(g, node)
+    if op == "Identity":
+        return args[0]
+    if op == "LabelEncoder":
+        return _label(g, node, args[0])
+    if op == "Cast" and args[0].kind == "scalar" and _ELEM.get(_attr_i(node, "to")) == "bool":
+        return _Val("bool", expr=f"({args[0].expr} != 0.0f)")
+    if op in ("Cast", "CastLike"):
+        if op == "Cast":
+            to = _attr(node, "to")
+            dtype = _ELEM.get(to.i if to is not None else 0, f"ONNX type {to.i if to else '?'}")
+        else:
+            dtype = args[1].dtype
+        out = _round(g, args[0], dtype)
+        out.dtype = dtype
+        return out
+    dtype = next((a.dtype for a in args if a.kind == "tensor"), args[0].dtype if args else "T")
+    if op in _CMP:
+        return _compare(g, _CMP[op], args[0], args[1])
+    if op in ("Add", "Sub", "Mul", "Div", "Max", "Min") and len(args) == 2:
+        out = _arith(g, op, args[0], args[1])
+    elif op in _UNARY or op in ("Neg", "Reciprocal", "Sigmoid"):
+        out = _unary(g, op, args[0])
+    elif op == "Pow":
+        out = _pow(g, args[0], args[1])
+    elif op == "Clip":
+        out = args[0]
+        if len(args) > 1 and node.input[1]:
+            out = _arith(g, "Max", out, args[1])
+        if len(args) > 2 and node.input[2]:
+            out = _arith(g, "Min", out, args[2])
+    elif op == "Where":
+        out = _where_mask(g, args)
+    else:
+        raise g.refuse(f"the decomposition uses {op}, which is not elementwise-supported "
+                       "(see docs/ascendc_model.md for the supported ONNX ops)")
+    out.dtype = dtype
+    return out
+
+
+def _attr_i(node: NodeProto, name: str) -> int:
+    a = _attr(node, name)
+    return int(a.i) if a is not None else 0
+
+
+def _label(g: _Gen, node: NodeProto, s: _Val) -> _Val:
+    """LabelEncoder of a constant string (an attribute): a chain of string comparisons."""
+    if s.kind != "string":
+        raise g.refuse("LabelEncoder of a tensor (it maps constant strings only)")
+    cats = _attr(node, "keys_strings")
+    ints = _attr(node, "values_int64s")
+    if cats is None or ints is None:
+        raise g.refuse("LabelEncoder without keys_strings and values_int64s")
+    default = _attr(node, "default_int64")
+    expr = f"static_cast<float>({default.i if default is not None else -1})"
+    for text, value in reversed(list(zip(cats.strings, ints.ints, strict=True))):
+        word = text.decode()
+        if '"' in word or "\\" in word:
+            raise g.refuse(f"category {word!r} with quotes or backslashes")
+        expr = f'(OpsdkStrEq({s.expr}, "{word}") ? static_cast<float>({value}) : {expr})'
+    return _Val("scalar", expr=expr)
+
+
+def _where_mask(g: _Gen, args: list[_Val]) -> _Val:
+    cond, a, b = args
+    if cond.kind != "mask":
+        raise g.refuse(f"Where with a {cond.kind} condition")
+    out = g.temp()
+    if b.kind == "tensor":
+        ta = _as_tensor(g, a)
+        g.emit(f"Select({_t(out)}, {_t(cond)}, {_t(ta)}, {_t(b)}, "
+               "SELMODE::VSEL_TENSOR_TENSOR_MODE, m);")
+    else:
+        ta = _as_tensor(g, a)
+        g.emit(f"Select({_t(out)}, {_t(cond)}, {_t(ta)}, {b.expr}, "
+               "SELMODE::VSEL_TENSOR_SCALAR_MODE, m);")
+    return out
+
+
+def _const_values(func: FunctionProto) -> set[str]:
+    """Values computed from constants and attributes only (no function input)."""
+    const: set[str] = set()
+    for n in func.node:
+        if all(not i or i in const for i in n.input):
+            const.update(n.output)
+    return const
+
+
+def _exclusive(func: FunctionProto, w: int, slot: int) -> set[int]:
+    """Nodes whose every use ends in input ``slot`` of node ``w``."""
+    nodes = list(func.node)
+    users: dict[str, list[tuple[int, int]]] = {}
+    for i, n in enumerate(nodes):
+        for k, name in enumerate(n.input):
+            users.setdefault(name, []).append((i, k))
+    outs = set(func.output)
+    excl: set[int] = set()
+    for i in range(w - 1, -1, -1):
+        n = nodes[i]
+        uses = [u for o in n.output for u in users.get(o, [])]
+        if any(o in outs for o in n.output) or not uses:
+            continue
+        if all((u == w and k == slot) or u in excl for u, k in uses):
+            excl.add(i)
+    return excl
+
+
+def _branches(func: FunctionProto) -> dict[int, tuple[set[int], set[int]]]:
+    const = _const_values(func)
+    found = {}
+    for i, n in enumerate(func.node):
+        if n.op_type == "Where" and n.input[0] in const and n.output[0] not in const:
+            found[i] = (_exclusive(func, i, 1), _exclusive(func, i, 2))
+    return found
+
+
+def _emit(g: _Gen, func: FunctionProto, order: list[int], br: dict[int, tuple[set[int], set[int]]]) -> None:
+    for i in order:
+        n = func.node[i]
+        if i in br:
+            _emit_branch(g, func, i, br)
+            continue
+        missing = [x for x in n.input if x and x not in g.vals]
+        if missing:
+            raise g.refuse(f"node {n.op_type} reads {missing}, which nothing defines")
+        args = [g.vals[x] if x else _Val("none") for x in n.input]
+        g.vals[n.output[0]] = _node(g, n, args)
+        if len(n.output) > 1:
+            raise g.refuse(f"{n.op_type} with {len(n.output)} outputs")
+
+
+def _emit_branch(g: _Gen, func: FunctionProto, w: int, br: dict[int, tuple[set[int], set[int]]]) -> None:
+    n = func.node[w]
+    cond = g.vals[n.input[0]]
+    if cond.kind != "bool":
+        raise g.refuse(f"Where with a constant {cond.kind} condition")
+    out = g.temp()
+    outer = g.indent
+    for slot, head in ((1, f"if ({cond.expr}) {{"), (2, "} else {")):
+        g.lines.append(outer + head)
+        g.indent = outer + "    "
+        part = sorted(br[w][slot - 1])
+        _emit(g, func, sorted(set(part) - _inner(br, w, part)), br)
+        v = g.vals[n.input[slot]]
+        if v.kind == "tensor":
+            g.emit(f"DataCopy({_t(out)}, {_t(v)}, m);")
+        else:
+            g.emit(f"Duplicate({_t(out)}, {_as_scalar(g, v)}, m);")
+        g.indent = outer
+    g.lines.append(outer + "}")
+    out.dtype = next((g.vals[x].dtype for x in n.input[1:] if g.vals.get(x)), "T")
+    g.vals[n.output[0]] = out
+
+
+def _inner(br: dict[int, tuple[set[int], set[int]]], w: int, part: list[int]) -> set[int]:
+    """Nodes of ``part`` that belong to a nested branch of another Where in ``part``."""
+    inner: set[int] = set()
+    for k in part:
+        if k in br and k != w:
+            inner |= br[k][0] | br[k][1]
+    return inner
+
+
+def _as_scalar(g: _Gen, v: _Val) -> str:
+    if v.kind != "scalar":
+        raise g.refuse(f"a {v.kind} where a number is expected")
+    return v.expr
+
+
+_PRELUDE = """\
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+namespace {
+constexpr int32_t BUFFER_NUM = %(buffers)d;
+constexpr uint32_t GRANULE = %(granule)d;  // elements of one 256-byte float32 repeat
+
+template <typename T> __aicore__ inline float OpsdkRound(float v) { return static_cast<float>(static_cast<T>(v)); }
+template <> __aicore__ inline float OpsdkRound<bfloat16_t>(float v) { return ToFloat(ToBfloat16(v)); }
+template <> __aicore__ inline float OpsdkRound<float>(float v) { return v; }
+
+__aicore__ inline bool OpsdkStrEq(const uint8_t* a, const char* b)
+{
+    uint32_t i = 0;
+    for (; b[i] != 0; ++i) {
+        if (a[i] != static_cast<uint8_t>(b[i])) {
+            return false;
+        }
+    }
+    return a[i] == 0;
+}
+
+// GM <-> UB for n elements: DataCopy for whole 32-byte blocks, DataCopyPad for a tail.
+template <typename T> __aicore__ inline void CopyGmToUb(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n)
+{
+    if ((n * sizeof(T)) %% 32 == 0) {
+        DataCopy(dst, src, n);
+    } else {
+        DataCopyExtParams params{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+        DataCopyPadExtParams<T> pad;
+        DataCopyPad(dst, src, params, pad);
+    }
+}
+
+template <typename T> __aicore__ inline void CopyUbToGm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n)
+{
+    if ((n * sizeof(T)) %% 32 == 0) {
+        DataCopy(dst, src, n);
+    } else {
+        DataCopyExtParams params{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+        DataCopyPad(dst, src, params);
+    }
+}
+
+// float32 compute: widen on load, round once on store (RINT), round through T for a Cast.
+template <typename T> __aicore__ inline void LoadFloat(const LocalTensor<float>& dst, const LocalTensor<T>& src, uint32_t n)
+{
+    if constexpr (IsSameType<T, float>::value) {
+        DataCopy(dst, src, n);
+    } else {
+        Cast(dst, src, RoundMode::CAST_NONE, n);
+    }
+}
+
+template <typename T> __aicore__ inline void StoreFloat(const LocalTensor<T>& dst, const LocalTensor<float>& src, uint32_t n)
+{
+    if constexpr (IsSameType<T, float>::value) {
+        DataCopy(dst, src, n);
+    } else {
+        Cast(dst, src, RoundMode::CAST_RINT, n);
+    }
+}
+
+template <typename T>
+__aicore__ inline void RoundThrough(const LocalTensor<float>& dst, const LocalTensor<float>& src, const LocalTensor<T>& scratch, uint32_t n)
+{
+    if constexpr (IsSameType<T, float>::value) {
+        DataCopy(dst, src, n);
+    } else {
+        Cast(scratch, src, RoundMode::CAST_RINT, n);
+        Cast(dst, scratch, RoundMode::CAST_NONE, n);
+    }
+}
+}  // namespace
+"""
+
+_CLASS = """
+template <typename T, typename TD> class Kernel%(op)s {
+public:
+    __aicore__ inline explicit Kernel%(op)s(const TD& td) : td_(td) {}
+
+    __aicore__ inline void Init(%(gm_params)s)
+    {
+        const uint64_t start = static_cast<uint64_t>(GetBlockIdx()) * td_.blockLength;
+        length_ = GetBlockIdx() == GetBlockNum() - 1 ? td_.lastBlockLength : td_.blockLength;
+%(init)s
+        pipe_.InitBuffer(tmpBuf_, %(temps)d * td_.tileLength * sizeof(float));
+%(init_extra)s    }
+
+    __aicore__ inline void Process()
+    {
+        const uint32_t tile = td_.tileLength;
+        for (uint64_t off = 0; off < length_; off += tile) {
+            const uint32_t n = length_ - off < tile ? static_cast<uint32_t>(length_ - off) : tile;
+            CopyIn(off, n);
+            Compute(n);
+            CopyOut(off, n);
+        }
+    }
+
+private:
+    __aicore__ inline void CopyIn(uint64_t off, uint32_t n)
+    {
+%(copy_in)s    }
+
+    __aicore__ inline void Compute(uint32_t n)
+    {
+        const uint32_t m = (n + GRANULE - 1) / GRANULE * GRANULE;  // whole repeats
+        LocalTensor<float> temps = tmpBuf_.Get<float>();
+%(compute)s    }
+
+    __aicore__ inline void CopyOut(uint64_t off, uint32_t n)
+    {
+%(copy_out)s    }
+
+    TD td_;
+    uint64_t length_ = 0;
+    TPipe pipe_;
+%(members)s    TBuf<QuePosition::VECCALC> tmpBuf_;
+%(extra_members)s};
+
+extern "C" __global__ __aicore__ void %(snake)s(%(entry_params)sGM_ADDR workspace, GM_ADDR tiling)
+{
+    GET_TILING_DATA(tilingData, tiling);
+    Kernel%(op)s<%(dtype)s, decltype(tilingData)> op(tilingData);
+    op.Init(%(entry_args)s);
+    op.Process();
+}
+"""
+
+
+def _check_io(spec: OpSpec) -> tuple[str, str]:
+    """The kernel's T (``DTYPE_<X>`` or a fixed C++ type) and its macro; refuse mixed dtypes."""
+    types = {p.type for p in _io(spec)}
+    if any(p.optional for p in spec.inputs):
+        raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: optional inputs")
+    if len(types) != 1:
+        raise GenerateRefused(
+            f"{spec.name}: no AI Core kernel generated: inputs and outputs have different "
+            f"types ({', '.join(sorted(types))}); the generator needs one dtype for all")
+    (tv,) = types
+    dtypes = spec.allowed_dtypes(tv)
+    bad = [d for d in dtypes if d not in _CPP_TYPES]
+    if bad:
+        raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: dtypes {bad} (the "
+                              f"generator handles {', '.join(_CPP_TYPES)})")
+    if tv in spec.types:
+        macro = "DTYPE_" + spec.inputs[0].name.upper()
+        return macro, macro
+    return _CPP_TYPES[tv], ""
+
+
+def _compute_lines(g: _Gen, spec: OpSpec, func: FunctionProto) -> list[str]:
+    pre = []
+    for p in spec.inputs:
+        v = g.temp()
+        v.dtype = "T"
+        g.vals[p.name] = v
+        pre += [f"LocalTensor<T> {p.name}In = {p.name}Que_.DeQue<T>();",
+                f"LoadFloat({_t(v)}, {p.name}In, m);",
+                f"{p.name}Que_.FreeTensor({p.name}In);"]
+    br = _branches(func)
+    deferred = set().union(*(a | b for a, b in br.values())) if br else set()
+    _emit(g, func, [i for i in range(len(func.node)) if i not in deferred], br)
+    post = []
+    for o, name in zip(spec.outputs, func.output, strict=True):
+        v = g.vals[name]
+        if v.kind == "scalar":
+            v = _as_tensor(g, v)
+            post = g.lines[-1:]
+            g.lines.pop()
+        if v.kind != "tensor":
+            raise g.refuse(f"output {o.name!r} is a {v.kind}; outputs must be numbers")
+        post += [f"LocalTensor<T> {o.name}Out = {o.name}Que_.AllocTensor<T>();",
+                 f"StoreFloat({o.name}Out, {_t(v)}, m);",
+                 f"{o.name}Que_.EnQue({o.name}Out);"]
+    body = [g.indent + x for x in pre] + g.lines + [g.indent + x.strip() for x in post]
+    views = [f"{g.indent}LocalTensor<float> v{i} = temps[{i} * td_.tileLength];"
+             for i in range(g.temps)]
+    masks = [f"{g.indent}LocalTensor<uint8_t> k{i} = maskBuf_.Get<uint8_t>()[{i} * MaskStride()];"
+             for i in range(g.masks)]
+    return views + masks + body
+
+
+def _tiling(spec: OpSpec, g: _Gen) -> Tiling:
+    io = len(spec.inputs) + len(spec.outputs)
+    per8 = f"8 * ({BUFFER_NUM * io} * typeBytes + {4 * (g.temps + (1 if g.scratch else 0))}) + {g.masks}"
+    steps = (
+        ("blockLength", f"alignup(ceildiv(totalLength, coreNum), {GRANULE})"),
+        ("usedCores", "max2(1, ceildiv(totalLength, blockLength))"),
+        ("lastBlockLength", "totalLength - (usedCores - 1) * blockLength"),
+        ("bytesPer8", per8),
+        ("fitTile", f"aligndown(floordiv((ubBytes - {32 * (g.masks + 8)}) * 8, bytesPer8), {GRANULE})"),
+        ("tileLength", f"max2({GRANULE}, min2(fitTile, alignup(blockLength, {GRANULE})))"),
+        ("tileNum", "ceildiv(blockLength, tileLength)"),
+    )
+    fields = (TilingField("blockLength"), TilingField("lastBlockLength"),
+              TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"))
+    return Tiling(spec.name, fields, steps, "usedCores")
+
+
+def generate(spec: OpSpec, banner: str = "") -> AicoreKernel:
+    """The generated AI Core kernel of ``spec``; raises :class:`GenerateRefused` with the reason.
+
+    Example: see the module docstring.
+    """
+    if spec.function is None:
+        raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: spec.py registers no "
+                              "decomposition (@SPEC.register_function)")
+    if not spec.elementwise:
+        raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: the operator has its "
+                              "own shape function, so it is not elementwise")
+    from ..onnx import build_function
+
+    dtype, macro = _check_io(spec)
+    func = build_function(spec, OPSET)
+    g = _Gen(spec)
+    compute = _compute_lines(g, spec, func)
+    source = _render(spec, g, compute, dtype, banner)
+    names = tuple(p.name for p in _io(spec))
+    return AicoreKernel(spec.name, spec.snake_name, source, _tiling(spec, g), names, macro,
+                        "generated")
+
+
+def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str) -> str:
+    ins, outs = spec.inputs, spec.outputs
+    init = [f"        {p.name}Gm_.SetGlobalBuffer((__gm__ T*){p.name} + start, length_);"
+            for p in _io(spec)]
+    init += [f"        pipe_.InitBuffer({p.name}Que_, BUFFER_NUM, td_.tileLength * sizeof(T));"
+             for p in _io(spec)]
+    extra, members = [], []
+    if g.masks:
+        extra.append(f"        pipe_.InitBuffer(maskBuf_, {g.masks} * MaskStride());\n")
+        members.append("    TBuf<QuePosition::VECCALC> maskBuf_;\n")
+        members.append("    __aicore__ inline uint32_t MaskStride() const { return (td_.tileLength / 8 + 31) / 32 * 32; }\n")
+    if g.scratch:
+        extra.append("        pipe_.InitBuffer(scratchBuf_, td_.tileLength * sizeof(float));\n")
+        members.append("    TBuf<QuePosition::VECCALC> scratchBuf_;\n")
+    copy_in = "".join(
+        f"        LocalTensor<T> {p.name}Local = {p.name}Que_.AllocTensor<T>();\n"
+        f"        CopyGmToUb({p.name}Local, {p.name}Gm_[off], n);\n"
+        f"        {p.name}Que_.EnQue({p.name}Local);\n" for p in ins)
+    copy_out = "".join(
+        f"        LocalTensor<T> {p.name}Local = {p.name}Que_.DeQue<T>();\n"
+        f"        CopyUbToGm({p.name}Gm_[off], {p.name}Local, n);\n"
+        f"        {p.name}Que_.FreeTensor({p.name}Local);\n" for p in outs)
+    queues = "".join(f"    TQue<QuePosition::VECIN, BUFFER_NUM> {p.name}Que_;\n" for p in ins)
+    queues += "".join(f"    TQue<QuePosition::VECOUT, BUFFER_NUM> {p.name}Que_;\n" for p in outs)
+    queues += "".join(f"    GlobalTensor<T> {p.name}Gm_;\n" for p in _io(spec))
+    head = (f"// {banner}\n" if banner else "") + (
+        f"// AI Core kernel of {spec.name}, generated by opsdk from the decomposition in spec.py\n"
+        "// (@SPEC.register_function). Computes in float32; see docs/ascendc_model.md.\n")
+    return head + _PRELUDE % {"buffers": BUFFER_NUM, "granule": GRANULE} + _CLASS % {
+        "op": spec.name, "snake": spec.snake_name, "dtype": dtype, "temps": max(g.temps, 1),
+        "gm_params": ", ".join(f"GM_ADDR {p.name}" for p in _io(spec)),
+        "entry_params": "".join(f"GM_ADDR {p.name}, " for p in _io(spec)),
+        "entry_args": ", ".join(p.name for p in _io(spec)),
+        "init": "\n".join(init), "init_extra": "".join(extra), "copy_in": copy_in,
+        "compute": "\n".join(compute) + "\n", "copy_out": copy_out, "members": queues,
+        "extra_members": "".join(members),
+    }

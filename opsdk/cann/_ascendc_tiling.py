@@ -1,0 +1,189 @@
+"""Host tiling of an AI Core kernel, described once and evaluated twice.
+
+A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
+compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
+``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
+Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
+the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
+``floordiv ceildiv alignup aligndown min2 max2`` (unsigned 64-bit; dividing by 0 gives 0).
+
+Example:
+    >>> t = Tiling("Demo", fields=(TilingField("blockLength"),),
+    ...            steps=(("blockLength", "alignup(ceildiv(totalLength, coreNum), 64)"),),
+    ...            block_dim="max2(1, ceildiv(totalLength, blockLength))")
+    >>> evaluate(t, {"totalLength": 1000, "coreNum": 8})
+    (8, {'blockLength': 128})
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ..errors import SpecError
+
+__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
+
+#: The facts of one call the steps may read.
+FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes")
+_MASK = (1 << 64) - 1
+
+
+def _div(a: int, b: int) -> int:
+    return a // b if b else 0
+
+
+_FUNCS: dict[str, Callable[[int, int], int]] = {
+    "floordiv": _div,
+    "ceildiv": lambda a, b: _div(a + b - 1, b) if b else 0,
+    "alignup": lambda a, b: _div(a + b - 1, b) * b if b else 0,
+    "aligndown": lambda a, b: _div(a, b) * b,
+    "min2": min,
+    "max2": max,
+}
+
+#: The same functions in C++, as lambdas local to the op_host TilingFunc.
+_CPP_FUNCS = """\
+    auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
+    auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
+    auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
+    auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
+    auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
+    auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
+"""
+
+#: The facts of one call, read from the TilingContext (totalLength is already defined).
+_CPP_FACTS = """\
+    auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+    uint64_t ubBytes = 0;
+    ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
+    const uint64_t aiv = ascendcPlatform.GetCoreNumAiv();
+    const uint64_t coreNum = aiv > 0 ? aiv : 1;
+    const gert::StorageShape* firstShape = context->GetInputShape(0);
+    if (firstShape == nullptr) {
+        return ge::GRAPH_FAILED;
+    }
+    const gert::Shape& first = firstShape->GetStorageShape();
+    const size_t rank = first.GetDimNum();
+    const uint64_t lastDim = rank == 0 ? 1 : static_cast<uint64_t>(first.GetDim(rank - 1));
+    const ge::DataType firstType = context->GetInputDesc(0)->GetDataType();
+    const uint64_t typeBytes = static_cast<uint64_t>(ge::GetSizeByDataType(firstType));
+"""
+
+
+@dataclass(frozen=True)
+class TilingField:
+    """One computed tiling-data field (attributes are added from the spec)."""
+
+    name: str
+    ctype: str = "uint64_t"
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """The tiling of one kernel: its fields, the steps computing them and the block count."""
+
+    op: str
+    fields: tuple[TilingField, ...]
+    steps: tuple[tuple[str, str], ...]
+    block_dim: str
+
+    def __post_init__(self) -> None:
+        known = set(FACTS)
+        for name, expr in self.steps:
+            for used in _names(self.op, expr):
+                if used not in known:
+                    raise SpecError(
+                        f"{self.op}: tiling step {name} = {expr} reads {used!r} before it is "
+                        f"defined; known: {', '.join(sorted(known))}"
+                    )
+            known.add(name)
+        missing = [f.name for f in self.fields if f.name not in known]
+        if missing:
+            raise SpecError(f"{self.op}: tiling fields {missing} have no step computing them")
+        _names(self.op, self.block_dim)
+
+
+def _names(op: str, expr: str) -> set[str]:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise SpecError(f"{op}: tiling expression {expr!r} does not parse: {e.msg}") from None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
+                raise SpecError(
+                    f"{op}: tiling expression {expr!r} calls something other than "
+                    f"{', '.join(_FUNCS)}"
+                )
+        elif isinstance(node, ast.Name) and node.id not in _FUNCS:
+            names.add(node.id)
+        elif isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+            raise SpecError(f"{op}: tiling expression {expr!r} may use + - * and the functions "
+                            f"{', '.join(_FUNCS)} only")
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, int):
+            raise SpecError(f"{op}: tiling expression {expr!r} has a non-integer literal")
+    return names
+
+
+def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.Constant):
+        return int(node.value)  # type: ignore[arg-type]
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        if isinstance(node.op, ast.Add):
+            return (a + b) & _MASK
+        return (a - b) & _MASK if isinstance(node.op, ast.Sub) else (a * b) & _MASK
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        args = [_eval(a, env) for a in node.args]
+        return _FUNCS[node.func.id](*args) & _MASK
+    raise SpecError(f"unsupported tiling expression node {ast.dump(node)}")  # pragma: no cover
+
+
+def evaluate(tiling: Tiling, facts: Mapping[str, int]) -> tuple[int, dict[str, int]]:
+    """``(blockDim, {field: value})`` of ``tiling`` for one call's ``facts``.
+
+    Example: see the module docstring.
+    """
+    env = dict(facts)
+    for name, expr in tiling.steps:
+        env[name] = _eval(ast.parse(expr, mode="eval"), env)
+    block_dim = _eval(ast.parse(tiling.block_dim, mode="eval"), env)
+    return block_dim, {f.name: env[f.name] for f in tiling.fields}
+
+
+def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
+    """The steps as C++ statements (``const uint64_t name = expr;`` / ``tiling.set_...``).
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
+        >>> print(cpp_steps(t))
+            const uint64_t n = totalLength * 2;
+            tiling.set_n(static_cast<uint64_t>(n));
+            const uint64_t blockDim = 1;
+    """
+    ctypes = {f.name: f.ctype for f in tiling.fields}
+    lines = []
+    for name, expr in tiling.steps:
+        lines.append(f"{indent}const uint64_t {name} = {expr};")
+        if name in ctypes:
+            lines.append(f"{indent}tiling.set_{name}(static_cast<{ctypes[name]}>({name}));")
+    lines.append(f"{indent}const uint64_t blockDim = {tiling.block_dim};")
+    return "\n".join(lines)
+
+
+def cpp_tiling(tiling: Tiling) -> str:
+    """The op_host TilingFunc statements of ``tiling``: facts, functions, steps, block count.
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
+        >>> "tiling.set_n(static_cast<uint64_t>(n));" in cpp_tiling(t)
+        True
+    """
+    return _CPP_FACTS + _CPP_FUNCS + cpp_steps(tiling)

@@ -1,0 +1,417 @@
+"""``opsdk doctor``: what ATC's ONNX parser will reject or mis-handle in a model.
+
+Each :class:`Finding` names the node, the reason and a fix that points to a shipped
+operator (``opsdk rewrite --replace``), a new one (``opsdk new --like onnx:<Op>``) or an
+``opsdk rewrite``. The tables of what ATC accepts live in ``_ascend_data.py``.
+
+Example:
+    >>> from opsdk.cann.doctor import diagnose
+    >>> for f in diagnose("model.onnx", target="ascend"):  # doctest: +SKIP
+    ...     print(f.node, f.reason, f.fix)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
+
+import onnx
+from onnx import ModelProto, NodeProto
+
+from ..errors import SpecError
+from ..onnx._constants import dim_form, input_dims
+from ..onnx._model import (
+    attribute_value,
+    is_standard_domain,
+    iter_all_nodes,
+    iter_nested_nodes,
+    load_model,
+    node_label,
+    opset_version,
+)
+from ..spec import OpSpec
+from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
+from ._versions import CannVersion, parse_cann_version
+
+__all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem ATC will have with the model.
+
+    Attributes:
+        code: a stable identifier (``unsupported-op``, ``opset-range``, ...).
+        severity: ``error`` (ATC rejects it) or ``warning`` (ATC computes something else).
+        node: the node's label, or None for model-wide findings.
+        op: the operator involved, if any.
+        reason: what goes wrong.
+        fix: what to do about it.
+    """
+
+    code: str
+    severity: str
+    node: str | None
+    op: str | None
+    reason: str
+    fix: str
+
+    @property
+    def message(self) -> str:
+        """One line: where, what, and the fix."""
+        return f"{self.node or 'model'}: {self.reason} -- fix: {self.fix}"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return asdict(self)
+
+
+def diagnose(
+    model: Any,
+    target: str = "ascend",
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    extra: Iterable[OpSpec] = (),
+    cann: str | None = None,
+) -> list[Finding]:
+    """Everything ATC's ONNX parser will reject or mis-handle in ``model``.
+
+    Args:
+        model: a path, bytes or ModelProto.
+        target: a key of :data:`TARGETS` (``ascend``: CANN 5-7; ``ascend-cann8``).
+        input_shapes: shapes (or shape bounds) you will give ATC, by input name; inputs
+            listed here are not reported as dynamic.
+        extra: specs of operators not on the registry's search path.
+        cann: the CANN release whose ONNX parser converts the model (default: the target's);
+            decides whether a default-domain node next to a custom domain blocks (E16005).
+
+    Raises:
+        ModelError: the model cannot be read.
+
+    Example:
+        >>> [f.code for f in diagnose("grid_sample16.onnx")]  # doctest: +SKIP
+        ['opset-range', 'unsupported-op']
+    """
+    if target not in TARGETS:
+        raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    profile = TARGETS[target]
+    m = load_model(model)
+    from ..onnx._schema import known_specs
+
+    specs = known_specs(extra)
+    _check_input_shapes(m, input_shapes or {})
+    findings = _invalid_model(m) + _opset_findings(m, profile)
+    findings += _mixed_domain_findings(m, parse_cann_version(cann or profile.cann))
+    findings += _dynamic_inputs(m, set(input_shapes or ()))
+    for idx, node in enumerate(m.graph.node):
+        findings += _node_findings(m, node, idx, profile, specs)
+    for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
+        findings += _node_findings(m, node, None, profile, specs)
+    return findings
+
+
+# ------------------------------------------------------------------ model level
+def _invalid_model(m: ModelProto) -> list[Finding]:
+    """What ONNX's checker rejects in the graph's structure: no opset import at all, a
+    value defined twice, a value used but never defined, nodes out of order or in a cycle."""
+    out = []
+    fix = "repair the graph (ONNX's checker and ATC's parser reject it)"
+    if not m.opset_import:
+        out.append(Finding("invalid-model", "error", None, None,
+                           "the model imports no opset", fix + ", e.g. "
+                           "model.opset_import.append(onnx.helper.make_opsetid('', 15))"))
+    defined = {vi.name for vi in m.graph.input} | {t.name for t in m.graph.initializer}
+    produced = {o for n in m.graph.node for o in n.output if o}
+    for idx, node in enumerate(m.graph.node):
+        label = node_label(node, idx)
+        for name in node.input:
+            if name and name not in defined:
+                why = ("is used before the node that defines it (nodes out of order, or a cycle)"
+                       if name in produced else "is never defined")
+                out.append(Finding("invalid-model", "error", label, node.op_type,
+                                   f"input {name!r} {why}", fix))
+        for name in node.output:
+            if name and name in defined:
+                out.append(Finding("invalid-model", "error", label, node.op_type,
+                                   f"output {name!r} is defined twice (ONNX graphs are SSA)",
+                                   fix + ": give each value one producer"))
+            defined.add(name)
+    for vi in m.graph.output:
+        if vi.name not in defined:
+            out.append(Finding("invalid-model", "error", None, None,
+                               f"graph output {vi.name!r} is never defined", fix))
+    return out
+
+
+def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> None:
+    inits = {t.name for t in m.graph.initializer}
+    names = [vi.name for vi in m.graph.input if vi.name not in inits]
+    for name, dims in shapes.items():
+        if name not in names:
+            raise SpecError(
+                f"--input-shape {name}=...: the model has no input {name!r}; its inputs are "
+                f"{', '.join(names) or 'none'}"
+            )
+        if not all(isinstance(d, int) and d >= 0 for d in dims):
+            raise SpecError(
+                f"--input-shape {name}={','.join(map(str, dims))}: ATC needs integer dims "
+                f"(e.g. --input-shape {name}={','.join('1' for _ in dims)})"
+            )
+
+
+def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
+    out: list[Finding] = []
+    version = opset_version(m, "")
+    if version is not None and not profile.opset_min <= version <= profile.opset_max:
+        to = min(max(version, profile.opset_min), profile.opset_max)
+        out.append(
+            Finding(
+                "opset-range",
+                "error",
+                None,
+                None,
+                f"the model imports ai.onnx opset {version}; {profile.description} accepts "
+                f"{profile.opset_min}-{profile.opset_max}",
+                f"re-export with opset_version={to} (torch.onnx.export) or convert: "
+                f"onnx.version_converter.convert_version(model, {to})",
+            )
+        )
+    used = {n.domain for n in iter_all_nodes(m.graph)}
+    imported = {imp.domain for imp in m.opset_import}
+    for domain in sorted(used - imported - {"", "ai.onnx"}):
+        out.append(
+            Finding(
+                "missing-opset-import",
+                "error",
+                None,
+                None,
+                f"nodes use domain {domain!r} but the model has no opset import for it; "
+                "ATC looks custom ops up as <domain>::<opset>::<Op> and cannot",
+                f"add onnx.helper.make_opsetid({domain!r}, 1) to model.opset_import",
+            )
+        )
+    return out
+
+
+def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
+    """E16005: a default-domain node in a model that imports more than one domain."""
+    imported = {imp.domain for imp in m.opset_import}
+    nodes = [n for n in m.graph.node if n.domain == ""]
+    if "" not in imported or len(imported) < 2 or not nodes:
+        return []
+    first = node_label(nodes[0], list(m.graph.node).index(nodes[0]))
+    rule = (
+        f"the GE ONNX parser resolves a default-domain node only when the model imports a "
+        f"single domain (ATC error E16005, every release through CANN 9.1); this model imports "
+        f"{len(imported)} ({', '.join(sorted(d or 'ai.onnx' for d in imported))}) and has "
+        f"{len(nodes)} default-domain node(s)"
+    )
+    fix = (
+        "give ATC a copy made by opsdk.cann.normalize_default_domain(model), which spells the "
+        "default domain ai.onnx, or put the custom nodes in the default domain"
+    )
+    if cann.rejects_mixed_default_domain:
+        return [Finding("mixed-default-domain", "error", first, None, f"{rule}; CANN {cann} "
+                        "rejects the model", fix)]
+    return [Finding("mixed-default-domain", "warning", first, None, f"{rule}; CANN {cann} "
+                    "accepts it, older hosts do not", f"for hosts before CANN 9.2, {fix}")]
+
+
+def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
+    inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
+    out = []
+    for vi in m.graph.input:
+        if vi.name in inits or vi.name in bounded:
+            continue
+        dims = input_dims(vi) if vi.type.HasField("tensor_type") else []
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            continue
+        out.append(_dynamic_finding(vi, dims))
+    return out
+
+
+def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None) -> Finding:
+    """A dynamic-shape finding that says how each dynamic dim was written."""
+    if dims is None:
+        dims_text, forms, example = "unknown rank", "the input has no shape", "1,..."
+    else:
+        written = vi.type.tensor_type.shape.dim
+        dims_text = ",".join("?" if d is None else str(d) for d in dims)
+        forms = ", ".join(
+            f"dim {i} is {dim_form(w)}" for i, (d, w) in enumerate(zip(dims, written))
+            if not isinstance(d, int)
+        )
+        example = ",".join(str(d) if isinstance(d, int) else "1" for d in dims)
+    return Finding(
+        "dynamic-shape",
+        "warning",
+        f"graph input {vi.name!r}",
+        None,
+        f"input {vi.name!r} has dynamic shape [{dims_text}] ({forms}); ATC compiles fixed "
+        "shapes or declared ranges only",
+        f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
+        "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
+        f"doctor with --input-shape {vi.name}={example}",
+    )
+
+
+# ------------------------------------------------------------------- node level
+@cache
+def _first_version(op_type: str, domain: str) -> int | None:
+    versions = [
+        s.since_version
+        for s in onnx.defs.get_all_schemas_with_history()
+        if s.name == op_type and s.domain == domain
+    ]
+    return min(versions) if versions else None
+
+
+def _node_findings(
+    m: ModelProto,
+    node: NodeProto,
+    idx: int | None,
+    profile: TargetProfile,
+    specs: Mapping[tuple[str, str], OpSpec],
+) -> list[Finding]:
+    label = node_label(node, idx)
+    if node.domain in ("", "ai.onnx"):
+        out = _standard_findings(node, label, profile, specs)
+        if node.op_type == "Resize" and not out:
+            out = _resize_findings(m, node, label)
+        return out
+    if is_standard_domain(node.domain):
+        return [
+            Finding(
+                "unsupported-domain",
+                "error",
+                label,
+                f"{node.domain}::{node.op_type}",
+                f"ATC's ONNX parser converts ai.onnx operators; {node.domain} has no converters",
+                _new_op_fix(node.op_type, node.domain),
+            )
+        ]
+    return _custom_findings(m, node, label, specs)
+
+
+def _standard_findings(
+    node: NodeProto, label: str, profile: TargetProfile, specs: Mapping[tuple[str, str], OpSpec]
+) -> list[Finding]:
+    op = node.op_type
+    reason = profile.unsupported.get(op)
+    first = _first_version(op, "")
+    if reason is None and first is not None and first > profile.opset_max:
+        reason = f"{op} exists since ai.onnx opset {first}, after the {profile.opset_max} ATC reads"
+    if reason is None and first is None:
+        reason = f"{op} is no ai.onnx operator"
+    if reason is None:
+        return []
+    shipped = next((s for s in specs.values() if s.onnx_op == op), None)
+    if shipped is not None:
+        fix = (
+            f"replace it by the shipped operator {shipped.domain}::{shipped.name}: "
+            f"opsdk rewrite model.onnx -o fixed.onnx --replace {op}"
+        )
+    else:
+        fix = _new_op_fix(op, "")
+    return [Finding("unsupported-op", "error", label, op, reason, fix)]
+
+
+def _new_op_fix(op: str, domain: str) -> str:
+    like = f" --like onnx:{op}" if domain in ("", "ai.onnx") and _first_version(op, "") else ""
+    return (
+        f"write it as an opsdk operator: opsdk new {op}{like}, then "
+        f"opsdk rewrite model.onnx -o fixed.onnx --replace {op}"
+        if like
+        else f"write it as an opsdk operator: opsdk new {op} (domain {domain or 'your own'})"
+    )
+
+
+def _resize_findings(m: ModelProto, node: NodeProto, label: str) -> list[Finding]:
+    if (opset_version(m, "") or 0) < 11:
+        return []  # Resize-10 is asymmetric by definition
+    attrs = {a.name: attribute_value(a) for a in node.attribute}
+    out = []
+    mode = attrs.get("mode", "nearest")
+    if mode not in RESIZE_MODES:
+        out.append(
+            Finding(
+                "resize-mode",
+                "error",
+                label,
+                "Resize",
+                f"Resize mode={mode!r}; ATC's Resize converter handles {', '.join(RESIZE_MODES)}",
+                "use mode='linear' or 'nearest', or write the op: opsdk new ResizeCubic "
+                "--like onnx:Resize",
+            )
+        )
+    ctm = attrs.get("coordinate_transformation_mode")
+    if ctm not in RESIZE_SAFE_MODES:
+        shown = f"{ctm!r}" if ctm is not None else "not set (ONNX default 'half_pixel')"
+        out.append(
+            Finding(
+                "resize-coordinate-mode",
+                "warning",
+                label,
+                "Resize",
+                f"coordinate_transformation_mode is {shown}; ATC computes it as 'asymmetric' "
+                "(it maps only pytorch_half_pixel and align_corners), so results shift",
+                "set coordinate_transformation_mode explicitly: 'pytorch_half_pixel' (same as "
+                "half_pixel whenever an output size > 1), 'align_corners' or 'asymmetric'",
+            )
+        )
+    return out
+
+
+def _custom_findings(
+    m: ModelProto, node: NodeProto, label: str, specs: Mapping[tuple[str, str], OpSpec]
+) -> list[Finding]:
+    op = f"{node.domain}::{node.op_type}"
+    spec = specs.get((node.domain, node.op_type))
+    if spec is None:
+        return [
+            Finding(
+                "unknown-custom-op",
+                "error",
+                label,
+                op,
+                f"no opsdk operator {op} is registered, so there is no ATC plugin, op proto "
+                "or kernel for it",
+                f"create it: opsdk new {node.op_type} (domain {node.domain}), or add its "
+                "folder to OPSDK_OPERATORS_PATH",
+            )
+        ]
+    from ..onnx._schema import check_custom_node
+
+    try:
+        check_custom_node(spec, node, m)
+    except SpecError as e:
+        return [
+            Finding(
+                "invalid-custom-node",
+                "error",
+                label,
+                op,
+                str(e),
+                f"fix the node to match {spec.name}'s spec (see its spec.py), e.g. with "
+                "opsdk.onnx.make_node",
+            )
+        ]
+    return []
+
+
+def format_findings(findings: Sequence[Finding], target: str) -> str:
+    """Human-readable report, one block per finding."""
+    if not findings:
+        return f"no problems found for target {target}"
+    lines = [f"{len(findings)} problem(s) for target {target}:"]
+    for f in findings:
+        where = f.node or "model"
+        lines.append(f"  [{f.severity}] {f.code} at {where}")
+        lines.append(f"      reason: {f.reason}")
+        lines.append(f"      fix:    {f.fix}")
+    return "\n".join(lines)

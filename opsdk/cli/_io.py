@@ -1,0 +1,58 @@
+"""Checks of command-line paths, made before any long work starts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import OpsdkError
+
+
+class OutputPathError(ValueError, OpsdkError):
+    """An output path given on the command line cannot be written."""
+
+
+def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
+    """Make sure ``path`` is (or can become) a folder this process can write.
+
+    Example:
+        >>> check_output_dir("/proc/version", "-o")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        opsdk.cli._io.OutputPathError: -o /proc/version: it is a file, not a folder; ...
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{flag} {p}: it is a file, not a folder; pass a folder path")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".opsdk-write-test.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise OutputPathError(
+            f"{flag} {p}: cannot write there ({e.strerror or e}); pass a folder you can write"
+        ) from None
+    return p
+
+
+def check_output_file(
+    path: str | os.PathLike[str], flag: str, suffixes: tuple[str, ...] = ()
+) -> Path:
+    """Make sure ``path`` names a file that can be created (its folder exists or can).
+
+    Example:
+        >>> check_output_file("report.txt", "--report", (".json", ".html"))
+        Traceback (most recent call last):
+        ...
+        opsdk.cli._io.OutputPathError: --report report.txt: use a file name ending in .json or .html
+    """
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise OutputPathError(
+            f"{flag} {p}: use a file name ending in {' or '.join(suffixes)}"
+        )
+    if p.is_dir():
+        raise OutputPathError(f"{flag} {p}: it is a folder; pass a file path")
+    check_output_dir(p.parent if str(p.parent) else ".", f"{flag} {p}: its folder")
+    return p

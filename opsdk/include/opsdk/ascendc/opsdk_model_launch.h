@@ -1,0 +1,80 @@
+// Launching a kernel on opsdk's CPU model of the Ascend C API: blocks in a shuffled order,
+// optionally on several threads, each with its own Unified Buffer of the SoC's capacity.
+#ifndef OPSDK_ASCENDC_MODEL_LAUNCH_H
+#define OPSDK_ASCENDC_MODEL_LAUNCH_H
+
+#include <exception>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "opsdk_model_core.h"
+
+namespace opsdk_ascendc {
+
+using KernelFn = void (*)(uint8_t** gm, uint8_t* workspace, uint8_t* tiling);
+
+inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
+                      std::string& error, std::mutex& errMutex) {
+    for (int64_t idx : order) {
+        Block b;
+        b.launch = &L;
+        b.idx = idx;
+        b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
+        tBlock = &b;
+        try {
+            fn(gm, nullptr, tiling);
+        } catch (const std::exception& e) {
+            tBlock = nullptr;
+            std::lock_guard<std::mutex> lock(errMutex);
+            if (error.empty()) error = e.what();
+            return;
+        }
+        tBlock = nullptr;
+    }
+}
+
+// Returns 0, or 1 with the failure in err.
+inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* bytes, const char** names, int n,
+               uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes, const char* soc, uint64_t seed, int threads,
+               char* err, uint64_t errLen) {
+    Launch L;
+    L.kernel = kernel;
+    L.ubBytes = ubBytes;
+    L.soc = soc;
+    L.blockNum = blockDim;
+    for (int i = 0; i < n; ++i) {
+        GmArg a;
+        a.name = names[i];
+        a.base = gm[i];
+        a.bytes = bytes[i];
+        a.writer.assign(bytes[i], -1);
+        L.gm.push_back(std::move(a));
+    }
+    std::vector<int64_t> order(blockDim);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::string error;
+    std::mutex errMutex;
+    if (blockDim == 0) {
+        error = std::string(kernel) + ": launched with blockDim 0; the tiling must set at least 1";
+    } else if (threads <= 1) {
+        RunBlocks(L, fn, gm, tiling, order, error, errMutex);
+    } else {
+        std::vector<std::vector<int64_t>> parts(threads);
+        for (size_t i = 0; i < order.size(); ++i) parts[i % threads].push_back(order[i]);
+        std::vector<std::thread> pool;
+        for (auto& part : parts) {
+            pool.emplace_back([&, part] { RunBlocks(L, fn, gm, tiling, part, error, errMutex); });
+        }
+        for (auto& t : pool) t.join();
+    }
+    if (error.empty()) return 0;
+    std::snprintf(err, errLen, "%s", error.c_str());
+    return 1;
+}
+
+}  // namespace opsdk_ascendc
+
+#endif  // OPSDK_ASCENDC_MODEL_LAUNCH_H

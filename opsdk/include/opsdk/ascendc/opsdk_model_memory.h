@@ -1,0 +1,517 @@
+// opsdk's CPU model of the Ascend C API: tensors, TPipe, TQue, TBuf and data movement.
+#ifndef OPSDK_ASCENDC_MODEL_MEMORY_H
+#define OPSDK_ASCENDC_MODEL_MEMORY_H
+
+#include "opsdk_model_core.h"
+
+namespace AscendC {
+
+enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2 };
+using QuePosition = TPosition;
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+enum class SlotState : uint8_t { Free, Allocated, Queued, Dequeued, Fixed };
+
+inline const char* StateName(SlotState s) {
+    switch (s) {
+        case SlotState::Free: return "freed (FreeTensor)";
+        case SlotState::Allocated: return "allocated";
+        case SlotState::Queued: return "queued (between EnQue and DeQue)";
+        case SlotState::Dequeued: return "dequeued";
+        default: return "a TBuf buffer";
+    }
+}
+
+// One buffer of a TQue or TBuf in the Unified Buffer.
+struct Slot {
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+    uint32_t gen = 0;
+    SlotState state = SlotState::Free;
+    const void* owner = nullptr;
+};
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+template <typename T> class LocalTensor {
+public:
+    using PrimType = T;
+    LocalTensor() = default;
+    LocalTensor(opsdk_ascendc::Slot* slot, uint64_t byteOffset, uint32_t size)
+        : slot_(slot), gen_(slot ? slot->gen : 0), byteOffset_(byteOffset), size_(size) {}
+
+    LocalTensor operator[](uint32_t offset) const {
+        Check("LocalTensor::operator[]", "tensor");
+        if (offset > size_) {
+            opsdk_ascendc::Fail("LocalTensor::operator[]",
+                                "offset " + opsdk_ascendc::S(offset) + " is past the tensor's " +
+                                    opsdk_ascendc::S(size_) + " elements");
+        }
+        LocalTensor t(*this);
+        t.byteOffset_ += static_cast<uint64_t>(offset) * sizeof(T);
+        t.size_ -= offset;
+        return t;
+    }
+    uint32_t GetSize() const { return size_; }
+    T GetValue(uint32_t i) const {
+        T v;
+        std::memcpy(&v, Elem("LocalTensor::GetValue", i), sizeof(T));
+        return v;
+    }
+    void SetValue(uint32_t i, T v) const {
+        std::memcpy(Elem("LocalTensor::SetValue", i), &v, sizeof(T));
+    }
+    template <typename U> LocalTensor<U> ReinterpretCast() const {
+        Check("LocalTensor::ReinterpretCast", "tensor");
+        LocalTensor<U> t(slot_, byteOffset_, static_cast<uint32_t>(size_ * sizeof(T) / sizeof(U)));
+        return t;
+    }
+
+    // ---- model internals (not Ascend C API) ----
+    void Check(const char* api, const char* arg) const {
+        using opsdk_ascendc::SlotState;
+        if (slot_ == nullptr) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg +
+                                         " is an empty LocalTensor (not from AllocTensor/DeQue/Get)");
+        }
+        if (slot_->gen != gen_ || slot_->state == SlotState::Free) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg +
+                                         " is used after FreeTensor; its buffer may hold another "
+                                         "tensor now");
+        }
+        if (slot_->state == SlotState::Queued) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg +
+                                         " is used between EnQue and DeQue; DeQue it first");
+        }
+    }
+    // Checked pointer to elements [i, i + n) (n may exceed the tensor: that is the error).
+    uint8_t* Span(const char* api, const char* arg, uint64_t i, uint64_t n) const {
+        Check(api, arg);
+        if (i + n > size_) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg + ": accesses elements [" +
+                                         opsdk_ascendc::S(i) + ", " + opsdk_ascendc::S(i + n) +
+                                         ") of a LocalTensor<" + opsdk_ascendc::TypeName<T>() +
+                                         "> of " + opsdk_ascendc::S(size_) + " elements");
+        }
+        return opsdk_ascendc::Cur().ub.data() + slot_->offset + byteOffset_ + i * sizeof(T);
+    }
+    uint8_t* Elem(const char* api, uint64_t i) const { return Span(api, "index", i, 1); }
+    uint64_t UbAddr() const { return slot_ ? slot_->offset + byteOffset_ : 0; }
+    void CheckAligned(const char* api, const char* arg) const {
+        Check(api, arg);
+        if (UbAddr() % opsdk_ascendc::kBlockBytes != 0) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg + " starts at Unified Buffer byte " +
+                                         opsdk_ascendc::S(UbAddr()) +
+                                         ", which is not 32-byte aligned (offsets into a "
+                                         "LocalTensor must be multiples of 32 bytes)");
+        }
+    }
+    opsdk_ascendc::Slot* slot_ = nullptr;
+    uint32_t gen_ = 0;
+    uint64_t byteOffset_ = 0;
+    uint32_t size_ = 0;
+};
+
+template <typename T> class GlobalTensor {
+public:
+    using PrimType = T;
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+        ptr_ = buffer;
+        size_ = bufferSize;
+    }
+    void SetGlobalBuffer(__gm__ T* buffer) {
+        ptr_ = buffer;
+        size_ = UINT64_MAX / sizeof(T);
+    }
+    GlobalTensor operator[](uint64_t offset) const {
+        GlobalTensor t(*this);
+        t.ptr_ = ptr_ + offset;
+        t.size_ = size_ >= offset ? size_ - offset : 0;
+        return t;
+    }
+    uint64_t GetSize() const { return size_; }
+    __gm__ T* GetPhyAddr() const { return ptr_; }
+    T GetValue(uint64_t i) const {
+        opsdk_ascendc::GmRead("GlobalTensor::GetValue", ptr_ + i, sizeof(T));
+        return ptr_[i];
+    }
+    void SetValue(uint64_t i, T v) const {
+        opsdk_ascendc::GmWrite("GlobalTensor::SetValue", ptr_ + i, sizeof(T));
+        ptr_[i] = v;
+    }
+    T* ptr_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+class TPipe;
+enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
+using event_t = int32_t;
+
+template <TPosition POS, int32_t DEPTH = 1> class TQue {
+public:
+    static_assert(DEPTH >= 1, "TQue depth must be at least 1");
+    template <typename T> LocalTensor<T> AllocTensor() {
+        Ready("TQue::AllocTensor");
+        for (uint32_t i = 0; i < num_; ++i) {
+            opsdk_ascendc::Slot& s = slots_[i];
+            if (s.state == opsdk_ascendc::SlotState::Free) {
+                s.state = opsdk_ascendc::SlotState::Allocated;
+                return LocalTensor<T>(&s, 0, static_cast<uint32_t>(s.bytes / sizeof(T)));
+            }
+        }
+        opsdk_ascendc::Fail("TQue::AllocTensor",
+                            "all " + opsdk_ascendc::S(num_) +
+                                " buffers of the queue are in use (InitBuffer gave it num=" +
+                                opsdk_ascendc::S(num_) + "); FreeTensor one first");
+    }
+    template <typename T> bool EnQue(const LocalTensor<T>& t) {
+        Ready("TQue::EnQue");
+        t.Check("TQue::EnQue", "tensor");
+        Own("TQue::EnQue", t.slot_);
+        if (t.slot_->state != opsdk_ascendc::SlotState::Allocated) {
+            opsdk_ascendc::Fail("TQue::EnQue", std::string("the tensor is ") +
+                                                   opsdk_ascendc::StateName(t.slot_->state) +
+                                                   "; only a tensor from AllocTensor can be queued");
+        }
+        if (count_ >= static_cast<uint32_t>(DEPTH)) {
+            opsdk_ascendc::Fail("TQue::EnQue", "the queue already holds " + opsdk_ascendc::S(count_) +
+                                                   " tensors, its depth (template argument) is " +
+                                                   opsdk_ascendc::S(DEPTH) + "; DeQue first");
+        }
+        t.slot_->state = opsdk_ascendc::SlotState::Queued;
+        fifo_[(head_ + count_) % kMax] = t.slot_;
+        ++count_;
+        return true;
+    }
+    template <typename T> LocalTensor<T> DeQue() {
+        Ready("TQue::DeQue");
+        if (count_ == 0) {
+            opsdk_ascendc::Fail("TQue::DeQue", "the queue is empty: DeQue without a matching EnQue");
+        }
+        opsdk_ascendc::Slot* s = fifo_[head_];
+        head_ = (head_ + 1) % kMax;
+        --count_;
+        s->state = opsdk_ascendc::SlotState::Dequeued;
+        return LocalTensor<T>(s, 0, static_cast<uint32_t>(s->bytes / sizeof(T)));
+    }
+    template <typename T> void FreeTensor(const LocalTensor<T>& t) {
+        Ready("TQue::FreeTensor");
+        t.Check("TQue::FreeTensor", "tensor");
+        Own("TQue::FreeTensor", t.slot_);
+        t.slot_->state = opsdk_ascendc::SlotState::Free;
+        ++t.slot_->gen;
+    }
+    bool VacantInQue() const { return count_ < static_cast<uint32_t>(DEPTH); }
+    bool HasTensorInQue() const { return count_ > 0; }
+
+    // ---- model internals ----
+    static constexpr uint32_t kMax = 16;
+    void Ready(const char* api) const {
+        if (num_ == 0) opsdk_ascendc::Fail(api, "the queue has no buffers: call TPipe::InitBuffer first");
+    }
+    void Own(const char* api, const opsdk_ascendc::Slot* s) const {
+        if (s->owner != this) opsdk_ascendc::Fail(api, "the tensor belongs to another queue or TBuf");
+    }
+    opsdk_ascendc::Slot slots_[kMax];
+    opsdk_ascendc::Slot* fifo_[kMax] = {};
+    uint32_t num_ = 0, head_ = 0, count_ = 0;
+};
+
+template <TPosition POS = TPosition::VECCALC> class TBuf {
+public:
+    template <typename T> LocalTensor<T> Get() {
+        Ready("TBuf::Get");
+        return LocalTensor<T>(&slot_, 0, static_cast<uint32_t>(slot_.bytes / sizeof(T)));
+    }
+    template <typename T> LocalTensor<T> Get(uint32_t len) {
+        Ready("TBuf::Get");
+        if (static_cast<uint64_t>(len) * sizeof(T) > slot_.bytes) {
+            opsdk_ascendc::Fail("TBuf::Get", "len " + opsdk_ascendc::S(len) + " " +
+                                                 opsdk_ascendc::TypeName<T>() + " elements need " +
+                                                 opsdk_ascendc::S(len * sizeof(T)) +
+                                                 " bytes; InitBuffer gave this TBuf " +
+                                                 opsdk_ascendc::S(slot_.bytes));
+        }
+        return LocalTensor<T>(&slot_, 0, len);
+    }
+    template <typename T> LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {
+        Ready("TBuf::GetWithOffset");
+        if (bufOffset % opsdk_ascendc::kBlockBytes != 0 ||
+            bufOffset + static_cast<uint64_t>(size) * sizeof(T) > slot_.bytes) {
+            opsdk_ascendc::Fail("TBuf::GetWithOffset",
+                                "bufOffset " + opsdk_ascendc::S(bufOffset) + " + " +
+                                    opsdk_ascendc::S(size * sizeof(T)) +
+                                    " bytes must be 32-byte aligned and within the TBuf's " +
+                                    opsdk_ascendc::S(slot_.bytes) + " bytes");
+        }
+        return LocalTensor<T>(&slot_, bufOffset, size);
+    }
+    void Ready(const char* api) const {
+        if (slot_.bytes == 0) opsdk_ascendc::Fail(api, "the TBuf has no memory: call TPipe::InitBuffer first");
+    }
+    opsdk_ascendc::Slot slot_;
+};
+
+class TPipe {
+public:
+    TPipe() {
+        opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        if (b.pipeAlive) opsdk_ascendc::Fail("TPipe", "a second TPipe while one is alive; use one TPipe per kernel");
+        b.pipeAlive = true;
+        b.pipe = this;
+        b.ubUsed = 0;
+        b.buffers = 0;
+    }
+    ~TPipe() {
+        if (opsdk_ascendc::tBlock) {
+            opsdk_ascendc::tBlock->pipeAlive = false;
+            opsdk_ascendc::tBlock->pipe = nullptr;
+        }
+    }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+
+    template <TPosition POS, int32_t DEPTH>
+    bool InitBuffer(TQue<POS, DEPTH>& que, uint8_t num, uint32_t len) {
+        if (num == 0 || num > TQue<POS, DEPTH>::kMax) {
+            opsdk_ascendc::Fail("TPipe::InitBuffer", "num is " + opsdk_ascendc::S(num) +
+                                                         "; a queue takes 1 (single) or 2 (double "
+                                                         "buffering) buffers, at most 16");
+        }
+        if (que.num_ != 0) opsdk_ascendc::Fail("TPipe::InitBuffer", "the queue was already initialised");
+        for (uint32_t i = 0; i < num; ++i) {
+            que.slots_[i] = Take("TPipe::InitBuffer", len, &que);
+        }
+        que.num_ = num;
+        return true;
+    }
+    template <TPosition POS> bool InitBuffer(TBuf<POS>& buf, uint32_t len) {
+        if (buf.slot_.bytes != 0) opsdk_ascendc::Fail("TPipe::InitBuffer", "the TBuf was already initialised");
+        buf.slot_ = Take("TPipe::InitBuffer", len, &buf);
+        buf.slot_.state = opsdk_ascendc::SlotState::Fixed;
+        return true;
+    }
+    // Event ids for SetFlag/WaitFlag; the model runs in program order, so any id will do.
+    int32_t FetchEventID(HardEvent) { return 0; }
+    void Reset() {
+        opsdk_ascendc::Cur().ubUsed = 0;
+        opsdk_ascendc::Cur().buffers = 0;
+    }
+
+private:
+    opsdk_ascendc::Slot Take(const char* api, uint32_t len, const void* owner) {
+        opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        if (len == 0) opsdk_ascendc::Fail(api, "len is 0 bytes; a buffer needs at least 32 bytes");
+        uint64_t bytes = (static_cast<uint64_t>(len) + 31) / 32 * 32;
+        if (b.buffers + 1 > opsdk_ascendc::kMaxBuffers) {
+            opsdk_ascendc::Fail(api, "more than " + opsdk_ascendc::S(opsdk_ascendc::kMaxBuffers) +
+                                         " buffers in one TPipe");
+        }
+        if (b.ubUsed + bytes > b.launch->ubBytes) {
+            opsdk_ascendc::Fail(api, "a buffer of " + opsdk_ascendc::S(bytes) + " bytes does not fit: " +
+                                         opsdk_ascendc::S(b.ubUsed) + " of the Unified Buffer's " +
+                                         opsdk_ascendc::S(b.launch->ubBytes) + " bytes (" +
+                                         b.launch->soc + ") are taken; make the tiles smaller");
+        }
+        opsdk_ascendc::Slot s;
+        s.offset = b.ubUsed;
+        s.bytes = bytes;
+        s.owner = owner;
+        b.ubUsed += bytes;
+        ++b.buffers;
+        return s;
+    }
+};
+
+inline TPipe* GetTPipePtr() {
+    void* p = opsdk_ascendc::Cur().pipe;
+    if (p == nullptr) opsdk_ascendc::Fail("GetTPipePtr", "no TPipe is alive in this kernel");
+    return static_cast<TPipe*>(p);
+}
+
+inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
+inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
+
+// Synchronisation: the model runs each block's instructions in program order, so every
+// barrier and flag is already satisfied; they are accepted and do nothing.
+enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+using TEventID = int32_t;
+template <pipe_t P> inline void PipeBarrier() {}
+template <HardEvent E> inline void SetFlag(int32_t) {}
+template <HardEvent E> inline void WaitFlag(int32_t) {}
+
+// ---------------------------------------------------------------- data movement
+struct DataCopyParams {
+    DataCopyParams() = default;
+    DataCopyParams(uint16_t count, uint16_t len, uint16_t srcStrideIn, uint16_t dstStrideIn)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+    uint16_t blockCount = 1;
+    uint16_t blockLen = 0;
+    uint16_t srcStride = 0;
+    uint16_t dstStride = 0;
+};
+
+struct DataCopyExtParams {
+    DataCopyExtParams() = default;
+    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t srcStrideIn, uint32_t dstStrideIn, uint32_t rsvIn)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+    uint16_t blockCount = 1;
+    uint32_t blockLen = 0;
+    uint32_t srcStride = 0;
+    uint32_t dstStride = 0;
+    uint32_t rsv = 0;
+};
+
+template <typename T> struct DataCopyPadExtParams {
+    DataCopyPadExtParams() = default;
+    DataCopyPadExtParams(bool pad, uint8_t left, uint8_t right, T value)
+        : isPad(pad), leftPadding(left), rightPadding(right), paddingValue(value) {}
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    T paddingValue = T();
+};
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+template <typename T> inline void CheckCopyCount(const char* api, uint64_t count) {
+    if (count * sizeof(T) % kBlockBytes != 0) {
+        Fail(api, "calCount is " + S(count) + " " + TypeName<T>() + " elements = " +
+                      S(count * sizeof(T)) +
+                      " bytes; it must be a multiple of 32 bytes (use DataCopyPad for a tail)");
+    }
+}
+
+inline void CheckBlocks(const char* api, uint64_t count, uint64_t len, uint64_t lenMax) {
+    if (count == 0 || count > 4095) Fail(api, "blockCount is " + S(count) + "; expected 1 to 4095");
+    if (len == 0 || len > lenMax) Fail(api, "blockLen is " + S(len) + "; expected 1 to " + S(lenMax));
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t calCount) {
+    opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
+    dst.CheckAligned("DataCopy", "dstLocal");
+    uint8_t* d = dst.Span("DataCopy", "dstLocal", 0, calCount);
+    opsdk_ascendc::GmRead("DataCopy", src.ptr_, uint64_t(calCount) * sizeof(T));
+    std::memcpy(d, src.ptr_, uint64_t(calCount) * sizeof(T));
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {
+    opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
+    src.CheckAligned("DataCopy", "srcLocal");
+    uint8_t* s = src.Span("DataCopy", "srcLocal", 0, calCount);
+    opsdk_ascendc::GmWrite("DataCopy", dst.ptr_, uint64_t(calCount) * sizeof(T));
+    std::memcpy(dst.ptr_, s, uint64_t(calCount) * sizeof(T));
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {
+    opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
+    dst.CheckAligned("DataCopy", "dstLocal");
+    src.CheckAligned("DataCopy", "srcLocal");
+    std::memmove(dst.Span("DataCopy", "dstLocal", 0, calCount),
+                 src.Span("DataCopy", "srcLocal", 0, calCount), uint64_t(calCount) * sizeof(T));
+}
+
+// DataCopyParams form: blockLen and strides in 32-byte blocks on both sides.
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
+    opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
+    dst.CheckAligned("DataCopy", "dstLocal");
+    const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        const T* g = src.ptr_ + i * (p.blockLen + p.srcStride) * e;
+        uint8_t* d = dst.Span("DataCopy", "dstLocal", i * (p.blockLen + p.dstStride) * e, len);
+        opsdk_ascendc::GmRead("DataCopy", g, len * sizeof(T));
+        std::memcpy(d, g, len * sizeof(T));
+    }
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+    opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
+    src.CheckAligned("DataCopy", "srcLocal");
+    const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        T* g = dst.ptr_ + i * (p.blockLen + p.dstStride) * e;
+        uint8_t* s = src.Span("DataCopy", "srcLocal", i * (p.blockLen + p.srcStride) * e, len);
+        opsdk_ascendc::GmWrite("DataCopy", g, len * sizeof(T));
+        std::memcpy(g, s, len * sizeof(T));
+    }
+}
+
+// DataCopyPad GM -> UB: blockLen and srcStride in bytes (GM), dstStride in 32-byte blocks
+// (UB); each block lands 32-byte aligned, the gap up to it is padding.
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
+                        const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+    opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
+    dst.CheckAligned("DataCopyPad", "dstLocal");
+    if (p.blockLen % sizeof(T) != 0) {
+        opsdk_ascendc::Fail("DataCopyPad", "blockLen " + opsdk_ascendc::S(p.blockLen) +
+                                               " bytes is not a whole number of " +
+                                               opsdk_ascendc::TypeName<T>() + " elements");
+    }
+    const uint64_t n = p.blockLen / sizeof(T);
+    const uint64_t padded = (p.blockLen + 31) / 32 * 32 / sizeof(T);
+    if (pad.isPad && (pad.leftPadding + n + pad.rightPadding > padded || pad.leftPadding * sizeof(T) > 32 ||
+                      pad.rightPadding * sizeof(T) > 32)) {
+        opsdk_ascendc::Fail("DataCopyPad", "leftPadding + blockLen + rightPadding must fit the block's "
+                                           "32-byte-aligned length, each padding at most 32 bytes");
+    }
+    const uint8_t* g = reinterpret_cast<const uint8_t*>(src.ptr_);
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        uint64_t base = i * (padded + p.dstStride * 32 / sizeof(T));
+        T* d = reinterpret_cast<T*>(dst.Span("DataCopyPad", "dstLocal", base, padded));
+        const uint8_t* s = g + i * (uint64_t(p.blockLen) + p.srcStride);
+        opsdk_ascendc::GmRead("DataCopyPad", s, p.blockLen);
+        uint64_t lead = pad.isPad ? pad.leftPadding : 0;
+        std::memcpy(d + lead, s, p.blockLen);
+        for (uint64_t k = 0; k < padded; ++k) {
+            if (k >= lead && k < lead + n) continue;
+            if (pad.isPad) {
+                d[k] = pad.paddingValue;
+            } else {
+                std::memset(d + k, 0xff, sizeof(T));  // undefined on the NPU: poison it
+            }
+        }
+    }
+}
+
+// DataCopyPad UB -> GM: srcStride in 32-byte blocks (UB), blockLen and dstStride in bytes (GM).
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+    opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
+    src.CheckAligned("DataCopyPad", "srcLocal");
+    if (p.blockLen % sizeof(T) != 0) {
+        opsdk_ascendc::Fail("DataCopyPad", "blockLen " + opsdk_ascendc::S(p.blockLen) +
+                                               " bytes is not a whole number of " +
+                                               opsdk_ascendc::TypeName<T>() + " elements");
+    }
+    const uint64_t n = p.blockLen / sizeof(T);
+    const uint64_t padded = (p.blockLen + 31) / 32 * 32 / sizeof(T);
+    uint8_t* g = reinterpret_cast<uint8_t*>(dst.ptr_);
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        uint64_t base = i * (padded + p.srcStride * 32 / sizeof(T));
+        uint8_t* s = src.Span("DataCopyPad", "srcLocal", base, n);
+        uint8_t* d = g + i * (uint64_t(p.blockLen) + p.dstStride);
+        opsdk_ascendc::GmWrite("DataCopyPad", d, p.blockLen);
+        std::memcpy(d, s, p.blockLen);
+    }
+}
+
+}  // namespace AscendC
+
+#endif  // OPSDK_ASCENDC_MODEL_MEMORY_H

@@ -1,0 +1,371 @@
+// opsdk's CPU model of the Ascend C API: Cast, Compare, Select and reductions.
+#ifndef OPSDK_ASCENDC_MODEL_MISC_H
+#define OPSDK_ASCENDC_MODEL_MISC_H
+
+#include "opsdk_model_vector.h"
+
+namespace opsdk_ascendc {
+
+// The neighbour of a 16-bit float (half, bfloat16_t) one step up or down.
+template <typename D> inline D Step(D h, bool up) {
+    static_assert(sizeof(D) == 2, "Step works on 16-bit floats");
+    uint16_t b;
+    std::memcpy(&b, &h, 2);
+    const bool neg = (b & 0x8000u) != 0, zero = (b & 0x7fffu) == 0;
+    if (zero) {
+        b = up ? 0x0001u : 0x8001u;
+    } else if (neg == up) {
+        --b;  // toward zero
+    } else {
+        ++b;  // away from zero
+    }
+    D out;
+    std::memcpy(&out, &b, 2);
+    return out;
+}
+
+// float -> 16-bit float with a rounding mode: the nearest value, then its neighbour on the
+// other side of v when the mode asks for it.
+template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
+    using AscendC::RoundMode;
+    D near = FromF<D>(v);  // round to nearest even (CAST_RINT, and CAST_NONE when inexact)
+    float nf = ToF(near);
+    if (std::isnan(v) || std::isinf(v) || nf == v || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) {
+        return near;
+    }
+    D down = nf < v ? near : Step(near, false), up = nf > v ? near : Step(near, true);
+    switch (m) {
+        case RoundMode::CAST_FLOOR: return down;
+        case RoundMode::CAST_CEIL: return up;
+        case RoundMode::CAST_TRUNC: return v > 0 ? down : up;
+        case RoundMode::CAST_ROUND: {
+            float dd = v - ToF(down), du = ToF(up) - v;
+            if (dd == du) return v > 0 ? up : down;
+            return dd < du ? down : up;
+        }
+        default: {  // CAST_ODD: the neighbour whose last mantissa bit is 1
+            uint16_t b;
+            std::memcpy(&b, &down, 2);
+            return (b & 1u) ? down : up;
+        }
+    }
+}
+
+template <typename I> inline I RoundToInt(float v, AscendC::RoundMode m) {
+    using AscendC::RoundMode;
+    double r;
+    switch (m) {
+        case RoundMode::CAST_FLOOR: r = std::floor(v); break;
+        case RoundMode::CAST_CEIL: r = std::ceil(v); break;
+        case RoundMode::CAST_ROUND: r = std::round(v); break;
+        case RoundMode::CAST_TRUNC: r = std::trunc(v); break;
+        default: r = std::nearbyint(v); break;
+    }
+    if (std::isnan(r)) return 0;
+    r = std::min<double>(std::max<double>(r, double(std::numeric_limits<I>::min())), double(std::numeric_limits<I>::max()));
+    return static_cast<I>(r);
+}
+
+inline const char* ModeName(AscendC::RoundMode m) {
+    static const char* names[] = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
+    return names[static_cast<int>(m)];
+}
+
+template <typename D, typename S> constexpr bool kCastPair =
+    (std::is_same_v<S, half> && OneOf<D, float, int32_t, int16_t, int8_t, uint8_t>) ||
+    (std::is_same_v<S, float> && OneOf<D, half, bfloat16_t, int32_t, int16_t, int64_t>) ||
+    (std::is_same_v<S, bfloat16_t> && OneOf<D, float, int32_t>) ||
+    (std::is_same_v<S, int32_t> && OneOf<D, float, half, int16_t, int64_t>) ||
+    (std::is_same_v<S, int16_t> && OneOf<D, half, float>) ||
+    (std::is_same_v<S, int8_t> && OneOf<D, half>) || (std::is_same_v<S, uint8_t> && OneOf<D, half>);
+
+template <typename D, typename S> inline D CastOne(S s, AscendC::RoundMode m) {
+    if constexpr (std::is_integral_v<D>) {
+        return RoundToInt<D>(static_cast<float>(ToF(s)), m);
+    } else if constexpr (std::is_integral_v<S>) {
+        return RoundTo<D>(static_cast<float>(s), m);
+    } else if constexpr (sizeof(D) >= sizeof(S) && !std::is_same_v<D, S>) {
+        return FromF<D>(ToF(s));  // widening: exact
+    } else {
+        return RoundTo<D>(ToF(s), m);
+    }
+}
+
+template <typename D, typename S> inline void CheckCastMode(AscendC::RoundMode m) {
+    using AscendC::RoundMode;
+    constexpr bool exact = std::is_floating_point_v<D> && !std::is_integral_v<S> && sizeof(D) > sizeof(S);
+    constexpr bool exactBf = std::is_same_v<D, float> && std::is_same_v<S, bfloat16_t>;
+    if ((exact || exactBf) && m != RoundMode::CAST_NONE) {
+        Fail("Cast", std::string("round_mode ") + ModeName(m) + " for " + TypeName<S>() + " -> " + TypeName<D>() +
+                         ": this conversion is exact and takes CAST_NONE only");
+    }
+    if (std::is_integral_v<D> && m == RoundMode::CAST_NONE && !std::is_integral_v<S>) {
+        Fail("Cast", std::string("round_mode CAST_NONE for ") + TypeName<S>() + " -> " + TypeName<D>() +
+                         ": name the rounding (CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND or CAST_TRUNC)");
+    }
+    if (m == RoundMode::CAST_ODD && !(std::is_same_v<S, float> && std::is_same_v<D, half>)) {
+        Fail("Cast", std::string("round_mode CAST_ODD is for float -> half only, not ") + TypeName<S>() + " -> " +
+                         TypeName<D>());
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+template <typename T1, typename T2>
+inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
+                 const uint32_t calCount) {
+    static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
+    opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
+    dst.CheckAligned("Cast", "dstLocal");
+    src.CheckAligned("Cast", "srcLocal");
+    uint8_t* d = dst.Span("Cast", "dstLocal", 0, calCount);
+    uint8_t* s = src.Span("Cast", "srcLocal", 0, calCount);
+    for (uint32_t i = 0; i < calCount; ++i) {
+        opsdk_ascendc::Store<T1>(d + i * sizeof(T1),
+                                 opsdk_ascendc::CastOne<T1>(opsdk_ascendc::Load<T2>(s + i * sizeof(T2)), round_mode));
+    }
+}
+
+template <typename T1, typename T2, bool isSetMask = true>
+inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
+                 const uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p) {
+    static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
+    opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
+    using W = std::conditional_t<(sizeof(T1) > sizeof(T2)), T1, T2>;  // the wider type sets the repeat
+    const uint64_t m[2] = {mask, 0};
+    opsdk_ascendc::RepeatShape r = opsdk_ascendc::CheckMask<W>("Cast", m, false);
+    dst.CheckAligned("Cast", "dstLocal");
+    src.CheckAligned("Cast", "srcLocal");
+    const uint64_t dpb = 32 / sizeof(T1), spb = 32 / sizeof(T2);
+    opsdk_ascendc::ForRepeats(r, repeatTimes, m, false, [&](uint64_t rep, uint64_t blk, uint64_t k) {
+        uint64_t idx = blk * r.perBlock + k;
+        uint64_t so = (rep * p.srcRepStride + (idx / spb) * p.srcBlkStride) * spb + idx % spb;
+        uint64_t dO = (rep * p.dstRepStride + (idx / dpb) * p.dstBlkStride) * dpb + idx % dpb;
+        T2 v = opsdk_ascendc::Load<T2>(src.Span("Cast", "srcLocal", so, 1));
+        opsdk_ascendc::Store<T1>(dst.Span("Cast", "dstLocal", dO, 1), opsdk_ascendc::CastOne<T1>(v, round_mode));
+    });
+}
+
+inline bfloat16_t ToBfloat16(const float& fVal) { return bfloat16_t(fVal); }
+inline float ToFloat(const bfloat16_t& bVal) { return static_cast<float>(bVal); }
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+inline bool Cmp(float a, float b, AscendC::CMPMODE m) {
+    using AscendC::CMPMODE;
+    switch (m) {
+        case CMPMODE::LT: return a < b;
+        case CMPMODE::GT: return a > b;
+        case CMPMODE::EQ: return a == b;
+        case CMPMODE::LE: return a <= b;
+        case CMPMODE::GE: return a >= b;
+        default: return a != b;
+    }
+}
+
+template <typename T> inline void CheckCmpCount(const char* api, uint32_t n) {
+    if (uint64_t(n) * sizeof(T) % kRepeatBytes != 0) {
+        Fail(api, "calCount is " + S(n) + " " + TypeName<T>() + " elements = " + S(n * sizeof(T)) +
+                      " bytes; it must be a multiple of 256 bytes (whole repeats): round the count up and "
+                      "size the buffers for it");
+    }
+}
+
+template <typename T, typename U> inline void WriteBits(const char* api, const AscendC::LocalTensor<U>& dst, uint32_t n,
+                                                         const std::function<bool(uint32_t)>& bit) {
+    static_assert(OneOf<U, uint8_t>, "Compare: dstLocal must be a LocalTensor<uint8_t> bit mask");
+    dst.CheckAligned(api, "dstLocal");
+    uint8_t* d = dst.Span(api, "dstLocal", 0, (n + 7) / 8);
+    for (uint32_t i = 0; i < (n + 7) / 8; ++i) d[i] = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (bit(i)) d[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+template <typename T, typename U>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    uint32_t calCount) {
+    static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Compare, "half, float"));
+    opsdk_ascendc::CheckCmpCount<T>("Compare", calCount);
+    src0.CheckAligned("Compare", "src0Local");
+    src1.CheckAligned("Compare", "src1Local");
+    uint8_t* a = src0.Span("Compare", "src0Local", 0, calCount);
+    uint8_t* b = src1.Span("Compare", "src1Local", 0, calCount);
+    opsdk_ascendc::WriteBits<T>("Compare", dst, calCount, [&](uint32_t i) {
+        return opsdk_ascendc::Cmp(opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(a + i * sizeof(T))),
+                                  opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(b + i * sizeof(T))), cmpMode);
+    });
+}
+
+template <typename T, typename U>
+inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
+                          uint32_t calCount) {
+    static_assert(kFloat<T>, OPSDK_DTYPES_MSG(CompareScalar, "half, float"));
+    opsdk_ascendc::CheckCmpCount<T>("CompareScalar", calCount);
+    src0.CheckAligned("CompareScalar", "src0Local");
+    uint8_t* a = src0.Span("CompareScalar", "src0Local", 0, calCount);
+    float s = opsdk_ascendc::ToF(src1Scalar);
+    opsdk_ascendc::WriteBits<T>("CompareScalar", dst, calCount, [&](uint32_t i) {
+        return opsdk_ascendc::Cmp(opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(a + i * sizeof(T))), s, cmpMode);
+    });
+}
+
+// Select, tensor-tensor: bit i of selMask set -> src0[i], else src1[i].
+template <typename T, typename U>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t calCount) {
+    static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Select, "half, float"));
+    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE) {
+        opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_TENSOR_MODE when src1 is a tensor");
+    }
+    opsdk_ascendc::CheckCmpCount<T>("Select", calCount);
+    dst.CheckAligned("Select", "dstLocal");
+    uint8_t* m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
+    uint8_t* a = src0.Span("Select", "src0Local", 0, calCount);
+    uint8_t* b = src1.Span("Select", "src1Local", 0, calCount);
+    uint8_t* d = dst.Span("Select", "dstLocal", 0, calCount);
+    for (uint32_t i = 0; i < calCount; ++i) {
+        bool on = (m[i / 8] >> (i % 8)) & 1u;
+        std::memmove(d + i * sizeof(T), (on ? a : b) + i * sizeof(T), sizeof(T));
+    }
+}
+
+// Select, tensor-scalar: bit i set -> src0[i], else the scalar.
+template <typename T, typename U>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                   T src1, SELMODE selMode, uint32_t calCount) {
+    static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Select, "half, float"));
+    if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE) {
+        opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_SCALAR_MODE when src1 is a scalar");
+    }
+    opsdk_ascendc::CheckCmpCount<T>("Select", calCount);
+    dst.CheckAligned("Select", "dstLocal");
+    uint8_t* m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
+    uint8_t* a = src0.Span("Select", "src0Local", 0, calCount);
+    uint8_t* d = dst.Span("Select", "dstLocal", 0, calCount);
+    for (uint32_t i = 0; i < calCount; ++i) {
+        bool on = (m[i / 8] >> (i % 8)) & 1u;
+        T v = on ? opsdk_ascendc::Load<T>(a + i * sizeof(T)) : src1;
+        opsdk_ascendc::Store<T>(d + i * sizeof(T), v);
+    }
+}
+
+// Bitwise logic on masks (uint16_t / int16_t views), count form.
+OPSDK_BINARY(And, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) & int64_t(y)))
+OPSDK_BINARY(Or, (opsdk_ascendc::OneOf<T, uint16_t, int16_t>), "int16_t, uint16_t", double(int64_t(x) | int64_t(y)))
+
+
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// Mask/repeat-form reduction: each repeat's active elements reduce to dst[rep * dstRepStride].
+template <typename T, typename F>
+inline void WholeReduce(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                        const uint64_t mask[2], bool bitwise, int32_t repeat, int32_t dstRepStride,
+                        int32_t srcBlkStride, int32_t srcRepStride, F f) {
+    static_assert(kFloat<T>, "WholeReduceSum/Max/Min support half, float only (Ascend C API documentation)");
+    if (repeat < 0 || repeat > 255) Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 0 to 255");
+    RepeatShape r = CheckMask<T>(api, mask, bitwise);
+    dst.CheckAligned(api, "dstLocal");
+    src.CheckAligned(api, "srcLocal");
+    for (int32_t rep = 0; rep < repeat; ++rep) {
+        bool any = false;
+        float acc = 0.0f;
+        for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
+            if (!MaskOn(mask, bitwise, idx)) continue;
+            uint64_t at = At(r, rep, idx / r.perBlock, idx % r.perBlock, srcRepStride, srcBlkStride);
+            float v = ToF(Load<T>(src.Span(api, "srcLocal", at, 1)));
+            acc = any ? f(acc, v) : v;
+            any = true;
+        }
+        Store<T>(dst.Span(api, "dstLocal", uint64_t(rep) * dstRepStride, 1), FromF<T>(acc));
+    }
+}
+
+inline float MaxNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+inline float MinNan(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+
+inline void CheckOrder(const char* api, AscendC::ReduceOrder order) {
+    if (order != AscendC::ReduceOrder::ORDER_ONLY_VALUE) {
+        Fail(api, "order other than ReduceOrder::ORDER_ONLY_VALUE (value and index pairs) is not modelled by opsdk");
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+#define OPSDK_WHOLE_REDUCE(NAME, FN, ORDER_PARAM, ORDER_CHECK)                                                    \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,                  \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        const uint64_t m[2] = {static_cast<uint64_t>(mask), 0};                                                   \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, m, false, repeatTimes, dstRepStride, srcBlkStride,        \
+                                      srcRepStride, FN);                                                          \
+    }                                                                                                             \
+    template <typename T, bool isSetMask = true>                                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],               \
+                     const int32_t repeatTimes, const int32_t dstRepStride, const int32_t srcBlkStride,         \
+                     const int32_t srcRepStride ORDER_PARAM) {                                                    \
+        ORDER_CHECK;                                                                                              \
+        opsdk_ascendc::WholeReduce<T>(#NAME, dst, src, mask, true, repeatTimes, dstRepStride, srcBlkStride,      \
+                                      srcRepStride, FN);                                                          \
+    }
+
+#define OPSDK_NO_ORDER
+#define OPSDK_ORDER , ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX
+OPSDK_WHOLE_REDUCE(WholeReduceSum, [](float a, float b) { return a + b; }, OPSDK_NO_ORDER, (void)0)
+OPSDK_WHOLE_REDUCE(WholeReduceMax, opsdk_ascendc::MaxNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMax", order))
+OPSDK_WHOLE_REDUCE(WholeReduceMin, opsdk_ascendc::MinNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMin", order))
+
+// Reductions over count elements into dstLocal[0]; workLocal is scratch of the same type.
+template <typename T, typename F>
+inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
+                   int32_t count, F f) {
+    static_assert(kFloat<T>, "ReduceMax/ReduceMin/ReduceSum support half, float only (Ascend C API documentation)");
+    if (count <= 0) opsdk_ascendc::Fail(api, "count is " + std::to_string(count) + "; it must be >= 1");
+    dst.CheckAligned(api, "dstLocal");
+    src.CheckAligned(api, "srcLocal");
+    work.CheckAligned(api, "workLocal");
+    uint64_t per = opsdk_ascendc::kRepeatBytes / sizeof(T);
+    uint64_t need = (uint64_t(count) + per - 1) / per;  // one partial result per repeat
+    work.Span(api, "workLocal", 0, std::max<uint64_t>(need, 1));
+    uint8_t* s = src.Span(api, "srcLocal", 0, count);
+    float acc = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(s));
+    for (int32_t i = 1; i < count; ++i) acc = f(acc, opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(s + i * sizeof(T))));
+    opsdk_ascendc::Store<T>(dst.Span(api, "dstLocal", 0, 1), opsdk_ascendc::FromF<T>(acc));
+}
+
+template <typename T>
+inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count) {
+    Reduce<T>("ReduceSum", dst, src, work, count, [](float a, float b) { return a + b; });
+}
+template <typename T>
+inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
+                      bool calIndex = false) {
+    if (calIndex) opsdk_ascendc::Fail("ReduceMax", "calIndex = true is not modelled by opsdk");
+    Reduce<T>("ReduceMax", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); });
+}
+template <typename T>
+inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
+                      bool calIndex = false) {
+    if (calIndex) opsdk_ascendc::Fail("ReduceMin", "calIndex = true is not modelled by opsdk");
+    Reduce<T>("ReduceMin", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); });
+}
+
+}  // namespace AscendC
+
+#endif  // OPSDK_ASCENDC_MODEL_MISC_H

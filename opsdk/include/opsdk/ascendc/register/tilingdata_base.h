@@ -1,0 +1,24 @@
+// register/tilingdata_base.h of opsdk's CPU model of the Ascend C API: the tiling-data macros
+// as plain structs, so the op_host tiling header of a CANN project compiles for the model.
+// Fields are laid out in declaration order with natural alignment (opsdk orders them by size).
+#ifndef OPSDK_ASCENDC_TILINGDATA_BASE_H
+#define OPSDK_ASCENDC_TILINGDATA_BASE_H
+
+#include <cstdint>
+#include <cstring>
+
+#define BEGIN_TILING_DATA_DEF(cls) \
+    class cls {                    \
+    public:
+#define TILING_DATA_FIELD_DEF(type, name)         \
+    type name = 0;                                \
+    void set_##name(type v) { name = v; }         \
+    type get_##name() const { return name; }
+#define TILING_DATA_FIELD_DEF_ARR(type, n, name)                            \
+    type name[n] = {};                                                      \
+    void set_##name(const type* v) { std::memcpy(name, v, sizeof(name)); } \
+    const type* get_##name() const { return name; }
+#define END_TILING_DATA_DEF }
+#define REGISTER_TILING_DATA_CLASS(op, cls) using OpsdkTilingData = cls;
+
+#endif  // OPSDK_ASCENDC_TILINGDATA_BASE_H

@@ -1,0 +1,55 @@
+// opsdk invocation core: call a registered kernel by operator name, without Python.
+//
+// The same core serves every caller of a kernel outside the Python module: the AI CPU
+// adapter of the CANN project (the NPU's AArch64 cores), the aarch64 verification harness
+// and any C++ host program. It is defined in opsdk/csrc/runtime.cpp, which is linked next
+// to the operator's kernel.cpp:
+//
+//   #include <opsdk/invoke.h>
+//
+//   std::vector<float> x = {0.5f, 2.f}, y(2);
+//   opsdk::RawTensor in{x.data(), opsdk::DType::Float32, {2}};
+//   opsdk::RawTensor out{y.data(), opsdk::DType::Float32, {2}};
+//   opsdk::invoke("ThresholdedRelu", {in}, {out}, {{"alpha", 1.0}});   // y == {0, 2}
+//
+// Errors (unknown operator, wrong arity, a dtype no registration has, a missing required
+// attribute, an exception from the kernel) are thrown as opsdk::OpError naming the
+// operator, the argument, what was expected and what was given.
+#pragma once
+
+#include <opsdk/custom_op.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace opsdk {
+
+// One input or output as the caller holds it.
+struct RawTensor {
+  void* data = nullptr;
+  DType dtype = DType::Invalid;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements; empty means contiguous
+  bool present = true;           // false for an optional input that was not given
+};
+
+using NamedAttr = std::pair<std::string, AttrValue>;
+
+// Finds the registration of `op` whose input/output dtypes match, checks arity, builds the
+// CustomOpKernelContext (attributes by name; absent ones take the registered default) and
+// runs the kernel. Inputs may be fewer than declared when the missing trailing ones are
+// optional. A strided tensor given to a kernel that does not declare AcceptsStrided() is
+// gathered into (and, for an output, scattered back from) a contiguous buffer.
+// Throws OpError naming the op, the argument, expected vs actual.
+void invoke(const std::string& op, const std::vector<RawTensor>& inputs,
+            const std::vector<RawTensor>& outputs, const std::vector<NamedAttr>& attrs);
+
+namespace detail {
+// Runs the kernel of `r` on `ctx`. Returns "" on success, else the message of the exception
+// the kernel threw (never throws). The pybind11 entry point and invoke() share it.
+std::string run_kernel(const OpRegistration& r, const CustomOpKernelContext& ctx) noexcept;
+}  // namespace detail
+
+}  // namespace opsdk

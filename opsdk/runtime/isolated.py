@@ -1,0 +1,254 @@
+"""The cpu executor in a worker process, for validation runs (``opsdk test``, ``opsdk check``).
+
+A kernel that segfaults, aborts, trips a sanitizer, writes past its outputs or never
+returns takes only the worker down: :meth:`IsolatedOperator.run` raises
+:class:`~opsdk.errors.KernelCrash` naming the signal (and the sanitizer's ``file:line``)
+and the next call starts a fresh worker. Ctrl-C in the caller stops the worker at once.
+In-process calls (``op(x)``) do not use this: it costs a round trip per call.
+
+Example:
+    >>> import numpy as np, opsdk
+    >>> from opsdk.runtime.isolated import IsolatedOperator
+    >>> op = IsolatedOperator(opsdk.load("ThresholdedRelu"), timeout=60)  # doctest: +SKIP
+    >>> op.run([np.array([0.5, 2.0], np.float32)], {"alpha": 1.0})  # doctest: +SKIP
+    [array([0., 2.], dtype=float32)]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import errors
+from ..errors import KernelCrash, KernelError
+
+__all__ = ["IsolatedOperator"]
+
+_POLL_S = 0.05
+_LOAD_LIMIT_S = 120.0
+_SANITIZER_LINE = re.compile(r"(SUMMARY: \w+Sanitizer: .*|\S+:\d+:\d+: runtime error: .*)")
+
+
+class IsolatedOperator:
+    """Runs ``op`` (an :class:`~opsdk.runtime.cpu.Operator`) in a worker process.
+
+    Args:
+        op: the loaded operator (its spec, folder and module file are reused).
+        timeout: seconds one call may take before the worker is stopped (None: no limit).
+        module: the module file the worker loads (default ``op``'s, e.g. a sanitizer build).
+        env: extra environment of the worker (e.g. ``LD_PRELOAD`` for a sanitizer runtime).
+        guard: put guard regions around outputs and check them after each call (off for
+            sanitizer builds, which report the access with its ``file:line`` instead).
+    """
+
+    def __init__(
+        self,
+        op: Any,
+        *,
+        timeout: float | None = None,
+        module: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        guard: bool = True,
+    ) -> None:
+        self.spec = op.spec
+        self.folder = op.folder
+        self.timeout = timeout
+        self._module = Path(module or op.module.__file__)
+        self._env = dict(env or {})
+        self._guard = guard
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._log: Any = None
+        self._log_pos = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    def __repr__(self) -> str:
+        return f"<opsdk.IsolatedOperator {self.spec.domain}::{self.spec.name} (cpu, worker)>"
+
+    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
+        outs = self.run(list(inputs), attrs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run(
+        self,
+        inputs: Sequence[Any],
+        attrs: dict[str, Any] | None = None,
+        outputs: list[np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
+        """Run the kernel in the worker; with ``outputs`` given, copy the results into them."""
+        conn = self._start()
+        try:
+            conn.send(([None if x is None else np.asarray(x) for x in inputs], dict(attrs or {})))
+            reply = self._wait(conn)
+        except BaseException:  # Ctrl-C or a crash: never leave a worker running
+            self.close()
+            raise
+        finally:
+            self._forward_stderr()
+        if reply[0] == "error":
+            cls = getattr(errors, reply[1], None)
+            if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
+                cls = KernelError
+            raise cls(reply[2])
+        outs: list[np.ndarray] = reply[1]
+        if outputs is not None:
+            for dst, src in zip(outputs, outs, strict=True):
+                dst[...] = src
+            return outputs
+        return outs
+
+    def close(self) -> None:
+        """Stop the worker (a new one starts on the next call)."""
+        proc, self._proc = self._proc, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    # ------------------------------------------------------------------ worker
+    def _start(self) -> Connection:
+        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
+            return self._conn
+        self.close()
+        import socket
+
+        ours, theirs = socket.socketpair()
+        self._log = tempfile.TemporaryFile()
+        self._log_pos = 0
+        env = {**os.environ, **self._env}
+        cmd = [sys.executable, "-m", "opsdk.runtime.isolated", str(theirs.fileno())]
+        self._proc = subprocess.Popen(
+            cmd, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stderr=self._log, env=env
+        )
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        self._conn.send((str(self.folder), str(self._module), self._guard))
+        reply = self._wait(self._conn, limit=_LOAD_LIMIT_S)
+        if reply[0] == "error":
+            self.close()
+            raise KernelError(f"{self.name}: the worker could not load {self._module}: {reply[2]}")
+        return self._conn
+
+    def _wait(self, conn: Connection, limit: float | None = None) -> Any:
+        """The worker's reply; a dead worker or a call past the time limit is KernelCrash."""
+        limit = self.timeout if limit is None else limit
+        deadline = None if limit is None else time.monotonic() + limit
+        proc = self._proc
+        assert proc is not None
+        while True:
+            if conn.poll(_POLL_S):
+                try:
+                    return conn.recv()
+                except (EOFError, OSError):
+                    break  # died while answering
+            if proc.poll() is not None:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                self.close()
+                raise KernelCrash(
+                    f"{self._where()}: the kernel did not finish within {limit:g} s and was "
+                    "stopped (an endless loop? raise the limit with --timeout)"
+                )
+        raise KernelCrash(self._crash_message(proc))
+
+    def _crash_message(self, proc: subprocess.Popen[bytes]) -> str:
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        self._proc = None
+        detail = self._sanitizer_report()
+        if code < 0:
+            how = f"crashed with {_signal_name(-code)} (signal {-code})"
+        elif detail:
+            how = f"failed a sanitizer check (worker exit status {code})"
+        else:
+            how = f"ended the worker process with exit status {code}"
+        return f"{self._where()}: the kernel {how}" + (f": {detail}" if detail else "")
+
+    def _where(self) -> str:
+        return self.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")
+
+    def _sanitizer_report(self) -> str:
+        text = self._new_stderr(echo=False)
+        found = _SANITIZER_LINE.findall(text)
+        return found[0] if found else ""
+
+    def _new_stderr(self, echo: bool) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(self._log_pos)
+        data = self._log.read()
+        self._log_pos += len(data)
+        text = data.decode(errors="replace")
+        if echo and text:
+            sys.stderr.write(text)
+        return text
+
+    def _forward_stderr(self) -> None:
+        """What the kernel printed to stderr, passed on to ours."""
+        if self._proc is not None:
+            self._new_stderr(echo=True)
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _serve(fd: int) -> None:
+    """The worker: load the operator, then answer ``(inputs, attrs)`` requests until EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
+    conn = Connection(fd)
+    folder, module, guard = conn.recv()
+    try:
+        from ..registry import load_spec
+        from .cpu import Operator, load_module
+
+        op = Operator(load_spec(folder), load_module(Path(module)), Path(folder))
+        op.guard = guard
+    except Exception as e:
+        conn.send(("error", type(e).__name__, str(e)))
+        return
+    conn.send(("ready",))
+    while True:
+        try:
+            inputs, attrs = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", op.run(inputs, attrs)))
+        except Exception as e:
+            conn.send(("error", type(e).__name__, str(e)))
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

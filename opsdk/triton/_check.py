@@ -1,0 +1,159 @@
+"""`opsdk triton check REPO/NAME`: what an npu_ge model folder meets before a host loads it.
+
+Three checks, each what the backend or GE does with the folder: the folder holds one model
+file; GE's ONNX parser rules of the target CANN accept it, with the plugin keys `opsdk cann`
+registers; ONNX Runtime 1.23.2 with no custom ops opens and runs it, and its outputs (the
+fallback functions) match opsdk's graph executor (the operators' own kernels).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ..cann._atc import project_plugin_keys
+from ..cann._model import default_origin_op_type
+from ..cann._onnx_keys import check_parser_rules
+from ..cann._versions import resolve_cann
+from ..onnx._model import iter_all_nodes
+from . import _npu_ge as ge
+from ._ascend_model import custom_specs
+from ._errors import TritonConfigError
+from ._ort_check import run_like_npu_ge
+from ._target_ascend import MODEL_FILE, check_folder
+
+__all__ = ["NpuGeCheck", "check_npu_ge_folder"]
+
+_TOLERANCE = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 2e-5}
+
+
+@dataclass
+class NpuGeCheck:
+    """The outcome: ``problems`` is empty when every check passed."""
+
+    folder: str
+    cann: str
+    problems: list[str] = field(default_factory=list)
+    max_abs_error: dict[str, float] = field(default_factory=dict)
+    onnxruntime: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_npu_ge_folder(
+    folder: str | Path,
+    cann: str = "auto",
+    dims: Mapping[str, int] | None = None,
+    python: str | Path | None = None,
+    seed: int = 0,
+    op_projects: tuple[str, ...] = (),
+) -> NpuGeCheck:
+    """Check one model folder written by ``opsdk triton build --target ascend``.
+
+    ``dims`` sizes the symbolic input dims for the test run (default 2 each);
+    ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs').
+
+    Raises:
+        DeviceUnavailable: no ONNX Runtime 1.23.2 venv (``opsdk.triton.ensure_ort_env``).
+
+    Example:
+        >>> report = check_npu_ge_folder("repo/net")  # doctest: +SKIP
+        >>> report.ok, report.onnxruntime
+        (True, '1.23.2')
+    """
+    folder = Path(folder)
+    version = resolve_cann(cann).version
+    report = NpuGeCheck(str(folder), str(version))
+    config = folder / "config.pbtxt"
+    if not config.is_file() or f'backend: "{ge.BACKEND}"' not in config.read_text():
+        raise TritonConfigError(
+            f"{folder} is not an npu_ge model folder (no config.pbtxt with backend "
+            f'"{ge.BACKEND}"); pass REPO/NAME as written by opsdk triton build --target ascend'
+        )
+    try:
+        check_folder(folder)
+    except TritonConfigError as e:
+        report.problems.append(str(e))
+    path = folder / MODEL_FILE
+    if not path.is_file():
+        report.problems.append(f"{path} is missing; rebuild the folder with opsdk triton build")
+        return report
+    model = onnx.load(str(path))
+    registered = project_plugin_keys(op_projects)
+    keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
+            for s in custom_specs(model, folder.name)}
+    report.problems += [f"GE parser: {p}" for p in check_parser_rules(model, version, keys)]
+    feeds = _feeds(model, dims or {}, seed)
+    try:
+        run = run_like_npu_ge(path, feeds, python)
+    except TritonConfigError as e:
+        report.problems.append(str(e))
+        return report
+    report.onnxruntime = run.version
+    _compare(report, run.results, _run_opsdk(model, feeds))
+    return report
+
+
+def _feeds(model: onnx.ModelProto, dims: Mapping[str, int], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inits = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for v in model.graph.input:
+        if v.name in inits:
+            continue
+        t = v.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else int(dims.get(d.dim_param, 2))
+                 for d in t.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        if dtype == np.bool_:
+            feeds[v.name] = rng.random(shape) > 0.5
+        elif np.issubdtype(dtype, np.integer):
+            feeds[v.name] = rng.integers(0, 4, shape).astype(dtype)
+        else:
+            feeds[v.name] = rng.standard_normal(shape).astype(dtype)
+    return feeds
+
+
+def _run_opsdk(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The graph in opsdk's executor, standard nodes back in the default domain."""
+    from ..onnx import Session
+
+    plain = copy.deepcopy(model)
+    for node in iter_all_nodes(plain.graph):
+        if node.domain == "ai.onnx":
+            node.domain = ""
+    kept = [o for o in plain.opset_import if o.domain != "ai.onnx"]
+    del plain.opset_import[:]
+    plain.opset_import.extend(kept)
+    outs = Session(plain).run(None, dict(feeds))
+    return {o.name: r for o, r in zip(plain.graph.output, outs, strict=True)}
+
+
+def _compare(report: NpuGeCheck, got: Mapping[str, Any], want: Mapping[str, Any]) -> None:
+    for name, expected in want.items():
+        actual = np.asarray(got[name])
+        expected = np.asarray(expected)
+        if actual.shape != expected.shape:
+            report.problems.append(f"output '{name}': ONNX Runtime {ge.ORT_VERSION} gives "
+                                   f"shape {actual.shape}, opsdk {expected.shape}")
+            continue
+        diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        err = float(np.nanmax(diff)) if diff.size else 0.0
+        report.max_abs_error[name] = err
+        tol = _TOLERANCE.get(expected.dtype, 0.0) * max(1.0, float(np.nanmax(np.abs(
+            expected.astype(np.float64)))) if expected.size else 1.0)
+        if err > tol:
+            report.problems.append(
+                f"output '{name}': the fallback functions (ONNX Runtime {ge.ORT_VERSION}) and "
+                f"opsdk's kernels differ by {err:.3g} (tolerance {tol:.3g}); check the "
+                "operator's decomposition in spec.py against its reference"
+            )
+

@@ -1,0 +1,157 @@
+"""Open and run a model the way npu_ge does: ONNX Runtime 1.23.2, no custom ops registered.
+
+The pinned runtime lives in its own venv (``$OPSDK_ORT_VENV``, else
+``<opsdk cache>/onnxruntime-1.23.2``), apart from opsdk's environment, whose ONNX Runtime
+is newer. :func:`ensure_ort_env` creates it with pip from PyPI;
+``scripts/setup.d/30-onnxruntime-1.23.2.sh`` runs it for CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import venv
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DeviceUnavailable
+from . import _npu_ge as ge
+from ._errors import TritonConfigError
+
+__all__ = ["OrtRun", "ort_env_dir", "ort_python", "ensure_ort_env", "run_like_npu_ge"]
+
+_SCRIPT = r"""
+import json, sys
+import numpy as np
+import onnxruntime as ort
+model, feeds_path, out_path = sys.argv[1:4]
+sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+feeds = dict(np.load(feeds_path))
+names = [o.name for o in sess.get_outputs()]
+np.savez(out_path, *sess.run(names, feeds))
+io = lambda vs: [[v.name, v.type, [d if isinstance(d, int) else str(d) for d in v.shape]]
+                 for v in vs]
+print(json.dumps({"version": ort.__version__, "inputs": io(sess.get_inputs()),
+                  "outputs": io(sess.get_outputs())}))
+"""
+
+
+@dataclass(frozen=True)
+class OrtRun:
+    """What the pinned ONNX Runtime saw: its version, the I/O with dims, and the outputs."""
+
+    version: str
+    inputs: list[tuple[str, str, list[Any]]]
+    outputs: list[tuple[str, str, list[Any]]]
+    results: dict[str, np.ndarray]
+
+
+def ort_env_dir() -> Path:
+    """Where the ONNX Runtime 1.23.2 venv lives (it may not exist yet)."""
+    env = os.environ.get("OPSDK_ORT_VENV")
+    if env:
+        return Path(env).expanduser()
+    from ..build import cache_dir
+
+    return cache_dir() / f"onnxruntime-{ge.ORT_VERSION}"
+
+
+def ort_python() -> Path | None:
+    """The venv's interpreter if it holds onnxruntime==1.23.2, else None."""
+    root = ort_env_dir()
+    stamp = root / ".opsdk-ready"
+    py = root / "bin" / "python"
+    return py if py.is_file() and stamp.is_file() else None
+
+
+def ensure_ort_env() -> Path:
+    """Create the venv (once) and return its interpreter.
+
+    Raises:
+        DeviceUnavailable: pip could not install onnxruntime==1.23.2 (the reason is given).
+
+    Example:
+        >>> ensure_ort_env()  # doctest: +SKIP
+        PosixPath('/root/.cache/opsdk/onnxruntime-1.23.2/bin/python')
+    """
+    found = ort_python()
+    if found is not None:
+        return found
+    root = ort_env_dir()
+    if root.exists() and any(root.iterdir()) and not (root / "pyvenv.cfg").is_file():
+        raise DeviceUnavailable(
+            f"{root} exists and is not a venv; opsdk will not replace it: point "
+            "OPSDK_ORT_VENV at a new folder or remove it yourself"
+        )
+    venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    py = root / "bin" / "python"
+    # numpy is all an InferenceSession needs; onnxruntime's other requirements (sympy,
+    # protobuf, coloredlogs, flatbuffers) serve its tools and would triple the venv
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    proc = subprocess.run(pip + ["numpy"], capture_output=True, text=True)
+    if proc.returncode == 0:
+        proc = subprocess.run(pip + ["--no-deps", f"onnxruntime=={ge.ORT_VERSION}"],
+                              capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise DeviceUnavailable(
+            f"could not install onnxruntime=={ge.ORT_VERSION} into {root}: {' | '.join(tail)}; "
+            "this needs PyPI and a platform ONNX Runtime publishes wheels for"
+        )
+    (root / ".opsdk-ready").write_text(f"onnxruntime=={ge.ORT_VERSION}\n")
+    return py
+
+
+def run_like_npu_ge(
+    model: str | Path, feeds: Mapping[str, np.ndarray], python: str | Path | None = None
+) -> OrtRun:
+    """Open ``model`` with ONNX Runtime 1.23.2 and no custom ops, run ``feeds``.
+
+    Raises:
+        DeviceUnavailable: no pinned ONNX Runtime venv (see :func:`ensure_ort_env`).
+        TritonConfigError: ONNX Runtime 1.23.2 cannot open or run the model, as npu_ge
+            would fail to load it; the message has ONNX Runtime's error.
+
+    Example:
+        >>> run = run_like_npu_ge("repo/m/1/model.onnx", {"x": x})  # doctest: +SKIP
+        >>> run.version
+        '1.23.2'
+    """
+    py = Path(python) if python else ort_python()
+    if py is None:
+        raise DeviceUnavailable(
+            f"no ONNX Runtime {ge.ORT_VERSION} venv at {ort_env_dir()}; create it with "
+            "bash scripts/setup.d/30-onnxruntime-1.23.2.sh (or opsdk.triton.ensure_ort_env())"
+        )
+    with tempfile.TemporaryDirectory(prefix="opsdk-ort-") as tmp:
+        arrays_in: dict[str, Any] = {k: np.asarray(v) for k, v in feeds.items()}
+        np.savez(Path(tmp) / "feeds.npz", **arrays_in)
+        out = Path(tmp) / "out.npz"
+        proc = subprocess.run(
+            [str(py), "-c", _SCRIPT, str(model), str(Path(tmp) / "feeds.npz"), str(out)],
+            capture_output=True, text=True, env=_clean_env(),
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.strip().splitlines()
+            raise TritonConfigError(
+                f"ONNX Runtime {ge.ORT_VERSION} (as inside npu_ge) cannot run {model}: "
+                f"{err[-1] if err else 'exit code ' + str(proc.returncode)}"
+            )
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        with np.load(out) as data:
+            arrays = [data[f"arr_{i}"] for i in range(len(info["outputs"]))]
+    names = [o[0] for o in info["outputs"]]
+    return OrtRun(info["version"], [tuple(i) for i in info["inputs"]],
+                  [tuple(o) for o in info["outputs"]], dict(zip(names, arrays, strict=True)))
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without this interpreter's package paths."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+

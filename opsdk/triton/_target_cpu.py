@@ -1,0 +1,90 @@
+"""``--target cpu``: the Python backend runs the graph with ``opsdk.onnx.Session``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from onnx import ModelProto
+
+from ._config import base_context, template_env
+from ._errors import TritonConfigError
+from ._onnx_io import GraphIO
+
+if TYPE_CHECKING:
+    from ._repository import RepositoryOptions
+
+__all__ = ["DOC", "check", "render", "model_file", "check_folder"]
+
+DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
+_ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
+                "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects")
+
+
+def check(opts: RepositoryOptions) -> None:
+    """Refuse npu_ge options for the cpu target."""
+    for name in _ASCEND_ONLY:
+        if getattr(opts, name):
+            raise TritonConfigError(
+                f"{name} is an npu_ge option: use it with --target ascend"
+            )
+    if opts.device_ids != "0":
+        raise TritonConfigError("device_ids is an npu_ge option: use it with --target ascend")
+
+
+def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
+    """config.pbtxt and 1/model.py."""
+    ctx = base_context(io, opts, source, DOC)
+    ctx.update(backend="python", instance_kind="KIND_CPU", parameters=_parameters(io, opts))
+    env = template_env()
+    return {
+        "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),
+        "1/model.py": env.get_template("model.py.j2").render(ctx),
+    }
+
+
+def model_file(
+    proto: ModelProto, io: GraphIO, opts: RepositoryOptions, report: Callable[[str], None]
+) -> ModelProto:
+    """The graph as given: opsdk's executor runs custom nodes in their kernels."""
+    return proto
+
+
+def check_folder(target: Path) -> None:
+    """Nothing to check: the Python backend opens the file model.py names."""
+
+
+def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
+    ops = opts.operators_path if opts.operators_path is not None else _operator_folders(io)
+    params = [
+        ("onnx_model", "model.onnx"),
+        ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops)),
+        ("threads", str(opts.threads)),
+    ]
+    if io.custom_ops:
+        params.append(("opsdk_custom_ops", ",".join(io.custom_ops)))
+    return params + list(opts.extra_parameters)
+
+
+def _operator_folders(io: GraphIO) -> list[str]:
+    """Parent folders (OPSDK_OPERATORS_PATH entries) of the operators the model uses."""
+    if not io.custom_ops:
+        return []
+    from .. import registry
+    from ..errors import OperatorNotFound
+
+    folders: list[str] = []
+    for op in io.custom_ops:
+        try:
+            info = registry.find_operator(op)
+        except OperatorNotFound as e:
+            raise TritonConfigError(
+                f"the model uses custom op {op}, which opsdk cannot find ({e}); pass "
+                "--operators DIR (the folder holding its operator folder)"
+            ) from e
+        folder = getattr(info, "folder", None)
+        if folder is not None and str(Path(folder).resolve().parent) not in folders:
+            folders.append(str(Path(folder).resolve().parent))
+    return folders

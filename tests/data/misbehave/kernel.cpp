@@ -1,0 +1,46 @@
+// Misbehave: copies x to y; the float64 kernel misbehaves as $OPSDK_MISBEHAVE says.
+#include <opsdk/custom_op.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+template <class T>
+void copy(const CustomOpKernelContext& ctx) {
+  const T* x = ctx.input(0).data<T>();
+  T* y = ctx.output(0).mutable_data<T>();
+  const int64_t n = ctx.output(0).numel();
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
+
+volatile double sink = 0;
+
+void misbehave(const CustomOpKernelContext& ctx) {
+  copy<double>(ctx);
+  const char* env = std::getenv("OPSDK_MISBEHAVE");
+  const std::string what = env ? env : "";
+  double* y = ctx.output(0).mutable_data<double>();
+  const double* x = ctx.input(0).data<double>();
+  const int64_t n = ctx.output(0).numel();
+  if (what == "segv") *reinterpret_cast<volatile int*>(std::getenv("OPSDK_NO_SUCH_VARIABLE")) = 1;
+  if (what == "abort") std::abort();
+  if (what == "loop")
+    for (;;) sink = sink + 1;
+  if (what == "past_end") y[n] = 1.0;
+  if (what == "far_past_end") y[n + 100000] = 1.0;
+  if (what == "read_past_end") sink = x[n + 2];
+}
+
+}  // namespace
+
+REGISTER_CUSTOM_OP("Misbehave")
+    .Input(0, "x", "float32")
+    .Output(0, "y", "float32")
+    .KernelFn(copy<float>);
+
+REGISTER_CUSTOM_OP("Misbehave")
+    .Input(0, "x", "float64")
+    .Output(0, "y", "float64")
+    .KernelFn(misbehave);

@@ -1,0 +1,16 @@
+"""Misbehave: a test-only copy operator whose float64 kernel misbehaves on request.
+
+``$OPSDK_MISBEHAVE`` picks what the float64 kernel does: ``segv``, ``abort``, ``loop``,
+``past_end`` (writes one element past its output), ``far_past_end`` (100000 past),
+``read_past_end``; unset, it copies like the float32 kernel.
+"""
+
+from opsdk.spec import Input, OpSpec, Output
+
+SPEC = OpSpec(
+    "Misbehave",
+    domain="com.opsdk.test",
+    inputs=[Input("x", "T")],
+    outputs=[Output("y", "T")],
+    types={"T": ("float32", "float64")},
+)
