@@ -192,3 +192,45 @@ def test_aarch64_wheel_passes_its_validation_under_qemu(wheels: dict[str, Path],
 def run_ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert proc.returncode == 0, f"{proc.args} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
+
+
+LOAD_312 = """\
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("_opsdk_kernels", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+print(json.dumps([sys.version_info[:2], sorted({r["name"] for r in mod.registrations()})]))
+"""
+
+
+def test_a_wheel_for_another_python_version_loads_in_that_python(tmp_path: Path) -> None:
+    """--python 3.12 from this 3.11: built against 3.12's headers, tagged cp312, and its
+    kernel module imports in a real CPython 3.12."""
+    from opsdk.package._targets import zig_available
+
+    if sys.version_info[:2] == (3, 12):
+        pytest.skip("the running interpreter is 3.12; this test builds for another version")
+    missing = zig_available()
+    if missing:
+        pytest.skip(missing)
+    if os.uname().machine != "x86_64":
+        pytest.skip("builds for this x86_64 host's other interpreters")
+    (plat,) = parse_platforms([PLATFORMS["x86_64"]])
+    try:
+        py312 = target_python(plat, "3.12")
+    except BuildError as e:
+        pytest.skip(str(e))
+    run([sys.executable, "-m", "opsdk", "package", REPO / "operators" / "thresholded_relu",
+         "-o", tmp_path, "--platform", PLATFORMS["x86_64"], "--python", "3.12", "--no-cann"])
+    (wheel,) = tmp_path.glob("opsdk_op_thresholded_relu-0.1.0-cp312-cp312-manylinux*.whl")
+    shown = " ".join(run([sys.executable, "-m", "auditwheel", "show", wheel]).stdout.split())
+    assert 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' in shown
+    files = wheel_contents(wheel)
+    name = "opsdk_op_thresholded_relu/operators/thresholded_relu/_opsdk_kernels" + py312.ext_suffix
+    so = tmp_path / Path(name).name
+    so.write_bytes(files[name])
+    got = json.loads(run([py312.executable, "-c", LOAD_312, so], cwd=tmp_path).stdout)
+    assert got == [[3, 12], ["ThresholdedRelu"]]
+    man = json.loads(files["opsdk_op_thresholded_relu/opsdk_manifest.json"])
+    assert man["python"]["ext_suffix"] == ".cpython-312-x86_64-linux-gnu.so"
+    assert man["build"]["python_headers"].startswith("CPython 3.12.")

@@ -101,7 +101,8 @@ class TargetPython:
     version: str
     include_dirs: tuple[str, ...]
     ext_suffix: str
-    source: str  # where the headers come from, for the manifest and messages
+    source: str  # where the headers come from (no path: it goes into the manifest)
+    executable: str = ""  # an interpreter of this version on this host, if the headers are its
 
     @property
     def tag(self) -> str:
@@ -137,8 +138,9 @@ def parse_pythons(text: str | Sequence[str] | None) -> list[str]:
     return [f"{a}.{b}" for a, b in sorted(found)]
 
 
-_ASK = ("import json, sys, sysconfig; print(json.dumps([sysconfig.get_paths()['include'], "
-        "sysconfig.get_config_var('EXT_SUFFIX'), sys.implementation.name]))")
+_ASK = ("import json, platform, sys, sysconfig; print(json.dumps([sysconfig.get_paths()"
+        "['include'], sysconfig.get_config_var('EXT_SUFFIX'), sys.implementation.name, "
+        "platform.python_version()]))")
 
 
 def _interpreters(version: str) -> list[str]:
@@ -156,9 +158,10 @@ def _host_python(version: str) -> TargetPython:
         proc = subprocess.run([exe, "-c", _ASK], capture_output=True, text=True)
         if proc.returncode:
             continue
-        include, suffix, impl = json.loads(proc.stdout)
+        include, suffix, impl, full = json.loads(proc.stdout)
         if impl == "cpython" and (Path(include) / "Python.h").is_file():
-            return TargetPython(version, (include,), suffix, exe)
+            return TargetPython(version, (include,), suffix, f"CPython {full} of the build host",
+                                exe)
     raise BuildError(
         f"--python {version}: no CPython {version} with headers on this host (looked for "
         f"python{version} on PATH and under pyenv); install it (e.g. `apt-get install "
