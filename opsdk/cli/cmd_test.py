@@ -131,11 +131,15 @@ def _target(info: Any, tmp: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
-    from ._io import check_output_file
+    from ..testing import Report
+    from ._io import OutputPathError
 
     report = _option(args, "report")
     if report:
-        check_output_file(report, "--report", (".json", ".html", ".htm"))
+        try:
+            Report.check_path(report)
+        except ValueError as e:
+            raise OutputPathError(str(e)) from None
     info = find_operator(args.op)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))

@@ -35,6 +35,7 @@ import pytest
 from ._devices import DEVICES
 from ._optests import session_of
 from ._precision import MODE_CHOICES
+from ._report import Report
 from ._standards import STANDARDS
 
 
@@ -71,7 +72,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Reject an unusable precision setting (e.g. a missing list file) before collection."""
-    session_of(config).precision_mode  # noqa: B018 - raises pytest.UsageError
+    sess = session_of(config)
+    sess.precision_mode  # noqa: B018 - raises pytest.UsageError
+    if sess.options.get("report"):
+        try:
+            Report.check_path(sess.options["report"])
+        except ValueError as e:  # before the suite runs, not after
+            raise pytest.UsageError(str(e)) from None
 
 
 def pytest_report_header(config: pytest.Config) -> str:
