@@ -85,11 +85,15 @@ def build_op(name: str, *, force: bool = False, progress: Any = None) -> Path:
         raise type(e)(f"{e}\n-- while building {info.name} from {info.folder}") from None
 
 
-def load(name: str, *, device: str = "cpu", progress: Any = None) -> Any:
+def load(
+    name: str, *, device: str = "cpu", progress: Any = None, cann_op_type: str | None = None
+) -> Any:
     """Find, build if needed, and load an operator; returns a callable executor.
 
     ``name`` is ``MyOp``, ``my_op``, ``domain::MyOp`` or a path to an operator folder.
     An operator from an installed wheel uses its prebuilt kernel and never compiles.
+    With ``device="npu"``, ``cann_op_type`` is the operator's type name in CANN when
+    ``opsdk cann --op-type`` renamed it (e.g. ``ThresholdedReluCustom``).
 
     Example:
         >>> op = opsdk.load("ThresholdedRelu")  # doctest: +SKIP
@@ -102,7 +106,12 @@ def load(name: str, *, device: str = "cpu", progress: Any = None) -> Any:
     if device == "npu":
         from .runtime.npu import NpuOperator
 
-        return NpuOperator(info.spec)
+        return NpuOperator(info.spec, op_type=cann_op_type)
+    if cann_op_type is not None:
+        raise SpecError(
+            f"{info.name}: cann_op_type names the CANN operator for device='npu'; the "
+            f"{device} executor runs kernel.cpp, drop cann_op_type"
+        )
     if device != "cpu":
         raise DeviceUnavailable(f"{info.name}: unknown device {device!r}; use 'cpu' or 'npu'")
     module_path = (

@@ -77,3 +77,27 @@ def test_thresholded_relu_kernel_is_source_compatible() -> None:
             "GM_ADDR workspace, GM_ADDR tiling)") in src
     assert {f.name for f in k.tiling.fields} == {"blockLength", "lastBlockLength", "tileLength",
                                                   "tileNum"}
+
+
+@pytest.mark.parametrize("name", ["opsdk.cann._ascendc_tiling", "opsdk.cann.ascendc",
+                                  "opsdk._decomposition", "opsdk.cann._socs",
+                                  "opsdk.cann._ascendc_kernels"])
+def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(Path(__file__).parents[1])
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_tiling_description_errors_name_the_step() -> None:
+    from opsdk.cann.ascendc import Tiling, TilingField
+    from opsdk.errors import SpecError
+
+    with pytest.raises(SpecError, match="reads 'rows' before it is defined"):
+        Tiling("Demo", (TilingField("n"),), (("n", "rows * 2"),), "1")
+    with pytest.raises(SpecError, match=r"may use \+ - \* and the functions floordiv"):
+        Tiling("Demo", (TilingField("n"),), (("n", "totalLength / 2"),), "1")
+    with pytest.raises(SpecError, match=r"tiling fields \['m'\] have no step"):
+        Tiling("Demo", (TilingField("m"),), (("n", "totalLength"),), "1")

@@ -137,10 +137,17 @@ def adapter_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sources.append(str(root / RUN_OPS[0] / "aicpu" / "opsdk" / "runtime.cpp"))
     include = root / RUN_OPS[0] / "aicpu" / "opsdk" / "include"
     impls = [f"-I{root / f / 'aicpu/cpukernel/impl'}" for f in RUN_OPS]
+    flags = ["-std=c++17", "-O0", "-pthread", f"-I{API}", f"-I{include}", *impls]
+    objects, procs = [], []
+    for n, src in enumerate(sources):  # one compiler per source, run side by side
+        objects.append(str(root / f"{n}.o"))
+        procs.append(subprocess.Popen([cxx, *flags, "-c", src, "-o", objects[-1]],
+                                      stderr=subprocess.PIPE, text=True))
+    errors = [err for p in procs for err in [p.communicate()[1]] if p.returncode != 0]
+    assert not errors, "\n".join(e[-3000:] for e in errors)
     exe = root / "driver"
-    cmd = [cxx, "-std=c++17", "-O1", "-pthread", f"-I{API}", f"-I{include}", *impls,
-           *sources, "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run([cxx, "-pthread", *objects, "-o", str(exe)], capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return exe
 

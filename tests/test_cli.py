@@ -185,3 +185,13 @@ def test_bad_values_are_refused_not_silently_accepted(tmp_path):
         one_line_error(opsdk(*argv, cwd=tmp_path), command, *needles)
     assert not (tmp_path / "operators").exists() and not (tmp_path / "prj").exists()
     assert not list((tmp_path / "dist").glob("*.whl"))
+
+
+def test_a_bad_report_path_is_refused_before_the_suite_runs(tmp_path, repo_root):
+    p = subprocess.run([sys.executable, "-m", "pytest", str(repo_root / "operators" / "gelu"),
+                        "-q", "-p", "no:cacheprovider", "--opsdk-report=/proc/x/r.json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 4 and "passed" not in p.stdout, p.stdout
+    assert "--report /proc/x/r.json: cannot write in /proc/x" in p.stderr
+    one_line_error(opsdk("test", "Gelu", "--report", "/proc/x/r.json"), "test",
+                   "cannot write in /proc/x")

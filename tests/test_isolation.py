@@ -146,3 +146,21 @@ def test_sanitizer_reports_an_out_of_bounds_read_with_file_and_line() -> None:
     assert "1 failed, 1 passed" in p.stdout
     assert "SUMMARY: AddressSanitizer: heap-buffer-overflow" in p.stdout
     assert f"{OP_DIR / 'kernel.cpp'}:33" in p.stdout  # the line reading x[n + 2]
+
+
+def test_the_worker_reports_inputs_the_kernel_modified(misbehave: Operator) -> None:
+    from opsdk.testing import build_cases, run_case
+
+    op = IsolatedOperator(misbehave, timeout=60, env={"OPSDK_MISBEHAVE": "write_input"})
+    case = next(c for c in build_cases(misbehave.spec) if c.id == "float64-odd")
+    result = run_case(misbehave.spec, op, case)
+    assert "the kernel modified input 'x' in place" in result.problems, result.summary()
+    op.close()
+
+
+def test_the_worker_passes_non_contiguous_inputs_with_their_strides(probe: Operator) -> None:
+    op = IsolatedOperator(probe, timeout=60)
+    x = np.arange(48, dtype=np.float32).reshape(4, 12)[:, ::3]
+    here, there = probe.run([x], {})[0], op.run([x], {})[0]
+    assert list(there[1:4]) == list(here[1:4]) == [2, 3, 16]  # ndim, last stride, numel
+    op.close()

@@ -43,8 +43,8 @@ from opsdk.triton.testing import triton_server  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
-#: Conv -> BN -> Relu chains each model holds (the others are Conv -> BN -> HardSwish, or
-#: Conv with BN already folded by the exporter).
+#: Conv -> BN -> Relu chains each model holds (their other BatchNormalizations feed a
+#: HardSwish written as Mul, an Add or a Conv; most Convs carry the BN folded by the exporter).
 EXPECTED_FUSED = {"ppocr-det": 1, "ppocr-rec": 0, "ppocr-cls": 6, "torch-dynamic": 1}
 NAMES = [m.name for m in corpus.MODELS] + ["torch-dynamic"]
 
@@ -246,6 +246,15 @@ def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path:
     assert check_parser_rules(model, resolve_cann("auto").version) == []
     assert {f.name for f in model.functions} >= {
         n.op_type for n in model.graph.node if n.domain == "com.opsdk"}
+
+
+def test_shape_gears_on_paddle_dynamic_dims(entries: Any, rewritten: Any, tmp_path: Path) -> None:
+    """paddle2onnx's `dim_value -1` batch dim is variable for GE shape gears too."""
+    entry_of(entries, "ppocr-cls")
+    assert main(["triton", "build", str(rewritten("ppocr-cls")), "-o", str(tmp_path), "--name",
+                 "cls", "--target", "ascend", "--shape-gears", "1,48,192;8,48,320"]) == 0
+    config = (tmp_path / "cls" / "config.pbtxt").read_text()
+    assert "x:-1,3,-1,-1" in config and "1,48,192;8,48,320" in config
 
 
 def test_served_by_one_tritonserver(entries: Any, rewritten: Any, triton_server: Any,  # noqa: F811

@@ -197,3 +197,18 @@ def test_aclnn_prototype_matches_the_generated_headers(tmp_path: Path) -> None:
         cmd = [str(CXX), "-std=c++17", "-fsyntax-only", str(src)] + ([f"-I{inc}"] if inc else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_cann_op_type_only_for_the_npu() -> None:
+    import opsdk
+    from opsdk.errors import SpecError
+
+    with pytest.raises(SpecError, match="ThresholdedRelu: cann_op_type names the CANN operator"):
+        opsdk.load("ThresholdedRelu", cann_op_type="ThresholdedReluCustom")
+
+
+def test_unknown_engine_is_refused_before_touching_cann() -> None:
+    from opsdk.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"ThresholdedRelu: unknown engine 'fast'; use one of"):
+        NpuOperator(_spec(), engine="fast")

@@ -301,3 +301,17 @@ def test_a_constant_read_elsewhere_stays():
     m.graph.output.append(helper.make_tensor_value_info("mean_out", TensorProto.FLOAT, [8]))
     out = fuse_conv_bn_relu(m).model
     assert [n.output[0] for n in out.graph.node if n.op_type == "Constant"] == ["a_mean"]
+
+
+def test_softmax_before_opset_13_is_not_replaced():
+    """Softmax-11 normalises over every axis from `axis` on; the operator over one axis."""
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=1)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])])
+    old = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=8)
+    result = replace_ops(old, ["Softmax"])
+    assert [r.action for r in result.records] == ["skipped"]
+    assert "opset >= 13" in result.records[0].detail
+    new = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    assert [r.action for r in replace_ops(new, ["Softmax"]).records] == ["replaced"]

@@ -72,3 +72,62 @@ def test_inapplicable_cases_say_why() -> None:
                   types={"T": ("float16",)})
     case = onnx_node_cases("ThresholdedRelu")[0]
     assert "alpha" in (applicability(spec, case) or "")
+
+
+# ------------------------------------------------- ONNX Runtime's test vectors
+def _vectors(tmp_path: Path, cases: list[dict]) -> Path:
+    import json
+
+    (tmp_path / "ort_vectors.json").write_text(json.dumps({"cases": cases}))
+    return tmp_path
+
+
+def _vector(name: str, x: list[float], y: list[float], expect: str = "success",
+            dtype: str = "float32") -> dict:
+    return {"op_type": "Softmax", "opset": 13, "attrs": {"axis": -1}, "name": name,
+            "inputs": [{"name": "X", "dtype": dtype, "shape": [len(x)], "data": x}],
+            "outputs": [{"name": "Y", "dtype": dtype, "shape": [len(y)], "data": y}],
+            "expect": expect, "tier": "spec", "tier_reason": "",
+            "tolerance": {"abs": 1e-5, "rel": 1e-4}}
+
+
+def test_vectors_are_found_through_the_environment(tmp_path: Path, monkeypatch) -> None:
+    from opsdk.testing import find_vectors, ort_vector_cases
+
+    monkeypatch.setenv("OPSDK_CONFORMANCE_DIR", str(tmp_path))
+    assert find_vectors() is None and ort_vector_cases("Softmax") == []
+    _vectors(tmp_path, [_vector("a", [1e6, 0.0], [1.0, 0.0], dtype="float16")])
+    (case,) = ort_vector_cases("Softmax", find_vectors())
+    assert case.inputs[0].dtype == np.float16 and np.isinf(case.inputs[0][0])  # as ORT reads it
+    assert (case.rtol, case.atol, case.expect) == (1e-4, 1e-5, "success")
+
+
+def test_vector_cases_pass_fail_and_expect_errors(tmp_path: Path) -> None:
+    from opsdk.testing import ort_vector_cases, run_vector_case
+
+    path = _vectors(tmp_path, [
+        _vector("right", [0.0, 0.0], [0.5, 0.5]),
+        _vector("wrong", [0.0, 0.0], [0.25, 0.75]),
+        _vector("refused", [], [], expect="error"),
+    ]) / "ort_vectors.json"
+    cases = {c.name: c for c in ort_vector_cases("Softmax", path)}
+    op = opsdk.load("Softmax")
+
+    class Refuses:
+        def run(self, inputs, attrs=None):
+            raise opsdk.SpecError("refused")
+
+    assert run_vector_case(op.spec, op, cases["right"]).passed
+    assert not run_vector_case(op.spec, op, cases["wrong"]).passed
+    assert run_vector_case(op.spec, Refuses(), cases["refused"]).passed
+    res = run_vector_case(op.spec, op, cases["refused"])  # an empty row: softmax returns
+    assert not res.passed and "expected an error" in res.problems[0]
+
+
+def test_not_followed_must_name_real_cases(tmp_path: Path, monkeypatch) -> None:
+    from opsdk.testing import op_tests
+
+    monkeypatch.setenv("OPSDK_CONFORMANCE_DIR", str(_vectors(tmp_path, [_vector("a", [0.0], [1.0])])))
+    folder = Path(opsdk.__file__).resolve().parents[1] / "operators" / "softmax"
+    with pytest.raises(opsdk.SpecError, match=r"not_followed names unknown .*\['nope'\]"):
+        op_tests(folder / "test_softmax.py", not_followed={"nope": "why"})

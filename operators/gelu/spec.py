@@ -29,7 +29,7 @@ SPEC = OpSpec(
 
 @SPEC.register_function
 def _decomposition(fb):  # type: ignore[no-untyped-def]
-    """Both forms in float32, chosen by ``approximate`` (Equal on strings: opset >= 19).
+    """Both forms in float32, chosen by ``approximate`` (mapped to 0/1 by LabelEncoder).
 
     none: 0.5 X (1 + erf(X / sqrt 2)); tanh: with z = sqrt(2 / pi) (X + 0.044715 X^3) and
     t = exp(-2 |z|), X / (1 + t) for z >= 0 and X t / (1 + t) for z < 0, which equals
@@ -52,6 +52,8 @@ def _decomposition(fb):  # type: ignore[no-untyped-def]
     t = fb.op("Exp", fb.op("Mul", const(-2.0), fb.op("Abs", z)))  # in (0, 1]: no overflow
     numer = fb.op("Where", fb.op("Less", z, const(0.0)), fb.op("Mul", x, t), x)
     approx = fb.op("Div", numer, fb.op("Add", one, t))
-    is_tanh = fb.op("Equal", fb.op("Constant", value_string=fb.attr("approximate")),
-                    fb.op("Constant", value_string="tanh"))
+    mode = fb.op("LabelEncoder", fb.op("Constant", value_string=fb.attr("approximate")),
+                 domain="ai.onnx.ml", version=2, keys_strings=["none", "tanh"],
+                 values_int64s=[0, 1], default_int64=0)
+    is_tanh = fb.op("Cast", mode, to=9)  # bool
     return fb.op("CastLike", fb.op("Where", is_tanh, approx, exact), fb.input("X"))

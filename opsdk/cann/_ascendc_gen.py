@@ -4,8 +4,9 @@
 :func:`generate` turns the decomposition registered with ``@SPEC.register_function`` into an
 Ascend C kernel and its host tiling, when the decomposition is elementwise (arithmetic,
 comparisons, Where, Cast/CastLike, Constant, Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
-Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity). Otherwise it returns
-the reason, and the operator keeps a TODO kernel and runs on AI CPU.
+Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity, and LabelEncoder of a
+string attribute). Otherwise it raises :class:`GenerateRefused` with the reason, and the
+operator keeps a TODO kernel and runs on AI CPU.
 
 The kernel splits the elements over the cores (the last core takes the tail), walks each
 core's range in tiles sized from the SoC's Unified Buffer (32-byte aligned, double-buffered
@@ -277,7 +278,7 @@ def _round(g: _Gen, v: _Val, dtype: str) -> _Val:
     return out
 
 
-_ELEM = {1: "float32", 10: "float16", 16: "bfloat16"}
+_ELEM = {1: "float32", 9: "bool", 10: "float16", 16: "bfloat16"}
 
 
 def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
@@ -286,6 +287,10 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
         return _constant(g, node)
     if op == "Identity":
         return args[0]
+    if op == "LabelEncoder":
+        return _label(g, node, args[0])
+    if op == "Cast" and args[0].kind == "scalar" and _ELEM.get(_attr_i(node, "to")) == "bool":
+        return _Val("bool", expr=f"({args[0].expr} != 0.0f)")
     if op in ("Cast", "CastLike"):
         if op == "Cast":
             to = _attr(node, "to")
@@ -317,6 +322,29 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
                        "(see docs/ascendc_model.md for the supported ONNX ops)")
     out.dtype = dtype
     return out
+
+
+def _attr_i(node: NodeProto, name: str) -> int:
+    a = _attr(node, name)
+    return int(a.i) if a is not None else 0
+
+
+def _label(g: _Gen, node: NodeProto, s: _Val) -> _Val:
+    """LabelEncoder of a constant string (an attribute): a chain of string comparisons."""
+    if s.kind != "string":
+        raise g.refuse("LabelEncoder of a tensor (it maps constant strings only)")
+    cats = _attr(node, "keys_strings")
+    ints = _attr(node, "values_int64s")
+    if cats is None or ints is None:
+        raise g.refuse("LabelEncoder without keys_strings and values_int64s")
+    default = _attr(node, "default_int64")
+    expr = f"static_cast<float>({default.i if default is not None else -1})"
+    for text, value in reversed(list(zip(cats.strings, ints.ints, strict=True))):
+        word = text.decode()
+        if '"' in word or "\\" in word:
+            raise g.refuse(f"category {word!r} with quotes or backslashes")
+        expr = f'(OpsdkStrEq({s.expr}, "{word}") ? static_cast<float>({value}) : {expr})'
+    return _Val("scalar", expr=expr)
 
 
 def _where_mask(g: _Gen, args: list[_Val]) -> _Val:

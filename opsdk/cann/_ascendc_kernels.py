@@ -14,7 +14,7 @@ import json
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -252,17 +252,3 @@ def pack_tiling(spec: OpSpec, kernel: AicoreKernel, computed: Mapping[str, int],
         items = _attr_value(slot, values[slot.name]) if slot.name in attrs else [values[slot.name]]
         out += struct.pack(f"<{len(items)}{fmt}", *items)
     return out + b"\0" * (16 - len(out) % 8)
-
-
-def refused(spec: OpSpec, folder: str | Path | None = None) -> str | None:
-    """Why the operator has no AI Core kernel, or None when it has one."""
-    try:
-        aicore_kernel(spec, folder)
-    except GenerateRefused as e:
-        return str(e)
-    return None
-
-
-def with_source(kernel: AicoreKernel, source: str) -> AicoreKernel:
-    """The same kernel with another source text (an author's edited copy)."""
-    return replace(kernel, source=source)

@@ -4,7 +4,7 @@ A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer st
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
 ``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
 Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
-the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the helpers
+the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
 ``floordiv ceildiv alignup aligndown min2 max2`` (unsigned 64-bit; dividing by 0 gives 0).
 
 Example:
@@ -34,7 +34,7 @@ def _div(a: int, b: int) -> int:
     return a // b if b else 0
 
 
-_HELPERS: dict[str, Callable[[int, int], int]] = {
+_FUNCS: dict[str, Callable[[int, int], int]] = {
     "floordiv": _div,
     "ceildiv": lambda a, b: _div(a + b - 1, b) if b else 0,
     "alignup": lambda a, b: _div(a + b - 1, b) * b if b else 0,
@@ -43,8 +43,8 @@ _HELPERS: dict[str, Callable[[int, int], int]] = {
     "max2": max,
 }
 
-#: The same helpers in C++, as lambdas local to the op_host TilingFunc.
-_CPP_HELPERS = """\
+#: The same functions in C++, as lambdas local to the op_host TilingFunc.
+_CPP_FUNCS = """\
     auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
     auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
     auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
@@ -113,15 +113,16 @@ def _names(op: str, expr: str) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _HELPERS:
+            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
                 raise SpecError(
                     f"{op}: tiling expression {expr!r} calls something other than "
-                    f"{', '.join(_HELPERS)}"
+                    f"{', '.join(_FUNCS)}"
                 )
-        elif isinstance(node, ast.Name) and node.id not in _HELPERS:
+        elif isinstance(node, ast.Name) and node.id not in _FUNCS:
             names.add(node.id)
         elif isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
-            raise SpecError(f"{op}: tiling expression {expr!r} may use + - * and the helpers only")
+            raise SpecError(f"{op}: tiling expression {expr!r} may use + - * and the functions "
+                            f"{', '.join(_FUNCS)} only")
         elif isinstance(node, ast.Constant) and not isinstance(node.value, int):
             raise SpecError(f"{op}: tiling expression {expr!r} has a non-integer literal")
     return names
@@ -141,7 +142,7 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
         return (a - b) & _MASK if isinstance(node.op, ast.Sub) else (a * b) & _MASK
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a, env) for a in node.args]
-        return _HELPERS[node.func.id](*args) & _MASK
+        return _FUNCS[node.func.id](*args) & _MASK
     raise SpecError(f"unsupported tiling expression node {ast.dump(node)}")  # pragma: no cover
 
 
@@ -178,11 +179,11 @@ def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
 
 
 def cpp_tiling(tiling: Tiling) -> str:
-    """The op_host TilingFunc statements of ``tiling``: facts, helpers, steps, block count.
+    """The op_host TilingFunc statements of ``tiling``: facts, functions, steps, block count.
 
     Example:
         >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
         >>> "tiling.set_n(static_cast<uint64_t>(n));" in cpp_tiling(t)
         True
     """
-    return _CPP_FACTS + _CPP_HELPERS + cpp_steps(tiling)
+    return _CPP_FACTS + _CPP_FUNCS + cpp_steps(tiling)

@@ -36,22 +36,16 @@ def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
-def check_output_file(
-    path: str | os.PathLike[str], flag: str, suffixes: tuple[str, ...] = ()
-) -> Path:
+def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
     """Make sure ``path`` names a file that can be created (its folder exists or can).
 
     Example:
-        >>> check_output_file("report.txt", "--report", (".json", ".html"))
+        >>> check_output_file("/proc", "-o")
         Traceback (most recent call last):
         ...
-        opsdk.cli._io.OutputPathError: --report report.txt: use a file name ending in .json or .html
+        opsdk.cli._io.OutputPathError: -o /proc: it is a folder; pass a file path
     """
     p = Path(path)
-    if suffixes and p.suffix.lower() not in suffixes:
-        raise OutputPathError(
-            f"{flag} {p}: use a file name ending in {' or '.join(suffixes)}"
-        )
     if p.is_dir():
         raise OutputPathError(f"{flag} {p}: it is a folder; pass a file path")
     check_output_dir(p.parent if str(p.parent) else ".", f"{flag} {p}: its folder")

@@ -2,6 +2,7 @@
 
 Example:
     $ opsdk test ThresholdedRelu --precision-mode force_fp16 --report out.html -k float32
+    $ opsdk test ThresholdedRelu --device npu --cann-op-type ThresholdedReluCustom
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..testing._standards import STANDARDS
 
 _OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
             "report", "timeout", "sanitize")
+_LISTS = ("cann_op_type", "cann_project")
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -49,6 +51,11 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
+    p.add_argument("--cann-op-type", action="append", metavar="TYPE", default=default,
+                   help="npu: the operator's CANN type when `opsdk cann --op-type` renamed it "
+                   "(e.g. ThresholdedReluCustom)")
+    p.add_argument("--cann-project", action="append", metavar="DIR", default=default,
+                   help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
                    help="cpu: run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run)")
@@ -106,6 +113,9 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
             v = DEFAULT_TIMEOUT_S
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    for k in _LISTS:
+        for v in [*(getattr(args, k, None) or []), *(getattr(own, k) or [])]:
+            argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
     if own.standard_only or getattr(args, "standard_only", None):
         argv.append("--opsdk-standard-only")
     if not (own.no_isolate or getattr(args, "no_isolate", None)):
@@ -131,11 +141,15 @@ def _target(info: Any, tmp: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
-    from ._io import check_output_file
+    from ..testing import Report
+    from ._io import OutputPathError
 
     report = _option(args, "report")
     if report:
-        check_output_file(report, "--report", (".json", ".html", ".htm"))
+        try:
+            Report.check_path(report)
+        except ValueError as e:
+            raise OutputPathError(str(e)) from None
     info = find_operator(args.op)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))

@@ -298,10 +298,25 @@ def _onnx_defaults(node: NodeProto, model: ModelProto) -> dict[str, Any]:
     return out
 
 
+def _check_semantics(spec: OpSpec, model: ModelProto) -> None:
+    """Skip when the operator's fallback function (its ONNX equivalent) cannot be built at
+    the model's opset: the node's ONNX semantics there are not the operator's (Softmax
+    before opset 13 normalises over every axis from ``axis`` on)."""
+    if spec.function is None:
+        return
+    from ._functions import build_function
+
+    try:
+        build_function(spec, opset_version(model, "") or onnx.defs.onnx_opset_version())
+    except SpecError as e:
+        raise _Skip(str(e)) from None
+
+
 def _replacement(
     node: NodeProto, spec: OpSpec, model: ModelProto, types: dict[str, Any], idx: int
 ) -> NodeProto:
     present = [i for i in node.input if i]
+    _check_semantics(spec, model)
     n_req = sum(1 for i in spec.inputs if not i.optional)
     if not n_req <= len(node.input) <= len(spec.inputs):
         raise _Skip(f"has {len(present)} inputs, {spec.name} takes {n_req}-{len(spec.inputs)}")

@@ -92,7 +92,7 @@ class IsolatedOperator:
         """Run the kernel in the worker; with ``outputs`` given, copy the results into them."""
         conn = self._start()
         try:
-            conn.send(([None if x is None else np.asarray(x) for x in inputs], dict(attrs or {})))
+            conn.send(([_pack(x) for x in inputs], dict(attrs or {})))
             reply = self._wait(conn)
         except BaseException:  # Ctrl-C or a crash: never leave a worker running
             self.close()
@@ -105,6 +105,8 @@ class IsolatedOperator:
                 cls = KernelError
             raise cls(reply[2])
         outs: list[np.ndarray] = reply[1]
+        for i, changed in reply[2].items():  # the kernel wrote into an input: so do we
+            inputs[i][...] = changed
         if outputs is not None:
             for dst, src in zip(outputs, outs, strict=True):
                 dst[...] = src
@@ -217,6 +219,40 @@ class IsolatedOperator:
             self._new_stderr(echo=True)
 
 
+def _pack(x: Any) -> Any:
+    """An input as sent to the worker: a non-contiguous view travels with its buffer, so
+    the kernel sees the same strides as in-process."""
+    if x is None:
+        return None
+    a = np.asarray(x)
+    base = a.base
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if a.flags.c_contiguous or not isinstance(base, np.ndarray) or not base.flags.c_contiguous:
+        return a
+    offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return ("view", base.view(np.uint8).reshape(-1), offset, a.shape, a.strides, a.dtype)
+
+
+def _unpack(item: Any) -> Any:
+    if isinstance(item, tuple) and item and item[0] == "view":
+        _, buf, offset, shape, strides, dtype = item
+        return np.ndarray(shape, dtype, buffer=buf, offset=offset, strides=strides)
+    return item
+
+
+def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """One call in the worker: outputs, and any input the kernel modified."""
+    inputs = [_unpack(x) for x in packed]
+    before = [None if x is None else x.copy() for x in inputs]
+    outs = op.run(inputs, attrs)
+    changed = {
+        i: x for i, (x, b) in enumerate(zip(inputs, before))
+        if x is not None and b is not None and x.tobytes() != b.tobytes()
+    }
+    return ("ok", outs, changed)
+
+
 def _signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
@@ -245,7 +281,7 @@ def _serve(fd: int) -> None:
         except EOFError:
             return
         try:
-            conn.send(("ok", op.run(inputs, attrs)))
+            conn.send(_run_one(op, inputs, attrs))
         except Exception as e:
             conn.send(("error", type(e).__name__, str(e)))
 

@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import numpy as np
 from ._compare import Comparison
 from ._runner import CaseResult
 from ._standards import tiny
+
+REPORT_SUFFIXES = (".json", ".html", ".htm")
 
 __all__ = ["Report"]
 
@@ -68,6 +71,32 @@ class Report:
         else:
             raise ValueError(f"report {p}: use a .json or .html file name")
         return p
+
+    @staticmethod
+    def check_path(path: str | Path) -> None:
+        """Raise ValueError now if a report could not be written to ``path`` at the end.
+
+        Example:
+            >>> Report.check_path("r.txt")
+            Traceback (most recent call last):
+            ...
+            ValueError: --report r.txt: use a file name ending in .json or .html
+        """
+        p = Path(path)
+        if p.suffix.lower() not in REPORT_SUFFIXES:
+            raise ValueError(f"--report {p}: use a file name ending in .json or .html")
+        if p.is_dir():
+            raise ValueError(f"--report {p}: it is a folder; pass a file path")
+        probe = p.parent / f".opsdk-report-test.{os.getpid()}"
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            probe.touch()
+            probe.unlink()
+        except OSError as e:
+            raise ValueError(
+                f"--report {p}: cannot write in {p.parent} ({e.strerror or e}); pass a path in "
+                "a folder you can write"
+            ) from None
 
     def to_html(self) -> str:
         """A self-contained HTML page: summary table, then per case its statistics,

@@ -19,6 +19,9 @@ public:
 #ifdef OPSDK_BREAK_UB_CAPACITY
         bytes = 200 * 1024;
 #endif
+#ifdef OPSDK_BREAK_BUFFER_COUNT
+        pipe_.InitBuffer(inQue_, 17, bytes);
+#endif
         pipe_.InitBuffer(inQue_, 2, bytes);
         pipe_.InitBuffer(outQue_, 2, bytes);
         pipe_.InitBuffer(maskBuf_, 256);
@@ -32,6 +35,10 @@ public:
         count = count - 1;
 #endif
         DataCopy(x, xGm_, count);
+#ifdef OPSDK_BREAK_ALLOC_EXHAUSTED
+        LocalTensor<T> second = inQue_.AllocTensor<T>();
+        LocalTensor<T> third = inQue_.AllocTensor<T>();
+#endif
 #ifdef OPSDK_BREAK_QUEUE_DEPTH
         LocalTensor<T> extra = inQue_.AllocTensor<T>();
         inQue_.EnQue(extra);
@@ -59,6 +66,9 @@ public:
         Exp(yi, xi, 16);
 #else
         Muls(y, x, static_cast<T>(2), static_cast<int32_t>(n_));
+#endif
+#ifdef OPSDK_BREAK_REDUCE_ORDER
+        WholeReduceMax(y, x, 64, 1, 1, 1, 8);  // default order: value and index pairs
 #endif
 #ifdef OPSDK_BREAK_COMPARE_COUNT
         LocalTensor<uint8_t> mask = maskBuf_.Get<uint8_t>();

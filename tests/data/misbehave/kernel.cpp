@@ -31,6 +31,7 @@ void misbehave(const CustomOpKernelContext& ctx) {
   if (what == "past_end") y[n] = 1.0;
   if (what == "far_past_end") y[n + 100000] = 1.0;
   if (what == "read_past_end") sink = x[n + 2];
+  if (what == "write_input") const_cast<double*>(x)[0] = 42.0;
 }
 
 }  // namespace
