@@ -37,7 +37,9 @@ class Floor:
     den: int
 
     def __str__(self) -> str:
-        return f"floor(({self.num})/{self.den})"
+        terms = self.num.terms
+        simple = len(terms) == 1 and terms[0][1] == 1 and len(terms[0][0]) == 1
+        return f"floor({self.num}/{self.den})" if simple else f"floor(({self.num})/{self.den})"
 
 
 Atom = str | Floor  # a named dim, or a floor division

@@ -77,6 +77,7 @@ def name_dims(
     out = DimNaming()
     symbols = _name_inputs(model, out)
     derived = propagate_dims(model, symbols)
+    _give_ranks(model, derived)
     known = {n for names in out.inputs.values() for n in names if n}
     inner = known - _dropped_leading(out, batched)
     wanted = _wanted_dims(model, batched)
@@ -218,6 +219,31 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 
 # --------------------------------------------------------------------------- outputs
+def _give_ranks(model: ModelProto, derived: Mapping[str, tuple[Dim | None, ...] | None]) -> None:
+    """An output without a shape gets one dim per axis the graph gives it (unnamed yet)."""
+    for o in model.graph.output:
+        tt = o.type.tensor_type
+        if tt.HasField("shape"):
+            continue
+        shape = derived.get(o.name)
+        rank = len(shape) if shape is not None else _inferred_rank(model, o.name)
+        if rank is not None:
+            tt.shape.SetInParent()
+            for _ in range(rank):
+                tt.shape.dim.add()
+
+
+def _inferred_rank(model: ModelProto, output: str) -> int | None:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # custom schemas may be missing
+        return None
+    for o in inferred.graph.output:
+        if o.name == output and o.type.tensor_type.HasField("shape"):
+            return len(o.type.tensor_type.shape.dim)
+    return None
+
+
 def _wanted_dims(model: ModelProto, batched: bool) -> set[tuple[str, int]]:
     """The variable output dims (outside the batch axis when batching)."""
     return {(o.name, axis) for o in model.graph.output
