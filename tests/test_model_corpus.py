@@ -6,8 +6,9 @@ and a PyTorch model exported here with dynamic axes (Conv-BN-ReLU, GridSample cu
 border padding, LayerNormalization). Every model goes through ``opsdk doctor``, ``opsdk
 rewrite --fuse conv-bn-relu`` (the PyTorch one also ``--replace GridSample,
 LayerNormalization``), ``Session`` against ONNX Runtime, ``opsdk triton build --target
-cpu`` served by one real tritonserver, and ``--target ascend``. ``test_report`` prints the
-figures (nodes fused, max error vs ONNX Runtime, served).
+cpu`` served by one real tritonserver, and ``--target ascend`` (output dims named from the
+graph, read back and run by ONNX Runtime 1.23.2 as inside npu_ge). ``test_report`` prints
+the figures (nodes fused, max error vs ONNX Runtime, served, the ascend output dims).
 
 Paddle models skip with the reason when the registry was unreachable (``python -m
 opsdk.testing.corpus --fetch``); the PyTorch model when torch is not installed
@@ -31,14 +32,18 @@ import pytest
 from opsdk.cann import check_parser_rules, normalize_default_domain, resolve_cann
 from opsdk.cann.doctor import diagnose
 from opsdk.cli import main
+from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.testing import corpus
 from opsdk.triton import (
     RepositoryOptions,
-    TritonConfigError,
     TritonConfigWarning,
     build_repository,
+    ensure_ort_env,
+    run_like_npu_ge,
 )
+from opsdk.triton._ascend_dims import output_dim_names
+from opsdk.triton._npu_ge_expr import evaluate as npu_ge_evaluate
 from opsdk.triton.testing import triton_server  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -224,20 +229,27 @@ def test_session_of_the_rewritten_model_matches_onnxruntime(entries: Any, rewrit
         e.figures["max_err_vs_torch"] = err_torch
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path: Path) -> None:
-    """Built for npu_ge, or refused for the reason the backend would fail to load it."""
-    entry_of(entries, name)
-    opts = RepositoryOptions("m", target="ascend")
+@pytest.fixture(scope="module")
+def ort_1232() -> Path | None:
+    """ONNX Runtime 1.23.2, as inside npu_ge (None, and the check skipped, without it)."""
     try:
-        with warnings.catch_warnings():  # batching npu_ge will not merge: reported, not failed
-            warnings.simplefilter("ignore", TritonConfigWarning)
-            build_repository(rewritten(name), tmp_path, opts)
-    except TritonConfigError as e:
-        # PP-OCR det/rec outputs have dims named p2o.DynamicDimension.N that no input dim
-        # is called: npu_ge cannot size them (FindAndSetDim) and fails the model load
-        assert "is variable but its symbolic name" in str(e), e
-        return
+        return ensure_ort_env()
+    except DeviceUnavailable:
+        return None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path: Path,
+                              ort_1232: Path | None) -> None:
+    """Built for npu_ge: variable output dims named by expressions of the input dims (the
+    PP-OCR det/rec outputs' p2o.DynamicDimension.N names replaced), GE's parser rules
+    met, and ONNX Runtime 1.23.2 reads names that evaluate, as npu_ge evaluates them, to
+    the output dims it computes."""
+    e = entry_of(entries, name)
+    opts = RepositoryOptions("m", target="ascend")
+    with warnings.catch_warnings():  # batching npu_ge will not merge: reported, not failed
+        warnings.simplefilter("ignore", TritonConfigWarning)
+        build_repository(rewritten(name), tmp_path, opts)
     config = (tmp_path / "m" / "config.pbtxt").read_text()
     assert 'backend: "npu_ge"' in config
     # standard nodes are spelled ai.onnx for the GE parser (E16005), which onnx's checker
@@ -246,6 +258,28 @@ def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path:
     assert check_parser_rules(model, resolve_cann("auto").version) == []
     assert {f.name for f in model.functions} >= {
         n.op_type for n in model.graph.node if n.domain == "com.opsdk"}
+    e.figures["ascend_dims"] = _output_names(model)
+    if ort_1232 is None:
+        pytest.skip("no ONNX Runtime 1.23.2 venv (scripts/setup.d/30-onnxruntime-1.23.2.sh)")
+    run = run_like_npu_ge(tmp_path / "m" / "1" / "model.onnx", e.feeds, python=ort_1232)
+    sizes = {d: size for (_, _, dims), feed in zip(run.inputs, e.feeds.values(), strict=True)
+             for d, size in zip(dims, feed.shape, strict=True) if isinstance(d, str)}
+    batched = "max_batch_size: 0" not in config
+    for (out, _, dims), want in zip(run.outputs, ort_run(e.path, e.feeds), strict=True):
+        got = run.results[out]
+        assert got.shape == want.shape and max_error([got], [want]) <= 1e-4 * max(
+            1.0, float(np.max(np.abs(want))))
+        used = output_dim_names([d if isinstance(d, str) else "" for d in dims], batched)
+        for axis, (d, n) in enumerate(zip(dims, used, strict=True)):
+            if isinstance(d, int):
+                assert d == got.shape[axis]
+            elif axis >= (1 if batched else 0) and n:
+                assert npu_ge_evaluate(n, sizes) == got.shape[axis], (out, axis, n, sizes)
+
+
+def _output_names(model: onnx.ModelProto) -> dict[str, list[object]]:
+    return {o.name: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim]
+            for o in model.graph.output}
 
 
 def test_shape_gears_on_paddle_dynamic_dims(entries: Any, rewritten: Any, tmp_path: Path) -> None:
@@ -297,6 +331,7 @@ def test_report(entries: Any) -> None:
         lines.append(
             f"{name}: nodes {f.get('nodes')}, fused {f.get('fused')}, max err vs ORT "
             f"{f.get('max_err_vs_ort')}, vs torch {f.get('max_err_vs_torch', '-')}, served "
-            f"{f.get('served', False)} (err {f.get('served_max_err_vs_ort', '-')})")
+            f"{f.get('served', False)} (err {f.get('served_max_err_vs_ort', '-')}), ascend "
+            f"output dims {f.get('ascend_dims', '-')}")
     print("\n".join(lines))
     assert lines

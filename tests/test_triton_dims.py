@@ -321,3 +321,13 @@ def test_onnxruntime_1_23_2_reads_the_names_npu_ge_evaluates(tmp_path: Path, ort
     sizes = {"n": 2, "h": 37, "w": 50}
     got = [d if isinstance(d, int) else ge_expr.evaluate(d, sizes) for d in dims]
     assert tuple(got) == run.results[name].shape == (2, 4, 19, 25)
+
+
+@pytest.mark.parametrize("name", ["opsdk.onnx._dimexpr", "opsdk.onnx._dimprop",
+                                  "opsdk.triton._npu_ge_expr", "opsdk.triton._ascend_dims"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.failed == 0 and result.attempted > 0

@@ -557,7 +557,8 @@ _BROADCAST = ("Add Sub Mul Div Pow Max Min Mean Sum Equal Less LessOrEqual Great
               "GreaterOrEqual And Or Xor Where PRelu Mod BitShift").split()
 HANDLERS: dict[str, Handler] = {
     **{op: _same for op in _SAME}, **{op: _elementwise for op in _BROADCAST},
-    "Cast": _cast, "CastLike": _cast, "Size": lambda st, n: [()], "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _pool,
+    "Cast": _cast, "CastLike": _cast, "Size": lambda st, n: [()], "Conv": _conv,
+    "ConvTranspose": _conv_transpose, "MaxPool": _pool,
     "AveragePool": _pool, "LpPool": _pool, "GlobalAveragePool": _global_pool,
     "GlobalMaxPool": _global_pool, "GlobalLpPool": _global_pool, "Resize": _resize,
     "Upsample": _resize, "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose,

@@ -70,9 +70,9 @@ def name_dims(
         ...     "g", [helper.make_tensor_value_info("x", T.FLOAT, [-1, "seq.len"])],
         ...     [helper.make_tensor_value_info("y", T.FLOAT, [-1, -1])])
         >>> m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        >>> done = name_dims(m, "m", batched=True)
+        >>> done = name_dims(m, "m")
         >>> done.inputs, [d.dim_param for d in m.graph.output[0].type.tensor_type.shape.dim]
-        ({'x': ['x_0', 'seq_len']}, ['', '2*seq_len'])
+        ({'x': ['x_0', 'seq_len']}, ['x_0', '2*seq_len'])
     """
     out = DimNaming()
     symbols = _name_inputs(model, out)
