@@ -144,6 +144,10 @@ def test_opsdk_test_passes_the_cann_type_on(project: Path) -> None:
         "--opsdk-cann-op-type=ThresholdedReluCustom", f"--opsdk-cann-project={project}",
         "--opsdk-isolate", "-x",
     ]
+    gelu = run("-m", "opsdk", "test", "Gelu", "--device", "npu", "--cann-project", str(project))
+    assert gelu.returncode == 1 and "Traceback" not in gelu.stderr
+    assert (f"--cann-project {project} is the CANN project of com.opsdk::ThresholdedRelu, not of "
+            "com.opsdk::Gelu; pass that operator's project") in gelu.stderr
     if _npu_here():
         return
     p = run("-m", "opsdk", "test", "ThresholdedRelu", "--device", "npu", "--cann-op-type",
