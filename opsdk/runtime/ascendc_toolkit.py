@@ -198,11 +198,9 @@ class _ToolkitKernel(AscendcModel):
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
                  soc_version: str | None = None) -> None:
-        toolkit_parts(self.device)
+        self.home = toolkit_parts(self.device).parents[1]  # <toolkit>/tools/<part>
         if shutil.which("cmake") is None:
             raise DeviceUnavailable(f"{self.device} unavailable: cmake is not on PATH")
-        self.home = Path(os.environ.get("ASCEND_HOME_PATH")
-                         or os.environ.get("ASCEND_TOOLKIT_HOME") or "")
         self.soc_version = soc_version or os.environ.get("OPSDK_ASCEND_SOC", DEFAULT_SOC)
         super().__init__(folder, spec, soc=self.soc_version)
         self._exes: dict[str, Path] = {}
