@@ -512,3 +512,20 @@ def test_a_packaged_kernel_of_the_wrong_machine_or_above_the_glibc_floor_is_refu
     with pytest.raises(BuildError, match=r"PkgElf: the packaged kernel needs glibc 2.28, above "
                                          r"the floor 2.17 of manylinux2014_x86_64"):
         _check_binary(so, op, wt)
+
+
+def test_without_zig_manylinux_builds_say_how_to_get_it(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from opsdk.package._targets import zig_available
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ziglang" else real(name, *a))
+    assert "pip install 'opsdk[package]' (or pip install ziglang)" in (zig_available() or "")
+    op = make_op(tmp_path, "PkgNoZig")
+    assert main(["package", str(op), "-o", str(tmp_path / "dist")]) == 1
+    err = capsys.readouterr().err
+    assert "zig c++ from the ziglang package, which is not installed" in err
+    assert "or build for this host only with --platform native" in err
+    assert not list(tmp_path.rglob("*.whl"))
