@@ -14,7 +14,14 @@
 #                                     of the target, in a subfolder named <target>)
 #     [INSTALL_DESTINATION <dir>]     install(TARGETS) destination (e.g. inside a wheel)
 #     [PORTABLE]                      flags for binaries that run on other hosts (see below)
-#     [CPU_BASELINE <arch>])          -march value: native, x86-64, x86-64-v2, armv8-a, ...
+#     [CPU_BASELINE <arch>]           -march value: native, x86-64, x86-64-v2, armv8-a, ...
+#     [ENTRY_OBJECTS <file>...])      link these prebuilt objects of the entry point and
+#                                     runtime (see opsdk_add_entry) instead of compiling them
+#
+# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]) compiles the entry point and
+# the runtime alone as an OBJECT library; `opsdk build` (the JIT cache) uses it once per
+# toolchain and links the objects into every operator with ENTRY_OBJECTS. `opsdk build` and `opsdk package`
+# both build through this file: there is one description of how a kernel module is made.
 #
 # The result is a pybind11 module named `_opsdk_kernels` (the name opsdk's runtime loads)
 # made of the kernel sources plus opsdk's generic entry point (opsdk/csrc/entry.cpp) and
@@ -30,11 +37,15 @@
 # sources give the same bytes wherever they are built.
 #
 # Variables (set before include() to override):
-#   OPSDK_INCLUDE_DIR    folder holding opsdk/custom_op.h
-#   OPSDK_ENTRY_SOURCE   opsdk's entry.cpp
-#   OPSDK_RUNTIME_SOURCE opsdk's runtime.cpp (default: next to entry.cpp)
+#   OPSDK_INCLUDE_DIR         folder holding opsdk/custom_op.h
+#   OPSDK_ENTRY_SOURCE        opsdk's entry.cpp
+#   OPSDK_RUNTIME_SOURCE      opsdk's runtime.cpp (default: next to entry.cpp)
 # The first two are found next to this file (a source checkout or an installed opsdk), else by
 # asking the Python interpreter for `opsdk._paths`.
+#   OPSDK_PYTHON_INCLUDE_DIR  the headers of the Python the modules are for
+#   OPSDK_PYTHON_EXT_SUFFIX   its module suffix, e.g. .cpython-311-aarch64-linux-gnu.so
+# Give both for a cross build or another Python version (with a CMake toolchain file for
+# the target); else they are asked of the Python interpreter FindPython finds.
 
 include_guard(GLOBAL)
 
@@ -50,18 +61,42 @@ endif()
 set(_OPSDK_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 # ------------------------------------------------------------------- Python + pybind11
-if(NOT TARGET pybind11::module)
-  set(PYBIND11_FINDPYTHON ON)
+# A module needs the headers of the Python it is for and that Python's file suffix
+# (.cpython-311-aarch64-linux-gnu.so). Both are given for cross builds and for another
+# Python than the one running CMake (OPSDK_PYTHON_INCLUDE_DIR, OPSDK_PYTHON_EXT_SUFFIX: what
+# `opsdk package --platform/--python` and `opsdk build` pass), else asked of the interpreter
+# FindPython finds. pybind11 is used for its headers only (PYBIND11_NOPYTHON), so it never
+# looks for a Python of its own.
+if(NOT OPSDK_PYTHON_INCLUDE_DIR OR NOT OPSDK_PYTHON_EXT_SUFFIX)
   find_package(Python 3.10 COMPONENTS Interpreter Development.Module REQUIRED)
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c
+            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
+    OUTPUT_VARIABLE _opsdk_suffix OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _opsdk_rc)
+  if(NOT _opsdk_rc EQUAL 0 OR NOT _opsdk_suffix)
+    message(FATAL_ERROR "opsdk: ${Python_EXECUTABLE} did not tell its EXT_SUFFIX; set "
+                        "OPSDK_PYTHON_EXT_SUFFIX (e.g. .cpython-311-x86_64-linux-gnu.so)")
+  endif()
+  set(OPSDK_PYTHON_INCLUDE_DIR "${Python_INCLUDE_DIRS}" CACHE STRING "Python headers")
+  set(OPSDK_PYTHON_EXT_SUFFIX "${_opsdk_suffix}" CACHE STRING "Python module file suffix")
+endif()
+# The Python that runs helpers (never the one the module is for, in a cross build).
+if(Python_EXECUTABLE)
+  set(_OPSDK_PYTHON "${Python_EXECUTABLE}")
+else()
+  find_program(_OPSDK_PYTHON NAMES python3 python REQUIRED)
+endif()
+if(NOT TARGET pybind11::headers)
+  set(PYBIND11_NOPYTHON ON)
   find_package(pybind11 CONFIG QUIET)
   if(NOT pybind11_FOUND)
     execute_process(
-      COMMAND "${Python_EXECUTABLE}" -m pybind11 --cmakedir
+      COMMAND "${_OPSDK_PYTHON}" -m pybind11 --cmakedir
       OUTPUT_VARIABLE _opsdk_pybind11_dir
       OUTPUT_STRIP_TRAILING_WHITESPACE
       RESULT_VARIABLE _opsdk_rc)
     if(NOT _opsdk_rc EQUAL 0)
-      message(FATAL_ERROR "opsdk: pybind11 not found for ${Python_EXECUTABLE}; "
+      message(FATAL_ERROR "opsdk: pybind11 not found (asked ${_OPSDK_PYTHON}); "
                           "pip install pybind11 or set pybind11_DIR")
     endif()
     find_package(pybind11 CONFIG REQUIRED HINTS "${_opsdk_pybind11_dir}")
@@ -83,14 +118,14 @@ function(_opsdk_locate_api)
     endif()
   endforeach()
   execute_process(
-    COMMAND "${Python_EXECUTABLE}" -c
+    COMMAND "${_OPSDK_PYTHON}" -c
             "import opsdk._paths as p; print(p.include_dir()); print(p.entry_source())"
     OUTPUT_VARIABLE _out
     OUTPUT_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "opsdk: cannot find the opsdk C++ API (custom_op.h, entry.cpp) next "
-                        "to ${_OPSDK_CMAKE_DIR} nor through ${Python_EXECUTABLE}; pip install "
+                        "to ${_OPSDK_CMAKE_DIR} nor through ${_OPSDK_PYTHON}; pip install "
                         "opsdk or set OPSDK_INCLUDE_DIR and OPSDK_ENTRY_SOURCE")
   endif()
   string(REPLACE "\n" ";" _out "${_out}")
@@ -131,6 +166,15 @@ endfunction()
 function(_opsdk_flags portable baseline out_compile out_link)
   set(copts "")
   set(lopts "")
+  # A toolchain whose compiler already targets one CPU level (opsdk package's zig wrappers:
+  # `zig c++ -mcpu=x86_64_v2`) says so; another level would need another toolchain.
+  if(OPSDK_TOOLCHAIN_CPU_BASELINE)
+    if(baseline AND NOT baseline STREQUAL OPSDK_TOOLCHAIN_CPU_BASELINE)
+      message(FATAL_ERROR "opsdk: the toolchain ${CMAKE_TOOLCHAIN_FILE} compiles for CPU "
+                          "baseline ${OPSDK_TOOLCHAIN_CPU_BASELINE}, not ${baseline}")
+    endif()
+    set(baseline "")
+  endif()
   if(baseline)
     string(MAKE_C_IDENTIFIER "OPSDK_HAS_MARCH_${baseline}" var)
     check_cxx_compiler_flag("-march=${baseline}" ${var})
@@ -150,8 +194,15 @@ function(_opsdk_flags portable baseline out_compile out_link)
                         "-ffile-prefix-map=${CMAKE_BINARY_DIR}=build"
                         "-ffile-prefix-map=${OPSDK_INCLUDE_DIR}=opsdk-include")
     endif()
-    foreach(flag IN ITEMS "-static-libstdc++" "-static-libgcc" "LINKER:--exclude-libs,ALL"
-                          "LINKER:--strip-all")
+    # A toolchain may name its own (zig links libc++ statically anyway and has no
+    # --exclude-libs); else every flag the linker takes of these.
+    if(DEFINED OPSDK_TOOLCHAIN_PORTABLE_LINK_OPTIONS)
+      set(candidates ${OPSDK_TOOLCHAIN_PORTABLE_LINK_OPTIONS})
+    else()
+      set(candidates "-static-libstdc++" "-static-libgcc" "LINKER:--exclude-libs,ALL"
+                     "LINKER:--strip-all")
+    endif()
+    foreach(flag IN LISTS candidates)
       string(MAKE_C_IDENTIFIER "OPSDK_HAS_LINK_${flag}" var)
       check_linker_flag(CXX "${flag}" ${var})
       if(${var})
@@ -167,43 +218,30 @@ endfunction()
 function(_opsdk_entry_target flavour copts out)
   set(name "opsdk_entry_${flavour}")
   if(NOT TARGET ${name})
-    add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}" "${OPSDK_RUNTIME_SOURCE}")
-    target_include_directories(${name} PRIVATE "${OPSDK_INCLUDE_DIR}")
-    target_link_libraries(${name} PRIVATE pybind11::module)
-    target_compile_options(${name} PRIVATE ${copts})
-    set_target_properties(${name} PROPERTIES
-      CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON
-      CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    _opsdk_entry_library(${name} "${copts}")
   endif()
   set(${out} ${name} PARENT_SCOPE)
 endfunction()
 
-function(opsdk_add_operator target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE"
-    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES")
-  if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "opsdk_add_operator(${target}): unknown arguments "
-                        "${ARG_UNPARSED_ARGUMENTS}")
-  endif()
-  set(sources "")
-  if(ARG_FOLDER)
-    get_filename_component(folder "${ARG_FOLDER}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    if(NOT EXISTS "${folder}/spec.py")
-      message(FATAL_ERROR "opsdk_add_operator(${target}): ${folder} is not an operator "
-                          "folder (no spec.py); create one with `opsdk new`")
-    endif()
-    file(GLOB sources CONFIGURE_DEPENDS "${folder}/*.cpp" "${folder}/*.cc" "${folder}/*.cxx")
-    list(SORT sources)
-  endif()
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND sources "${src}")
-  endforeach()
-  if(NOT sources)
-    message(FATAL_ERROR "opsdk_add_operator(${target}): no C++ sources; give FOLDER "
-                        "(holding kernel.cpp) or SOURCES")
-  endif()
+function(_opsdk_entry_library name copts)
+  add_library(${name} OBJECT "${OPSDK_ENTRY_SOURCE}" "${OPSDK_RUNTIME_SOURCE}")
+  _opsdk_python_target(${name} "${copts}")
+endfunction()
 
+# What every object of a Python module needs: C++17, PIC, hidden symbols, the opsdk API,
+# pybind11's and Python's headers, and the flavour's flags.
+function(_opsdk_python_target name copts)
+  target_include_directories(${name} PRIVATE "${OPSDK_INCLUDE_DIR}")
+  target_include_directories(${name} SYSTEM PRIVATE ${OPSDK_PYTHON_INCLUDE_DIR})
+  target_link_libraries(${name} PRIVATE pybind11::headers)
+  target_compile_options(${name} PRIVATE ${copts})
+  set_target_properties(${name} PROPERTIES
+    CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+endfunction()
+
+# Options shared by opsdk_add_operator and opsdk_add_entry -> compile and link flags.
+macro(_opsdk_flavour)
   set(baseline "${ARG_CPU_BASELINE}")
   if(NOT baseline AND ARG_PORTABLE)
     _opsdk_default_baseline(baseline)
@@ -215,12 +253,70 @@ function(opsdk_add_operator target)
   endif()
   _opsdk_flags(${portable} "${baseline}" copts lopts)
   string(MAKE_C_IDENTIFIER "${portable}_${baseline}" flavour)
-  _opsdk_entry_target(${flavour} "${copts}" entry)
+endmacro()
 
-  pybind11_add_module(${target} MODULE NO_EXTRAS ${sources})
-  target_link_libraries(${target} PRIVATE ${entry})
-  target_include_directories(${target} PRIVATE "${OPSDK_INCLUDE_DIR}" ${folder})
-  target_compile_options(${target} PRIVATE ${copts})
+# opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]): the entry point and runtime
+# alone, as an OBJECT library, for builds that compile them once and link them into many
+# operators (`opsdk build` keeps them per toolchain in its cache; see ENTRY_OBJECTS below).
+function(opsdk_add_entry target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE" "CPU_BASELINE" "")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "opsdk_add_entry(${target}): unknown arguments "
+                        "${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  _opsdk_flavour()
+  _opsdk_entry_library(${target} "${copts}")
+endfunction()
+
+function(opsdk_add_operator target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE"
+    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES;ENTRY_OBJECTS")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "opsdk_add_operator(${target}): unknown arguments "
+                        "${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  set(sources "")
+  set(includes "")
+  if(ARG_FOLDER)
+    get_filename_component(folder "${ARG_FOLDER}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${folder}/spec.py")
+      message(FATAL_ERROR "opsdk_add_operator(${target}): ${folder} is not an operator "
+                          "folder (no spec.py); create one with `opsdk new`")
+    endif()
+    file(GLOB sources CONFIGURE_DEPENDS "${folder}/*.cpp" "${folder}/*.cc" "${folder}/*.cxx")
+    list(SORT sources)
+    list(APPEND includes "${folder}")
+  endif()
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND sources "${src}")
+    if(NOT ARG_FOLDER)
+      get_filename_component(dir "${src}" DIRECTORY)
+      list(APPEND includes "${dir}")
+    endif()
+  endforeach()
+  if(NOT sources)
+    message(FATAL_ERROR "opsdk_add_operator(${target}): no C++ sources; give FOLDER "
+                        "(holding kernel.cpp) or SOURCES")
+  endif()
+  list(REMOVE_DUPLICATES includes)
+
+  _opsdk_flavour()
+  add_library(${target} MODULE ${sources})
+  _opsdk_python_target(${target} "${copts}")
+  if(ARG_ENTRY_OBJECTS)
+    foreach(obj IN LISTS ARG_ENTRY_OBJECTS)
+      if(NOT EXISTS "${obj}")
+        message(FATAL_ERROR "opsdk_add_operator(${target}): ENTRY_OBJECTS: ${obj} does not "
+                            "exist; build it with opsdk_add_entry")
+      endif()
+    endforeach()
+    target_sources(${target} PRIVATE ${ARG_ENTRY_OBJECTS})
+  else()
+    _opsdk_entry_target(${flavour} "${copts}" entry)
+    target_link_libraries(${target} PRIVATE ${entry})
+  endif()
+  target_include_directories(${target} PRIVATE ${includes})
   target_link_options(${target} PRIVATE ${lopts})
   if(ARG_OUTPUT_DIRECTORY)
     get_filename_component(outdir "${ARG_OUTPUT_DIRECTORY}" ABSOLUTE
@@ -229,10 +325,8 @@ function(opsdk_add_operator target)
     set(outdir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   endif()
   set_target_properties(${target} PROPERTIES
-    OUTPUT_NAME _opsdk_kernels
-    LIBRARY_OUTPUT_DIRECTORY "${outdir}"
-    CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
-    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    PREFIX "" OUTPUT_NAME _opsdk_kernels SUFFIX "${OPSDK_PYTHON_EXT_SUFFIX}"
+    LIBRARY_OUTPUT_DIRECTORY "${outdir}")
   foreach(cfg IN ITEMS DEBUG RELEASE RELWITHDEBINFO MINSIZEREL)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY_${cfg} "${outdir}")
   endforeach()

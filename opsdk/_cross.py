@@ -56,6 +56,22 @@ class CrossTarget:
         return f"{self.gnu_triple}.{self.glibc_floor}"
 
     @property
+    def elf_machine(self) -> int:
+        """``e_machine`` of this target's ELF files (62 x86_64, 183 aarch64)."""
+        return _ELF_MACHINES[self.arch]
+
+    @property
+    def manylinux_tags(self) -> tuple[str, ...]:
+        """The wheel platform tags of the glibc floor: PEP 600's and the legacy alias.
+
+        Example:
+            >>> target("x86_64").manylinux_tags
+            ('manylinux_2_17_x86_64', 'manylinux2014_x86_64')
+        """
+        floor = self.glibc_floor.replace(".", "_")
+        return (f"manylinux_{floor}_{self.arch}", self.manylinux)
+
+    @property
     def sysroot(self) -> Path:
         """Where Debian's cross toolchain keeps the target's libc and libstdc++."""
         return Path("/usr") / self.gnu_triple
@@ -71,6 +87,7 @@ TARGETS: dict[str, CrossTarget] = {
         "armv8-a", "qemu-aarch64-static",
     ),
 }
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
 _ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
 
 

@@ -79,9 +79,9 @@ def test_cann_default_engine_follows_the_ai_core_kernel(
     assert "gen aicpu aicpu" in build and "ai_core-" not in build
     out = tmp_path / "tr"
     assert main(["cann", TR, "-o", str(out), "--op-type", "ThresholdedReluCustom"]) == 0
-    assert "engine both (ThresholdedRelu has an AI Core kernel (generated)" in (
-        capsys.readouterr().out
-    )
+    printed = capsys.readouterr().out
+    assert "engine both (ThresholdedRelu has an AI Core kernel (generated)" in printed
+    assert f"NPU tests: pytest --opsdk-device=npu {TR} --opsdk-cann-project {out}" in printed
     adapter = (out / "aicpu/cpukernel/impl/thresholded_relu_custom_kernels.cc").read_text()
     assert 'kKernel = "ThresholdedRelu"' in adapter
     assert "REGISTER_CPU_KERNEL(THRESHOLDED_RELU_CUSTOM, ThresholdedReluCustomCpuKernel)" in adapter

@@ -43,8 +43,8 @@ from opsdk.triton.testing import triton_server  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
-#: Conv -> BN -> Relu chains each model holds (the others are Conv -> BN -> HardSwish, or
-#: Conv with BN already folded by the exporter).
+#: Conv -> BN -> Relu chains each model holds (their other BatchNormalizations feed a
+#: HardSwish written as Mul, an Add or a Conv; most Convs carry the BN folded by the exporter).
 EXPECTED_FUSED = {"ppocr-det": 1, "ppocr-rec": 0, "ppocr-cls": 6, "torch-dynamic": 1}
 NAMES = [m.name for m in corpus.MODELS] + ["torch-dynamic"]
 

@@ -393,3 +393,33 @@ def test_non_native_byte_order_feeds_are_converted(code):
     (got,) = Session(m).run(None, {"x": x})
     np.testing.assert_array_equal(got, [0, -1.5, -2, -3])
     assert got.dtype.isnative
+
+
+def test_constant_node_weights_of_custom_nodes_are_resolved_once():
+    """paddle2onnx-style weights (Constant nodes, Identity/Cast of them) that only custom
+    nodes read are handed to the kernel, not computed by ONNX Runtime on every run."""
+    rng = np.random.default_rng(4)
+    scale = rng.standard_normal(8).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float64)
+    nodes = [
+        helper.make_node("Constant", [], ["scale"], value=numpy_helper.from_array(scale)),
+        helper.make_node("Constant", [], ["bias64"], value=numpy_helper.from_array(bias)),
+        helper.make_node("Cast", ["bias64"], ["bias"], to=TensorProto.FLOAT),
+        helper.make_node("Identity", ["scale"], ["scale_id"]),
+        make_node("LayerNormalization", ["x", "scale_id", "bias"], ["y", "mean", "inv"]),
+        helper.make_node("Relu", ["y"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 8])])
+    model = helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.opsdk", 1)])
+    sess = Session(model)
+    assert [s.kind for s in sess.steps] == ["opsdk", "onnxruntime"]  # no part for the weights
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    (got,) = sess.run(None, {"x": x})
+    mean = x.mean(-1, keepdims=True)
+    want = np.maximum((x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * scale
+                      + bias.astype(np.float32), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], got)  # constants untouched

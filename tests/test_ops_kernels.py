@@ -193,20 +193,45 @@ def test_layer_norm_rejects_bad_axis_and_stash_type(layer_norm) -> None:
         layer_norm(x, np.ones(3, np.float32), np.ones((1, 2, 3), np.float32))
 
 
-def _ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, axis: int) -> np.ndarray:
+def _ort_native(op_type: str, inputs: dict[str, np.ndarray], opset: int, **attrs: Any
+                ) -> np.ndarray:
+    """ONNX Runtime's own implementation of the standard op (first output)."""
     import onnxruntime as ort
     from onnx import helper
 
-    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
-    names = ["X", "Scale", "B"]
-    node = helper.make_node("LayerNormalization", names, ["Y"], axis=axis, epsilon=1e-5)
+    node = helper.make_node(op_type, list(inputs), ["Y"], **attrs)
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info(n, elem, a.shape)
-                      for n, a in zip(names, (x, scale, bias))],
-        [helper.make_tensor_value_info("Y", elem, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        [node], "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                    a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info("Y", helper.np_dtype_to_tensor_dtype(
+            next(iter(inputs.values())).dtype), None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, {"X": x, "Scale": scale, "B": bias})[0]
+    return sess.run(None, inputs)[0]
+
+
+def _ort_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, axis: int) -> np.ndarray:
+    return _ort_native("LayerNormalization", {"X": x, "Scale": scale, "B": bias}, 17,
+                       axis=axis, epsilon=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("seed", range(4))
+def test_softmax_and_gelu_equal_onnxruntime_on_random_shapes(softmax, gelu, seed: int,
+                                                             dtype: type) -> None:
+    """The ops' own ONNX Runtime-equality check: random ranks, shapes, axes and modes."""
+    rng = np.random.default_rng(100 + seed)
+    shape = tuple(int(d) for d in rng.integers(1, 9, int(rng.integers(1, 5))))
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    axis = int(rng.integers(-len(shape), len(shape)))
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(softmax(x, axis=axis).astype(np.float64),
+                               _ort_native("Softmax", {"X": x}, 13, axis=axis),
+                               rtol=tol, atol=tol, err_msg=f"Softmax {shape} axis {axis}")
+    for approximate in ("none", "tanh"):
+        np.testing.assert_allclose(gelu(x, approximate=approximate).astype(np.float64),
+                                   _ort_native("Gelu", {"X": x}, 20, approximate=approximate),
+                                   rtol=tol, atol=tol, err_msg=f"Gelu {approximate} {shape}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import sys
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -27,11 +29,15 @@ from opsdk.package import (
     generate_artefacts,
     host_environment,
     package_name,
+    parse_platforms,
+    parse_pythons,
     render_project,
+    target_python,
     verify_prebuilt,
 )
 from opsdk.package._package import _publish
 from opsdk.package._project import operator_files, resolve_operators
+from opsdk.package._targets import zig_cpu
 from opsdk.registry import find_operator, find_operators
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "package"
@@ -165,7 +171,7 @@ def test_operator_files_leave_out_caches_and_binaries(tmp_path):
 def _rendered(tmp_path: Path, **kw: Any) -> dict[str, bytes]:
     ops = resolve_operators([make_op(tmp_path, "PkgAlpha"), make_op(tmp_path, "PkgBeta")])
     pkg = package_name("acme-ops", "1.2.0", ops)
-    manifest = {"python": {"cache_tag": "cpython-3xx"}, "platform": {"sysconfig": "linux-arch"}}
+    manifest = {"python": {"cache_tag": "cpython-3xx"}, "platform": {"tag": "manylinux2014_arch"}}
     return render_project(pkg, ops, cpu_baseline="x86-64-v2", manifest=manifest,
                           artefacts={"pkg_alpha": {"onnx/schema.json": b"{}"}}, **kw)
 
@@ -242,7 +248,8 @@ def fake_package(root: Path, name: str = "PkgMan", glibc: str = "2.17",
         "package": {"name": "acme-ops", "version": "1.2.0", "import_name": "acme_ops"},
         "opsdk_version": opsdk.__version__,
         "python": host["python"],
-        "platform": {k: host["platform"][k] for k in ("system", "machine", "sysconfig")},
+        "platform": {"system": host["platform"]["system"], "machine": host["platform"]["machine"],
+                     "tag": "manylinux2014_" + host["platform"]["machine"], "glibc_floor": "2.17"},
         "cpu_baseline": "x86-64",
         "operators": {f"operators/{folder.name}": {
             "name": name, "sources": _manifest.source_hashes(folder)}},
@@ -304,6 +311,21 @@ def test_a_kernel_needing_a_newer_glibc_is_refused(tmp_path):
     folder = fake_package(tmp_path, glibc="9.99")
     with pytest.raises(ManifestError, match=r"needs glibc 9.99, this host has glibc"):
         find_operator(str(folder))
+
+
+def test_a_host_below_the_wheels_glibc_floor_is_refused_naming_both(tmp_path, monkeypatch):
+    folder = fake_package(tmp_path)
+    monkeypatch.setattr(_manifest.platform, "libc_ver", lambda: ("glibc", "2.12"))
+    with pytest.raises(ManifestError) as e:
+        find_operator(str(folder))
+    msg = str(e.value)
+    assert "built for glibc >= 2.17 (manylinux2014_" in msg and "this host has glibc 2.12" in msg
+    assert "Fix: install a build of this package made for this environment" in msg
+    assert "manylinux2014_<arch>` serves glibc 2.17 and newer" in msg
+    assert "needs glibc 2.17" not in msg  # one message for one problem
+    monkeypatch.setattr(_manifest.platform, "libc_ver", lambda: ("glibc", "2.17"))
+    _manifest._VERIFIED.clear()
+    assert find_operator(str(folder)).prebuilt is not None
 
 
 def test_a_cpu_without_the_baseline_is_refused(tmp_path, monkeypatch):
@@ -409,7 +431,51 @@ def test_cli_errors_and_cmake_dir(capsys, tmp_path):
     assert "is not a valid package name" in capsys.readouterr().err
     assert main(["package", str(op), "--keep-project", str(op), "-o", str(tmp_path)]) == 1
     assert "it exists; opsdk never overwrites a folder" in capsys.readouterr().err
+    assert main(["package", str(op), "--platform", "win_amd64", "-o", str(tmp_path)]) == 1
+    assert "--platform 'win_amd64': use manylinux2014_x86_64, manylinux2014_aarch64" in (
+        capsys.readouterr().err)
+    assert main(["package", str(op), "--platform", "manylinux2014_aarch64", "--cpu-baseline",
+                 "x86-64-v3", "-o", str(tmp_path)]) == 1
+    assert "--cpu-baseline x86-64-v3 is not a level of aarch64" in capsys.readouterr().err
+    assert main(["package", str(op), "--python", "3.8", "-o", str(tmp_path)]) == 1
+    assert "--python 3.8: opsdk runs on Python >= 3.10" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.whl"))
+
+
+def test_platforms_and_python_versions():
+    host = platform.machine()
+    (default,) = parse_platforms(None)
+    assert default.manylinux and default.tags[-1] == f"manylinux2014_{host}"
+    assert default.glibc_floor == "2.17"
+    both = parse_platforms(["manylinux2014_x86_64", "manylinux_2_17_aarch64", "native"])
+    assert [p.tags for p in both[:2]] == [("manylinux_2_17_x86_64", "manylinux2014_x86_64"),
+                                         ("manylinux_2_17_aarch64", "manylinux2014_aarch64")]
+    assert both[2].tags == (f"linux_{host}",) and not both[2].manylinux
+    assert both[2].glibc_floor == platform.libc_ver()[1]
+    with pytest.raises(SpecError, match="is given twice"):
+        parse_platforms(["manylinux2014_x86_64", "manylinux_2_17_x86_64"])
+    assert parse_pythons(None) == [f"{sys.version_info[0]}.{sys.version_info[1]}"]
+    assert parse_pythons("3.12, cp310,3.11,3.12") == ["3.10", "3.11", "3.12"]
+    with pytest.raises(SpecError, match=r"--python 'three': name CPython versions like"):
+        parse_pythons("three")
+    assert (zig_cpu("x86-64-v2"), zig_cpu("armv8-a"), zig_cpu("")) == (
+        "x86_64_v2", "generic", "baseline")
+    with pytest.raises(SpecError, match=r"--cpu-baseline armv9-a: manylinux builds \(zig\)"):
+        zig_cpu("armv9-a")
+
+
+def test_the_python_headers_of_this_host():
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (x86,) = parse_platforms(["manylinux2014_x86_64"])
+    if platform.machine() != "x86_64":
+        pytest.skip("the x86_64 headers of this host are asked on x86_64 only")
+    tp = target_python(x86, version)
+    assert tp.ext_suffix == EXT and (Path(tp.include_dirs[0]) / "Python.h").is_file()
+    assert (tp.tag, tp.cache_tag) == (f"cp{version.replace('.', '')}",
+                                      sys.implementation.cache_tag)
+    with pytest.raises(BuildError, match=r"--python 3.99: no CPython 3.99 with headers on this "
+                                         r"host \(looked for python3.99 on PATH and under pyenv\)"):
+        target_python(x86, "3.99")
 
 
 def test_package_help_lists_the_options(capsys):
@@ -420,3 +486,46 @@ def test_package_help_lists_the_options(capsys):
     for opt in ("--name", "--version", "--soc", "--cpu-baseline", "--exclude-sources"):
         assert opt in out
     assert "opsdk package operators/my_op operators/other -o dist/" in out
+
+
+def test_a_packaged_kernel_of_the_wrong_machine_or_above_the_glibc_floor_is_refused(tmp_path):
+    from opsdk.package import TargetPython, WheelTarget
+    from opsdk.package._wheel import _check_binary
+
+    (x86,) = parse_platforms(["manylinux2014_x86_64"])
+    wt = WheelTarget(x86, TargetPython("3.11", (), ".cpython-311-x86_64-linux-gnu.so", "test"),
+                     "x86-64-v2")
+    op = resolve_operators([make_op(tmp_path, "PkgElf")])[0]
+    so = tmp_path / "m.so"
+
+    def elf(machine: int, glibc: str) -> None:
+        head = b"\x7fELF\x02\x01\x01" + bytes(11) + machine.to_bytes(2, "little")
+        so.write_bytes(head + b"\0GLIBC_2.2.5\0GLIBC_" + glibc.encode() + b"\0")
+
+    elf(62, "2.17")
+    _check_binary(so, op, wt)  # an x86_64 module within the floor passes
+    elf(183, "2.17")
+    with pytest.raises(BuildError, match=r"PkgElf: the packaged kernel is for ELF machine 183, "
+                                         r"not x86_64 \(62\)"):
+        _check_binary(so, op, wt)
+    elf(62, "2.28")
+    with pytest.raises(BuildError, match=r"PkgElf: the packaged kernel needs glibc 2.28, above "
+                                         r"the floor 2.17 of manylinux2014_x86_64"):
+        _check_binary(so, op, wt)
+
+
+def test_without_zig_manylinux_builds_say_how_to_get_it(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from opsdk.package._targets import zig_available
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ziglang" else real(name, *a))
+    assert "pip install 'opsdk[package]' (or pip install ziglang)" in (zig_available() or "")
+    op = make_op(tmp_path, "PkgNoZig")
+    assert main(["package", str(op), "-o", str(tmp_path / "dist")]) == 1
+    err = capsys.readouterr().err
+    assert "zig c++ from the ziglang package, which is not installed" in err
+    assert "or build for this host only with --platform native" in err
+    assert not list(tmp_path.rglob("*.whl"))

@@ -1,7 +1,8 @@
 """Operator wheels and opsdk's own distribution, for real.
 
-- `opsdk package` builds a wheel of two operators (ThresholdedRelu and one scaffolded
-  here) with scikit-build-core; the wheel holds portable kernels, specs, references,
+- `opsdk package` builds a wheel of three operators (the shipped ThresholdedRelu and Gelu,
+  and one scaffolded here) with scikit-build-core, for manylinux2014 of this machine (the
+  default: zig c++, glibc 2.17); the wheel holds portable kernels, specs, references,
   tests, ONNX schemas, CANN projects and a manifest.
 - The same sources built again elsewhere give the same files with the same contents.
 - opsdk's own sdist and wheel carry the templates, the CMake module, the C++ API and the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import random
 import re
 import shutil
@@ -55,7 +57,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     demo = new_operator("PkgDemo", inputs=parse_io(["x:float16,float32"]),
                         outputs=parse_io(["y"]), attrs=parse_attrs(["gain:float=1.5"]),
                         domain="com.example.pkgdemo", root=root)
-    return [REPO / "operators" / "thresholded_relu", demo]
+    return [REPO / "operators" / "thresholded_relu", REPO / "operators" / "gelu", demo]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
     assert built.wheel.name.startswith(f"acme_ops-1.2.0-{tag}-")
     files = wheel_contents(built.wheel)
     ops = "acme_ops/operators"
-    for snake in ("thresholded_relu", "pkg_demo"):
+    for snake in ("thresholded_relu", "gelu", "pkg_demo"):
         for name in (f"_opsdk_kernels{EXT}", "spec.py", "reference.py", "kernel.cpp",
                      f"test_{snake}.py", "onnx/schema.json"):
             assert f"{ops}/{snake}/{name}" in files, f"{snake}/{name} missing"
@@ -85,9 +87,13 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
     man = json.loads(files["acme_ops/opsdk_manifest.json"])
     assert man["package"] == {"name": "acme-ops", "version": "1.2.0", "import_name": "acme_ops"}
     assert man["python"]["ext_suffix"] == EXT
-    assert built.wheel.name.endswith(f"-{man['platform']['tag']}.whl")
+    machine = platform.machine()
+    assert man["platform"]["tags"] == [f"manylinux_2_17_{machine}", f"manylinux2014_{machine}"]
+    assert built.wheel.name.endswith(f"-{'.'.join(sorted(man['platform']['tags']))}.whl")
+    assert man["platform"]["glibc_floor"] == "2.17"
     assert man["cpu_baseline"] == default_cpu_baseline()
-    assert set(man["operators"]) == {"operators/thresholded_relu", "operators/pkg_demo"}
+    assert set(man["operators"]) == {"operators/thresholded_relu", "operators/gelu",
+                                     "operators/pkg_demo"}
     assert man["operators"]["operators/pkg_demo"]["name"] == "PkgDemo"
     assert set(man["operators"]["operators/pkg_demo"]["sources"]) >= {"spec.py", "kernel.cpp"}
     from importlib import metadata
@@ -98,7 +104,7 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
 
 def test_kernels_are_portable_and_carry_no_build_paths(built: PackageResult) -> None:
     files = wheel_contents(built.wheel)
-    for snake in ("thresholded_relu", "pkg_demo"):
+    for snake in ("thresholded_relu", "gelu", "pkg_demo"):
         so = files[f"acme_ops/operators/{snake}/_opsdk_kernels{EXT}"]
         assert b"libstdc++.so" not in so, "libstdc++ should be linked statically"
         for leak in (b"opsdk-package-", str(REPO).encode(), tempfile.gettempdir().encode()):
@@ -253,13 +259,14 @@ import numpy as np
 import opsdk
 
 found = {}
-for name in ("ThresholdedRelu", "pkg_demo", "com.example.pkgdemo::PkgDemo"):
+for name in ("ThresholdedRelu", "Gelu", "pkg_demo", "com.example.pkgdemo::PkgDemo"):
     op = opsdk.load(name)
     for dt in (np.float16, np.float32):
         x = np.linspace(-3, 3, 101, dtype=dt).reshape(1, 101)
         attrs = op.spec.resolve_attrs({})
         np.testing.assert_allclose(op(x).astype(np.float64),
-                                   np.asarray(op.reference(x, **attrs), np.float64), rtol=1e-3)
+                                   np.asarray(op.reference(x, **attrs), np.float64), rtol=1e-3,
+                                   atol=1e-3)
     found[name] = str(op.folder)
 print(json.dumps(found))
 """
@@ -290,11 +297,12 @@ def test_operator_wheel_in_a_fresh_venv_never_compiles(
     pkg_dir = Path(site.strip()).parent
     assert found == {
         "ThresholdedRelu": str(pkg_dir / "operators" / "thresholded_relu"),
+        "Gelu": str(pkg_dir / "operators" / "gelu"),
         "pkg_demo": str(pkg_dir / "operators" / "pkg_demo"),
         "com.example.pkgdemo::PkgDemo": str(pkg_dir / "operators" / "pkg_demo"),
     }
 
-    for name in ("ThresholdedRelu", "PkgDemo"):
+    for name in ("ThresholdedRelu", "Gelu", "PkgDemo"):
         out = run([opsdk_cli, "test", name, "-q", "-p", "no:cacheprovider"], env=env,
                   cwd=work).stdout
         passed = re.search(r"(\d+) passed", out)  # and exit code 0: nothing failed
@@ -304,6 +312,7 @@ def test_operator_wheel_in_a_fresh_venv_never_compiles(
     rows = {line.split()[0]: line for line in listing.splitlines()[1:]}
     assert "wheel (acme-ops)" in rows["PkgDemo"]
     assert "wheel (acme-ops); shadows shipped" in rows["ThresholdedRelu"]
+    assert "wheel (acme-ops); shadows shipped" in rows["Gelu"]
     as_json = {o["name"]: o for o in json.loads(
         run([opsdk_cli, "list", "--json"], env=env, cwd=work).stdout)}
     assert as_json["PkgDemo"]["prebuilt"] == str(pkg_dir / "operators" / "pkg_demo" /

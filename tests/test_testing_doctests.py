@@ -15,6 +15,7 @@ MODULES = [
     "opsdk.testing._cases",
     "opsdk.testing._precision",
     "opsdk.testing._report",
+    "opsdk.testing._cann_type",
 ]
 
 

@@ -309,15 +309,21 @@ def cann_op(
     )
 
 
-def check_op_type(name: str) -> str:
+def check_op_type(name: str, what: str = "--op-type") -> str:
     """``name`` if it is a valid CANN operator type (``^[A-Z][A-Za-z0-9]*$``).
+
+    ``what`` names where the value came from in the error.
 
     Raises:
         CannArgError: naming the value and the rule.
+
+    Example:
+        >>> check_op_type("ThresholdedReluCustom")
+        'ThresholdedReluCustom'
     """
     if not re.match(r"^[A-Z][A-Za-z0-9]*$", name):
         raise CannArgError(
-            f"--op-type {name!r} is not a CANN operator type: use UpperCamelCase letters and "
+            f"{what} {name!r} is not a CANN operator type: use UpperCamelCase letters and "
             "digits, e.g. ThresholdedReluCustom"
         )
     return name

@@ -449,3 +449,30 @@ def write_project(
 def read_project_manifest(folder: str | Path) -> dict[str, Any]:
     """The manifest of a project opsdk generated (``{}`` when there is none)."""
     return _read_manifest(Path(folder))
+
+
+def project_op_type(folder: str | Path) -> tuple[tuple[str, str], str]:
+    """``((domain, name), CANN operator type)`` of the operator in a project ``opsdk cann``
+    wrote: the type ``--op-type`` gave it (the spec's name without one).
+
+    Raises:
+        CannArgError: the folder has no opsdk manifest, or one without the operator.
+
+    Example:
+        >>> project_op_type("build/cann/trelu")  # doctest: +SKIP
+        (('com.opsdk', 'ThresholdedRelu'), 'ThresholdedReluCustom')
+    """
+    from ._socs import CannArgError
+
+    path = Path(folder) / MANIFEST
+    try:
+        man = _read_manifest(Path(folder))
+    except ProjectExists as e:
+        raise CannArgError(str(e)) from None
+    op = man.get("op_type")
+    if not man or not isinstance(op, list) or len(op) < 2 or not man.get("cann_op_type"):
+        raise CannArgError(
+            f"{folder}: no opsdk project manifest with the operator ({path}); pass a folder "
+            "written by `opsdk cann`"
+        )
+    return (str(op[0]), str(op[1])), str(man["cann_op_type"])

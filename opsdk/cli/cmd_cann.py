@@ -132,4 +132,7 @@ def run(args: argparse.Namespace) -> int:
     for rel in report.kept_edited:
         print(f"  kept {rel} (edited since generation; delete it to regenerate)")
     print(f"  next: on an NPU host run {report.folder}/build.sh (see docs/npu_host_guide.md)")
+    if op_type != spec.name:
+        print(f"  NPU tests: pytest --opsdk-device=npu {info.folder} "
+              f"--opsdk-cann-project {report.folder}")
     return 0

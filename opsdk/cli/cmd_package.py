@@ -10,12 +10,17 @@ HELP = """\
 examples:
   opsdk package operators/my_op -o dist/
   opsdk package operators/my_op operators/other -o dist/ --name acme-ops --version 1.2.0
+  opsdk package operators/my_op --platform manylinux2014_x86_64 \
+      --platform manylinux2014_aarch64 --python 3.10,3.11,3.12
   pip install dist/acme_ops-1.2.0-*.whl && opsdk list
 
-The wheel holds prebuilt kernels compiled for a portable CPU baseline (default x86-64-v2
-on x86_64, armv8-a on aarch64), the specs, references, tests, ONNX schemas and CANN
-projects, and a manifest that opsdk checks before loading a kernel. Installed, opsdk
-finds the operators by name and never compiles them.
+One wheel per --platform and --python version. manylinux2014 wheels (glibc >= 2.17:
+CentOS 7, Ubuntu 18.04, openEuler 20.03 and newer) are compiled here with zig c++ (the
+ziglang package), for x86_64 or aarch64 from any Linux host; native uses this host's
+compiler and glibc. Each wheel holds prebuilt kernels compiled for a portable CPU
+baseline (default x86-64-v2 on x86_64, armv8-a on aarch64), the specs, references, tests,
+ONNX schemas and CANN projects, and a manifest that opsdk checks before loading a kernel.
+Installed, opsdk finds the operators by name and never compiles them.
   opsdk package --cmake-dir     print the folder of OpsdkOperator.cmake and exit
 """
 
@@ -29,6 +34,13 @@ def register(sub: Any) -> None:
     p.add_argument("-o", "--out", default="dist", help="output folder (default ./dist)")
     p.add_argument("--name", help="package name (required for several operators)")
     p.add_argument("--version", default="0.1.0", help="package version (default 0.1.0)")
+    p.add_argument("--platform", action="append", metavar="PLATFORM",
+                   help="wheel platform, repeatable: manylinux2014_x86_64, "
+                        "manylinux2014_aarch64, native (default: manylinux2014 of this "
+                        "machine)")
+    p.add_argument("--python", metavar="VERSIONS",
+                   help="CPython versions, one wheel each, e.g. 3.10,3.11,3.12 (default: "
+                        "this interpreter's)")
     p.add_argument("--soc", action="append", metavar="SOC",
                    help="CANN target, repeatable (SoC version or compute unit; "
                         "default ascend910b)")
@@ -70,18 +82,25 @@ def run(args: argparse.Namespace) -> int:
 
     res = package_operators(
         args.ops, args.out, name=args.name, version=args.version,
-        socs=args.soc or ("ascend910b",), cpu_baseline=args.cpu_baseline,
+        platforms=args.platform, python=args.python, socs=args.soc or ("ascend910b",),
+        cpu_baseline=args.cpu_baseline,
         onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,
         keep_project=args.keep_project, force=args.force, progress=progress,
     )
-    state = "unchanged (identical wheel already there)" if res.unchanged else "built"
-    print(f"{state}: {res.wheel} ({_size(res.wheel.stat().st_size)}) in {res.seconds:.1f} s")
+    for b in res.builds:
+        state = "unchanged (identical wheel already there)" if b.unchanged else "built"
+        print(f"{state}: {b.wheel} ({_size(b.wheel.stat().st_size)}) in {b.seconds:.1f} s")
     for op, files in res.artefacts.items():
         kinds = sorted({f.split("/")[0] for f in files})
         print(f"  {op}: kernel, spec, reference" + (f", {', '.join(kinds)}" if kinds else ""))
     for kind, why in res.skipped.items():
         print(f"  no {kind} artefacts: {why}")
-    if res.project is not None:
-        print(f"  build project kept in {res.project}")
-    print(f"install: pip install {res.wheel}")
+    for b in res.builds:
+        if b.project is not None:
+            print(f"  build project kept in {b.project}")
+    if len(res.builds) == 1:
+        print(f"install: pip install {res.wheel}")
+    else:
+        print(f"install: pip install --find-links {res.wheel.parent} {res.name}=={res.version}"
+              " (pip picks the wheel of the host)")
     return 0

@@ -2,6 +2,7 @@
 
 Example:
     $ opsdk test ThresholdedRelu --precision-mode force_fp16 --report out.html -k float32
+    $ opsdk test ThresholdedRelu --device npu --cann-op-type ThresholdedReluCustom
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..testing._standards import STANDARDS
 
 _OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
             "report", "timeout", "sanitize")
+_LISTS = ("cann_op_type", "cann_project")
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -49,6 +51,11 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
+    p.add_argument("--cann-op-type", action="append", metavar="TYPE", default=default,
+                   help="npu: the operator's CANN type when `opsdk cann --op-type` renamed it "
+                   "(e.g. ThresholdedReluCustom)")
+    p.add_argument("--cann-project", action="append", metavar="DIR", default=default,
+                   help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
                    help="cpu: run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run)")
@@ -96,6 +103,23 @@ def _late_options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[st
     return late.parse_known_args(args.pytest_args or [])
 
 
+def _listed(args: argparse.Namespace, name: str) -> list[str]:
+    """A repeatable option, given before the operator and among the arguments after it."""
+    own, _ = _late_options(args)
+    return [*(getattr(args, name, None) or []), *(getattr(own, name) or [])]
+
+
+def _check_projects(spec: Any, projects: list[str]) -> None:
+    """Each --cann-project must be a project of the operator under test."""
+    from ..cann import CannArgError, project_op_type
+
+    for folder in projects:
+        (domain, name), _ = project_op_type(folder)
+        if (domain, name) != (spec.domain, spec.name):
+            raise CannArgError(f"--cann-project {folder} is the CANN project of {domain}::{name}, "
+                               f"not of {spec.domain}::{spec.name}; pass that operator's project")
+
+
 def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
     """The pytest command line for ``args`` (options may follow the operator name)."""
     own, rest = _late_options(args)
@@ -106,6 +130,8 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
             v = DEFAULT_TIMEOUT_S
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+    for k in _LISTS:
+        argv += [f"--opsdk-{k.replace('_', '-')}={v}" for v in _listed(args, k)]
     if own.standard_only or getattr(args, "standard_only", None):
         argv.append("--opsdk-standard-only")
     if not (own.no_isolate or getattr(args, "no_isolate", None)):
@@ -141,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise OutputPathError(str(e)) from None
     info = find_operator(args.op)
+    _check_projects(info.spec, _listed(args, "cann_project"))
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)

@@ -21,6 +21,7 @@ from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import OpsdkError, SpecError
 from ..spec import OpSpec, TensorType
 from ._buffers import BufferPool, output_layout
+from ._constants import GraphConstants
 from ._model import (
     ModelError,
     consumers_of,
@@ -248,8 +249,9 @@ class Session:
         stage = _stages(g, order, custom)
         last = max(stage.values(), default=0)
         consumers = consumers_of(g)
+        folded = self._fold_constants(order, custom, consumers)
         for k in range(last + 1):
-            ort_nodes = [i for i in order if i not in custom and stage[i] == k]
+            ort_nodes = [i for i in order if i not in custom and i not in folded and stage[i] == k]
             if ort_nodes:
                 step = self._ort_step(ort_nodes, consumers)
                 if step.outputs:  # a part nobody reads is dead code: skip it
@@ -260,6 +262,34 @@ class Session:
         self._set_releases()
         if self._inplace:
             self._set_inplace(consumers)
+
+    def _fold_constants(
+        self, order: list[int], custom: set[int], consumers: Mapping[str, list[int]]
+    ) -> set[int]:
+        """Constant nodes (and Identity/Cast of constants) that only custom nodes read, as
+        paddle2onnx writes weights: resolved once here and handed to the kernels, instead of
+        being computed by ONNX Runtime on every run."""
+        g = self._model.graph
+        consts = GraphConstants(g)
+        folded: set[int] = set()
+        for idx in reversed(order):  # readers before what they read
+            node = g.node[idx]
+            if node.op_type not in ("Constant", "Identity", "Cast") or idx in custom:
+                continue
+            outs = [o for o in node.output if o]
+            if not is_standard_domain(node.domain) or any(
+                o in self._output_set or not consts.is_constant(o) for o in outs
+            ):
+                continue
+            readers = [r for o in outs for r in consumers.get(o, ())]
+            if readers and all(r in custom or r in folded for r in readers):
+                folded.add(idx)
+        for idx in folded:
+            for o in g.node[idx].output:
+                value = consts.value(o) if o else None
+                if value is not None:
+                    self._consts[o] = np.ascontiguousarray(value)
+        return folded
 
     def _set_inplace(self, consumers: Mapping[str, list[int]]) -> None:
         """Pair elementwise custom outputs with inputs whose buffers they may reuse."""

@@ -34,6 +34,9 @@ __all__ = [
     "verify_prebuilt",
     "source_hashes",
     "required_glibc",
+    "elf_machine",
+    "version_tuple",
+    "version_text",
 ]
 
 MANIFEST_NAME = "opsdk_manifest.json"
@@ -150,10 +153,34 @@ def required_glibc(module: Path) -> tuple[int, ...]:
     return _glibc_needed(str(module), st.st_mtime_ns, st.st_size)
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    """``"2.36"`` -> ``(2, 36, 0)``: always three numbers, so tuples compare right."""
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"2.36"`` -> ``(2, 36, 0)``: always three numbers, so tuples compare right.
+
+    Example:
+        >>> version_tuple("2.17") < version_tuple("2.36")
+        True
+    """
     nums = [int(x) for x in re.findall(r"\d+", text)[:3]]
     return tuple(nums + [0] * (3 - len(nums)))
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    """``(2, 17, 0)`` -> ``"2.17"``."""
+    return ".".join(str(x) for x in (version[:2] if version[2:] in ((0,), ()) else version))
+
+
+def elf_machine(module: Path) -> int:
+    """The ``e_machine`` of an ELF file (62 x86_64, 183 aarch64; 0 if not ELF).
+
+    Example:
+        >>> elf_machine(Path(sys.executable)) in (62, 183)  # doctest: +SKIP
+        True
+    """
+    with open(module, "rb") as fh:
+        head = fh.read(20)
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        return 0
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
 @lru_cache(maxsize=1)
@@ -193,7 +220,7 @@ def _check_opsdk(man: dict[str, Any]) -> list[str]:
     from .. import __version__
 
     built = str(man.get("opsdk_version", "?"))
-    if _version_tuple(built)[:2] != _version_tuple(__version__)[:2]:
+    if version_tuple(built)[:2] != version_tuple(__version__)[:2]:
         return [f"built with opsdk {built}, this is opsdk {__version__} (major.minor differ)"]
     return []
 
@@ -215,9 +242,21 @@ def _check_glibc(module: Path) -> list[str]:
     needed = required_glibc(module)
     if libc != "glibc" or not needed or not version:
         return []
-    if needed > _version_tuple(version):
-        shown = ".".join(str(x) for x in (needed[:2] if needed[2:] == (0,) else needed))
-        return [f"{module.name} needs glibc {shown}, this host has glibc {version}"]
+    if needed > version_tuple(version):
+        return [f"{module.name} needs glibc {version_text(needed)}, this host has glibc {version}"]
+    return []
+
+
+def _check_glibc_floor(man: dict[str, Any]) -> list[str]:
+    """The wheel's glibc floor (manylinux2014: 2.17) against this host's glibc."""
+    plat = man.get("platform", {})
+    floor = plat.get("glibc_floor")
+    libc, version = platform.libc_ver()
+    if not floor or libc != "glibc" or not version:
+        return []
+    if version_tuple(version) < version_tuple(floor):
+        return [f"built for glibc >= {floor} ({plat.get('tag', '?')}), this host has glibc "
+                f"{version}"]
     return []
 
 
@@ -280,7 +319,8 @@ def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = 
         return _VERIFIED[key]
     found = find_manifest(folder)
     problems = _check_glibc(chosen)
-    fix = "rebuild it on a host with an older glibc (e.g. a manylinux container)"
+    fix = ("rebuild it for an older glibc (`opsdk package --platform manylinux2014_<arch>` "
+           "serves glibc 2.17 and newer)")
     if found is not None:
         path, rel = found
         man = read_manifest(path)
@@ -292,11 +332,12 @@ def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = 
             + _check_python(man, host)
             + _check_platform(man, host)
             + _check_cpu(man)
-            + problems
+            + (_check_glibc_floor(man) or problems)
             + _check_sources(man, rel, folder)
         )
         fix = (
-            "install a build of this package made for this environment, or rebuild it here "
+            "install a build of this package made for this environment (`opsdk package "
+            "--platform manylinux2014_<arch>` serves glibc 2.17 and newer), or rebuild it here "
             f"with `opsdk package` (manifest: {path})"
         )
     if problems:

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
-from ._manifest import CPU_LEVELS, FORMAT, host_environment, source_hashes
+from ._manifest import CPU_LEVELS, FORMAT, source_hashes
 from ._project import (
     OpSource,
     PackageName,
@@ -26,27 +26,67 @@ from ._project import (
     resolve_operators,
     write_tree,
 )
-from ._wheel import build_wheel, check_wheel, wheel_contents
+from ._targets import (
+    WheelPlatform,
+    parse_platforms,
+    parse_pythons,
+    target_python,
+    zig_available,
+    zig_cpu,
+)
+from ._wheel import WheelTarget, build_wheel, check_wheel, wheel_contents
 
-__all__ = ["PackageResult", "package_operators", "default_cpu_baseline", "make_manifest"]
+__all__ = ["BuiltWheel", "PackageResult", "package_operators", "default_cpu_baseline",
+           "make_manifest"]
 
 Progress = Callable[[str], None]
 
 
 @dataclass
-class PackageResult:
-    """What ``opsdk package`` made."""
+class BuiltWheel:
+    """One wheel of a package: for one platform and one CPython version."""
 
     wheel: Path
+    platform: str  # the wheel's platform tag, e.g. manylinux2014_aarch64
+    python: str  # the CPython version, e.g. 3.11
+    manifest: dict[str, Any]
+    seconds: float
+    unchanged: bool = False  # an identical wheel was already in the output folder
+    project: Path | None = None
+
+
+@dataclass
+class PackageResult:
+    """What ``opsdk package`` made: one wheel per platform and Python version."""
+
     name: str
     version: str
     operators: list[str]
     artefacts: dict[str, list[str]]
     skipped: dict[str, str]
-    manifest: dict[str, Any]
     seconds: float
-    unchanged: bool = False  # an identical wheel was already in the output folder
-    project: Path | None = field(default=None)
+    builds: list[BuiltWheel]
+
+    @property
+    def wheel(self) -> Path:
+        """The first wheel (the only one when one platform and one Python were asked)."""
+        return self.builds[0].wheel
+
+    @property
+    def wheels(self) -> list[Path]:
+        return [b.wheel for b in self.builds]
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.builds[0].manifest
+
+    @property
+    def unchanged(self) -> bool:
+        return all(b.unchanged for b in self.builds)
+
+    @property
+    def project(self) -> Path | None:
+        return self.builds[0].project
 
 
 def default_cpu_baseline(machine: str | None = None) -> str:
@@ -59,15 +99,18 @@ def default_cpu_baseline(machine: str | None = None) -> str:
         >>> default_cpu_baseline("x86_64"), default_cpu_baseline("aarch64")
         ('x86-64-v2', 'armv8-a')
     """
-    m = (machine or platform.machine()).lower()
-    if m in ("x86_64", "amd64"):
-        return "x86-64-v2"
-    if m in ("aarch64", "arm64"):
-        return "armv8-a"
-    return ""
+    from .._cross import CrossTargetError, target
+
+    try:
+        return target((machine or platform.machine()).lower()).default_march
+    except CrossTargetError:
+        return ""
 
 
-def _check_baseline(baseline: str) -> str:
+def _check_baseline(baseline: str | None, plat: WheelPlatform) -> str:
+    arch = plat.target.arch
+    if baseline is None:
+        return plat.target.default_march
     if baseline == "native":
         raise SpecError(
             "--cpu-baseline native makes a wheel that runs only on CPUs like this one; pick a "
@@ -78,6 +121,12 @@ def _check_baseline(baseline: str) -> str:
         raise SpecError(
             f"--cpu-baseline {baseline!r} is not a CPU level opsdk knows; pick one of "
             f"{', '.join(CPU_LEVELS)} (or '' for the compiler's default)"
+        )
+    if baseline and baseline.startswith("x86-64") != (arch == "x86_64"):
+        raise SpecError(
+            f"--cpu-baseline {baseline} is not a level of {arch} (--platform {plat.name}); "
+            f"leave it out (default {plat.target.default_march}) or build each platform "
+            "with its own opsdk package call"
         )
     return baseline
 
@@ -113,10 +162,26 @@ def _socs(socs: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(compute_unit(s) for s in socs))
 
 
+@lru_cache(maxsize=1)
+def _zig_version() -> str:
+    from ._targets import zig_version
+
+    return zig_version()
+
+
+def _compiler(wt: WheelTarget) -> str:
+    from ..build import _compiler_version, _find_cxx
+
+    if wt.platform.manylinux:
+        return f"{_zig_version()} (c++ -target {wt.platform.target.zig_target})"
+    return _compiler_version(_find_cxx())
+
+
 def make_manifest(
     pkg: PackageName,
     ops: Sequence[OpSource],
     *,
+    wt: WheelTarget,
     cpu_baseline: str,
     socs: Sequence[str],
     artefacts: Artefacts,
@@ -124,30 +189,37 @@ def make_manifest(
     """The manifest written into the wheel (see :mod:`opsdk.package._manifest`).
 
     Example:
-        >>> make_manifest(pkg, ops, cpu_baseline="x86-64-v2", socs=["ascend910b"],
-        ...               artefacts=Artefacts())["format"]  # doctest: +SKIP
-        1
+        >>> make_manifest(pkg, ops, wt=wt, cpu_baseline="x86-64-v2", socs=["ascend910b"],
+        ...               artefacts=Artefacts())["platform"]["glibc_floor"]  # doctest: +SKIP
+        '2.17'
     """
     import pybind11
 
     from .. import __version__
-    from ..build import _compiler_version, _find_cxx, toolchain
+    from ..build import toolchain
 
-    host = host_environment()
+    py, plat = wt.python, wt.platform
     return {
         "format": FORMAT,
         "generated": "generated by opsdk from spec.py; do not edit",
         "package": {"name": pkg.name, "version": pkg.version, "import_name": pkg.import_name},
         "opsdk_version": __version__,
         "api_hash": toolchain("").api_hash,
-        "python": host["python"],
+        "python": {"implementation": "cpython", "version": py.version,
+                   "cache_tag": py.cache_tag, "ext_suffix": py.ext_suffix},
         "platform": {
-            **{k: host["platform"][k] for k in ("system", "machine", "sysconfig")},
-            "tag": re.sub(r"[-.]", "_", host["platform"]["sysconfig"]),
+            "system": "Linux",
+            "machine": plat.target.arch,
+            "tag": plat.tags[-1],
+            "tags": list(plat.tags),
+            "glibc_floor": plat.glibc_floor,
         },
         "cpu_baseline": cpu_baseline,
+        # One variant today: the baseline. Dispatch to wider ISAs (AVX2+FMA, ...) adds more.
+        "isa_variants": [cpu_baseline or "compiler default"],
         "build": {
-            "compiler": _compiler_version(_find_cxx()),
+            "compiler": _compiler(wt),
+            "python_headers": py.source,
             "pybind11": pybind11.__version__,
             "portable": True,
         },
@@ -189,12 +261,72 @@ def _publish(built: Path, out_dir: Path, force: bool) -> tuple[Path, bool]:
     return target, False
 
 
+@dataclass(frozen=True)
+class _Job:
+    """Everything one wheel build needs besides its target."""
+
+    pkg: PackageName
+    ops: list[OpSource]
+    socs: list[str]
+    arts: Artefacts
+    exclude_sources: bool
+    out_dir: Path
+    force: bool
+    keep: Path | None
+    say: Progress
+
+
+def _build_one(job: _Job, wt: WheelTarget) -> BuiltWheel:
+    t0 = time.perf_counter()
+    baseline = wt.cpu_baseline
+    manifest = make_manifest(job.pkg, job.ops, wt=wt, cpu_baseline=baseline, socs=job.socs,
+                             artefacts=job.arts)
+    files = render_project(job.pkg, job.ops, cpu_baseline=baseline, manifest=manifest,
+                           artefacts=job.arts.files, exclude_sources=job.exclude_sources)
+    project = Path(tempfile.mkdtemp(prefix="opsdk-package-"))
+    write_tree(project, files)
+    how = (f"zig c++ for {wt.platform.target.zig_target}" if wt.platform.manylinux
+           else "this host's compiler")
+    job.say(f"compiling {len(job.ops)} kernel(s) for {job.pkg.name} {job.pkg.version}, "
+            f"{wt.label} ({how}, CPU baseline {baseline or 'compiler default'}) ...")
+    try:
+        built = build_wheel(project, project / "dist", wt)  # on failure the project stays
+    except BuildError as e:
+        raise BuildError(_authors_paths(str(e), project, job.pkg, job.ops)) from None
+    job.say(f"checking the {wt.label} wheel ...")
+    check_wheel(built, job.pkg, job.ops, wt)
+    wheel, unchanged = _publish(built, job.out_dir, job.force)
+    if job.keep is not None:
+        copy_tree(project, job.keep)
+    shutil.rmtree(project, ignore_errors=True)
+    return BuiltWheel(wheel, wt.platform.tags[-1], wt.python.version, manifest,
+                      time.perf_counter() - t0, unchanged, job.keep)
+
+
+def _targets(platforms: Sequence[str] | None, pythons: str | Sequence[str] | None,
+             cpu_baseline: str | None, say: Progress) -> list[WheelTarget]:
+    """Every (platform, Python) pair to build, with its CPU baseline; checked up front."""
+    out = []
+    for plat in parse_platforms(platforms):
+        baseline = _check_baseline(cpu_baseline, plat)
+        if plat.manylinux:
+            missing = zig_available()
+            if missing:
+                raise BuildError(missing)
+            zig_cpu(baseline)  # a level zig knows
+        for version in parse_pythons(pythons):
+            out.append(WheelTarget(plat, target_python(plat, version, say), baseline))
+    return out
+
+
 def package_operators(
     operators: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str] = "dist",
     *,
     name: str | None = None,
     version: str = "0.1.0",
+    platforms: Sequence[str] | None = None,
+    python: str | Sequence[str] | None = None,
     socs: Sequence[str] = ("ascend910b",),
     cpu_baseline: str | None = None,
     onnx: bool = True,
@@ -204,13 +336,18 @@ def package_operators(
     force: bool = False,
     progress: Progress | None = None,
 ) -> PackageResult:
-    """Build one wheel holding the given operators with prebuilt, portable kernels.
+    """Build wheels of the given operators with prebuilt, portable kernels: one per
+    platform (default: manylinux2014 of this machine) and CPython version (default: this
+    interpreter's).
 
     Example:
         >>> res = package_operators(["operators/my_op", "operators/other"], "dist",
-        ...                         name="acme-ops", version="1.2.0")  # doctest: +SKIP
-        >>> res.wheel.name  # doctest: +SKIP
-        'acme_ops-1.2.0-cp311-cp311-linux_x86_64.whl'
+        ...                         name="acme-ops", version="1.2.0",
+        ...                         platforms=["manylinux2014_x86_64",
+        ...                                    "manylinux2014_aarch64"])  # doctest: +SKIP
+        >>> [w.name for w in res.wheels]  # doctest: +SKIP
+        ['acme_ops-1.2.0-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl',
+         'acme_ops-1.2.0-cp311-cp311-manylinux2014_aarch64.manylinux_2_17_aarch64.whl']
     """
     t0 = time.perf_counter()
     say = progress or (lambda _msg: None)
@@ -219,38 +356,23 @@ def package_operators(
     if keep_project is not None and Path(keep_project).exists():
         raise BuildError(f"--keep-project {keep_project}: it exists; opsdk never overwrites a "
                          "folder, name a new one")
-    baseline = _check_baseline(default_cpu_baseline() if cpu_baseline is None else cpu_baseline)
+    targets = _targets(platforms, python, cpu_baseline, say)
     unit_socs = _socs(socs)
     arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs,
                               folders=[o.folder for o in ops])
-    manifest = make_manifest(pkg, ops, cpu_baseline=baseline, socs=unit_socs, artefacts=arts)
-    files = render_project(pkg, ops, cpu_baseline=baseline, manifest=manifest,
-                           artefacts=arts.files, exclude_sources=exclude_sources)
-    project = Path(tempfile.mkdtemp(prefix="opsdk-package-"))
-    write_tree(project, files)
-    say(f"compiling {len(ops)} kernel(s) for {pkg.name} {pkg.version} "
-        f"(portable, CPU baseline {baseline or 'compiler default'}) ...")
-    try:
-        built = build_wheel(project, project / "dist")  # on failure the project stays
-    except BuildError as e:
-        raise BuildError(_authors_paths(str(e), project, pkg, ops)) from None
-    say("checking the wheel (kernels against their specs) ...")
-    check_wheel(built, pkg, ops)
-    wheel, unchanged = _publish(built, Path(out_dir), force)
-    kept = None
-    if keep_project is not None:
-        kept = Path(keep_project)
-        copy_tree(project, kept)
-    shutil.rmtree(project, ignore_errors=True)
+    builds = []
+    for wt in targets:
+        keep = None if keep_project is None else Path(keep_project)
+        if keep is not None and len(targets) > 1:
+            keep = keep / wt.label
+        job = _Job(pkg, ops, unit_socs, arts, exclude_sources, Path(out_dir), force, keep, say)
+        builds.append(_build_one(job, wt))
     return PackageResult(
-        wheel=wheel,
         name=pkg.name,
         version=pkg.version,
         operators=[o.qualified for o in ops],
         artefacts={o.qualified: arts.listing(o.snake) for o in ops},
         skipped=dict(arts.skipped),
-        manifest=manifest,
         seconds=time.perf_counter() - t0,
-        unchanged=unchanged,
-        project=kept,
+        builds=builds,
     )

@@ -277,7 +277,7 @@ def render_project(
         "cpu_baseline": cpu_baseline,
         "exclude": [f"operators/*/{p}" for p in exclude],
         "python_tag": manifest.get("python", {}).get("cache_tag", "?"),
-        "platform": manifest.get("platform", {}).get("sysconfig", "?"),
+        "platform": manifest.get("platform", {}).get("tag", "?"),
     }
     files = {
         "pyproject.toml": _env().get_template("pyproject.toml.jinja").render(ctx).encode(),

@@ -8,6 +8,7 @@ network: scikit-build-core, pybind11, cmake and ninja come from this environment
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -15,12 +16,14 @@ import sysconfig
 import tempfile
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, ManifestError, OpsdkError
 from ._project import OpSource, PackageName
+from ._targets import TargetPython, WheelPlatform
 
-__all__ = ["DEFAULT_EPOCH", "build_wheel", "check_wheel", "wheel_contents"]
+__all__ = ["DEFAULT_EPOCH", "WheelTarget", "build_wheel", "check_wheel", "wheel_contents"]
 
 #: SOURCE_DATE_EPOCH when the caller sets none: 1980-01-01, the oldest a zip can hold.
 DEFAULT_EPOCH = "315532800"
@@ -29,11 +32,45 @@ _FOREIGN_FLAGS = ("CMAKE_ARGS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "CM
                   "CMAKE_TOOLCHAIN_FILE")
 
 _BACKEND = """\
-import sys
+import json, sys
 from scikit_build_core.build import build_wheel
-name = build_wheel(sys.argv[1], {"cmake.define.CMAKE_CXX_COMPILER": sys.argv[2]})
+name = build_wheel(sys.argv[1], json.loads(sys.argv[2]))
 print("OPSDK-WHEEL:" + name)
 """
+
+
+@dataclass(frozen=True)
+class WheelTarget:
+    """One wheel of a package: the platform and the CPython it is built for."""
+
+    platform: WheelPlatform
+    python: TargetPython
+    cpu_baseline: str
+
+    @property
+    def label(self) -> str:
+        """``cp311-manylinux2014_aarch64``: names the build folder and the progress lines."""
+        return f"{self.python.tag}-{self.platform.tags[-1]}"
+
+    def config_settings(self, project: Path) -> dict[str, str | list[str]]:
+        """scikit-build-core settings: compiler or zig toolchain, Python, wheel tags."""
+        from ..build import _find_cxx
+        from ._targets import zig_toolchain
+
+        py = self.python
+        settings: dict[str, str | list[str]] = {
+            "build-dir": f"build/{self.label}",
+            "wheel.tags": [f"{py.tag}-{py.tag}-{tag}" for tag in self.platform.tags],
+            "cmake.define.OPSDK_PYTHON_INCLUDE_DIR": ";".join(py.include_dirs),
+            "cmake.define.OPSDK_PYTHON_EXT_SUFFIX": py.ext_suffix,
+        }
+        if self.platform.manylinux:
+            tc = zig_toolchain(self.platform.target, self.cpu_baseline,
+                               project / "toolchain" / self.label)
+            settings["cmake.define.CMAKE_TOOLCHAIN_FILE"] = str(tc)
+        else:
+            settings["cmake.define.CMAKE_CXX_COMPILER"] = _find_cxx()
+        return settings
 
 
 def _require_backend() -> None:
@@ -45,15 +82,14 @@ def _require_backend() -> None:
         )
 
 
-def build_wheel(project: Path, out_dir: Path, *, jobs: int | None = None) -> Path:
-    """Build the wheel of ``project`` into ``out_dir``; return its path.
+def build_wheel(project: Path, out_dir: Path, wt: WheelTarget, *,
+                jobs: int | None = None) -> Path:
+    """Build the wheel of ``project`` for ``wt`` into ``out_dir``; return its path.
 
     Example:
-        >>> build_wheel(Path("/tmp/project"), Path("/tmp/out"))  # doctest: +SKIP
-        PosixPath('/tmp/out/acme_ops-1.2.0-cp311-cp311-linux_x86_64.whl')
+        >>> build_wheel(Path("/tmp/project"), Path("/tmp/out"), wt)  # doctest: +SKIP
+        PosixPath('/tmp/out/acme_ops-1.2.0-cp311-cp311-manylinux2014_x86_64.manylinux_2_17...')
     """
-    from ..build import _find_cxx
-
     _require_backend()
     env = dict(os.environ)
     env.setdefault("SOURCE_DATE_EPOCH", DEFAULT_EPOCH)
@@ -62,9 +98,9 @@ def build_wheel(project: Path, out_dir: Path, *, jobs: int | None = None) -> Pat
     # environment (CXXFLAGS=-march=native, CMAKE_ARGS, SKBUILD_*) would silently change it.
     for var in [v for v in env if v.startswith("SKBUILD_")] + list(_FOREIGN_FLAGS):
         env.pop(var, None)
-    cmd = [sys.executable, "-c", _BACKEND, str(out_dir), _find_cxx()]
+    cmd = [sys.executable, "-c", _BACKEND, str(out_dir), json.dumps(wt.config_settings(project))]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
-    log = project / "opsdk-package.log"
+    log = project / f"opsdk-package-{wt.label}.log"
     log.write_text(proc.stdout + proc.stderr)
     names = [ln[12:] for ln in proc.stdout.splitlines() if ln.startswith("OPSDK-WHEEL:")]
     if proc.returncode or not names:
@@ -87,16 +123,37 @@ def _entry_points(contents: dict[str, bytes]) -> str:
     return ""
 
 
-def check_wheel(wheel: Path, pkg: PackageName, ops: Sequence[OpSource]) -> None:
+def _check_binary(so: Path, op: OpSource, wt: WheelTarget) -> None:
+    """The module is an ELF file of the target machine needing no newer glibc than the
+    platform's floor (what makes the manylinux tag true, not just its name)."""
+    from ._manifest import elf_machine, required_glibc, version_text, version_tuple
+
+    t = wt.platform.target
+    machine = elf_machine(so)
+    if machine != t.elf_machine:
+        raise BuildError(f"{op.spec.name}: the packaged kernel is for ELF machine {machine}, "
+                         f"not {t.arch} ({t.elf_machine}) (opsdk package bug?)")
+    needed = required_glibc(so)
+    floor = wt.platform.glibc_floor
+    if floor and needed > version_tuple(floor):
+        raise BuildError(
+            f"{op.spec.name}: the packaged kernel needs glibc {version_text(needed)}, above the "
+            f"floor {floor} of {wt.platform.name}; the compiler did not keep to the target "
+            "(opsdk package bug?)"
+        )
+
+
+def check_wheel(wheel: Path, pkg: PackageName, ops: Sequence[OpSource], wt: WheelTarget) -> None:
     """Check a freshly built wheel: every operator has its kernel, spec and the manifest;
-    the entry point is declared; and each kernel's C++ registrations match its spec (the
-    kernel is loaded here, so a mismatch fails the packaging, not a host later).
+    the entry point is declared; each kernel is an ELF file of the target machine within
+    the platform's glibc floor; and, when this interpreter can load it, its C++
+    registrations match its spec (so a mismatch fails the packaging, not a host later).
     """
     from ..runtime.cpu import Operator, load_module
 
     contents = wheel_contents(wheel)
     root = pkg.import_name
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    suffix = wt.python.ext_suffix
     wanted = [f"{root}/__init__.py", f"{root}/opsdk_manifest.json"]
     for op in ops:
         folder = f"{root}/operators/{op.snake}"
@@ -106,11 +163,15 @@ def check_wheel(wheel: Path, pkg: PackageName, ops: Sequence[OpSource]) -> None:
         raise BuildError(f"{wheel.name} lacks {', '.join(missing)} (opsdk package bug?)")
     if f"{root}:operator_folders" not in _entry_points(contents):
         raise ManifestError(f"{wheel.name} declares no opsdk.operators entry point")
+    loadable = suffix == sysconfig.get_config_var("EXT_SUFFIX")
     with tempfile.TemporaryDirectory(prefix="opsdk-check-") as tmp:
         for op in ops:
             so = Path(tmp) / op.snake / f"_opsdk_kernels{suffix}"
             so.parent.mkdir()
             so.write_bytes(contents[f"{root}/operators/{op.snake}/_opsdk_kernels{suffix}"])
+            _check_binary(so, op, wt)
+            if not loadable:
+                continue
             try:
                 Operator(op.spec, load_module(so), op.folder)
             except OpsdkError as e:

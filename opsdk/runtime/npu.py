@@ -30,6 +30,7 @@ import atexit
 import ctypes
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,8 @@ from ..spec import OpSpec, TensorType
 from ._acl import SYMBOLS, Bound, OpApi, cann_home, find_op_api, load_libraries
 
 __all__ = [
-    "NpuOperator", "npu_available", "SIGNATURES", "ACL_DTYPES", "ENGINES", "ACLNN_ATTR_ABI",
-    "aclnn_prototype",
+    "NpuOperator", "NpuPlan", "plan_npu", "npu_available", "SIGNATURES", "ACL_DTYPES", "ENGINES",
+    "ACLNN_ATTR_ABI", "aclnn_prototype",
 ]
 
 #: opsdk dtype -> aclDataType (acl/acl_base.h).
@@ -355,14 +356,65 @@ def _run_aclnn(launch: _Launch, api: OpApi, op_type: str, spec: OpSpec,
     launch.download(outputs, [p for _, p in outs])
 
 
+@dataclass(frozen=True)
+class NpuPlan:
+    """What the npu executor runs for one operator, decided before any ACL call.
+
+    Attributes:
+        op: the spec's operator name.
+        op_type: the operator's type in CANN (``opsdk cann --op-type``; default the name).
+        engine: ``auto``, ``aclnn`` or ``aclop``.
+    """
+
+    op: str
+    op_type: str
+    engine: str
+
+    @property
+    def aclnn(self) -> tuple[str, str]:
+        """The aclnn pair looked up in the vendor's op_api library."""
+        return f"aclnn{self.op_type}GetWorkspaceSize", f"aclnn{self.op_type}"
+
+    def describe(self) -> str:
+        """One line for messages, e.g. ``ThresholdedRelu as CANN operator ...``."""
+        apis = {"auto": f"{self.aclnn[1]}, else aclop {self.op_type}",
+                "aclnn": self.aclnn[1], "aclop": f"aclop {self.op_type}"}[self.engine]
+        return f"{self.op} as CANN operator {self.op_type} ({apis})"
+
+
+def plan_npu(spec: OpSpec, *, op_type: str | None = None, engine: str = "auto") -> NpuPlan:
+    """The executor's plan for ``spec``: its CANN type and the APIs it looks for.
+
+    Raises:
+        SpecError: an unknown engine, or an ``op_type`` that is no CANN operator type.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> plan = plan_npu(find_operator("ThresholdedRelu").spec, op_type="ThresholdedReluCustom")
+        >>> plan.aclnn
+        ('aclnnThresholdedReluCustomGetWorkspaceSize', 'aclnnThresholdedReluCustom')
+    """
+    from ..cann import CannArgError, check_op_type
+
+    if engine not in ENGINES:
+        raise SpecError(f"{spec.name}: unknown engine {engine!r}; use one of {ENGINES}")
+    try:
+        name = check_op_type(op_type, f"{spec.name}: cann_op_type") if op_type else spec.name
+    except CannArgError as e:
+        raise SpecError(str(e)) from None
+    return NpuPlan(spec.name, name, engine)
+
+
 class NpuOperator:
     """``op(*inputs, **attrs)`` runs the operator on the NPU; same interface as the cpu one.
 
     ``op_type`` is the operator's CANN type name when ``opsdk cann --op-type`` renamed it
     (default: the spec's name). ``engine`` is ``auto`` (aclnn where the vendor's op_api
     library has the operator, else aclop), ``aclnn`` or ``aclop``.
-    Raises :class:`~opsdk.errors.DeviceUnavailable` (``npu unavailable: <reason>``) when
-    CANN, a library or symbol the chosen API needs, or a device is missing.
+    The type and APIs are decided first, without touching CANN (:attr:`plan`,
+    :func:`plan_npu`). Raises :class:`~opsdk.errors.DeviceUnavailable` (``npu unavailable:
+    <reason> [<plan>]``) when CANN, a library or symbol the chosen API needs, or a device is
+    missing.
 
     Example:
         >>> op = NpuOperator(spec)  # doctest: +SKIP
@@ -372,13 +424,15 @@ class NpuOperator:
 
     def __init__(self, spec: OpSpec, device: int = 0, *, op_type: str | None = None,
                  engine: str = "auto") -> None:
-        if engine not in ENGINES:
-            raise SpecError(f"{spec.name}: unknown engine {engine!r}; use one of {ENGINES}")
+        self.plan = plan_npu(spec, op_type=op_type, engine=engine)
         self.spec = spec
-        self.op_type = op_type or spec.name
-        self._acl = _Acl.get(device)
+        self.op_type = self.plan.op_type
         self._op_api: OpApi | None = None
-        self.api = self._choose(engine)
+        try:
+            self._acl = _Acl.get(device)
+            self.api = self._choose(engine)
+        except DeviceUnavailable as e:
+            raise DeviceUnavailable(f"{e} [{self.plan.describe()}]") from None
 
     def _choose(self, engine: str) -> str:
         if engine != "aclop":

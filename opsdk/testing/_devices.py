@@ -47,7 +47,7 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
     if device == "triton":
         return _Triton(spec, options)
     if device == "npu":
-        return _npu(folder)
+        return _npu(folder, spec, options)
     if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
         from ..runtime.cross import CrossOperator
 
@@ -78,7 +78,10 @@ def _isolated(op: Any, folder: Path, spec: OpSpec, options: dict[str, Any]) -> A
     return IsolatedOperator(op, timeout=timeout, module=built.module, env=env, guard=False)
 
 
-def _npu(folder: Path) -> Any:
+def _npu(folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
+    """The operator on the NPU, under the CANN type the options give (see ._cann_type)."""
+    from ._cann_type import cann_types
+
     try:
         import opsdk.runtime.npu  # noqa: F401
     except ImportError as e:
@@ -87,7 +90,8 @@ def _npu(folder: Path) -> Any:
         ) from e
     import opsdk
 
-    return opsdk.load(str(folder), device="npu")
+    types = cann_types(options.get("cann_op_type") or [], options.get("cann_project") or [])
+    return opsdk.load(str(folder), device="npu", cann_op_type=types.for_spec(spec))
 
 
 class _OnnxRuntime:

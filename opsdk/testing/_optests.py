@@ -25,6 +25,7 @@ import pytest
 
 from ..errors import DeviceUnavailable, SpecError
 from ..spec import OpSpec
+from ._cann_type import CannTypes, cann_types
 from ._cases import OpCase, build_cases
 from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
@@ -39,6 +40,7 @@ __all__ = ["op_tests", "session_of", "TestSession"]
 OPTIONS = (
     "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
     "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
+    "cann_op_type", "cann_project",
 )
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
@@ -77,6 +79,20 @@ class TestSession:
             raise pytest.UsageError(str(e)) from None
 
     @property
+    def cann_types(self) -> CannTypes:
+        """The CANN operator types ``npu`` runs operators as (``--opsdk-cann-*``)."""
+        o = self.options
+        try:
+            types = cann_types(o.get("cann_op_type") or [], o.get("cann_project") or [])
+        except SpecError as e:
+            raise pytest.UsageError(str(e)) from None
+        if types and self.device != "npu":
+            raise pytest.UsageError(
+                "--opsdk-cann-op-type and --opsdk-cann-project name the CANN operator the npu "
+                f"device runs; add --opsdk-device=npu (the {self.device} device runs kernel.cpp)")
+        return types
+
+    @property
     def keep_arrays(self) -> bool:
         rep = self.options.get("report")
         return bool(rep) and str(rep).lower().endswith((".html", ".htm"))
@@ -102,6 +118,8 @@ class TestSession:
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
+        for k in ("cann_op_type", "cann_project"):
+            parts += [f"--opsdk-{k.replace('_', '-')}={v}" for v in self.options.get(k) or []]
         for flag in ("standard_only", "isolate"):
             if self.options.get(flag):
                 parts.append(f"--opsdk-{flag.replace('_', '-')}")

@@ -16,6 +16,9 @@ Options:
   ``--opsdk-modify-mixlist FILE`` take ATC's ``--keep_dtype`` / ``--modify_mixlist`` files.
 * ``--opsdk-report out.html|out.json``: write a report of every case run.
 * ``--opsdk-triton-url``, ``--opsdk-triton-model``: the server and model for ``triton``.
+* ``--opsdk-cann-op-type [OP=]TYPE``, ``--opsdk-cann-project DIR``: the CANN operator type
+  ``npu`` runs an operator as, given or read from the manifest of an ``opsdk cann`` project
+  (for operators generated with ``--op-type``; :mod:`opsdk.testing._cann_type`).
 * ``--opsdk-isolate``: run cpu kernels in a worker process, so a crash, an abort or a write
   past an output fails its case and the run goes on (``opsdk test`` turns this on).
 * ``--opsdk-timeout SECONDS``: a cpu case running longer fails and its worker is stopped
@@ -68,12 +71,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 metavar="address,undefined", help="run a sanitizer build of the kernel")
     g.addoption("--opsdk-triton-model", dest="opsdk_triton_model", default=None,
                 help="served model name (default: the operator's snake_name)")
+    g.addoption("--opsdk-cann-op-type", dest="opsdk_cann_op_type", action="append",
+                default=None, metavar="[OP=]TYPE",
+                help="npu: run the operator (OP as in spec.py; every one without OP=) as this "
+                "CANN operator type, as `opsdk cann --op-type` named it (repeatable)")
+    g.addoption("--opsdk-cann-project", dest="opsdk_cann_project", action="append",
+                default=None, metavar="DIR",
+                help="npu: take the CANN operator type from this `opsdk cann` project's "
+                "manifest, for its operator (repeatable)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Reject an unusable precision setting (e.g. a missing list file) before collection."""
+    """Reject an unusable precision setting (e.g. a missing list file) or CANN type option
+    before collection."""
     sess = session_of(config)
     sess.precision_mode  # noqa: B018 - raises pytest.UsageError
+    sess.cann_types  # noqa: B018 - raises pytest.UsageError
     if sess.options.get("report"):
         try:
             Report.check_path(sess.options["report"])
@@ -86,7 +99,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     extra = "".join(
         f", {k}={o[k]}"
         for k in ("standard", "standard_only", "precision_mode", "keep_dtype", "modify_mixlist",
-                  "report", "isolate", "timeout", "sanitize")
+                  "report", "isolate", "timeout", "sanitize", "cann_op_type", "cann_project")
         if o.get(k)
     )
     return f"opsdk: device={o['device']}, seed={o['seed']}{extra}"
