@@ -212,10 +212,7 @@ def build_operator(
 def _check_writable(root: Path) -> None:
     """Raise a BuildError naming $OPSDK_CACHE_DIR when the cache cannot be written."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".write-test.{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        _paths.make_writable_dir(root)
     except OSError as e:
         where = f"OPSDK_CACHE_DIR={os.environ['OPSDK_CACHE_DIR']!r}" if os.environ.get(
             "OPSDK_CACHE_DIR") else f"the build cache {cache_dir()}"
