@@ -164,3 +164,11 @@ def test_the_worker_passes_non_contiguous_inputs_with_their_strides(probe: Opera
     here, there = probe.run([x], {})[0], op.run([x], {})[0]
     assert list(there[1:4]) == list(here[1:4]) == [2, 3, 16]  # ndim, last stride, numel
     op.close()
+
+
+def test_undefined_behaviour_sanitizer_names_the_line() -> None:
+    p = opsdk_cmd("check", str(OP_DIR), "--sanitize", "undefined", mode="int_overflow")
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = next(ln for ln in p.stderr.splitlines() if "FAILED  float64-odd" in ln)
+    assert "failed a sanitizer check" in line
+    assert f"{OP_DIR / 'kernel.cpp'}:37:" in line and "runtime error: signed integer overflow" in line
