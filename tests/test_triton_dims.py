@@ -331,3 +331,21 @@ def test_docstring_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_triton_check_evaluates_the_names_as_npu_ge_does(tmp_path: Path, ort_1232: Path) -> None:
+    """`opsdk triton check` finds sizes the model runs on by itself and recomputes each output
+    dim from its name, batching shift included; the unshifted names fail it."""
+    model = _model([helper.make_node("Concat", ["x", "x"], ["y"], axis=1)], {"x": ["n", "s"]})
+    with pytest.warns(UserWarning, match="will not merge"):
+        folder = build(tmp_path, model, max_batch_size=4)
+    from opsdk.triton import check_npu_ge_folder
+
+    assert check_npu_ge_folder(folder, cann="8.1.RC1", python=ort_1232).ok
+    written = onnx.load(str(folder / "1" / "model.onnx"))
+    written.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "n"  # as ONNX means it
+    onnx.save(written, str(folder / "1" / "model.onnx"))
+    report = check_npu_ge_folder(folder, cann="8.1.RC1", python=ort_1232, dims={"n": 3, "s": 5})
+    assert report.problems == ["output 'y' dim 1: npu_ge computes n = 3, ONNX Runtime gives 10"]
+    conv = build(tmp_path / "conv", conv_model())  # runs only where the default sizes fit
+    assert check_npu_ge_folder(conv, cann="8.1.RC1", python=ort_1232).ok

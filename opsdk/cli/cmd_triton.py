@@ -62,7 +62,8 @@ def register(sub: Any) -> None:
     c.add_argument("--op-project", action="append", default=[], metavar="DIR",
                    help="an `opsdk cann` project whose plugin keys apply (repeatable)")
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
-                   help="size of a symbolic input dim for the test run (default 2)")
+                   help="size of a symbolic input dim for the test run (default: sizes "
+                   "the model runs on, as the build's dim check probes them)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))

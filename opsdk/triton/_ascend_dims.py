@@ -29,7 +29,7 @@ from ..onnx._dimprop import propagate_dims
 from . import _npu_ge_expr as expr
 from ._errors import TritonConfigError
 
-__all__ = ["DimNaming", "name_dims", "default_probes"]
+__all__ = ["DimNaming", "name_dims", "default_probes", "runnable_sizes", "check_output_names"]
 
 Probe = dict[str, int]
 
@@ -458,3 +458,72 @@ def _prove(model: ModelProto, named: list[tuple[str, int, str]], given: list[Pro
                     f"input dims {_show(probe)}, but ONNX Runtime gives {actual}; give the "
                     f"right expression with --output-dims {output}=...")
     return [p for p, _ in runs]
+
+
+# ------------------------------------------------------------- checking a written model
+def runnable_sizes(model: ModelProto) -> Probe:
+    """The first default probe sizing of ``model``'s named input dims that ONNX Runtime
+    runs (the first one if none does: running it will then report the error)."""
+    symbols = {v.name: tuple(Dim.symbol(d.dim_param) if d.dim_param else Dim.const(d.dim_value)
+                             for d in v.type.tensor_type.shape.dim)
+               for v in model.graph.input}
+    probes = default_probes(symbols)
+    try:
+        runner = _Runner(model, "model")
+    except Exception:  # ONNX Runtime cannot open it: the caller's run says why
+        return probes[0]
+    for p in probes:
+        try:
+            runner.shapes(p)
+            return p
+        except TritonConfigError:
+            continue
+    return probes[0]
+
+
+def check_output_names(
+    inputs: Sequence[tuple[str, Sequence[int | str]]],
+    outputs: Sequence[tuple[str, Sequence[int | str]]],
+    sizes: Mapping[str, Sequence[int]],
+    batched: bool,
+) -> list[str]:
+    """Problems with the output dim names as npu_ge uses them: ``inputs`` / ``outputs`` are
+    the dims ONNX Runtime reports (names for symbolic dims), ``sizes`` the shapes of one
+    run (inputs and outputs by name).
+
+    Example:
+        >>> check_output_names([("x", ["n", "s"])], [("y", ["n", "2*s"])],
+        ...                    {"x": [1, 3], "y": [1, 5]}, batched=False)
+        ["output 'y' dim 1: npu_ge computes 2*s = 6, ONNX Runtime gives 5"]
+    """
+    values = {d: n for name, dims in inputs for d, n in zip(dims, sizes[name], strict=True)
+              if isinstance(d, str)}
+    firsts = {dims[0] if dims else None for _, dims in inputs}
+    dropped = (set() if batched or len(firsts) != 1 or not isinstance(next(iter(firsts)), str)
+               else {str(next(iter(firsts)))})
+    problems = []
+    for name, dims in outputs:
+        if not any(isinstance(d, str) for d in dims[1:]):
+            continue  # npu_ge computes no dim of this output
+        used = output_dim_names([d if isinstance(d, str) else "" for d in dims], batched)
+        for axis in range(1 if batched or dropped else 0, len(dims)):
+            dim = dims[axis]
+            if isinstance(dim, int) and dim >= 0:
+                continue
+            problems += _check_one(name, axis, used[axis], sizes[name][axis],
+                                   {k: v for k, v in values.items() if k not in dropped})
+    return problems
+
+
+def _check_one(output: str, axis: int, name: str, actual: int, values: Mapping[str, int],
+               ) -> list[str]:
+    if not name:
+        return [f"output '{output}' dim {axis} has no symbolic name: npu_ge fails the load"]
+    try:
+        got = expr.evaluate(name, values)
+    except expr.ExpressionError as e:
+        return [f"output '{output}' dim {axis}: npu_ge cannot evaluate {name!r}: {e}"]
+    if got != actual:
+        return [f"output '{output}' dim {axis}: npu_ge computes {name} = {got}, ONNX Runtime "
+                f"gives {actual}"]
+    return []
