@@ -284,6 +284,15 @@ def test_probe_sizes_the_model_accepts(tmp_path: Path) -> None:
     assert out_dims(folder) == ["n", "s+64"]
 
 
+def test_shape_gears_are_the_probes(tmp_path: Path) -> None:
+    notes: list[str] = []
+    onnx.save(conv_model(), str(tmp_path / "src.onnx"))
+    build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend", cann="8.1.RC1", shape_gears=((1, 32, 32), (2, 64, 96))),
+        report=notes.append)
+    assert any("2 probes (n=1, h=32, w=32; n=2, h=64, w=96)" in n for n in notes), notes
+
+
 def test_cli_output_and_probe_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = _model([helper.make_node("Einsum", ["x"], ["y"], equation="ij->ji")],
                    {"x": ["h", "w"]})
