@@ -270,6 +270,17 @@ def test_undeterminable_dim_is_refused_then_given_by_the_user(tmp_path: Path) ->
         build(tmp_path / "e", model, output_dims=(("y", ("w",)),))
 
 
+def test_leading_dim_npu_ge_drops_is_refused_in_inner_dims(tmp_path: Path) -> None:
+    """Unbatched, one input x[n, 4]: npu_ge resolves no output name through 'n'."""
+    model = _model([_const("shape", [1, -1]),
+                    helper.make_node("Reshape", ["x", "shape"], ["y"])], {"x": ["n", 4]})
+    with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 is variable but its "
+                       r"expression 4\*n uses n, the leading dim of every input"):
+        build(tmp_path / "a", model)
+    with pytest.raises(TritonConfigError, match="output 'y' has a fixed leading dim 1"):
+        build(tmp_path / "b", model, max_batch_size=2)  # and batching cannot help here
+
+
 def test_probe_sizes_the_model_accepts(tmp_path: Path) -> None:
     """x[n, s] + a [64] constant runs only for s in (1, 64): the default probes cannot find
     two sizings, the user's can."""

@@ -79,7 +79,8 @@ def name_dims(
     derived = propagate_dims(model, symbols)
     _give_ranks(model, derived)
     known = {n for names in out.inputs.values() for n in names if n}
-    inner = known - _dropped_leading(out, batched)
+    dropped = _dropped_leading(out, batched)
+    inner = known - dropped
     wanted = _wanted_dims(model, batched)
     checked: list[tuple[str, int, str]] = []
     overrides = _overrides(model, output_dims or {}, known, label)
@@ -96,7 +97,7 @@ def name_dims(
     missing = [(o, a) for o, a in sorted(wanted, key=_order(model)) if (o, a) not in named]
     if required and missing:
         o, a = missing[0]
-        raise _unnamed(label, o, a, derived, inner if a else known)
+        raise _unnamed(label, o, a, derived, inner if a else known, dropped)
     if checked and (required or overrides):
         defaults = default_probes(symbols)
         given = _given(out, defaults[0], probes, gears)
@@ -319,11 +320,15 @@ def _set(dim: onnx.TensorShapeProto.Dimension, text: str) -> None:
 
 def _unnamed(label: str, output: str, axis: int,
              derived: Mapping[str, tuple[Dim | None, ...] | None], known: set[str],
-             ) -> TritonConfigError:
+             dropped: set[str]) -> TritonConfigError:
     shape = derived.get(output)
     found = shape[axis] if shape is not None and axis < len(shape) else None
     if found is None:
         why = "the graph does not determine it from the input dims (a data-dependent size?)"
+    elif found.symbols() & dropped:
+        why = (f"its expression {found} uses {', '.join(sorted(found.symbols() & dropped))}, "
+               "the leading dim of every input, which npu_ge leaves out of the names it "
+               "resolves when not batching (batch with --max-batch-size N if it is a batch axis)")
     else:
         try:
             expr.check(expr.render(found), known)
