@@ -195,6 +195,11 @@ def test_propagation_of_pooling_transposed_conv_slice_and_concat() -> None:
 def test_a_data_dependent_dim_is_not_determined() -> None:
     model = _model([helper.make_node("NonZero", ["x"], ["y"])], {"x": ["n"]})
     assert propagate_dims(model)["y"] is None
+    # ceil_mode whose last window may start in the padding: depends on h modulo the stride
+    pool = _model([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], strides=[3],
+                                    pads=[1, 1], ceil_mode=1)], {"x": ["n", 4, "h"]})
+    dims = propagate_dims(pool)["y"]
+    assert dims is not None and dims[2] is None
 
 
 # ------------------------------------------------------------------- the ascend build
@@ -369,3 +374,77 @@ def test_triton_check_evaluates_the_names_as_npu_ge_does(tmp_path: Path, ort_123
     assert report.problems == ["output 'y' dim 1: npu_ge computes n = 3, ONNX Runtime gives 10"]
     conv = build(tmp_path / "conv", conv_model())  # runs only where the default sizes fit
     assert check_npu_ge_folder(conv, cann="8.1.RC1", python=ort_1232).ok
+
+
+def _i64(name: str, values: list[int]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+
+#: op -> (nodes, initializers): each graph maps x[n, c=4, h, w] to y; its derived dims must
+#: equal ONNX Runtime's output shape at several sizes
+OP_CASES: dict[str, tuple[list[onnx.NodeProto], list[onnx.TensorProto]]] = {
+    "MaxPool-ceil-pads": ([helper.make_node(
+        "MaxPool", ["x"], ["y"], kernel_shape=[3, 4], strides=[2, 3], pads=[1, 0, 1, 1],
+        ceil_mode=1)], []),
+    "AveragePool-floor": ([helper.make_node(
+        "AveragePool", ["x"], ["y"], kernel_shape=[3, 2], strides=[3, 2])], []),
+    "Conv-same": ([helper.make_node(
+        "Conv", ["x", "k"], ["y"], strides=[2, 3], auto_pad="SAME_UPPER")],
+        [numpy_helper.from_array(np.ones((2, 4, 3, 3), np.float32), "k")]),
+    "Conv-dilated-grouped": ([helper.make_node(
+        "Conv", ["x", "k"], ["y"], strides=[1, 2], dilations=[2, 3], pads=[2, 0, 1, 3], group=2)],
+        [numpy_helper.from_array(np.ones((6, 2, 3, 3), np.float32), "k")]),
+    "ConvTranspose-output-padding": ([helper.make_node(
+        "ConvTranspose", ["x", "k"], ["y"], strides=[3, 2], output_padding=[1, 0])],
+        [numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "k")]),
+    "Resize-0.5-then-2": ([helper.make_node("Resize", ["x", "", "half"], ["r"], mode="nearest"),
+                           helper.make_node("Resize", ["r", "", "two"], ["y"], mode="linear")],
+                          [numpy_helper.from_array(np.array([1, 1, .5, .5], np.float32), "half"),
+                           numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "two")]),
+    "GlobalAveragePool": ([helper.make_node("GlobalAveragePool", ["x"], ["y"])], []),
+    "Pad": ([helper.make_node("Pad", ["x", "p"], ["y"])], [_i64("p", [0, 0, 1, 2, 0, 1, 3, 4])]),
+    "Split-equal": ([helper.make_node("Split", ["x"], ["y", "z"], axis=1)], []),
+    "ReduceMean-keepdims": ([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1, 3])], []),
+    "ReduceSum-drop": ([helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=0)],
+                       [_i64("a", [-1])]),
+    "Slice-step-2": ([helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])],
+                     [_i64("s", [1, 0]), _i64("e", [2**62, -1]), _i64("a", [2, 3]),
+                      _i64("t", [2, 3])]),
+    "Transpose-MatMul": ([helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
+                          helper.make_node("MatMul", ["x", "t"], ["y"])], []),
+    "DepthToSpace": ([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)], []),
+    "SpaceToDepth-Flatten": ([helper.make_node("DepthToSpace", ["x"], ["q"], blocksize=2),
+                              helper.make_node("SpaceToDepth", ["q"], ["s"], blocksize=2),
+                              helper.make_node("Flatten", ["s"], ["y"], axis=2)], []),
+    "Tile-Expand": ([helper.make_node("Tile", ["x", "r"], ["t"]),
+                     helper.make_node("Expand", ["t", "e"], ["y"])],
+                    [_i64("r", [1, 2, 1, 3]), _i64("e", [2, 1, 1, 1, 1])]),
+    "Shape-arithmetic-Reshape": ([
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i23"], ["hw"]),
+        helper.make_node("Mul", ["hw", "two"], ["hw2"]),
+        helper.make_node("Div", ["hw2", "two"], ["hw1"]),
+        helper.make_node("Slice", ["s", "z", "two1"], ["nc"]),
+        helper.make_node("Concat", ["nc", "hw1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [_i64("i23", [2, 3]), _i64("two", [2]), _i64("z", [0]), _i64("two1", [2])]),
+    "TopK-Squeeze-Unsqueeze": ([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+                                helper.make_node("Unsqueeze", ["v", "a"], ["u"]),
+                                helper.make_node("Squeeze", ["u", "a"], ["y"])],
+                               [_i64("k", [3]), _i64("a", [0])]),
+}
+
+
+@pytest.mark.parametrize("op", OP_CASES)
+def test_propagated_dims_equal_onnxruntime(op: str) -> None:
+    import onnxruntime as ort
+
+    nodes, inits = OP_CASES[op]
+    model = _model(nodes, {"x": ["n", 4, "h", "w"]}, inits=inits)
+    dims = propagate_dims(model)["y"]
+    assert dims is not None and all(d is not None for d in dims), op
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, h, w in ((1, 8, 12), (2, 13, 9), (3, 32, 48)):
+        (y,) = sess.run(["y"], {"x": np.ones((n, 4, h, w), np.float32)})
+        sizes = {"n": n, "h": h, "w": w}
+        assert tuple(d.evaluate(sizes) for d in dims if d is not None) == y.shape, (op, sizes)

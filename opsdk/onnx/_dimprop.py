@@ -184,11 +184,22 @@ def _window(st: _State, n: onnx.NodeProto, kernel: Sequence[int], channels: Dim 
         elif auto in ("SAME_UPPER", "SAME_LOWER"):
             out.append(d.ceildiv(strides[i]))
         else:
-            pad = 0 if auto == "VALID" else pads[i] + pads[i + len(kernel)]
-            span = d + pad - k_eff
-            out.append((span.ceildiv(strides[i]) if ceil_mode else span.floordiv(strides[i])) + 1)
+            out.append(_window_dim(d, k_eff, strides[i], (0, 0) if auto == "VALID" else
+                                   (pads[i], pads[i + len(kernel)]), ceil_mode))
     shape: Shape = tuple(out)
     return [shape] * len(n.output)
+
+
+def _window_dim(d: Dim, k_eff: int, stride: int, pads: tuple[int, int], ceil: bool,
+                ) -> Dim | None:
+    """Output size of a sliding window. With ``ceil_mode`` a last window that would start in
+    the right padding is dropped (as ONNX Runtime and PyTorch do); that depends on ``d``
+    modulo the stride unless the window minus the right pad spans a stride, so such a dim
+    is left undetermined."""
+    span = d + pads[0] + pads[1] - k_eff
+    if not ceil:
+        return span.floordiv(stride) + 1
+    return span.ceildiv(stride) + 1 if k_eff - pads[1] >= stride else None
 
 
 def _conv(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
