@@ -255,24 +255,52 @@ def test_batching_writes_names_where_npu_ge_reads_them(tmp_path: Path) -> None:
         build(tmp_path / "b", conv_model(), max_batch_size=4)
 
 
-def test_undeterminable_dim_is_refused_then_given_by_the_user(tmp_path: Path) -> None:
-    model = _model([helper.make_node("Einsum", ["x"], ["y"], equation="ij->ji")],
-                   {"x": ["h", "w"]})
+def test_onnx_shape_inference_names_what_opsdk_does_not_propagate(tmp_path: Path) -> None:
+    """An LSTM (not propagated by opsdk) carries 'seq' through ONNX shape inference."""
+    rng = np.random.default_rng(0)
+    w, r = (numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+            for n, s in (("W", (1, 12, 2)), ("R", (1, 12, 3))))
+    model = _model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=3)],
+                   {"x": ["seq", 2, 2]}, inits=[w, r])
     model.graph.output[0].type.tensor_type.shape.CopyFrom(
-        helper.make_tensor_type_proto(T.FLOAT, [None, None]).tensor_type.shape)
-    with pytest.raises(TritonConfigError, match=r"output 'y' dim 0 is variable but the graph "
-                       r"does not determine it.*input dims are named h, w.*--output-dims y="):
+        helper.make_tensor_type_proto(T.FLOAT, ["seq", 1, 2, None]).tensor_type.shape)
+    assert propagate_dims(model)["y"] is None
+    folder = build(tmp_path, model, probe_dims=((("seq", 3),), (("seq", 5),)))
+    assert out_dims(folder) == ["seq", 1, 2, 3]
+
+
+def range_model() -> onnx.ModelProto:
+    """x[b, h] -> y = Unsqueeze(Range(0, h, 1)) [1, ?]: neither opsdk nor ONNX shape
+    inference determines Range's length."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["h"], axis=0),
+             helper.make_node("Range", ["zero", "h", "one"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "axes"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (("zero", 0), ("one", 1), ("axes", [0]))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["b", "h"])],
+                              [helper.make_tensor_value_info("y", T.INT64, [1, None])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model
+
+
+def test_undeterminable_dim_is_refused_then_given_by_the_user(tmp_path: Path) -> None:
+    model = range_model()
+    with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 is variable but the graph "
+                       r"does not determine it.*input dims are named h \(b, the leading dim "
+                       r"of every input, is left out.*--output-dims y="):
         build(tmp_path / "a", model)
-    folder = build(tmp_path / "b", model, output_dims=(("y", ("w", "h")),))
-    assert out_dims(folder) == ["w", "h"]
-    with pytest.raises(TritonConfigError, match=r"output 'y' dim 0 named 'h' gives 1 for "
-                       r"input dims h=1, w=64, but ONNX Runtime gives 64"):
-        build(tmp_path / "c", model, output_dims=(("y", ("h", "w")),))
-    with pytest.raises(TritonConfigError, match=r"--output-dims y dim 1 'w\+q': q is not an "
-                       r"input dim name"):
-        build(tmp_path / "d", model, output_dims=(("y", ("w", "w+q")),))
+    folder = build(tmp_path / "b", model, output_dims=(("y", ("1", "h")),))
+    assert out_dims(folder) == [1, "h"]
+    with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 named 'h\+1' gives 65 for "
+                       r"input dims b=1, h=64, but ONNX Runtime gives 64"):
+        build(tmp_path / "c", model, output_dims=(("y", ("1", "h+1")),))
+    with pytest.raises(TritonConfigError, match=r"--output-dims y dim 1 'b': b is not an input "
+                       r"dim name; .*over the input dim names \(h\) \(b, the leading"):
+        build(tmp_path / "d", model, output_dims=(("y", ("1", "b")),))
     with pytest.raises(TritonConfigError, match="gives 1 dims for output 'y', which has 2"):
-        build(tmp_path / "e", model, output_dims=(("y", ("w",)),))
+        build(tmp_path / "e", model, output_dims=(("y", ("h",)),))
 
 
 def test_leading_dim_npu_ge_drops_is_refused_in_inner_dims(tmp_path: Path) -> None:
@@ -310,21 +338,19 @@ def test_shape_gears_are_the_probes(tmp_path: Path) -> None:
 
 
 def test_cli_output_and_probe_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    model = _model([helper.make_node("Einsum", ["x"], ["y"], equation="ij->ji")],
-                   {"x": ["h", "w"]})
-    onnx.save(model, str(tmp_path / "m.onnx"))
+    onnx.save(range_model(), str(tmp_path / "m.onnx"))
     assert main(["triton", "build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "r"),
-                 "--name", "t", "--target", "ascend", "--output-dims", "y=w,h",
-                 "--probe-dims", "h=5,w=7", "--probe-dims", "h=6,w=2"]) == 0
+                 "--name", "t", "--target", "ascend", "--output-dims", "y=1,h",
+                 "--probe-dims", "b=5,h=7", "--probe-dims", "b=6,h=2"]) == 0
     err = capsys.readouterr().err
-    assert "output 'y' dim 0 is 'w' (--output-dims)" in err
-    assert "2 probes (h=5, w=7; h=6, w=2)" in err
+    assert "output 'y' dim 1 is 'h' (--output-dims)" in err
+    assert "2 probes (b=5, h=7; b=6, h=2)" in err
     with pytest.raises(SystemExit):
         main(["triton", "build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "r"),
               "--name", "t", "--target", "ascend", "--probe-dims", "h=five"])
     assert "expected NAME=SIZE" in capsys.readouterr().err
     assert main(["triton", "build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"),
-                 "--name", "t", "--output-dims", "y=w,h"]) == 1
+                 "--name", "t", "--output-dims", "y=1,h"]) == 1
     assert "output_dims is an npu_ge option" in capsys.readouterr().err
 
 

@@ -16,6 +16,7 @@ the file written for ``--target ascend``:
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ def name_dims(
     inner = known - dropped
     wanted = _wanted_dims(model, batched)
     checked: list[tuple[str, int, str]] = []
-    overrides = _overrides(model, output_dims or {}, known, label)
+    overrides = _overrides(model, output_dims or {}, known, inner, label)
     for o in model.graph.output:
         for axis, dim in enumerate(o.type.tensor_type.shape.dim):
             if (o.name, axis) not in wanted and (o.name, axis) not in overrides:
@@ -95,6 +96,10 @@ def name_dims(
     required = any(axis >= 1 for _, axis in wanted)
     named = {(o, a) for o, a, _ in checked}
     missing = [(o, a) for o, a in sorted(wanted, key=_order(model)) if (o, a) not in named]
+    if missing:  # ops opsdk does not propagate: ONNX shape inference may carry a name through
+        found = _from_onnx_inference(model, missing, known, inner, out.notes)
+        checked += found
+        missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
     if required and missing:
         o, a = missing[0]
         raise _unnamed(label, o, a, derived, inner if a else known, dropped)
@@ -158,6 +163,11 @@ def _dropped_leading(names: DimNaming, batched: bool) -> set[str]:
     if batched or len(firsts) != 1 or None in firsts:
         return set()
     return {n for n in firsts if n}
+
+
+def _dropped_note(dropped: set[str]) -> str:
+    return (f" ({', '.join(sorted(dropped))}, the leading dim of every input, is left out: "
+            "npu_ge does not resolve it when not batching)" if dropped else "")
 
 
 def _order(model: ModelProto) -> Callable[[tuple[str, int]], tuple[int, int]]:
@@ -253,7 +263,7 @@ def _wanted_dims(model: ModelProto, batched: bool) -> set[tuple[str, int]]:
 
 
 def _overrides(model: ModelProto, given: Mapping[str, Sequence[str]], known: set[str],
-               label: str) -> dict[tuple[str, int], str]:
+               inner: set[str], label: str) -> dict[tuple[str, int], str]:
     outputs = {o.name: len(o.type.tensor_type.shape.dim) for o in model.graph.output}
     found: dict[tuple[str, int], str] = {}
     for name, items in given.items():
@@ -268,12 +278,13 @@ def _overrides(model: ModelProto, given: Mapping[str, Sequence[str]], known: set
                 f"{name}={','.join(['batch'] + ['1'] * (outputs[name] - 1))}")
         for axis, text in enumerate(items):
             try:
-                expr.check(text.strip(), known)
+                expr.check(text.strip(), inner if axis else known)
             except expr.ExpressionError as e:
                 raise TritonConfigError(
                     f"{label}: --output-dims {name} dim {axis} {text!r}: {e}; npu_ge evaluates "
                     f"+ - * / and parentheses over the input dim names "
-                    f"({', '.join(sorted(known)) or 'none'})") from e
+                    f"({', '.join(sorted(inner if axis else known)) or 'none'})"
+                    + _dropped_note(known - inner if axis else set())) from e
             found[(name, axis)] = text.strip()
     return found
 
@@ -301,6 +312,31 @@ def _choose(output: str, axis: int, dim: onnx.TensorShapeProto.Dimension,
     kind = "is" if found.is_const() else "named"
     notes.append(f"output '{output}' dim {axis} {kind} {text!r} (from the graph: {found})")
     return text
+
+
+def _from_onnx_inference(model: ModelProto, missing: list[tuple[str, int]], known: set[str],
+                         inner: set[str], notes: list[str]) -> list[tuple[str, int, str]]:
+    """Names (or sizes) ONNX shape inference gives the dims still unnamed."""
+    probe = copy.deepcopy(model)
+    for o in probe.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe)
+    except Exception:  # custom schemas may be missing
+        return []
+    dims = {(o.name, axis): d for o in inferred.graph.output
+            for axis, d in enumerate(o.type.tensor_type.shape.dim)}
+    outputs = {o.name: o for o in model.graph.output}
+    found = []
+    for output, axis in missing:
+        d = dims.get((output, axis))
+        text = (str(d.dim_value) if d is not None and d.HasField("dim_value") and d.dim_value > 0
+                else (d.dim_param if d is not None else ""))
+        if text and (text.isdigit() or _usable(text, inner if axis else known)):
+            _set(outputs[output].type.tensor_type.shape.dim[axis], text)
+            notes.append(f"output '{output}' dim {axis} is {text!r} (from ONNX shape inference)")
+            found.append((output, axis, text))
+    return found
 
 
 def _usable(name: str, known: set[str]) -> bool:
@@ -338,7 +374,8 @@ def _unnamed(label: str, output: str, axis: int,
     return TritonConfigError(
         f"{label}: output '{output}' dim {axis} is variable but {why}; npu_ge sizes such an "
         "output from an expression of the input dims (names, integers, + - * / and "
-        f"parentheses); input dims are named {', '.join(sorted(known)) or 'nothing'}. Give it "
+        f"parentheses); input dims are named {', '.join(sorted(known)) or 'nothing'}"
+        f"{_dropped_note(dropped if axis else set())}. Give it "
         f"with --output-dims {output}=EXPR,... (one entry per dim), or export the model with "
         "named dynamic axes (dynamic_axes={'y': {1: 'seq'}}) or fixed output shapes")
 
