@@ -14,10 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from opsdk.cann._ascendc_kernels import TilingSlot, pack_tiling, tiling_slots
-from opsdk.errors import DeviceUnavailable
+from opsdk.errors import BuildError, DeviceUnavailable
 from opsdk.registry import load_spec
 from opsdk.runtime._ascendc_sim import kernel_tiling_header
 from opsdk.runtime.ascendc_model import AscendcModel, model_include_dir
@@ -191,11 +192,12 @@ def test_simulator_driver_compiles_against_cann_headers(tmp_path: Path) -> None:
             f'extern "C" uint32_t aclrtlaunch_{model.kernel.snake}(uint32_t blockDim, '
             f"aclrtStream stream, {params});\n")
         (tmp_path / f"{op}_driver.cpp").write_text(files["driver.cpp"])
-        proc = subprocess.run([str(CXX), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra",
-                               "-Werror", f"-I{found.include}", f"-I{tmp_path}",
-                               str(tmp_path / f"{op}_driver.cpp")],
-                              capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, f"{op}: {proc.stderr[-3000:]}"
+        for std in ("c++11", "c++17"):  # host_intf_pub sets one or the other
+            proc = subprocess.run([str(CXX), f"-std={std}", "-fsyntax-only", "-Wall", "-Wextra",
+                                   "-Werror", f"-I{found.include}", f"-I{tmp_path}",
+                                   str(tmp_path / f"{op}_driver.cpp")],
+                                  capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, f"{op} ({std}): {proc.stderr[-3000:]}"
 
 
 def _toolkit_tree(root: Path, socs: list[str], cmake: str | None = "compiler") -> Path:
@@ -285,7 +287,23 @@ def test_simulator_device_names_the_missing_part(tmp_path: Path,
     with pytest.raises(DeviceUnavailable, match="ascendc-sim unavailable: .* no simulator for "
                        "Ascend910B4 .*installed: Ascend310P1; install"):
         open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
+    monkeypatch.setenv("OPSDK_ASCEND_SOC", "Ascend999")
+    from opsdk.cann import CannArgError
+
+    with pytest.raises(CannArgError, match="ascendc-sim: OPSDK_ASCEND_SOC: unknown SoC 'Ascend999'"):
+        open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
     monkeypatch.setenv("OPSDK_ASCEND_SOC", "ascend310p")
     sim = open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
     assert isinstance(sim, ToolkitSimulator) and sim.soc_version == "Ascend310P1"
     assert sim.soc == "ascend310p"  # the Unified Buffer and cores the tiling uses
+    # The folder only looks like a toolkit: its ascendc.cmake defines nothing, so the real
+    # cmake stops at ascendc_library, and the error names the build and the command.
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(BuildError, match=r"(?s)Gelu: the ascendc-sim build failed \(cmake -S "
+                       r".* -DRUN_MODE=sim -DSOC_VERSION=Ascend310P1 .*ascendc_library"):
+        sim.run([np.ones(5, np.float32)], {})
+    build = next((tmp_path / "cache" / "ascendc-sim" / "gelu").glob("*/build"))
+    shutil.rmtree(build)
+    with pytest.raises(BuildError, match="Gelu: the ascendc-sim build failed"):
+        sim.run([np.ones(7, np.float32)], {})  # the same failure, without building again
+    assert not build.exists()

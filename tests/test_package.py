@@ -486,3 +486,46 @@ def test_package_help_lists_the_options(capsys):
     for opt in ("--name", "--version", "--soc", "--cpu-baseline", "--exclude-sources"):
         assert opt in out
     assert "opsdk package operators/my_op operators/other -o dist/" in out
+
+
+def test_a_packaged_kernel_of_the_wrong_machine_or_above_the_glibc_floor_is_refused(tmp_path):
+    from opsdk.package import TargetPython, WheelTarget
+    from opsdk.package._wheel import _check_binary
+
+    (x86,) = parse_platforms(["manylinux2014_x86_64"])
+    wt = WheelTarget(x86, TargetPython("3.11", (), ".cpython-311-x86_64-linux-gnu.so", "test"),
+                     "x86-64-v2")
+    op = resolve_operators([make_op(tmp_path, "PkgElf")])[0]
+    so = tmp_path / "m.so"
+
+    def elf(machine: int, glibc: str) -> None:
+        head = b"\x7fELF\x02\x01\x01" + bytes(11) + machine.to_bytes(2, "little")
+        so.write_bytes(head + b"\0GLIBC_2.2.5\0GLIBC_" + glibc.encode() + b"\0")
+
+    elf(62, "2.17")
+    _check_binary(so, op, wt)  # an x86_64 module within the floor passes
+    elf(183, "2.17")
+    with pytest.raises(BuildError, match=r"PkgElf: the packaged kernel is for ELF machine 183, "
+                                         r"not x86_64 \(62\)"):
+        _check_binary(so, op, wt)
+    elf(62, "2.28")
+    with pytest.raises(BuildError, match=r"PkgElf: the packaged kernel needs glibc 2.28, above "
+                                         r"the floor 2.17 of manylinux2014_x86_64"):
+        _check_binary(so, op, wt)
+
+
+def test_without_zig_manylinux_builds_say_how_to_get_it(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from opsdk.package._targets import zig_available
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ziglang" else real(name, *a))
+    assert "pip install 'opsdk[package]' (or pip install ziglang)" in (zig_available() or "")
+    op = make_op(tmp_path, "PkgNoZig")
+    assert main(["package", str(op), "-o", str(tmp_path / "dist")]) == 1
+    err = capsys.readouterr().err
+    assert "zig c++ from the ziglang package, which is not installed" in err
+    assert "or build for this host only with --platform native" in err
+    assert not list(tmp_path.rglob("*.whl"))

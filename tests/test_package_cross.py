@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -203,9 +204,10 @@ print(json.dumps([sys.version_info[:2], sorted({r["name"] for r in mod.registrat
 """
 
 
-def test_a_wheel_for_another_python_version_loads_in_that_python(tmp_path: Path) -> None:
-    """--python 3.12 from this 3.11: built against 3.12's headers, tagged cp312, and its
-    kernel module imports in a real CPython 3.12."""
+def test_wheels_for_another_python_version_load_in_that_python(tmp_path: Path) -> None:
+    """--python 3.12 from this 3.11, for manylinux2014 (zig) and native (this host's
+    compiler): built against 3.12's headers, tagged cp312, and the kernel modules import in
+    a real CPython 3.12."""
     from opsdk.package._targets import zig_available
 
     if sys.version_info[:2] == (3, 12):
@@ -221,16 +223,25 @@ def test_a_wheel_for_another_python_version_loads_in_that_python(tmp_path: Path)
     except BuildError as e:
         pytest.skip(str(e))
     run([sys.executable, "-m", "opsdk", "package", REPO / "operators" / "thresholded_relu",
-         "-o", tmp_path, "--platform", PLATFORMS["x86_64"], "--python", "3.12", "--no-cann"])
-    (wheel,) = tmp_path.glob("opsdk_op_thresholded_relu-0.1.0-cp312-cp312-manylinux*.whl")
-    shown = " ".join(run([sys.executable, "-m", "auditwheel", "show", wheel]).stdout.split())
+         "-o", tmp_path, "--platform", PLATFORMS["x86_64"], "--platform", "native",
+         "--python", "3.12", "--no-cann"])
+    wheels = sorted(tmp_path.glob("opsdk_op_thresholded_relu-0.1.0-cp312-cp312-*.whl"))
+    assert [w.name.rsplit("-", 1)[1] for w in wheels] == [
+        "linux_x86_64.whl", "manylinux2014_x86_64.manylinux_2_17_x86_64.whl"]
+    shown = " ".join(run([sys.executable, "-m", "auditwheel", "show", wheels[1]]).stdout.split())
     assert 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' in shown
-    files = wheel_contents(wheel)
-    name = "opsdk_op_thresholded_relu/operators/thresholded_relu/_opsdk_kernels" + py312.ext_suffix
-    so = tmp_path / Path(name).name
-    so.write_bytes(files[name])
-    got = json.loads(run([py312.executable, "-c", LOAD_312, so], cwd=tmp_path).stdout)
-    assert got == [[3, 12], ["ThresholdedRelu"]]
-    man = json.loads(files["opsdk_op_thresholded_relu/opsdk_manifest.json"])
-    assert man["python"]["ext_suffix"] == ".cpython-312-x86_64-linux-gnu.so"
-    assert man["build"]["python_headers"].startswith("CPython 3.12.")
+    for wheel in wheels:
+        files = wheel_contents(wheel)
+        name = ("opsdk_op_thresholded_relu/operators/thresholded_relu/_opsdk_kernels"
+                + py312.ext_suffix)
+        so = tmp_path / wheel.stem / Path(name).name
+        so.parent.mkdir()
+        so.write_bytes(files[name])
+        got = json.loads(run([py312.executable, "-c", LOAD_312, so], cwd=tmp_path).stdout)
+        assert got == [[3, 12], ["ThresholdedRelu"]], wheel.name
+        man = json.loads(files["opsdk_op_thresholded_relu/opsdk_manifest.json"])
+        assert man["python"]["ext_suffix"] == ".cpython-312-x86_64-linux-gnu.so"
+        assert man["build"]["python_headers"].startswith("CPython 3.12.")
+        native = wheel is wheels[0]
+        assert man["platform"]["glibc_floor"] == (
+            platform.libc_ver()[1] if native else "2.17"), wheel.name

@@ -103,6 +103,23 @@ def _late_options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[st
     return late.parse_known_args(args.pytest_args or [])
 
 
+def _listed(args: argparse.Namespace, name: str) -> list[str]:
+    """A repeatable option, given before the operator and among the arguments after it."""
+    own, _ = _late_options(args)
+    return [*(getattr(args, name, None) or []), *(getattr(own, name) or [])]
+
+
+def _check_projects(spec: Any, projects: list[str]) -> None:
+    """Each --cann-project must be a project of the operator under test."""
+    from ..cann import CannArgError, project_op_type
+
+    for folder in projects:
+        (domain, name), _ = project_op_type(folder)
+        if (domain, name) != (spec.domain, spec.name):
+            raise CannArgError(f"--cann-project {folder} is the CANN project of {domain}::{name}, "
+                               f"not of {spec.domain}::{spec.name}; pass that operator's project")
+
+
 def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
     """The pytest command line for ``args`` (options may follow the operator name)."""
     own, rest = _late_options(args)
@@ -114,8 +131,7 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
     for k in _LISTS:
-        for v in [*(getattr(args, k, None) or []), *(getattr(own, k) or [])]:
-            argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
+        argv += [f"--opsdk-{k.replace('_', '-')}={v}" for v in _listed(args, k)]
     if own.standard_only or getattr(args, "standard_only", None):
         argv.append("--opsdk-standard-only")
     if not (own.no_isolate or getattr(args, "no_isolate", None)):
@@ -151,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise OutputPathError(str(e)) from None
     info = find_operator(args.op)
+    _check_projects(info.spec, _listed(args, "cann_project"))
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)

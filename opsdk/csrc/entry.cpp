@@ -8,12 +8,16 @@
 // attributes, releases the GIL and calls the kernel. C++ exceptions come back as
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include <pybind11/pybind11.h>
@@ -98,6 +102,61 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
   throw py::value_error("unknown attribute type " + type);
 }
 
+// Ctrl-C inside a kernel. Python only notices SIGINT once the kernel returns, so an
+// endless kernel could not be stopped. While a kernel runs, a first Ctrl-C says so (Python
+// still raises KeyboardInterrupt when the kernel returns) and a second one ends the
+// process; outside kernels the signal goes to the handler that was there before (Python's).
+// Not installed where SIGINT is ignored or default (e.g. opsdk's validation workers).
+std::atomic<int> g_in_kernel{0};
+std::atomic<int> g_interrupts{0};
+std::atomic<const char*> g_kernel_name{""};
+struct sigaction g_prev_sigint;
+
+void say(const char* text) {
+  ssize_t ignored = write(2, text, strlen(text));
+  (void)ignored;
+}
+
+void on_sigint(int sig, siginfo_t* info, void* uctx) {
+  if (g_in_kernel.load() > 0) {
+    const bool again = g_interrupts.fetch_add(1) > 0;
+    say(again ? "\nopsdk: interrupted again inside the kernel of " : "\nopsdk: interrupt inside "
+                "the kernel of ");
+    say(g_kernel_name.load());
+    say(again ? "; ending the process\n"
+              : "; it stops when the kernel returns (Ctrl-C again ends the process)\n");
+    if (again) _exit(130);
+  }
+  if (g_prev_sigint.sa_flags & SA_SIGINFO) {
+    if (g_prev_sigint.sa_sigaction) g_prev_sigint.sa_sigaction(sig, info, uctx);
+  } else if (g_prev_sigint.sa_handler != SIG_DFL && g_prev_sigint.sa_handler != SIG_IGN) {
+    g_prev_sigint.sa_handler(sig);
+  }
+}
+
+void install_sigint_handler() {
+  struct sigaction now {};
+  if (sigaction(SIGINT, nullptr, &now) != 0) return;
+  if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN))
+    return;
+  g_prev_sigint = now;
+  struct sigaction ours {};
+  ours.sa_sigaction = &on_sigint;
+  ours.sa_flags = SA_SIGINFO | (now.sa_flags & SA_RESTART);
+  ours.sa_mask = now.sa_mask;
+  sigaction(SIGINT, &ours, nullptr);
+}
+
+struct InKernel {
+  explicit InKernel(const std::string& name) {
+    if (g_in_kernel.fetch_add(1) == 0) {
+      g_interrupts.store(0);
+      g_kernel_name.store(name.c_str());
+    }
+  }
+  ~InKernel() { g_in_kernel.fetch_sub(1); }
+};
+
 // Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
 // Below this many elements the kernel runs with the GIL held: releasing and re-taking it
 // would cost more than the work.
@@ -112,6 +171,7 @@ void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
   opsdk::CustomOpKernelContext ctx(r.name(), std::move(ins), std::move(present), std::move(outs),
                                    &names, std::move(values));
   std::string error;
+  InKernel in_kernel(r.name());
   if (work < kReleaseGilElements) {
     error = opsdk::detail::run_kernel(r, ctx);
   } else {
@@ -648,6 +708,7 @@ void enable_vectorcall(const py::object& op) {
 
 PYBIND11_MODULE(_opsdk_kernels, m) {
   m.doc() = "opsdk operator kernels";
+  install_sigint_handler();
   m.def("registrations", [] {
     py::list out;
     for (const auto& r : opsdk::registry()) out.append(describe(*r));

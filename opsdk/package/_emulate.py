@@ -53,10 +53,14 @@ class EmulatedPython:
     def run(self, args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
             cwd: str | os.PathLike[str] | None = None,
             timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-        """Run the interpreter with ``args`` (never raises on a non-zero exit)."""
+        """Run the interpreter with ``args`` (never raises on a non-zero exit). Without
+        ``env`` it gets a minimal environment: none of this host's Python variables."""
         cmd = [*self.qemu, str(self.executable), *map(str, args)]
-        return subprocess.run(cmd, env=dict(env) if env is not None else None, cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout)
+        if env is None:
+            env = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG", "LC_ALL", "TMPDIR")}
+            env["PATH"] = "/usr/bin:/bin"
+        return subprocess.run(cmd, env=dict(env), cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout)
 
     def venv(self, folder: Path) -> EmulatedPython:
         """A fresh venv of this interpreter (without pip: :meth:`pip` brings one)."""

@@ -26,7 +26,14 @@ from ._project import (
     resolve_operators,
     write_tree,
 )
-from ._targets import WheelPlatform, parse_platforms, parse_pythons, target_python, zig_cpu
+from ._targets import (
+    WheelPlatform,
+    parse_platforms,
+    parse_pythons,
+    target_python,
+    zig_available,
+    zig_cpu,
+)
 from ._wheel import WheelTarget, build_wheel, check_wheel, wheel_contents
 
 __all__ = ["BuiltWheel", "PackageResult", "package_operators", "default_cpu_baseline",
@@ -303,6 +310,9 @@ def _targets(platforms: Sequence[str] | None, pythons: str | Sequence[str] | Non
     for plat in parse_platforms(platforms):
         baseline = _check_baseline(cpu_baseline, plat)
         if plat.manylinux:
+            missing = zig_available()
+            if missing:
+                raise BuildError(missing)
             zig_cpu(baseline)  # a level zig knows
         for version in parse_pythons(pythons):
             out.append(WheelTarget(plat, target_python(plat, version, say), baseline))

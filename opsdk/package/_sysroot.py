@@ -45,7 +45,7 @@ def _download(t: CrossTarget, packages: Sequence[str], into: Path) -> list[Path]
             f"fetching {', '.join(packages)} for {t.arch} needs Debian's apt-get and dpkg-deb, "
             "which this host lacks; build on a Debian or Ubuntu host"
         )
-    names = [p if ":" in p or p.endswith(":all") else f"{p}:{t.debian_arch}" for p in packages]
+    names = [p if ":" in p else f"{p}:{t.debian_arch}" for p in packages]
     proc = subprocess.run(["apt-get", "download", "-q", *names], cwd=into,
                           capture_output=True, text=True)
     if proc.returncode:

@@ -198,14 +198,18 @@ class _ToolkitKernel(AscendcModel):
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
                  soc_version: str | None = None) -> None:
-        toolkit_parts(self.device)
+        from ..cann._socs import CannArgError
+
+        self.home = toolkit_parts(self.device).parents[1]  # <toolkit>/tools/<part>
         if shutil.which("cmake") is None:
             raise DeviceUnavailable(f"{self.device} unavailable: cmake is not on PATH")
-        self.home = Path(os.environ.get("ASCEND_HOME_PATH")
-                         or os.environ.get("ASCEND_TOOLKIT_HOME") or "")
         self.soc_version = soc_version or os.environ.get("OPSDK_ASCEND_SOC", DEFAULT_SOC)
-        super().__init__(folder, spec, soc=self.soc_version)
+        try:
+            super().__init__(folder, spec, soc=self.soc_version)
+        except CannArgError as e:
+            raise CannArgError(f"{self.device}: OPSDK_ASCEND_SOC: {e}") from None
         self._exes: dict[str, Path] = {}
+        self._failed: dict[str, BuildError] = {}
 
     def _sources(self, dtype: str) -> dict[str, str]:
         raise NotImplementedError
@@ -213,13 +217,24 @@ class _ToolkitKernel(AscendcModel):
     def _configure(self, src: Path, build: Path) -> list[str]:
         return ["cmake", "-S", str(src), "-B", str(build), f"-DSOC_VERSION={self.soc_version}"]
 
-    def _env(self, log_dir: Path) -> dict[str, str]:
+    def _env(self, log_dir: Path | None) -> dict[str, str]:
         return toolkit_env(self.mode, self.home, self.soc_version, os.environ, log_dir)
 
     def _executable(self, dtype: str) -> Path:
+        """The driver for ``dtype``, built once; a failed build fails every later call at once."""
         exe = self._exes.get(dtype)
         if exe is not None:
             return exe
+        if dtype in self._failed:
+            raise BuildError(str(self._failed[dtype]))
+        try:
+            self._exes[dtype] = self._build_driver(dtype)
+        except BuildError as e:
+            self._failed[dtype] = e
+            raise
+        return self._exes[dtype]
+
+    def _build_driver(self, dtype: str) -> Path:
         files = self._sources(dtype)
         key = hashlib.sha256(("\0".join(sorted(files.values())) + self.soc_version
                               + str(self.home)).encode()).hexdigest()[:20]
@@ -237,13 +252,13 @@ class _ToolkitKernel(AscendcModel):
                         raise BuildError(f"{self.kernel.op}: the {self.device} build failed "
                                          f"({' '.join(cmd)}):\n{proc.stdout[-2000:]}"
                                          f"{proc.stderr[-2000:]}")
-        self._exes[dtype] = exe
         return exe
 
     def _execute(self, dtype: str, arrays: list[np.ndarray | None], block_dim: int,
                  tiling_bytes: bytes) -> None:
         exe = self._executable(dtype)
-        logs = Path(tempfile.mkdtemp(prefix=f"opsdk-{self.mode}-log-"))
+        # The simulator's logs (CAMODEL_LOG_PATH) are kept when the case fails.
+        logs = Path(tempfile.mkdtemp(prefix="opsdk-sim-log-")) if self.mode == "sim" else None
         with tempfile.TemporaryDirectory(prefix=f"opsdk-{self.mode}-") as tmp:
             for i, a in enumerate(arrays):
                 if a is not None:
@@ -252,11 +267,12 @@ class _ToolkitKernel(AscendcModel):
             proc = subprocess.run([str(exe), tmp, str(block_dim)], capture_output=True,
                                   text=True, check=False, cwd=tmp, env=self._env(logs))
             if proc.returncode:
+                kept = f"; logs kept in {logs}" if logs else ""
                 raise KernelError(
                     f"{self.device}: {self.kernel.op} failed in {self.what} (exit "
-                    f"{proc.returncode}; logs kept in {logs}):\n{proc.stdout[-2000:]}"
-                    f"{proc.stderr[-2000:]}")
-            shutil.rmtree(logs, ignore_errors=True)
+                    f"{proc.returncode}{kept}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+            if logs:
+                shutil.rmtree(logs, ignore_errors=True)
             for i in range(len(self.spec.inputs), len(arrays)):
                 out = arrays[i]
                 if out is not None and out.size:
