@@ -185,3 +185,12 @@ def test_operators_are_called_by_vectorcall(relu):
         np.testing.assert_array_equal(got, [0.0, 2.0])
     with pytest.raises(SpecError, match="ThresholdedRelu: unknown attribute 'alhpa'"):
         relu(x, alhpa=1.0)
+
+
+def test_copies_are_working_operators_over_the_same_module(relu):
+    import copy
+
+    x = np.array([0.5, 2.0], np.float32)
+    for dup in (copy.copy(relu), copy.deepcopy(relu)):
+        assert dup is not relu and dup.module is relu.module and type(dup) is type(relu)
+        np.testing.assert_array_equal(dup(x, alpha=1.0), [0.0, 2.0])

@@ -98,10 +98,11 @@ _VECTORCALL_TYPE: dict[str, type] = {}
 class Operator:
     """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
 
-    def __new__(cls, spec: OpSpec, module: ModuleType, folder: Path | None = None) -> Operator:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Operator:
         # Operators are made as instances of a C-defined subclass whose instances CPython
         # calls by vectorcall (no argument tuple or keyword dict, no Python frame); modules
         # of older wheels lack it and get the plain class.
+        module: Any = args[1] if len(args) > 1 else kwargs.get("module")
         if cls is Operator and hasattr(module, "vectorcall_subclass"):
             if "type" not in _VECTORCALL_TYPE:
                 _VECTORCALL_TYPE["type"] = module.vectorcall_subclass(Operator)
@@ -129,6 +130,13 @@ class Operator:
         if type(self) is _VECTORCALL_TYPE.get("type"):
             module.enable_vectorcall(self)
 
+    def __copy__(self) -> Operator:
+        """Another operator over the same kernel module (the vectorcall slot is C state)."""
+        return Operator(self.spec, self.module, self.folder)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Operator:
+        return self.__copy__()  # a loaded extension module is shared, never copied
+
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
         kernels = [
@@ -142,7 +150,10 @@ class Operator:
         ]
         attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
         n = len(self.spec.inputs)
-        caller: Callable[..., Any] = self.module.fast_caller(n, n, kernels, attrs, self._slow_call)
+        make = getattr(self.module, "fast_caller", None)  # absent in older wheels' modules
+        if make is None:
+            return self._slow_call
+        caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
         return caller
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
@@ -286,7 +297,8 @@ class Operator:
         self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
     ) -> list[np.ndarray]:
         if given is None:
-            empty = self.module.empty  # pooled when large (see output_pool_stats)
+            # pooled when large (see output_pool_stats); older wheels' modules lack it
+            empty = getattr(self.module, "empty", np.empty)
             return [empty(shape, dt) for shape, dt in out_specs]
         if len(given) != len(out_specs):
             raise SpecError(
