@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FunctionType, ModuleType
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -91,8 +91,22 @@ def set_output_pool_limit(nbytes: int) -> None:
             module.set_output_pool_limit(int(nbytes))
 
 
+#: The vectorcall subclass of Operator (see ``vectorcall_subclass`` in entry.cpp), made once.
+_VECTORCALL_TYPE: dict[str, type] = {}
+
+
 class Operator:
     """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
+
+    def __new__(cls, spec: OpSpec, module: ModuleType, folder: Path | None = None) -> Operator:
+        # Operators are made as instances of a C-defined subclass whose instances CPython
+        # calls by vectorcall (no argument tuple or keyword dict, no Python frame); modules
+        # of older wheels lack it and get the plain class.
+        if cls is Operator and hasattr(module, "vectorcall_subclass"):
+            if "type" not in _VECTORCALL_TYPE:
+                _VECTORCALL_TYPE["type"] = module.vectorcall_subclass(Operator)
+            cls = _VECTORCALL_TYPE["type"]
+        return super().__new__(cls)
 
     def __init__(self, spec: OpSpec, module: ModuleType, folder: Path | None = None) -> None:
         self.spec = spec
@@ -112,9 +126,8 @@ class Operator:
         self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
         fast = spec.elementwise and not self.guard
         self._call = self._fast_caller() if fast else self._slow_call
-        install = getattr(module, "install_call", None)  # absent in modules of older wheels
-        if install is not None and isinstance(Operator.__dict__["__call__"], FunctionType):
-            install(Operator)
+        if type(self) is _VECTORCALL_TYPE.get("type"):
+            module.enable_vectorcall(self)
 
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
@@ -155,8 +168,8 @@ class Operator:
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
 
-        The first load replaces this method by the same forwarding written in C (see
-        ``install_call`` in entry.cpp), so ``op(x)`` reaches the kernel with no Python frame.
+        Loaded operators are called by vectorcall, which forwards to the same ``_call``
+        from C (``vectorcall_subclass`` in entry.cpp) with no Python frame in between.
         """
         return self._call(*inputs, **attrs)
 
