@@ -229,6 +229,26 @@ def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
                for n in notes), notes
 
 
+@pytest.mark.parametrize(("scale", "expected"), [(2.0, ["n", 3, "2*h", "2*w"]),
+                                                (0.5, ["n", 3, "h/2", "w/2"])])
+def test_resize_builds_with_its_scale_in_the_names(tmp_path: Path, scale: float,
+                                                   expected: list[object]) -> None:
+    assert out_dims(build(tmp_path, resize_model(scale))) == expected
+
+
+def test_reshape_chain_builds_unless_it_needs_the_dropped_leading_dim(tmp_path: Path) -> None:
+    """y = [3*h*w, n]: its dim 1 is the leading input dim, which npu_ge leaves out when not
+    batching; with a second input whose leading dim differs, npu_ge resolves 'n'."""
+    with pytest.raises(TritonConfigError, match=r"dim 1 is variable but its expression n uses "
+                       r"n, the leading dim of every input"):
+        build(tmp_path / "a", reshape_model())
+    model = reshape_model()
+    model.graph.input.append(helper.make_tensor_value_info("z", T.FLOAT, ["m"]))
+    model.graph.output.append(helper.make_tensor_value_info("z2", T.FLOAT, None))
+    model.graph.node.append(helper.make_node("Relu", ["z"], ["z2"]))
+    assert out_dims(build(tmp_path / "b", model)) == ["3*h*w", "n"]
+
+
 def test_paddle_style_input_dims_get_identifier_names(tmp_path: Path) -> None:
     model = conv_model()
     dims = model.graph.input[0].type.tensor_type.shape.dim

@@ -103,7 +103,7 @@ def name_dims(
     if required and missing:
         o, a = missing[0]
         raise _unnamed(label, o, a, derived, inner if a else known, dropped)
-    if checked and (required or overrides):
+    if checked:  # every name written (or kept) is proven, needed by the backend or not
         defaults = default_probes(symbols)
         given = _given(out, defaults[0], probes, gears)
         out.probes = _prove(model, checked, given, defaults, label)
