@@ -15,6 +15,9 @@
 #     [INSTALL_DESTINATION <dir>]     install(TARGETS) destination (e.g. inside a wheel)
 #     [PORTABLE]                      flags for binaries that run on other hosts (see below)
 #     [CPU_BASELINE <arch>]           -march value: native, x86-64, x86-64-v2, armv8-a, ...
+#     [ISA_VARIANTS <level>...]       also build the module for these wider CPU levels
+#                                     (x86-64-v3, x86-64-v4), each into _isa/<level>/ of
+#                                     the output and install folders (see below)
 #     [ENTRY_OBJECTS <file>...])      link these prebuilt objects of the entry point and
 #                                     runtime (see opsdk_add_entry) instead of compiling them
 #
@@ -35,6 +38,12 @@
 # linked statically and their symbols hidden, so the module needs only the C library; the
 # module is stripped; and source/build paths are mapped to fixed names so that the same
 # sources give the same bytes wherever they are built.
+#
+# ISA_VARIANTS: the same module compiled again with the instructions of a wider level on
+# top of the baseline (x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE; x86-64-v4: also
+# AVX-512 F/BW/CD/DQ/VL), as feature flags, so that a compiler fixed to one CPU (zig's
+# -mcpu) needs no other toolchain. opsdk's loader imports the best variant the CPU has
+# (OPSDK_ISA=<level> forces one; see docs/packaging.md).
 #
 # Variables (set before include() to override):
 #   OPSDK_INCLUDE_DIR         folder holding opsdk/custom_op.h
@@ -255,6 +264,26 @@ macro(_opsdk_flavour)
   string(MAKE_C_IDENTIFIER "${portable}_${baseline}" flavour)
 endmacro()
 
+# The compiler flags that add a wider x86-64 level's instructions to any baseline.
+function(_opsdk_isa_flags level out)
+  set(v3 -mavx -mavx2 -mbmi -mbmi2 -mf16c -mfma -mlzcnt -mmovbe -mxsave)
+  if(level STREQUAL "x86-64-v3")
+    set(flags ${v3})
+  elseif(level STREQUAL "x86-64-v4")
+    set(flags ${v3} -mavx512f -mavx512bw -mavx512cd -mavx512dq -mavx512vl)
+  else()
+    message(FATAL_ERROR "opsdk: ISA_VARIANTS ${level}: known variants are x86-64-v3 and "
+                        "x86-64-v4")
+  endif()
+  string(MAKE_C_IDENTIFIER "OPSDK_HAS_ISA_${level}" var)
+  check_cxx_compiler_flag("${flags}" ${var})
+  if(NOT ${var})
+    message(FATAL_ERROR "opsdk: the compiler ${CMAKE_CXX_COMPILER} does not accept the "
+                        "${level} flags (${flags}); leave ${level} out of ISA_VARIANTS")
+  endif()
+  set(${out} ${flags} PARENT_SCOPE)
+endfunction()
+
 # opsdk_add_entry(<target> [PORTABLE] [CPU_BASELINE <arch>]): the entry point and runtime
 # alone, as an OBJECT library, for builds that compile them once and link them into many
 # operators (`opsdk build` keeps them per toolchain in its cache; see ENTRY_OBJECTS below).
@@ -270,7 +299,7 @@ endfunction()
 
 function(opsdk_add_operator target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "PORTABLE"
-    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES;ENTRY_OBJECTS")
+    "FOLDER;OUTPUT_DIRECTORY;INSTALL_DESTINATION;CPU_BASELINE" "SOURCES;ENTRY_OBJECTS;ISA_VARIANTS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "opsdk_add_operator(${target}): unknown arguments "
                         "${ARG_UNPARSED_ARGUMENTS}")
@@ -302,35 +331,56 @@ function(opsdk_add_operator target)
   list(REMOVE_DUPLICATES includes)
 
   _opsdk_flavour()
-  add_library(${target} MODULE ${sources})
-  _opsdk_python_target(${target} "${copts}")
-  if(ARG_ENTRY_OBJECTS)
-    foreach(obj IN LISTS ARG_ENTRY_OBJECTS)
-      if(NOT EXISTS "${obj}")
-        message(FATAL_ERROR "opsdk_add_operator(${target}): ENTRY_OBJECTS: ${obj} does not "
-                            "exist; build it with opsdk_add_entry")
-      endif()
-    endforeach()
-    target_sources(${target} PRIVATE ${ARG_ENTRY_OBJECTS})
-  else()
-    _opsdk_entry_target(${flavour} "${copts}" entry)
-    target_link_libraries(${target} PRIVATE ${entry})
-  endif()
-  target_include_directories(${target} PRIVATE ${includes})
-  target_link_options(${target} PRIVATE ${lopts})
   if(ARG_OUTPUT_DIRECTORY)
     get_filename_component(outdir "${ARG_OUTPUT_DIRECTORY}" ABSOLUTE
                            BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   else()
     set(outdir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   endif()
+  _opsdk_module(${target} "${copts}" "${flavour}" "${outdir}" "${ARG_INSTALL_DESTINATION}"
+                "${ARG_ENTRY_OBJECTS}")
+  foreach(level IN LISTS ARG_ISA_VARIANTS)
+    if(ARG_ENTRY_OBJECTS)
+      message(FATAL_ERROR "opsdk_add_operator(${target}): ISA_VARIANTS and ENTRY_OBJECTS "
+                          "exclude each other (the entry objects are of one CPU level)")
+    endif()
+    _opsdk_isa_flags(${level} isa)
+    string(MAKE_C_IDENTIFIER "${level}" id)
+    set(dest "")
+    if(ARG_INSTALL_DESTINATION)
+      set(dest "${ARG_INSTALL_DESTINATION}/_isa/${level}")
+    endif()
+    _opsdk_module(${target}_${id} "${copts};${isa}" "${flavour}_${id}" "${outdir}/_isa/${level}"
+                  "${dest}" "")
+  endforeach()
+endfunction()
+
+# One _opsdk_kernels module of an operator, of one flavour (flags), from the caller's
+# sources, includes and link options.
+function(_opsdk_module target copts flavour outdir dest entry_objects)
+  add_library(${target} MODULE ${sources})
+  _opsdk_python_target(${target} "${copts}")
+  if(entry_objects)
+    foreach(obj IN LISTS entry_objects)
+      if(NOT EXISTS "${obj}")
+        message(FATAL_ERROR "opsdk_add_operator(${target}): ENTRY_OBJECTS: ${obj} does not "
+                            "exist; build it with opsdk_add_entry")
+      endif()
+    endforeach()
+    target_sources(${target} PRIVATE ${entry_objects})
+  else()
+    _opsdk_entry_target(${flavour} "${copts}" entry)
+    target_link_libraries(${target} PRIVATE ${entry})
+  endif()
+  target_include_directories(${target} PRIVATE ${includes})
+  target_link_options(${target} PRIVATE ${lopts})
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _opsdk_kernels SUFFIX "${OPSDK_PYTHON_EXT_SUFFIX}"
     LIBRARY_OUTPUT_DIRECTORY "${outdir}")
   foreach(cfg IN ITEMS DEBUG RELEASE RELWITHDEBINFO MINSIZEREL)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY_${cfg} "${outdir}")
   endforeach()
-  if(ARG_INSTALL_DESTINATION)
-    install(TARGETS ${target} LIBRARY DESTINATION "${ARG_INSTALL_DESTINATION}")
+  if(dest)
+    install(TARGETS ${target} LIBRARY DESTINATION "${dest}")
   endif()
 endfunction()

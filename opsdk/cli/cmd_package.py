@@ -18,7 +18,9 @@ One wheel per --platform and --python version. manylinux2014 wheels (glibc >= 2.
 CentOS 7, Ubuntu 18.04, openEuler 20.03 and newer) are compiled here with zig c++ (the
 ziglang package), for x86_64 or aarch64 from any Linux host; native uses this host's
 compiler and glibc. Each wheel holds prebuilt kernels compiled for a portable CPU
-baseline (default x86-64-v2 on x86_64, armv8-a on aarch64), the specs, references, tests,
+baseline (default x86-64-v2 on x86_64, armv8-a on aarch64) and, on x86_64, again for
+x86-64-v3 (AVX2, FMA, F16C) and x86-64-v4 (AVX-512), of which opsdk loads the best the CPU
+has (OPSDK_ISA=baseline or a level forces one), the specs, references, tests,
 ONNX schemas and CANN projects, and a manifest that opsdk checks before loading a kernel.
 Installed, opsdk finds the operators by name and never compiles them.
   opsdk package --cmake-dir     print the folder of OpsdkOperator.cmake and exit
@@ -47,6 +49,10 @@ def register(sub: Any) -> None:
     p.add_argument("--cpu-baseline", metavar="ARCH",
                    help="-march of the kernels: x86-64, x86-64-v2 (default), x86-64-v3, "
                         "x86-64-v4, armv8-a; '' for the compiler default")
+    p.add_argument("--isa-variants", metavar="LEVELS",
+                   help="wider CPU levels compiled besides the baseline, the best one the "
+                        "CPU has is loaded: comma-separated, or none (default on x86_64: "
+                        "x86-64-v3,x86-64-v4)")
     p.add_argument("--no-onnx", action="store_true", help="leave out the ONNX artefacts")
     p.add_argument("--no-cann", action="store_true", help="leave out the CANN projects")
     p.add_argument("--exclude-sources", action="store_true",
@@ -59,6 +65,12 @@ def register(sub: Any) -> None:
                    help="print the folder of OpsdkOperator.cmake and exit")
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=run)
+
+
+def _isa_levels(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [] if text.strip() == "none" else [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _size(n: int) -> str:
@@ -83,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     res = package_operators(
         args.ops, args.out, name=args.name, version=args.version,
         platforms=args.platform, python=args.python, socs=args.soc or ("ascend910b",),
-        cpu_baseline=args.cpu_baseline,
+        cpu_baseline=args.cpu_baseline, isa=_isa_levels(args.isa_variants),
         onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,
         keep_project=args.keep_project, force=args.force, progress=progress,
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError
+from ._isa import ISA_ENV, pick_variant
 
 __all__ = [
     "MANIFEST_NAME",
@@ -292,14 +293,16 @@ def _pick_module(folder: Path, what: str) -> Path:
     )
 
 
-_VERIFIED: dict[tuple[str, int, int], Path] = {}
+_VERIFIED: dict[tuple[str, int, int, str], Path] = {}
 
 
 def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = "") -> Path:
     """Check a prebuilt kernel against its manifest and this host; return the module to load.
 
     ``module`` is the registry's pick (unused: the module matching this interpreter is
-    chosen; an operator from a wheel without one is an error, it is never compiled).
+    chosen; an operator from a wheel without one is an error, it is never compiled). Of a
+    wheel built with ISA variants, the widest one this CPU supports is returned
+    (``OPSDK_ISA=<level>`` or ``baseline`` forces one; see :mod:`opsdk.package._isa`).
     Raises :class:`ManifestError` listing every mismatch (opsdk major/minor, Python ABI,
     platform, CPU baseline, glibc, a modified spec.py) with the fix. A folder without a
     manifest (a module built by the user's own CMake project) gets the checks that need
@@ -314,7 +317,7 @@ def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = 
     what = f"{package} ({folder.name})" if package else folder.name
     chosen = _pick_module(folder, what)
     st = chosen.stat()
-    key = (str(chosen), st.st_mtime_ns, st.st_size)
+    key = (str(chosen), st.st_mtime_ns, st.st_size, os.environ.get(ISA_ENV, ""))
     if key in _VERIFIED:
         return _VERIFIED[key]
     found = find_manifest(folder)
@@ -343,5 +346,7 @@ def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = 
     if problems:
         raise ManifestError(f"{what}: prebuilt kernel unusable here: " + "; ".join(problems)
                             + f". Fix: {fix}")
+    if found is not None:
+        chosen = pick_variant(folder, chosen, man, _cpu_flags())
     _VERIFIED[key] = chosen
     return chosen

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
+from ._isa import isa_variants
 from ._manifest import CPU_LEVELS, FORMAT, source_hashes
 from ._project import (
     OpSource,
@@ -215,8 +216,8 @@ def make_manifest(
             "glibc_floor": plat.glibc_floor,
         },
         "cpu_baseline": cpu_baseline,
-        # One variant today: the baseline. Dispatch to wider ISAs (AVX2+FMA, ...) adds more.
-        "isa_variants": [cpu_baseline or "compiler default"],
+        # The baseline first, then the wider levels under operators/<op>/_isa/<level>/.
+        "isa_variants": [cpu_baseline or "compiler default", *wt.isa_variants],
         "build": {
             "compiler": _compiler(wt),
             "python_headers": py.source,
@@ -281,14 +282,16 @@ def _build_one(job: _Job, wt: WheelTarget) -> BuiltWheel:
     baseline = wt.cpu_baseline
     manifest = make_manifest(job.pkg, job.ops, wt=wt, cpu_baseline=baseline, socs=job.socs,
                              artefacts=job.arts)
-    files = render_project(job.pkg, job.ops, cpu_baseline=baseline, manifest=manifest,
+    files = render_project(job.pkg, job.ops, cpu_baseline=baseline,
+                           isa_variants=wt.isa_variants, manifest=manifest,
                            artefacts=job.arts.files, exclude_sources=job.exclude_sources)
     project = Path(tempfile.mkdtemp(prefix="opsdk-package-"))
     write_tree(project, files)
     how = (f"zig c++ for {wt.platform.target.zig_target}" if wt.platform.manylinux
            else "this host's compiler")
+    wider = "".join(f" + {lv}" for lv in wt.isa_variants)
     job.say(f"compiling {len(job.ops)} kernel(s) for {job.pkg.name} {job.pkg.version}, "
-            f"{wt.label} ({how}, CPU baseline {baseline or 'compiler default'}) ...")
+            f"{wt.label} ({how}, CPU baseline {baseline or 'compiler default'}{wider}) ...")
     try:
         built = build_wheel(project, project / "dist", wt)  # on failure the project stays
     except BuildError as e:
@@ -304,18 +307,21 @@ def _build_one(job: _Job, wt: WheelTarget) -> BuiltWheel:
 
 
 def _targets(platforms: Sequence[str] | None, pythons: str | Sequence[str] | None,
-             cpu_baseline: str | None, say: Progress) -> list[WheelTarget]:
-    """Every (platform, Python) pair to build, with its CPU baseline; checked up front."""
+             cpu_baseline: str | None, isa: Sequence[str] | None,
+             say: Progress) -> list[WheelTarget]:
+    """Every (platform, Python) pair to build, with its CPU baseline and ISA variants;
+    checked up front."""
     out = []
     for plat in parse_platforms(platforms):
         baseline = _check_baseline(cpu_baseline, plat)
+        wider = tuple(isa_variants(isa, plat.target.arch, baseline))
         if plat.manylinux:
             missing = zig_available()
             if missing:
                 raise BuildError(missing)
             zig_cpu(baseline)  # a level zig knows
         for version in parse_pythons(pythons):
-            out.append(WheelTarget(plat, target_python(plat, version, say), baseline))
+            out.append(WheelTarget(plat, target_python(plat, version, say), baseline, wider))
     return out
 
 
@@ -329,6 +335,7 @@ def package_operators(
     python: str | Sequence[str] | None = None,
     socs: Sequence[str] = ("ascend910b",),
     cpu_baseline: str | None = None,
+    isa: Sequence[str] | None = None,
     onnx: bool = True,
     cann: bool = True,
     exclude_sources: bool = False,
@@ -338,7 +345,9 @@ def package_operators(
 ) -> PackageResult:
     """Build wheels of the given operators with prebuilt, portable kernels: one per
     platform (default: manylinux2014 of this machine) and CPython version (default: this
-    interpreter's).
+    interpreter's). Each kernel is compiled for ``cpu_baseline`` and for the wider levels
+    ``isa`` (default: all above the baseline, x86-64-v3 and x86-64-v4 on x86_64; ``[]``:
+    the baseline only); the loader picks the widest one the CPU supports.
 
     Example:
         >>> res = package_operators(["operators/my_op", "operators/other"], "dist",
@@ -356,7 +365,7 @@ def package_operators(
     if keep_project is not None and Path(keep_project).exists():
         raise BuildError(f"--keep-project {keep_project}: it exists; opsdk never overwrites a "
                          "folder, name a new one")
-    targets = _targets(platforms, python, cpu_baseline, say)
+    targets = _targets(platforms, python, cpu_baseline, isa, say)
     unit_socs = _socs(socs)
     arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs,
                               folders=[o.folder for o in ops])

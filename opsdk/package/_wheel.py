@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, ManifestError, OpsdkError
+from ._isa import ISA_DIR
 from ._project import OpSource, PackageName
 from ._targets import TargetPython, WheelPlatform
 
@@ -46,6 +47,7 @@ class WheelTarget:
     platform: WheelPlatform
     python: TargetPython
     cpu_baseline: str
+    isa_variants: tuple[str, ...] = ()  # wider levels compiled besides the baseline
 
     @property
     def label(self) -> str:
@@ -158,6 +160,7 @@ def check_wheel(wheel: Path, pkg: PackageName, ops: Sequence[OpSource], wt: Whee
     for op in ops:
         folder = f"{root}/operators/{op.snake}"
         wanted += [f"{folder}/spec.py", f"{folder}/_opsdk_kernels{suffix}"]
+        wanted += [f"{folder}/{ISA_DIR}/{lv}/_opsdk_kernels{suffix}" for lv in wt.isa_variants]
     missing = [n for n in wanted if n not in contents]
     if missing:
         raise BuildError(f"{wheel.name} lacks {', '.join(missing)} (opsdk package bug?)")
@@ -166,10 +169,12 @@ def check_wheel(wheel: Path, pkg: PackageName, ops: Sequence[OpSource], wt: Whee
     loadable = suffix == sysconfig.get_config_var("EXT_SUFFIX")
     with tempfile.TemporaryDirectory(prefix="opsdk-check-") as tmp:
         for op in ops:
-            so = Path(tmp) / op.snake / f"_opsdk_kernels{suffix}"
-            so.parent.mkdir()
-            so.write_bytes(contents[f"{root}/operators/{op.snake}/_opsdk_kernels{suffix}"])
-            _check_binary(so, op, wt)
+            for sub in ["", *(f"{ISA_DIR}/{lv}/" for lv in wt.isa_variants)]:
+                so = Path(tmp) / op.snake / sub / f"_opsdk_kernels{suffix}"
+                so.parent.mkdir(parents=True)
+                so.write_bytes(contents[f"{root}/operators/{op.snake}/{sub}_opsdk_kernels{suffix}"])
+                _check_binary(so, op, wt)
+            so = Path(tmp) / op.snake / f"_opsdk_kernels{suffix}"  # the baseline loads anywhere
             if not loadable:
                 continue
             try:

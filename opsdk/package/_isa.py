@@ -1,0 +1,99 @@
+"""ISA variants of a packaged kernel: which levels a wheel gets, which one a host loads.
+
+A wheel's kernel is built for the CPU baseline (x86-64-v2 by default) and again for wider
+levels (x86-64-v3: AVX2+FMA+F16C; x86-64-v4: AVX-512), each under
+``operators/<op>/_isa/<level>/``. The manifest lists them, baseline first
+(``"isa_variants": ["x86-64-v2", "x86-64-v3", "x86-64-v4"]``). At load, opsdk imports the
+widest variant whose instructions this CPU has (``/proc/cpuinfo`` flags, which the kernel
+clears when the OS does not save the wider registers); ``OPSDK_ISA=<level>`` (or
+``baseline``) forces one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ManifestError, SpecError
+
+__all__ = ["ISA_ENV", "ISA_DIR", "WIDER_LEVELS", "isa_variants", "pick_variant"]
+
+#: The environment variable that forces a variant: a level of the manifest, or ``baseline``.
+ISA_ENV = "OPSDK_ISA"
+#: The folder, inside an operator folder, holding one subfolder per wider level.
+ISA_DIR = "_isa"
+#: Wider levels a baseline can be extended with, per machine, narrowest first.
+WIDER_LEVELS: dict[str, tuple[str, ...]] = {
+    "x86_64": ("x86-64-v3", "x86-64-v4"),
+    "aarch64": (),
+}
+
+
+def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -> list[str]:
+    """The wider levels to build for ``machine`` above ``baseline`` (default: all of them).
+
+    Example:
+        >>> isa_variants(None, "x86_64", "x86-64-v2")
+        ['x86-64-v3', 'x86-64-v4']
+        >>> isa_variants(["x86-64-v3"], "x86_64", "x86-64-v3")
+        []
+    """
+    from ._manifest import CPU_LEVELS
+
+    known = WIDER_LEVELS.get(machine, ())
+    wanted = list(known) if requested is None else list(dict.fromkeys(requested))
+    for level in wanted:
+        if level not in known:
+            raise SpecError(
+                f"--isa-variants {level!r}: the variants of {machine} wheels are "
+                f"{', '.join(known) or 'none (its kernels are built for the baseline only)'}; "
+                "pick among them or pass --isa-variants none"
+            )
+    levels = list(CPU_LEVELS)  # narrowest first
+    floor = levels.index(baseline) if baseline in levels else -1
+    return [lv for lv in known if lv in wanted and levels.index(lv) > floor]
+
+
+def _supported(level: str, flags: frozenset[str] | None) -> bool:
+    from ._manifest import CPU_LEVELS
+
+    needed = CPU_LEVELS.get(level)
+    return needed is not None and flags is not None and set(needed) <= flags
+
+
+def pick_variant(folder: Path, module: Path, man: dict[str, Any],
+                 flags: frozenset[str] | None) -> Path:
+    """The module to load: the widest listed variant this CPU supports, or the one forced
+    by ``OPSDK_ISA``; ``module`` (the baseline) when the manifest lists no wider one.
+
+    Example:
+        >>> pick_variant(folder, folder / "_opsdk_kernels.cpython-311-x86_64-linux-gnu.so",
+        ...              manifest, frozenset({"avx2", ...}))  # doctest: +SKIP
+        PosixPath('.../_isa/x86-64-v3/_opsdk_kernels.cpython-311-x86_64-linux-gnu.so')
+    """
+    listed = [str(v) for v in man.get("isa_variants", [])]
+    wider = listed[1:]
+    forced = os.environ.get(ISA_ENV, "").strip()
+    if forced:
+        if forced in ("baseline", listed[0] if listed else "baseline"):
+            return module
+        if forced not in wider:
+            raise ManifestError(
+                f"{ISA_ENV}={forced}: {folder.name} has the variants "
+                f"{', '.join(listed) or 'baseline'}; set {ISA_ENV} to one of them or to "
+                "'baseline', or unset it to let opsdk pick"
+            )
+        if not _supported(forced, flags):
+            raise ManifestError(f"{ISA_ENV}={forced}: this CPU lacks the {forced} instructions "
+                                f"(see /proc/cpuinfo); unset {ISA_ENV} to let opsdk pick")
+        wider = [forced]
+    for level in reversed(wider):
+        path = folder / ISA_DIR / level / module.name
+        if _supported(level, flags) or forced:
+            if not path.is_file():
+                raise ManifestError(f"{folder.name}: the manifest lists the {level} kernel but "
+                                    f"{path} is missing; reinstall the package")
+            return path
+    return module
