@@ -35,6 +35,7 @@ from opsdk.package import (
     target_python,
     verify_prebuilt,
 )
+from opsdk.package._isa import ISA_ENV, isa_variants
 from opsdk.package._package import _publish
 from opsdk.package._project import operator_files, resolve_operators
 from opsdk.package._targets import zig_cpu
@@ -172,7 +173,8 @@ def _rendered(tmp_path: Path, **kw: Any) -> dict[str, bytes]:
     ops = resolve_operators([make_op(tmp_path, "PkgAlpha"), make_op(tmp_path, "PkgBeta")])
     pkg = package_name("acme-ops", "1.2.0", ops)
     manifest = {"python": {"cache_tag": "cpython-3xx"}, "platform": {"tag": "manylinux2014_arch"}}
-    return render_project(pkg, ops, cpu_baseline="x86-64-v2", manifest=manifest,
+    return render_project(pkg, ops, cpu_baseline="x86-64-v2",
+                          isa_variants=("x86-64-v3", "x86-64-v4"), manifest=manifest,
                           artefacts={"pkg_alpha": {"onnx/schema.json": b"{}"}}, **kw)
 
 
@@ -333,6 +335,71 @@ def test_a_cpu_without_the_baseline_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(_manifest, "_cpu_flags", lambda: frozenset(_manifest.CPU_LEVELS["x86-64-v2"]))
     with pytest.raises(ManifestError, match=r"compiled for CPU baseline x86-64-v3, this CPU lacks "
                                             r"abm, avx, avx2"):
+        find_operator(str(folder))
+
+
+# ------------------------------------------------------------------ ISA variants
+def test_isa_variants_per_machine_and_baseline():
+    assert isa_variants(None, "x86_64", "x86-64-v2") == ["x86-64-v3", "x86-64-v4"]
+    assert isa_variants(None, "x86_64", "x86-64-v3") == ["x86-64-v4"]
+    assert isa_variants(None, "x86_64", "") == ["x86-64-v3", "x86-64-v4"]
+    assert isa_variants(["x86-64-v4", "x86-64-v3"], "x86_64", "x86-64") == ["x86-64-v3",
+                                                                            "x86-64-v4"]
+    assert isa_variants([], "x86_64", "x86-64-v2") == []
+    assert isa_variants(None, "aarch64", "armv8-a") == []
+    assert isa_variants(["x86-64-v3"], "aarch64", "armv8-a") == []  # a level of the other machine
+    with pytest.raises(SpecError, match=r"--isa-variants 'avx2' is not a CPU level .* pick among "
+                                        r"x86-64-v3, x86-64-v4, or pass --isa-variants none"):
+        isa_variants(["avx2"], "x86_64", "x86-64-v2")
+
+
+def variant_package(tmp_path: Path, levels: tuple[str, ...] = ("x86-64-v3", "x86-64-v4")) -> Path:
+    """A fake package whose manifest lists ISA variants, each with its own stand-in file."""
+    folder = fake_package(tmp_path, isa_variants=["x86-64", *levels])
+    for level in levels:
+        (folder / "_isa" / level).mkdir(parents=True)
+        (folder / "_isa" / level / f"_opsdk_kernels{EXT}").write_bytes(
+            (folder / f"_opsdk_kernels{EXT}").read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize(("cpu", "picked"), [
+    ("x86-64-v2", ""), ("x86-64-v3", "_isa/x86-64-v3/"), ("x86-64-v4", "_isa/x86-64-v4/")])
+def test_the_widest_variant_the_cpu_has_is_loaded(tmp_path, monkeypatch, cpu, picked):
+    folder = variant_package(tmp_path)
+    monkeypatch.delenv(ISA_ENV, raising=False)
+    monkeypatch.setattr(_manifest, "_cpu_flags", lambda: frozenset(_manifest.CPU_LEVELS[cpu]))
+    _manifest._VERIFIED.clear()
+    assert find_operator(str(folder)).prebuilt == folder / f"{picked}_opsdk_kernels{EXT}"
+
+
+def test_opsdk_isa_forces_a_variant_and_refuses_what_the_cpu_lacks(tmp_path, monkeypatch):
+    folder = variant_package(tmp_path)
+    monkeypatch.setattr(_manifest, "_cpu_flags",
+                        lambda: frozenset(_manifest.CPU_LEVELS["x86-64-v3"]))
+    _manifest._VERIFIED.clear()
+    for forced, picked in [("baseline", ""), ("x86-64", ""), ("x86-64-v3", "_isa/x86-64-v3/")]:
+        monkeypatch.setenv(ISA_ENV, forced)
+        assert find_operator(str(folder)).prebuilt == folder / f"{picked}_opsdk_kernels{EXT}"
+    monkeypatch.setenv(ISA_ENV, "x86-64-v4")
+    with pytest.raises(ManifestError, match=r"OPSDK_ISA=x86-64-v4: this CPU lacks the x86-64-v4 "
+                                            r"instructions .* unset OPSDK_ISA"):
+        find_operator(str(folder))
+    monkeypatch.setenv(ISA_ENV, "avx9")
+    with pytest.raises(ManifestError, match=r"OPSDK_ISA=avx9: pkg_man has the variants x86-64, "
+                                            r"x86-64-v3, x86-64-v4; set OPSDK_ISA to one of"):
+        find_operator(str(folder))
+
+
+def test_a_listed_variant_missing_from_the_folder_is_an_error(tmp_path, monkeypatch):
+    folder = variant_package(tmp_path)
+    (folder / "_isa" / "x86-64-v4" / f"_opsdk_kernels{EXT}").unlink()
+    monkeypatch.delenv(ISA_ENV, raising=False)
+    monkeypatch.setattr(_manifest, "_cpu_flags",
+                        lambda: frozenset(_manifest.CPU_LEVELS["x86-64-v4"]))
+    _manifest._VERIFIED.clear()
+    with pytest.raises(ManifestError, match=r"lists the x86-64-v4 kernel but .* is missing; "
+                                            r"reinstall the package"):
         find_operator(str(folder))
 
 

@@ -30,10 +30,18 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from opsdk.naming import snake_case
-from opsdk.package import PackageResult, default_cpu_baseline, package_operators, wheel_contents
+from opsdk.package import (
+    PackageResult,
+    _manifest,
+    default_cpu_baseline,
+    package_operators,
+    wheel_contents,
+)
+from opsdk.package._isa import WIDER_LEVELS
 from opsdk.scaffold import new_operator, parse_attrs, parse_io
 
 pytestmark = pytest.mark.slow
@@ -92,6 +100,12 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
     assert built.wheel.name.endswith(f"-{'.'.join(sorted(man['platform']['tags']))}.whl")
     assert man["platform"]["glibc_floor"] == "2.17"
     assert man["cpu_baseline"] == default_cpu_baseline()
+    wider = WIDER_LEVELS[machine]
+    assert man["isa_variants"] == [default_cpu_baseline(), *wider]
+    for snake in ("thresholded_relu", "gelu", "pkg_demo"):
+        for level in wider:
+            variant = files[f"{ops}/{snake}/_isa/{level}/_opsdk_kernels{EXT}"]
+            assert variant != files[f"{ops}/{snake}/_opsdk_kernels{EXT}"], f"{snake} {level}"
     assert set(man["operators"]) == {"operators/thresholded_relu", "operators/gelu",
                                      "operators/pkg_demo"}
     assert man["operators"]["operators/pkg_demo"]["name"] == "PkgDemo"
@@ -316,10 +330,56 @@ def test_operator_wheel_in_a_fresh_venv_never_compiles(
     as_json = {o["name"]: o for o in json.loads(
         run([opsdk_cli, "list", "--json"], env=env, cwd=work).stdout)}
     assert as_json["PkgDemo"]["prebuilt"] == str(pkg_dir / "operators" / "pkg_demo" /
-                                                 f"_opsdk_kernels{EXT}")
+                                                 f"{best_variant(built)}_opsdk_kernels{EXT}")
 
     assert not marker.exists(), "a compiler ran:\n" + marker.read_text()
     assert not cache.exists(), f"opsdk built something: {sorted(cache.rglob('*'))}"
+
+
+def best_variant(built: PackageResult) -> str:
+    """The folder (relative to an operator folder) of the widest kernel this CPU runs."""
+    flags = _manifest._cpu_flags() or frozenset()
+    usable = [lv for lv in built.manifest["isa_variants"][1:]
+              if set(_manifest.CPU_LEVELS[lv]) <= flags]
+    return f"_isa/{usable[-1]}/" if usable else ""
+
+
+ISA_OUTPUTS = """\
+import sys
+import numpy as np
+import opsdk
+from opsdk.registry import find_operator
+
+outputs = {}
+for name in ("ThresholdedRelu", "Gelu", "PkgDemo"):
+    op = opsdk.load(name)
+    for dt in (np.float16, np.float32):
+        x = (np.random.default_rng(7).standard_normal(100_003) * 4).astype(dt)
+        outputs[name + "-" + np.dtype(dt).name] = op(x)
+np.savez(sys.argv[1], prebuilt=str(find_operator("Gelu").prebuilt), **outputs)
+"""
+
+
+def test_the_widest_isa_variant_loads_and_opsdk_isa_forces_the_baseline(
+    venv: Path, built: PackageResult, tmp_path: Path,
+) -> None:
+    from opsdk.testing import compare, standard_for
+
+    py = venv / "bin" / "python"
+    run([py, "-m", "pip", "install", "-q", "--no-index", "--find-links", built.wheel.parent,
+         "acme-ops==1.2.0"], env=clean_env(venv), cwd=tmp_path)
+    results = {}
+    for forced in ("", "baseline"):
+        out = tmp_path / f"isa-{forced or 'auto'}.npz"
+        run([py, "-c", ISA_OUTPUTS, out], env=clean_env(venv, OPSDK_ISA=forced), cwd=tmp_path)
+        results[forced] = dict(np.load(out))
+    auto, base = results[""], results["baseline"]
+    gelu = Path(str(base["prebuilt"])).parent
+    assert str(base["prebuilt"]) == str(gelu / f"_opsdk_kernels{EXT}")
+    assert str(auto["prebuilt"]) == str(gelu / f"{best_variant(built)}_opsdk_kernels{EXT}")
+    for key in sorted(k for k in auto if k != "prebuilt"):
+        verdict = compare(auto[key], base[key], standard_for(str(base[key].dtype)))
+        assert verdict.passed, f"{key}: {verdict.reason}"
 
 
 def test_a_wheel_for_another_opsdk_is_refused_clearly(venv: Path, built: PackageResult,

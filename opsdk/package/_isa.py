@@ -32,25 +32,26 @@ WIDER_LEVELS: dict[str, tuple[str, ...]] = {
 
 
 def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -> list[str]:
-    """The wider levels to build for ``machine`` above ``baseline`` (default: all of them).
+    """The wider levels to build for ``machine`` above ``baseline``: those of ``requested``
+    that are levels of this machine (default: all of them).
 
     Example:
         >>> isa_variants(None, "x86_64", "x86-64-v2")
         ['x86-64-v3', 'x86-64-v4']
-        >>> isa_variants(["x86-64-v3"], "x86_64", "x86-64-v3")
+        >>> isa_variants(["x86-64-v3"], "aarch64", "armv8-a")
         []
     """
     from ._manifest import CPU_LEVELS
 
-    known = WIDER_LEVELS.get(machine, ())
-    wanted = list(known) if requested is None else list(dict.fromkeys(requested))
-    for level in wanted:
-        if level not in known:
+    every = [lv for levels in WIDER_LEVELS.values() for lv in levels]
+    for level in requested or ():
+        if level not in every:
             raise SpecError(
-                f"--isa-variants {level!r}: the variants of {machine} wheels are "
-                f"{', '.join(known) or 'none (its kernels are built for the baseline only)'}; "
-                "pick among them or pass --isa-variants none"
+                f"--isa-variants {level!r} is not a CPU level opsdk builds variants for; pick "
+                f"among {', '.join(every)}, or pass --isa-variants none for the baseline only"
             )
+    known = WIDER_LEVELS.get(machine, ())
+    wanted = known if requested is None else requested
     levels = list(CPU_LEVELS)  # narrowest first
     floor = levels.index(baseline) if baseline in levels else -1
     return [lv for lv in known if lv in wanted and levels.index(lv) > floor]
