@@ -330,7 +330,7 @@ def test_operator_wheel_in_a_fresh_venv_never_compiles(
     as_json = {o["name"]: o for o in json.loads(
         run([opsdk_cli, "list", "--json"], env=env, cwd=work).stdout)}
     assert as_json["PkgDemo"]["prebuilt"] == str(pkg_dir / "operators" / "pkg_demo" /
-                                                 f"{best_variant(built)}_opsdk_kernels{EXT}")
+                                                 f"_opsdk_kernels{EXT}")
 
     assert not marker.exists(), "a compiler ran:\n" + marker.read_text()
     assert not cache.exists(), f"opsdk built something: {sorted(cache.rglob('*'))}"
