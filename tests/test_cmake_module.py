@@ -97,6 +97,11 @@ def error_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("opsdk_add_operator(bad)", r"opsdk_add_operator\(bad\): no C\+\+ sources; give FOLDER"),
         ("opsdk_add_operator(bad FOLDRE ops/x)",
          r"opsdk_add_operator\(bad\): unknown arguments FOLDRE;ops/x"),
+        ("opsdk_add_operator(bad SOURCES k.cpp ISA_VARIANTS avx9)",
+         r"opsdk: ISA_VARIANTS avx9: known variants are x86-64-v3 and x86-64-v4"),
+        ("opsdk_add_operator(bad SOURCES k.cpp ENTRY_OBJECTS ${CMAKE_CURRENT_LIST_FILE} "
+         "ISA_VARIANTS x86-64-v3)",
+         r"opsdk_add_operator\(bad\): ISA_VARIANTS and ENTRY_OBJECTS exclude each other"),
     ],
 )
 def test_mistakes_stop_the_configure_with_a_clear_message(error_project, calls, message):
