@@ -1,7 +1,9 @@
 """Shared driver of the ops_*.py benchmark scripts: run rows, print a table, check targets.
 
-Each row is one ``opsdk.bench.bench_op`` run (opsdk, NumPy reference, ONNX Runtime and,
-for memory-bound operators, a STREAM copy/triad, all interleaved). ``--markdown`` prints
+Each row is one ``opsdk.bench.bench_op`` run (opsdk's ``op(x)`` and ``outputs=`` call
+paths, NumPy reference, ONNX Runtime and, for memory-bound operators, a STREAM copy/triad,
+all interleaved). The load average is printed with the table: on a shared machine it says
+how much to trust the medians. ``--markdown`` prints
 the table the operators' README files carry; ``--json`` the raw results. Targets are
 reported as met or missed with the measured numbers; nothing here asserts on time.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +29,8 @@ class Row:
     dtype: str = "float32"
     copy_target: float | None = None  # required fraction of the copy bandwidth
     numpy_target: float | None = 3.0  # required speedup over the NumPy reference
-    ort_target: float | None = None  # opsdk time <= this x ONNX Runtime's time
+    ort_target: float | None = None  # opsdk op(x) time <= this x ONNX Runtime's time
+    call_target: float | None = None  # op(x) time <= this x the outputs= time
     threads: int | None = None  # this row's threads (default: --threads, else all cores)
 
 
@@ -60,16 +64,26 @@ def _checks(row: Row, r: BenchResult) -> list[str]:
     vs_ort = r.ratio("onnxruntime")
     if row.ort_target is not None and vs_ort is not None:
         ok = 1.0 / vs_ort <= row.ort_target
-        out.append(f"ORT {1 / vs_ort:.2f}x time {'<=' if ok else '>'} {row.ort_target:g}x")
+        out.append(f"op(x) {1 / vs_ort:.2f}x ORT's time {'<=' if ok else '>'} "
+                   f"{row.ort_target:g}x")
+    call = r.ratio("opsdk outputs=")
+    if row.call_target is not None and call is not None:
+        ok = 1.0 / call <= row.call_target
+        out.append(f"op(x) {1 / call:.2f}x the outputs= time {'<=' if ok else '>'} "
+                   f"{row.call_target:g}x")
     return out
 
 
 def _cells(r: BenchResult) -> list[str]:
     vs_np, vs_ort = r.ratio("numpy"), r.ratio("onnxruntime")
     frac = r.copy_fraction()
+    call = r.ratio("opsdk outputs=")
     return [
         _label(r),
+        r.regime,
         fmt_seconds(r.seconds("opsdk")),
+        fmt_seconds(r.seconds("opsdk outputs=")),
+        f"{1 / call:.2f}" if call else "-",
         fmt_seconds(r.seconds("numpy")),
         fmt_seconds(r.seconds("onnxruntime")),
         f"{r.gbs():.1f}" if r.gbs() else "-",
@@ -79,18 +93,29 @@ def _cells(r: BenchResult) -> list[str]:
     ]
 
 
-HEADER = ["case", "opsdk", "numpy", "onnxruntime", "GB/s", "% of copy", "vs numpy", "vs ORT"]
+HEADER = ["case", "regime", "op(x)", "outputs=", "op(x) / outputs=", "numpy", "onnxruntime",
+          "GB/s", "% of copy", "vs numpy", "vs ORT"]
+
+
+def load_average() -> str:
+    """The 1-minute load average, for the record next to every figure."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:  # pragma: no cover - not on Linux/macOS
+        return "unknown"
 
 
 def run(rows: Sequence[Row], description: str) -> int:
     args = parse_args(description)
     repeat = 3 if args.quick else args.repeat
     results: list[tuple[Row, BenchResult]] = []
+    loads = [load_average()]
     for row in rows:
         print(f"  {row.op} {' '.join(row.shapes)} {row.dtype} ...", file=sys.stderr, flush=True)
         r = bench_op(row.op, shapes=list(row.shapes), dtype=row.dtype, attrs=row.attrs,
                      threads=row.threads or args.threads, repeat=repeat)
         results.append((row, r))
+        loads.append(load_average())
     if args.json:
         print(json.dumps([r.as_dict() for _, r in results], indent=2))
         return 0
@@ -106,7 +131,11 @@ def run(rows: Sequence[Row], description: str) -> int:
     if bws:
         copies = sorted(b.copy for b in bws)
         print(f"\ncopy bandwidth (STREAM-style, {bws[0].threads} threads, interleaved per row):"
-              f" {copies[0]:.1f}..{copies[-1]:.1f} GB/s; vs numpy/ORT = their time / opsdk's")
+              f" {copies[0]:.1f}..{copies[-1]:.1f} GB/s")
+    print(f"load average (1 min) before each row and at the end: {', '.join(loads)}")
+    print("op(x) = the call users write (outputs from the output pool); outputs= = "
+          "op.run(..., outputs=) into preallocated arrays; vs numpy / vs ORT = their time / "
+          "op(x)'s (above 1: opsdk is faster)")
     print("\ntargets:")
     for row, r in results:
         for check in _checks(row, r):

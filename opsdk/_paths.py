@@ -6,6 +6,7 @@ an installed copy carries them under ``opsdk/_data/`` (see setup.py).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -33,3 +34,18 @@ def entry_source() -> Path:
 def runtime_source() -> Path:
     """The Python-free runtime (thread pool, invocation core) linked next to every kernel."""
     return PACKAGE_DIR / "csrc" / "runtime.cpp"
+
+
+def make_writable_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and prove a file can be written in it; OSError if not.
+
+    Example:
+        >>> make_writable_dir(Path("/proc/opsdk"))
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: [Errno 2] No such file or directory: '/proc/opsdk'
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".opsdk-write-test.{os.getpid()}"
+    probe.touch()
+    probe.unlink()

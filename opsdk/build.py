@@ -175,10 +175,13 @@ def build_operator(
     cxxflags: str | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    entry_cxxflags: str | None = None,
 ) -> BuildResult:
     """Build (or find in the cache) the kernel module of the operator in ``folder``.
 
     A no-op when nothing changed; incremental (only changed files recompile) otherwise.
+    ``entry_cxxflags`` picks the build of the entry point linked in (default ``cxxflags``):
+    a sanitizer variant instruments only the operator's own sources.
 
     Example:
         >>> res = build_operator("operators/thresholded_relu")  # doctest: +SKIP
@@ -191,7 +194,9 @@ def build_operator(
     tc = toolchain(cxxflags)
     srcs, hdrs = operator_sources(folder)
     source_hash = _file_hash(srcs + hdrs)
-    key = hashlib.sha256((tc.key + source_hash).encode()).hexdigest()[:20]
+    etc = tc if entry_cxxflags is None else toolchain(entry_cxxflags)
+    extra = "" if etc is tc else etc.key
+    key = hashlib.sha256((tc.key + source_hash + extra).encode()).hexdigest()[:20]
     root = cache_dir() / "ops" / name / tc.key
     module = root / "lib" / key / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not force and cache_problem(module, source_hash) is None:
@@ -202,7 +207,7 @@ def build_operator(
         if problem is None and not force:
             return BuildResult(module, key, False, time.perf_counter() - t0)
         _notice_rebuild(name, module, problem, progress)
-        entry = _build_entry(tc, progress)
+        entry = _build_entry(etc, progress)
         _compile(name, folder, srcs, root, tc, entry, module, progress)
         _write_record(module, source_hash)
         _prune(root / "lib", keep=module.parent)
@@ -212,10 +217,7 @@ def build_operator(
 def _check_writable(root: Path) -> None:
     """Raise a BuildError naming $OPSDK_CACHE_DIR when the cache cannot be written."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".write-test.{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        _paths.make_writable_dir(root)
     except OSError as e:
         where = f"OPSDK_CACHE_DIR={os.environ['OPSDK_CACHE_DIR']!r}" if os.environ.get(
             "OPSDK_CACHE_DIR") else f"the build cache {cache_dir()}"
@@ -506,13 +508,16 @@ def build_sanitized(
 ) -> BuildResult:
     """Build the sanitizer variant of an operator's module (its own cache key).
 
+    The operator's sources are compiled with the sanitizers; the entry point linked in is
+    the ordinary build (already in the cache), so the variant costs one kernel compile.
+
     Example:
         >>> build_sanitized("operators/gelu", ("address",)).module  # doctest: +SKIP
         PosixPath('.../ops/gelu/<config>/lib/<key>/_opsdk_kernels....so')
     """
     sanitizer_env(sanitizers)  # refuse early when the runtime library is missing
     return build_operator(folder, name=name, cxxflags=sanitizer_flags(sanitizers),
-                          progress=progress)
+                          progress=progress, entry_cxxflags=_default_flags())
 
 
 def sanitizer_env(sanitizers: tuple[str, ...]) -> dict[str, str]:

@@ -287,6 +287,11 @@ def test_simulator_device_names_the_missing_part(tmp_path: Path,
     with pytest.raises(DeviceUnavailable, match="ascendc-sim unavailable: .* no simulator for "
                        "Ascend910B4 .*installed: Ascend310P1; install"):
         open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
+    monkeypatch.setenv("OPSDK_ASCEND_SOC", "Ascend999")
+    from opsdk.cann import CannArgError
+
+    with pytest.raises(CannArgError, match="ascendc-sim: OPSDK_ASCEND_SOC: unknown SoC 'Ascend999'"):
+        open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
     monkeypatch.setenv("OPSDK_ASCEND_SOC", "ascend310p")
     sim = open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
     assert isinstance(sim, ToolkitSimulator) and sim.soc_version == "Ascend310P1"

@@ -171,3 +171,26 @@ def test_non_native_byte_order_non_elementwise_op():
     got = ln.run(swapped, {})
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def test_operators_are_called_by_vectorcall(relu):
+    from opsdk.runtime.cpu import Operator
+
+    have_vectorcall = 1 << 11  # Py_TPFLAGS_HAVE_VECTORCALL
+    assert isinstance(relu, Operator) and type(relu).__flags__ & have_vectorcall
+    x = np.array([0.5, 2.0], np.float32)
+    # every way of calling reaches the same kernel with the same argument handling
+    for got in (relu(x, alpha=1.0), relu(x, **{"alpha": 1.0}), relu(*[x], alpha=1.0),
+                Operator.__call__(relu, x, alpha=1.0), relu.__call__(x, alpha=1.0)):
+        np.testing.assert_array_equal(got, [0.0, 2.0])
+    with pytest.raises(SpecError, match="ThresholdedRelu: unknown attribute 'alhpa'"):
+        relu(x, alhpa=1.0)
+
+
+def test_copies_are_working_operators_over_the_same_module(relu):
+    import copy
+
+    x = np.array([0.5, 2.0], np.float32)
+    for dup in (copy.copy(relu), copy.deepcopy(relu)):
+        assert dup is not relu and dup.module is relu.module and type(dup) is type(relu)
+        np.testing.assert_array_equal(dup(x, alpha=1.0), [0.0, 2.0])

@@ -164,3 +164,41 @@ def test_the_worker_passes_non_contiguous_inputs_with_their_strides(probe: Opera
     here, there = probe.run([x], {})[0], op.run([x], {})[0]
     assert list(there[1:4]) == list(here[1:4]) == [2, 3, 16]  # ndim, last stride, numel
     op.close()
+
+
+def test_undefined_behaviour_sanitizer_names_the_line() -> None:
+    p = opsdk_cmd("check", str(OP_DIR), "--sanitize", "undefined", mode="int_overflow")
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = next(ln for ln in p.stderr.splitlines() if "FAILED  float64-odd" in ln)
+    assert "failed a sanitizer check" in line
+    assert f"{OP_DIR / 'kernel.cpp'}:37:" in line and "runtime error: signed integer overflow" in line
+
+
+def test_ctrl_c_twice_ends_an_endless_kernel_in_a_plain_python_call() -> None:
+    code = ("import sys, numpy as np, opsdk; op = opsdk.load(sys.argv[1]); "
+            "print('loaded', flush=True); op(np.arange(5.0))")
+    env = {**os.environ, "OPSDK_MISBEHAVE": "loop"}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(OP_DIR)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "loaded"
+        time.sleep(1.0)  # inside the kernel by now
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert proc.poll() is None  # the first Ctrl-C only tells what the second does
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "opsdk: interrupt inside the kernel of Misbehave; it stops when the kernel " in err
+    assert "interrupted again inside the kernel of Misbehave; ending the process" in err
+
+
+def test_ctrl_c_outside_a_kernel_is_a_keyboard_interrupt_as_usual(probe: Operator) -> None:
+    code = ("import os, signal, sys, numpy as np, opsdk; op = opsdk.load(sys.argv[1]); "
+            "os.kill(os.getpid(), signal.SIGINT); print('not reached')")
+    p = subprocess.run([sys.executable, "-c", code, str(Path(OP_DIR).parent / "probe")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr and "not reached" not in p.stdout

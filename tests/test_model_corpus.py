@@ -6,8 +6,9 @@ and a PyTorch model exported here with dynamic axes (Conv-BN-ReLU, GridSample cu
 border padding, LayerNormalization). Every model goes through ``opsdk doctor``, ``opsdk
 rewrite --fuse conv-bn-relu`` (the PyTorch one also ``--replace GridSample,
 LayerNormalization``), ``Session`` against ONNX Runtime, ``opsdk triton build --target
-cpu`` served by one real tritonserver, and ``--target ascend``. ``test_report`` prints the
-figures (nodes fused, max error vs ONNX Runtime, served).
+cpu`` served by one real tritonserver, and ``--target ascend`` (output dims named from the
+graph, read back and run by ONNX Runtime 1.23.2 as inside npu_ge). ``test_report`` prints
+the figures (nodes fused, max error vs ONNX Runtime, served, the ascend output dims).
 
 Paddle models skip with the reason when the registry was unreachable (``python -m
 opsdk.testing.corpus --fetch``); the PyTorch model when torch is not installed
@@ -31,13 +32,15 @@ import pytest
 from opsdk.cann import check_parser_rules, normalize_default_domain, resolve_cann
 from opsdk.cann.doctor import diagnose
 from opsdk.cli import main
+from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.testing import corpus
 from opsdk.triton import (
     RepositoryOptions,
-    TritonConfigError,
     TritonConfigWarning,
     build_repository,
+    check_npu_ge_folder,
+    ensure_ort_env,
 )
 from opsdk.triton.testing import triton_server  # noqa: F401
 
@@ -224,20 +227,28 @@ def test_session_of_the_rewritten_model_matches_onnxruntime(entries: Any, rewrit
         e.figures["max_err_vs_torch"] = err_torch
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path: Path) -> None:
-    """Built for npu_ge, or refused for the reason the backend would fail to load it."""
-    entry_of(entries, name)
-    opts = RepositoryOptions("m", target="ascend")
+@pytest.fixture(scope="module")
+def ort_1232() -> Path | None:
+    """ONNX Runtime 1.23.2, as inside npu_ge (None, and the check skipped, without it)."""
     try:
-        with warnings.catch_warnings():  # batching npu_ge will not merge: reported, not failed
-            warnings.simplefilter("ignore", TritonConfigWarning)
-            build_repository(rewritten(name), tmp_path, opts)
-    except TritonConfigError as e:
-        # PP-OCR det/rec outputs have dims named p2o.DynamicDimension.N that no input dim
-        # is called: npu_ge cannot size them (FindAndSetDim) and fails the model load
-        assert "is variable but its symbolic name" in str(e), e
-        return
+        return ensure_ort_env()
+    except DeviceUnavailable:
+        return None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path: Path,
+                              ort_1232: Path | None) -> None:
+    """Built for npu_ge: variable output dims named by expressions of the input dims (the
+    PP-OCR det/rec outputs' p2o.DynamicDimension.N names replaced), GE's parser rules
+    met, and `opsdk triton check` passes: ONNX Runtime 1.23.2 opens and runs the file, its
+    results match opsdk's, and the output dim names evaluate, as npu_ge evaluates them, to
+    the sizes it computes."""
+    e = entry_of(entries, name)
+    opts = RepositoryOptions("m", target="ascend")
+    with warnings.catch_warnings():  # batching npu_ge will not merge: reported, not failed
+        warnings.simplefilter("ignore", TritonConfigWarning)
+        build_repository(rewritten(name), tmp_path, opts)
     config = (tmp_path / "m" / "config.pbtxt").read_text()
     assert 'backend: "npu_ge"' in config
     # standard nodes are spelled ai.onnx for the GE parser (E16005), which onnx's checker
@@ -246,6 +257,20 @@ def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path:
     assert check_parser_rules(model, resolve_cann("auto").version) == []
     assert {f.name for f in model.functions} >= {
         n.op_type for n in model.graph.node if n.domain == "com.opsdk"}
+    e.figures["ascend_dims"] = _output_names(model)
+    if ort_1232 is None:
+        pytest.skip("no ONNX Runtime 1.23.2 venv (scripts/setup.d/30-onnxruntime-1.23.2.sh)")
+    sizes = {d.dim_param: size for v in model.graph.input if v.name in e.feeds
+             for d, size in zip(v.type.tensor_type.shape.dim, e.feeds[v.name].shape, strict=True)
+             if d.dim_param}
+    report = check_npu_ge_folder(tmp_path / "m", dims=sizes, python=ort_1232)
+    assert report.ok, report.problems
+    e.figures["ascend_max_err"] = max(report.max_abs_error.values())
+
+
+def _output_names(model: onnx.ModelProto) -> dict[str, list[object]]:
+    return {o.name: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim]
+            for o in model.graph.output}
 
 
 def test_shape_gears_on_paddle_dynamic_dims(entries: Any, rewritten: Any, tmp_path: Path) -> None:
@@ -297,6 +322,8 @@ def test_report(entries: Any) -> None:
         lines.append(
             f"{name}: nodes {f.get('nodes')}, fused {f.get('fused')}, max err vs ORT "
             f"{f.get('max_err_vs_ort')}, vs torch {f.get('max_err_vs_torch', '-')}, served "
-            f"{f.get('served', False)} (err {f.get('served_max_err_vs_ort', '-')})")
+            f"{f.get('served', False)} (err {f.get('served_max_err_vs_ort', '-')}), ascend "
+            f"output dims {f.get('ascend_dims', '-')} (ONNX Runtime 1.23.2 err "
+            f"{f.get('ascend_max_err', '-')})")
     print("\n".join(lines))
     assert lines

@@ -127,11 +127,14 @@ def test_pytest_rejects_unusable_cann_type_options(tmp_path: Path) -> None:
          "--opsdk-cann-op-type 'trelu' is not a CANN operator type"),
         (["--opsdk-device=npu", f"--opsdk-cann-project={tmp_path}"],
          f"--opsdk-cann-project {tmp_path}: no opsdk project manifest"),
+        (["--opsdk-device=npu", "--opsdk-cann-op-type=ThresholdRelu=ThresholdedReluCustom"],
+         "--opsdk-cann-op-type names ThresholdRelu, which no collected operator is "
+         "(collected: ThresholdedRelu)"),
     ]
     for extra, message in cases:
         p = run(*base, *extra)
         assert p.returncode == 4, p.stdout + p.stderr
-        assert message in p.stderr, p.stderr
+        assert message in p.stderr + p.stdout, p.stderr
 
 
 def test_opsdk_test_passes_the_cann_type_on(project: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._paths import make_writable_dir
 from ..errors import OpsdkError
 
 
@@ -25,10 +26,7 @@ def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{flag} {p}: it is a file, not a folder; pass a folder path")
     try:
-        p.mkdir(parents=True, exist_ok=True)
-        probe = p / f".opsdk-write-test.{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        make_writable_dir(p)
     except OSError as e:
         raise OutputPathError(
             f"{flag} {p}: cannot write there ({e.strerror or e}); pass a folder you can write"

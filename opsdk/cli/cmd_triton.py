@@ -62,7 +62,8 @@ def register(sub: Any) -> None:
     c.add_argument("--op-project", action="append", default=[], metavar="DIR",
                    help="an `opsdk cann` project whose plugin keys apply (repeatable)")
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
-                   help="size of a symbolic input dim for the test run (default 2)")
+                   help="size of a symbolic input dim for the test run (default: sizes "
+                   "the model runs on, as the build's dim check probes them)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))
@@ -94,6 +95,16 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--shape-gears", type=_gears, default=(), metavar="G1;G2",
                    help="GE shape gears: one comma-separated value per variable input dim "
                    "(in input order) each, gears separated by ';', e.g. '1;2;4;8'")
+    g.add_argument("--output-dims", action="append", type=_output_dims, default=[],
+                   metavar="OUTPUT=E0,E1,...",
+                   help="an output's dims, one entry per dim: a size or an expression npu_ge "
+                   "evaluates over the input dim names (+ - * / and parentheses), for dims the "
+                   "graph does not determine (repeatable), e.g. 'y=batch,(seq+1)/2,64'")
+    g.add_argument("--probe-dims", action="append", type=_probe, default=[],
+                   metavar="NAME=SIZE,...",
+                   help="input dim sizes the model accepts, one probe per use (repeatable): "
+                   "ONNX Runtime runs the model on them to check every output dim name "
+                   "(default: the shape gears, else leading dims 1 and 2, others 64, 96, ...)")
     g.add_argument("--dump-graph", action="store_true", help="npu_ge dumps GE graphs")
     g.add_argument("--profiling", choices=("true", "dynamic"), default=None,
                    help="npu_ge profiling (./profiling)")
@@ -113,6 +124,24 @@ def _gears(text: str) -> tuple[tuple[int, ...], ...]:
     except ValueError as e:
         raise argparse.ArgumentTypeError(
             f"expected gears like '1;2;4' or '224,224;336,336', got {text!r}"
+        ) from e
+
+
+def _output_dims(text: str) -> tuple[str, tuple[str, ...]]:
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name.strip() or not dims.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected OUTPUT=E0,E1,... (one size or expression per dim), got {text!r}")
+    return name.strip(), tuple(d.strip() for d in dims.split(","))
+
+
+def _probe(text: str) -> tuple[tuple[str, int], ...]:
+    try:
+        return tuple((k.strip(), int(v)) for k, v in
+                     (item.split("=", 1) for item in text.split(",") if item.strip()))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}"
         ) from e
 
 
@@ -222,4 +251,6 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "profiling": args.profiling,
         "dump_data": args.dump_data,
         "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
+        "output_dims": tuple(args.output_dims),
+        "probe_dims": tuple(args.probe_dims),
     }

@@ -8,15 +8,20 @@
 // attributes, releases the GIL and calls the kernel. C++ exceptions come back as
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include <pybind11/pybind11.h>
+#include <structmember.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -97,6 +102,61 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
   throw py::value_error("unknown attribute type " + type);
 }
 
+// Ctrl-C inside a kernel. Python only notices SIGINT once the kernel returns, so an
+// endless kernel could not be stopped. While a kernel runs, a first Ctrl-C says so (Python
+// still raises KeyboardInterrupt when the kernel returns) and a second one ends the
+// process; outside kernels the signal goes to the handler that was there before (Python's).
+// Not installed where SIGINT is ignored or default (e.g. opsdk's validation workers).
+std::atomic<int> g_in_kernel{0};
+std::atomic<int> g_interrupts{0};
+std::atomic<const char*> g_kernel_name{""};
+struct sigaction g_prev_sigint;
+
+void say(const char* text) {
+  ssize_t ignored = write(2, text, strlen(text));
+  (void)ignored;
+}
+
+void on_sigint(int sig, siginfo_t* info, void* uctx) {
+  if (g_in_kernel.load() > 0) {
+    const bool again = g_interrupts.fetch_add(1) > 0;
+    say(again ? "\nopsdk: interrupted again inside the kernel of " : "\nopsdk: interrupt inside "
+                "the kernel of ");
+    say(g_kernel_name.load());
+    say(again ? "; ending the process\n"
+              : "; it stops when the kernel returns (Ctrl-C again ends the process)\n");
+    if (again) _exit(130);
+  }
+  if (g_prev_sigint.sa_flags & SA_SIGINFO) {
+    if (g_prev_sigint.sa_sigaction) g_prev_sigint.sa_sigaction(sig, info, uctx);
+  } else if (g_prev_sigint.sa_handler != SIG_DFL && g_prev_sigint.sa_handler != SIG_IGN) {
+    g_prev_sigint.sa_handler(sig);
+  }
+}
+
+void install_sigint_handler() {
+  struct sigaction now {};
+  if (sigaction(SIGINT, nullptr, &now) != 0) return;
+  if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN))
+    return;
+  g_prev_sigint = now;
+  struct sigaction ours {};
+  ours.sa_sigaction = &on_sigint;
+  ours.sa_flags = SA_SIGINFO | (now.sa_flags & SA_RESTART);
+  ours.sa_mask = now.sa_mask;
+  sigaction(SIGINT, &ours, nullptr);
+}
+
+struct InKernel {
+  explicit InKernel(const std::string& name) {
+    if (g_in_kernel.fetch_add(1) == 0) {
+      g_interrupts.store(0);
+      g_kernel_name.store(name.c_str());
+    }
+  }
+  ~InKernel() { g_in_kernel.fetch_sub(1); }
+};
+
 // Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
 // Below this many elements the kernel runs with the GIL held: releasing and re-taking it
 // would cost more than the work.
@@ -111,6 +171,7 @@ void invoke(const opsdk::OpRegistration& r, std::vector<opsdk::Tensor> ins,
   opsdk::CustomOpKernelContext ctx(r.name(), std::move(ins), std::move(present), std::move(outs),
                                    &names, std::move(values));
   std::string error;
+  InKernel in_kernel(r.name());
   if (work < kReleaseGilElements) {
     error = opsdk::detail::run_kernel(r, ctx);
   } else {
@@ -587,33 +648,67 @@ py::object fast_caller(size_t n_required, size_t n_inputs, const py::list& kerne
   return py::reinterpret_steal<py::object>(fn);
 }
 
-// Operator.__call__ as a C method of the Python class: it forwards to the instance's
-// `_call` (the fast caller above, or the Python path) by vectorcall, so `op(x)` runs no
-// Python frame on its way to the kernel.
-PyObject* forward_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                       PyObject* kwnames) {
+// `op(x)` with no Python frame and no argument tuple or keyword dict on the way to the
+// kernel. CPython calls an instance of a Python class through its type's tp_call, which
+// packs the arguments into a tuple and a dict first; only types with a vectorcall slot
+// receive them as a C array. So opsdk.load() makes its operators instances of a subclass
+// of the Python Operator class, created here from a type spec, whose instances carry a
+// vectorcall function right after the base class's fields. It forwards to the instance's
+// `_call` (the fast caller above, or the checked Python path). The class is created once
+// per process (Python caches it) and works with any operator module's `_call`.
+PyObject* forward_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   static PyObject* name = PyUnicode_InternFromString("_call");
   PyObject* target = PyObject_GetAttr(self, name);
   if (!target) return nullptr;
-  PyObject* result = PyObject_Vectorcall(target, args, static_cast<size_t>(nargs), kwnames);
+  PyObject* result = PyObject_Vectorcall(target, args, nargsf, kwnames);
   Py_DECREF(target);
   return result;
 }
 
-void install_call(const py::type& cls) {
-  static PyMethodDef def = {
-      "__call__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&forward_call)),
-      METH_FASTCALL | METH_KEYWORDS, "op(*inputs, **attrs): run the kernel (self._call)"};
-  py::object descr = py::reinterpret_steal<py::object>(
-      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));
-  if (!descr) throw py::error_already_set();
-  py::setattr(cls, "__call__", descr);
+// tp_call (tuple and dict), used until enable_vectorcall has set the instance's slot.
+PyObject* forward_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static PyObject* name = PyUnicode_InternFromString("_call");
+  PyObject* target = PyObject_GetAttr(self, name);
+  if (!target) return nullptr;
+  PyObject* result = PyObject_Call(target, args, kwargs);
+  Py_DECREF(target);
+  return result;
+}
+
+py::object vectorcall_subclass(const py::type& base) {
+  auto* b = reinterpret_cast<PyTypeObject*>(base.ptr());
+  static PyMemberDef members[] = {
+      {"__vectorcalloffset__", T_PYSSIZET, 0, READONLY, nullptr}, {nullptr, 0, 0, 0, nullptr}};
+  members[0].offset = b->tp_basicsize;
+  static PyType_Slot slots[] = {{Py_tp_call, reinterpret_cast<void*>(&forward_tp_call)},
+                                {Py_tp_members, members},
+                                {Py_tp_doc, const_cast<char*>("an opsdk operator (vectorcall)")},
+                                {0, nullptr}};
+  static PyType_Spec spec = {"opsdk.runtime.cpu.Operator", 0, 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, slots};
+  spec.basicsize = static_cast<int>(b->tp_basicsize + sizeof(vectorcallfunc));
+  py::tuple bases = py::make_tuple(base);
+  PyObject* t = PyType_FromSpecWithBases(&spec, bases.ptr());
+  if (!t) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(t);
+}
+
+void enable_vectorcall(const py::object& op) {
+  auto* type = Py_TYPE(op.ptr());
+  const bool ours = (type->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL) && type->tp_base &&
+                    type->tp_vectorcall_offset == type->tp_base->tp_basicsize;
+  if (!ours)  // made by vectorcall_subclass (of this or another operator module)
+    throw py::type_error("enable_vectorcall: not an instance of the vectorcall subclass");
+  auto** slot = reinterpret_cast<vectorcallfunc*>(reinterpret_cast<char*>(op.ptr()) +
+                                                  type->tp_vectorcall_offset);
+  *slot = &forward_call;
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_opsdk_kernels, m) {
   m.doc() = "opsdk operator kernels";
+  install_sigint_handler();
   m.def("registrations", [] {
     py::list out;
     for (const auto& r : opsdk::registry()) out.append(describe(*r));
@@ -622,7 +717,8 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
   m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
         py::arg("kernels"), py::arg("attrs"), py::arg("fallback"));
-  m.def("install_call", &install_call, py::arg("cls"));
+  m.def("vectorcall_subclass", &vectorcall_subclass, py::arg("base"));
+  m.def("enable_vectorcall", &enable_vectorcall, py::arg("op"));
   m.def("empty", &empty, py::arg("shape"), py::arg("dtype"));
   m.def("output_pool_stats", [] { return OutputPool::get().stats(); });
   m.def("set_output_pool_limit", [](size_t bytes) { OutputPool::get().set_limit(bytes); });

@@ -198,13 +198,16 @@ class _ToolkitKernel(AscendcModel):
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
                  soc_version: str | None = None) -> None:
-        toolkit_parts(self.device)
+        from ..cann._socs import CannArgError
+
+        self.home = toolkit_parts(self.device).parents[1]  # <toolkit>/tools/<part>
         if shutil.which("cmake") is None:
             raise DeviceUnavailable(f"{self.device} unavailable: cmake is not on PATH")
-        self.home = Path(os.environ.get("ASCEND_HOME_PATH")
-                         or os.environ.get("ASCEND_TOOLKIT_HOME") or "")
         self.soc_version = soc_version or os.environ.get("OPSDK_ASCEND_SOC", DEFAULT_SOC)
-        super().__init__(folder, spec, soc=self.soc_version)
+        try:
+            super().__init__(folder, spec, soc=self.soc_version)
+        except CannArgError as e:
+            raise CannArgError(f"{self.device}: OPSDK_ASCEND_SOC: {e}") from None
         self._exes: dict[str, Path] = {}
         self._failed: dict[str, BuildError] = {}
 

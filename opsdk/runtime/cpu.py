@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FunctionType, ModuleType
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -91,8 +91,23 @@ def set_output_pool_limit(nbytes: int) -> None:
             module.set_output_pool_limit(int(nbytes))
 
 
+#: The vectorcall subclass of Operator (see ``vectorcall_subclass`` in entry.cpp), made once.
+_VECTORCALL_TYPE: dict[str, type] = {}
+
+
 class Operator:
     """A callable operator: ``op(*inputs, **attrs)`` runs the C++ kernel on the CPU."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Operator:
+        # Operators are made as instances of a C-defined subclass whose instances CPython
+        # calls by vectorcall (no argument tuple or keyword dict, no Python frame); modules
+        # of older wheels lack it and get the plain class.
+        module: Any = args[1] if len(args) > 1 else kwargs.get("module")
+        if cls is Operator and hasattr(module, "vectorcall_subclass"):
+            if "type" not in _VECTORCALL_TYPE:
+                _VECTORCALL_TYPE["type"] = module.vectorcall_subclass(Operator)
+            cls = _VECTORCALL_TYPE["type"]
+        return super().__new__(cls)
 
     def __init__(self, spec: OpSpec, module: ModuleType, folder: Path | None = None) -> None:
         self.spec = spec
@@ -112,9 +127,15 @@ class Operator:
         self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
         fast = spec.elementwise and not self.guard
         self._call = self._fast_caller() if fast else self._slow_call
-        install = getattr(module, "install_call", None)  # absent in modules of older wheels
-        if install is not None and isinstance(Operator.__dict__["__call__"], FunctionType):
-            install(Operator)
+        if type(self) is _VECTORCALL_TYPE.get("type"):
+            module.enable_vectorcall(self)
+
+    def __copy__(self) -> Operator:
+        """Another operator over the same kernel module (the vectorcall slot is C state)."""
+        return Operator(self.spec, self.module, self.folder)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Operator:
+        return self.__copy__()  # a loaded extension module is shared, never copied
 
     def _fast_caller(self) -> Callable[..., Any]:
         """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
@@ -129,7 +150,10 @@ class Operator:
         ]
         attrs = [(a.name, a.type, None if a.required else a.default) for a in self.spec.attrs]
         n = len(self.spec.inputs)
-        caller: Callable[..., Any] = self.module.fast_caller(n, n, kernels, attrs, self._slow_call)
+        make = getattr(self.module, "fast_caller", None)  # absent in older wheels' modules
+        if make is None:
+            return self._slow_call
+        caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
         return caller
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
@@ -155,8 +179,8 @@ class Operator:
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
 
-        The first load replaces this method by the same forwarding written in C (see
-        ``install_call`` in entry.cpp), so ``op(x)`` reaches the kernel with no Python frame.
+        Loaded operators are called by vectorcall, which forwards to the same ``_call``
+        from C (``vectorcall_subclass`` in entry.cpp) with no Python frame in between.
         """
         return self._call(*inputs, **attrs)
 
@@ -273,7 +297,8 @@ class Operator:
         self, out_specs: list[tuple[tuple[int, ...], Any]], given: list[np.ndarray] | None
     ) -> list[np.ndarray]:
         if given is None:
-            empty = self.module.empty  # pooled when large (see output_pool_stats)
+            # pooled when large (see output_pool_stats); older wheels' modules lack it
+            empty = getattr(self.module, "empty", np.empty)
             return [empty(shape, dt) for shape, dt in out_specs]
         if len(given) != len(out_specs):
             raise SpecError(

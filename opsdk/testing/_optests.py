@@ -37,6 +37,9 @@ from ._runner import CaseResult, run_case
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
+#: Names (spec.py) of the operators whose tests this process collected.
+COLLECTED_OPS: set[str] = set()
+
 OPTIONS = (
     "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
     "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
@@ -279,6 +282,7 @@ def op_tests(
 
     folder = Path(folder).resolve() if folder is not None else Path(test_file).resolve().parent
     spec = load_spec(folder)
+    COLLECTED_OPS.add(spec.name)
     snake = spec.snake_name
     tests: dict[str, Callable[..., Any]] = {f"test_{snake}": _numerics(folder, spec)}
     conf = _conformance(folder, spec)

@@ -6,7 +6,6 @@ import base64
 import html
 import io
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._paths import make_writable_dir
 from ._compare import Comparison
 from ._runner import CaseResult
 from ._standards import tiny
@@ -87,11 +87,8 @@ class Report:
             raise ValueError(f"--report {p}: use a file name ending in .json or .html")
         if p.is_dir():
             raise ValueError(f"--report {p}: it is a folder; pass a file path")
-        probe = p.parent / f".opsdk-report-test.{os.getpid()}"
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            probe.touch()
-            probe.unlink()
+            make_writable_dir(p.parent)
         except OSError as e:
             raise ValueError(
                 f"--report {p}: cannot write in {p.parent} ({e.strerror or e}); pass a path in "

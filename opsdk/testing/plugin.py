@@ -36,7 +36,7 @@ from __future__ import annotations
 import pytest
 
 from ._devices import DEVICES
-from ._optests import session_of
+from ._optests import COLLECTED_OPS, session_of
 from ._precision import MODE_CHOICES
 from ._report import Report
 from ._standards import STANDARDS
@@ -92,6 +92,19 @@ def pytest_configure(config: pytest.Config) -> None:
             Report.check_path(sess.options["report"])
         except ValueError as e:  # before the suite runs, not after
             raise pytest.UsageError(str(e)) from None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse ``--opsdk-cann-op-type OP=TYPE`` whose OP is none of the collected operators
+    (a misspelled name would otherwise run that operator under its spec name)."""
+    given = session_of(session.config).cann_types.given
+    unknown = sorted(op for op in given if op is not None and op not in COLLECTED_OPS)
+    if unknown and COLLECTED_OPS:
+        pytest.exit(
+            f"--opsdk-cann-op-type names {', '.join(unknown)}, which no collected operator is "
+            f"(collected: {', '.join(sorted(COLLECTED_OPS))}); write OP as spec.py names it",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> str:

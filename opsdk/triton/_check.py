@@ -1,14 +1,16 @@
 """`opsdk triton check REPO/NAME`: what an npu_ge model folder meets before a host loads it.
 
-Three checks, each what the backend or GE does with the folder: the folder holds one model
+Four checks, each what the backend or GE does with the folder: the folder holds one model
 file; GE's ONNX parser rules of the target CANN accept it, with the plugin keys `opsdk cann`
 registers; ONNX Runtime 1.23.2 with no custom ops opens and runs it, and its outputs (the
-fallback functions) match opsdk's graph executor (the operators' own kernels).
+fallback functions) match opsdk's graph executor (the operators' own kernels); the output
+dims npu_ge computes from their symbolic names are the ones that run gives.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from ..cann._onnx_keys import check_parser_rules
 from ..cann._versions import resolve_cann
 from ..onnx._model import iter_all_nodes
 from . import _npu_ge as ge
+from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
 from ._errors import TritonConfigError
 from ._ort_check import run_like_npu_ge
@@ -58,7 +61,9 @@ def check_npu_ge_folder(
 ) -> NpuGeCheck:
     """Check one model folder written by ``opsdk triton build --target ascend``.
 
-    ``dims`` sizes the symbolic input dims for the test run (default 2 each);
+    ``dims`` sizes the symbolic input dims for the test run (default: the first of the
+    default probe sizings of the dim check that ONNX Runtime runs); every variable output
+    dim's name must evaluate, as npu_ge evaluates it, to the size ONNX Runtime computes;
     ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs').
 
     Raises:
@@ -91,13 +96,18 @@ def check_npu_ge_folder(
     keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
             for s in custom_specs(model, folder.name)}
     report.problems += [f"GE parser: {p}" for p in check_parser_rules(model, version, keys)]
-    feeds = _feeds(model, dims or {}, seed)
+    feeds = _feeds(model, dims or runnable_sizes(_plain(model)), seed)
     try:
         run = run_like_npu_ge(path, feeds, python)
     except TritonConfigError as e:
         report.problems.append(str(e))
         return report
     report.onnxruntime = run.version
+    shapes = {**{k: list(v.shape) for k, v in feeds.items()},
+              **{k: list(np.shape(v)) for k, v in run.results.items()}}
+    batched = not re.search(r"^max_batch_size: 0$", config.read_text(), re.M)
+    report.problems += check_output_names([(n, d) for n, _, d in run.inputs],
+                                          [(n, d) for n, _, d in run.outputs], shapes, batched)
     _compare(report, run.results, _run_opsdk(model, feeds))
     return report
 
@@ -122,10 +132,8 @@ def _feeds(model: onnx.ModelProto, dims: Mapping[str, int], seed: int) -> dict[s
     return feeds
 
 
-def _run_opsdk(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """The graph in opsdk's executor, standard nodes back in the default domain."""
-    from ..onnx import Session
-
+def _plain(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its standard nodes back in the default domain."""
     plain = copy.deepcopy(model)
     for node in iter_all_nodes(plain.graph):
         if node.domain == "ai.onnx":
@@ -133,6 +141,14 @@ def _run_opsdk(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[
     kept = [o for o in plain.opset_import if o.domain != "ai.onnx"]
     del plain.opset_import[:]
     plain.opset_import.extend(kept)
+    return plain
+
+
+def _run_opsdk(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The graph in opsdk's executor."""
+    from ..onnx import Session
+
+    plain = _plain(model)
     outs = Session(plain).run(None, dict(feeds))
     return {o.name: r for o, r in zip(plain.graph.output, outs, strict=True)}
 

@@ -3,7 +3,9 @@
 Read from the backend's own source (the triton-inference-server-ge-backend repository:
 ``src/model_state.cpp``, ``src/model_instance_state.cpp``, ``src/inference.cpp``,
 ``CMakeLists.txt``, ``Dockerfile``). The ascend target, its checks and docs/serving.md use
-these names; nothing else spells them.
+these names; nothing else spells them. How the backend reads and evaluates output dim names
+is mirrored in :mod:`opsdk.triton._npu_ge_expr` (the grammar and evaluator) and
+:mod:`opsdk.triton._ascend_dims` (where it looks the names up).
 
 Example:
     >>> BACKEND, LIBRARY

@@ -35,11 +35,13 @@ STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
 
 @dataclass(frozen=True)
 class TensorIO:
-    """One graph input or output: ``shape`` holds ints, or None for a symbolic/unknown dim."""
+    """One graph input or output: ``shape`` holds ints, or None for a symbolic/unknown dim;
+    ``names`` the ONNX symbolic dim names (``""`` where a dim has none)."""
 
     name: str
     data_type: str
     shape: tuple[int | None, ...]
+    names: tuple[str, ...] = ()
 
     def dims(self, batched: bool) -> list[int]:
         """Triton ``dims``: -1 for variable dims, the leading (batch) dim dropped if batched."""
@@ -103,7 +105,8 @@ def _tensor(value: onnx.ValueInfoProto, kind: str, model: str) -> TensorIO:
         )
     # dim_value -1/0 (paddle2onnx and other exporters) is dynamic, as in ONNX Runtime
     dims = tuple(d if isinstance(d, int) else None for d in input_dims(value) or ())
-    return TensorIO(value.name, TRITON_DTYPES[elem], dims)
+    names = tuple(d.dim_param for d in ttype.tensor_type.shape.dim)
+    return TensorIO(value.name, TRITON_DTYPES[elem], dims, names)
 
 
 def read_graph_io(model: str | Path | onnx.ModelProto) -> GraphIO:

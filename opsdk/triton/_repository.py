@@ -35,7 +35,9 @@ class RepositoryOptions:
     docs/serving.md); ``session_options`` are GE session options without the ``session.``
     prefix; ``shape_gears`` give one value per variable input dim each; ``cann`` is a CANN
     release (or ``auto``: the installed toolkit's, else the default) whose GE parser rules
-    the model file must follow.
+    the model file must follow; ``output_dims`` give an output's dims as npu_ge expressions
+    of the input dim names where the graph does not determine them, and ``probe_dims``
+    input dim sizes the model accepts, to check the output dim names on.
     """
 
     name: str
@@ -60,6 +62,8 @@ class RepositoryOptions:
     profiling: str | None = None  # ascend: "true" or "dynamic"
     dump_data: bool = False  # ascend
     op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
+    output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
+    probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""
@@ -123,11 +127,13 @@ def build_repository(
     """
     model = Path(model)
     io = read_graph_io(model)
-    files = render_model(io, options, source=model.name)
+    render_model(io, options, source=model.name)  # every check before the model's own work
+    report = report or (lambda line: None)
+    options = _TARGET_MODULES[options.target].resolve(io, options, report)
     proto = onnx.load(str(model))  # read before making room: the model may live there
-    proto = _TARGET_MODULES[options.target].model_file(
-        proto, io, options, report or (lambda line: None)
-    )
+    proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
+    # the config describes the model file written (dims it fixed, names it gave)
+    files = render_model(read_graph_io(proto), options, source=model.name)
     target = Path(out_dir) / options.name
     _TARGET_MODULES[options.target].check_folder(target)
     _make_room(target, force)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,8 @@ from ..cann._socs import CannArgError
 from ..cann._versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
-from ._ascend_model import prepare_ascend_model
+from ._ascend_dims import output_dim_names
+from ._ascend_model import DimOptions, prepare_ascend_model
 from ._config import base_context, batch_size, template_env
 from ._errors import TritonConfigError, TritonConfigWarning
 from ._onnx_io import GraphIO, TensorIO
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ._repository import RepositoryOptions
 
 __all__ = [
-    "DOC", "check", "render", "model_file", "check_folder", "default_preferred",
+    "DOC", "check", "resolve", "render", "model_file", "check_folder", "default_preferred",
     "shape_gear_parameters",
 ]
 
@@ -82,9 +84,28 @@ def _check_extra(params: tuple[tuple[str, str], ...]) -> None:
             )
 
 
+def resolve(io: GraphIO, opts: RepositoryOptions,
+            report: Callable[[str], None] | None = None) -> RepositoryOptions:
+    """No batching by default for a model whose outputs have variable non-batch dims:
+    npu_ge would not merge its requests, and reads their dim names shifted when batching."""
+    inner = _variable_inner_dims(io)
+    if opts.max_batch_size is not None or opts.static_model or not inner:
+        return opts
+    if report and io.batchable():
+        report(f"{opts.name}: max_batch_size 0: output '{inner[0]}' has variable dims outside "
+               "the batch axis, so npu_ge would not merge requests; pass --max-batch-size N "
+               "to batch anyway")
+    return replace(opts, max_batch_size=0)
+
+
+def _variable_inner_dims(io: GraphIO) -> list[str]:
+    return [t.name for t in io.outputs if any(d is None for d in t.shape[1:])]
+
+
 def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
     """config.pbtxt (the model file is written by :func:`model_file`)."""
     cann = resolve_cann(opts.cann).version
+    opts = resolve(io, opts)
     _check_tensors(io, opts)
     ctx = base_context(io, opts, source, DOC)
     batched = ctx["batched"]
@@ -105,6 +126,7 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         custom_keys=_custom_keys(io, _registered(opts)),
         merges=not reason,
         merge_reason=reason,
+        dim_names=_dim_names(io, batched),
     )
     return {"config.pbtxt": template_env().get_template("config_ascend.pbtxt.j2").render(ctx)}
 
@@ -116,8 +138,11 @@ def model_file(
     :mod:`opsdk.triton._ascend_model`); refused if GE's parser rules would reject it.
     ``report`` receives one line per change made to the model."""
     cann = resolve_cann(opts.cann).version
+    opts = resolve(io, opts)
+    dims = DimOptions(dict(opts.output_dims), [dict(p) for p in opts.probe_dims],
+                      opts.shape_gears)
     out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
-                               _registered(opts))
+                               _registered(opts), dims)
     problems = check_parser_rules(out.proto, cann, out.keys)
     if problems:
         raise TritonConfigError(
@@ -144,6 +169,17 @@ def check_folder(target: Path) -> None:
             "it finds anywhere under the model folder, whatever the version folder, so it might "
             f"not load {MODEL_FILE}; move those files out or pick another --name / -o"
         )
+
+
+def _dim_names(io: GraphIO, batched: bool) -> list[tuple[str, str]]:
+    """Each output with variable dims in the config, and its dims as npu_ge computes them."""
+    rows = []
+    for t in io.outputs:
+        used = output_dim_names(t.names, batched) if t.names else [""] * len(t.shape)
+        shown = [str(d) if d is not None else (used[i] or "?") for i, d in enumerate(t.shape)]
+        if any(d is None for d in t.shape[1 if batched else 0:]):
+            rows.append((t.name, ", ".join(["batch", *shown[1:]] if batched else shown)))
+    return rows
 
 
 def default_preferred(max_batch: int) -> list[int]:

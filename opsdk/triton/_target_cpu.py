@@ -16,11 +16,12 @@ from ._onnx_io import GraphIO
 if TYPE_CHECKING:
     from ._repository import RepositoryOptions
 
-__all__ = ["DOC", "check", "render", "model_file", "check_folder"]
+__all__ = ["DOC", "check", "render", "resolve", "model_file", "check_folder"]
 
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 _ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
-                "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects")
+                "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects",
+                "output_dims", "probe_dims")
 
 
 def check(opts: RepositoryOptions) -> None:
@@ -43,6 +44,12 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),
         "1/model.py": env.get_template("model.py.j2").render(ctx),
     }
+
+
+def resolve(io: GraphIO, opts: RepositoryOptions,
+            report: Callable[[str], None] | None = None) -> RepositoryOptions:
+    """The options as given: nothing depends on the model here."""
+    return opts
 
 
 def model_file(

@@ -32,6 +32,10 @@ void misbehave(const CustomOpKernelContext& ctx) {
   if (what == "far_past_end") y[n + 100000] = 1.0;
   if (what == "read_past_end") sink = x[n + 2];
   if (what == "write_input") const_cast<double*>(x)[0] = 42.0;
+  if (what == "int_overflow") {
+    volatile int big = 2147483647;
+    sink = big + static_cast<int>(n);  // signed overflow: undefined behaviour
+  }
 }
 
 }  // namespace
