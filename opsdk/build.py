@@ -516,8 +516,12 @@ def build_sanitized(
         PosixPath('.../ops/gelu/<config>/lib/<key>/_opsdk_kernels....so')
     """
     sanitizer_env(sanitizers)  # refuse early when the runtime library is missing
-    return build_operator(folder, name=name, cxxflags=sanitizer_flags(sanitizers),
-                          progress=progress, entry_cxxflags=_default_flags())
+    # Reports name the sources' absolute paths (debug info), so the same sources in two
+    # folders get two builds: the macro only keys the cache by the folder.
+    where = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:12]
+    flags = f"{sanitizer_flags(sanitizers)} -DOPSDK_SANITIZED_AT={where}"
+    return build_operator(folder, name=name, cxxflags=flags, progress=progress,
+                          entry_cxxflags=_default_flags())
 
 
 def sanitizer_env(sanitizers: tuple[str, ...]) -> dict[str, str]:

@@ -150,8 +150,9 @@ def test_bench_op_measures_all_three_candidates() -> None:
     assert d["candidates"]["opsdk"]["copy_fraction"] is not None
     assert d["bandwidth"]["method"] == "test"
     table = format_result(r)
+    assert d["load_average"] is None or d["load_average"] >= 0
     for word in ("opsdk outputs=", "numpy", "onnxruntime", "GB/s", "% of copy", "bandwidth: copy",
-                 "cache-resident"):
+                 "cache-resident", "load average"):
         assert word in table
 
 

@@ -64,6 +64,9 @@ class BenchResult:
     bandwidth: Bandwidth | None = None
     notes: dict[str, str] = field(default_factory=dict)
     ort_max_abs_diff: float | None = None
+    #: 1-minute load average when the rounds ended (None where the OS does not say): on a
+    #: shared machine it tells how far to trust the medians.
+    load_average: float | None = None
 
     @property
     def regime(self) -> str:
@@ -117,6 +120,7 @@ class BenchResult:
             "bandwidth": self.bandwidth.as_dict() if self.bandwidth else None,
             "ort_max_abs_diff": self.ort_max_abs_diff,
             "notes": self.notes,
+            "load_average": self.load_average,
         }
 
 
@@ -253,7 +257,15 @@ def _bench(
         result.ort_max_abs_diff = float(np.max(np.abs(
             outs[0].astype(np.float64) - ort_outs[0].astype(np.float64)), initial=0.0))
     result.bandwidth = bandwidth if isinstance(bandwidth, Bandwidth) else bw
+    result.load_average = _load_average()
     return result
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - platforms without a load average
+        return None
 
 
 def bench_regimes(name: str, **kwargs: Any) -> list[BenchResult]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from ._op import BenchResult
@@ -84,6 +85,9 @@ def format_result(r: BenchResult) -> str:
         lines.append(f"opsdk vs onnxruntime output: max abs diff {r.ort_max_abs_diff:.3g}")
     for who, note in r.notes.items():
         lines.append(f"note ({who}): {note}")
+    if r.load_average is not None:
+        lines.append(f"load average (1 min) at the end: {r.load_average:.2f} on "
+                     f"{os.cpu_count()} cores")
     lines.append("times are medians of interleaved rounds; opsdk = op(x) (outputs from the "
                  "pool), opsdk outputs= = op.run(..., outputs=) into preallocated arrays; "
                  "opsdk speedup = other / opsdk")
