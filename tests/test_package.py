@@ -596,3 +596,13 @@ def test_without_zig_manylinux_builds_say_how_to_get_it(tmp_path, monkeypatch, c
     assert "zig c++ from the ziglang package, which is not installed" in err
     assert "or build for this host only with --platform native" in err
     assert not list(tmp_path.rglob("*.whl"))
+
+
+@pytest.mark.parametrize("name", ["opsdk._cross", "opsdk.package._targets",
+                                  "opsdk.package._manifest", "opsdk.package._package"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -10,7 +10,7 @@ HELP = """\
 examples:
   opsdk package operators/my_op -o dist/
   opsdk package operators/my_op operators/other -o dist/ --name acme-ops --version 1.2.0
-  opsdk package operators/my_op --platform manylinux2014_x86_64 \
+  opsdk package operators/my_op --platform manylinux2014_x86_64 \\
       --platform manylinux2014_aarch64 --python 3.10,3.11,3.12
   pip install dist/acme_ops-1.2.0-*.whl && opsdk list
 

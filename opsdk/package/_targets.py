@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._cross import CrossTarget, host_target, target
+from .._cross import TARGETS, CrossTarget, host_target, target
 from ..errors import BuildError, SpecError
 
 __all__ = [
@@ -81,7 +81,7 @@ def parse_platforms(names: Sequence[str] | None) -> list[WheelPlatform]:
         m = _MANYLINUX.match(name)
         if name == "native":
             plat = WheelPlatform("native", host, False)
-        elif m and m["arch"] in ("x86_64", "aarch64"):
+        elif m and m["arch"] in TARGETS:
             plat = WheelPlatform(name, target(m["arch"]), True)
         else:
             raise SpecError(
