@@ -42,8 +42,9 @@
 # ISA_VARIANTS: the same module compiled again with the instructions of a wider level on
 # top of the baseline (x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE; x86-64-v4: also
 # AVX-512 F/BW/CD/DQ/VL), as feature flags, so that a compiler fixed to one CPU (zig's
-# -mcpu) needs no other toolchain. opsdk's loader imports the best variant the CPU has
-# (OPSDK_ISA=<level> forces one; see docs/packaging.md).
+# -mcpu) needs no other toolchain. In a wheel made by `opsdk package` (whose manifest lists
+# the variants) opsdk's loader imports the best variant the CPU has (OPSDK_ISA=<level>
+# forces one; see docs/packaging.md); elsewhere load the one you want with load_module.
 #
 # Variables (set before include() to override):
 #   OPSDK_INCLUDE_DIR         folder holding opsdk/custom_op.h
