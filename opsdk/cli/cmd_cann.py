@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "cann",
-        help="generate the CANN project (OpDef, kernel skeleton, ONNX plugin, op proto)",
+        help="generate the CANN projects (AI CPU and AI Core kernels, ONNX plugin, op proto)",
         epilog=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
