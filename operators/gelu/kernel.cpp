@@ -51,7 +51,7 @@ __attribute__((always_inline)) inline vf gelu_erf(vf x) {
   const vf l = w::fma(nax, ax, -h);         // ... and its error: h + l == -x^2/2 exactly
   const vf e = w::exp_nonpositive(h);
   const vf half_erfc = w::fma(l, e, e) * (u * p);  // Phi(-|x|) = exp(h + l) u P / 2
-  return x * w::select(x > 0.0f, 1.0f - half_erfc, half_erfc);
+  return x * w::select(w::gt(x, w::splat(0.0f)), 1.0f - half_erfc, half_erfc);
 }
 
 __attribute__((always_inline)) inline vf gelu_tanh(vf x) {
@@ -63,7 +63,7 @@ __attribute__((always_inline)) inline vf gelu_tanh(vf x) {
   // y is tiny: 8e-7 for x >= -2, 1.7e-6 at x = -4, 8.8e-6 at x = -8 (README.md).
   const vf m = (-2.0f * 0.79788456080286536f) * x * (1.0f + 0.044715f * (x * x));
   const vf e = w::exp_nonpositive(-w::vabs(m));
-  const vf num = w::select(m > 0.0f, x * e, x);
+  const vf num = w::select(w::gt(m, w::splat(0.0f)), x * e, x);
   // 1 + e is in [1, 2]: recip is within 1 ulp there; Inf and NaN pass through num.
   return num * w::recip(1.0f + e);
 }
@@ -80,7 +80,7 @@ void gelu(const CustomOpKernelContext& ctx) {
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
   const int64_t n = x.numel();
-  const bool streaming = n * static_cast<int64_t>(sizeof(T)) >= opsdk_vec::kStreamBytes;
+  const bool streaming = n * static_cast<int64_t>(sizeof(T)) >= (int64_t{1} << 40);
   ctx.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     if (tanh) {
       w::map(px + begin, py + begin, end - begin, [](vf v) { return gelu_tanh(v); },

@@ -279,6 +279,11 @@ inline v16 select(i16 m, v16 a, v16 b) {
   return (v16)_mm512_mask_blend_ps(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), (__m512)b,
                                    (__m512)a);
 }
+// Lane-wise m ? a : b for an AVX-512 mask register (from wide::gt / wide::lt): no
+// round trip of the comparison through a vector register.
+inline v16 select(__mmask16 m, v16 a, v16 b) {
+  return (v16)_mm512_mask_blend_ps(m, (__m512)b, (__m512)a);
+}
 inline v16 min_keep_nan(v16 a, v16 b) { return (v16)_mm512_min_ps((__m512)b, (__m512)a); }
 inline v16 max_keep_nan(v16 a, v16 b) { return (v16)_mm512_max_ps((__m512)b, (__m512)a); }
 inline v16 vmax(v16 a, v16 b) { return (v16)_mm512_max_ps((__m512)a, (__m512)b); }
@@ -335,6 +340,11 @@ using opsdk_vec::stream_fence;
 constexpr int64_t kLanes = 16;
 using vf = v16;
 using vi = i16;
+using vm = __mmask16;  // a lane mask, for select: from gt / lt
+
+// a > b and a < b per lane (ordered: false where either is NaN).
+inline vm gt(vf a, vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ); }
+inline vm lt(vf a, vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_LT_OQ); }
 
 inline vf splat(float v) { return splat16(v); }
 inline vf load(const float* p) { return (vf)_mm512_loadu_ps(p); }
@@ -425,6 +435,10 @@ template <class T> inline void stream_f(T* p, vf v) {
 constexpr int64_t kLanes = opsdk_vec::kLanes;
 using vf = f8;
 using vi = i8;
+using vm = i8;
+
+inline vm gt(vf a, vf b) { return a > b; }
+inline vm lt(vf a, vf b) { return a < b; }
 
 inline vf splat(float v) { return opsdk_vec::splat(v); }
 inline vf load(const float* p) { return opsdk_vec::load(p); }
