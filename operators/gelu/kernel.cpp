@@ -49,8 +49,7 @@ __attribute__((always_inline)) inline vf gelu_erf(vf x) {
   const vf nax = ax * -0.5f;                // exact
   const vf h = nax * ax;                    // -x^2/2 rounded ...
   const vf l = w::fma(nax, ax, -h);         // ... and its error: h + l == -x^2/2 exactly
-  const vf e = w::exp_nonpositive(h);
-  const vf half_erfc = w::fma(l, e, e) * (u * p);  // Phi(-|x|) = exp(h + l) u P / 2
+  const vf half_erfc = w::exp_nonpositive(h, l) * (u * p);  // Phi(-|x|) = exp(h + l) u P / 2
   return x * w::select(w::gt(x, w::splat(0.0f)), 1.0f - half_erfc, half_erfc);
 }
 

@@ -129,12 +129,14 @@ inline float hmax(f8 v) {
 // 3.1e-9 in exact arithmetic) evaluated in Estrin's scheme (a short dependency chain);
 // 2^n is applied as 2^(n+64) * 2^-64 so n in [-150, 0] stays normal until the last
 // product, which rounds once into the subnormals.
-inline f8 exp_nonpositive(f8 a) {
+// With a second argument: exp(a + lo) for a tail lo with |lo| <= ulp(a) (the rounding
+// error of a, e.g. from an FMA), added to the reduced argument, so it costs one addition.
+inline f8 exp_nonpositive(f8 a, f8 lo) {
   a = max_keep_nan(a, splat(-104.0f));
   const f8 k = a * 1.44269504088896341f + 12582912.0f;  // round(a / ln2) in the low bits
   const f8 n = k - 12582912.0f;
   f8 r = a - n * 0.693145751953125f;  // Cody-Waite: ln2 = hi + lo, n * hi exact
-  r = r - n * 1.428606765330187e-06f;
+  r = (r - n * 1.428606765330187e-06f) + lo;
   const f8 r2 = r * r;
   const f8 q01 = r * 0.16666520741272536f + 0.49999993453366953f;
   const f8 q23 = r * 0.008368703736289378f + 0.04166838746525876f;
@@ -143,6 +145,7 @@ inline f8 exp_nonpositive(f8 a) {
   const f8 scale = as_f((as_i(k) + (127 + 64 - 0x4B400000)) << 23);
   return (p * scale) * 5.42101086242752217e-20f;  // 2^-64
 }
+inline f8 exp_nonpositive(f8 a) { return exp_nonpositive(a, splat(-0.0f)); }  // r + -0 == r
 
 // ------------------------------------------------------------ dtype block conversion
 // Load 8 elements of T widened to float, and store 8 floats narrowed to T (round to
@@ -305,12 +308,12 @@ inline v16 recip(v16 d) {
 // exp(a) for a <= 0 (or NaN), as the 8-lane exp_nonpositive (same reduction and
 // polynomial, to about 1.3 ulps) but with VSCALEFPS applying 2^n: one instruction that
 // rounds once into the subnormals, instead of building 2^(n+64) from integer bits.
-inline v16 exp_nonpositive(v16 a) {
+inline v16 exp_nonpositive(v16 a, v16 lo) {
   a = max_keep_nan(a, splat16(-104.0f));
   const v16 n = (v16)_mm512_roundscale_ps((__m512)(a * 1.44269504088896341f),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   v16 r = fma(n, splat16(-0.693145751953125f), a);
-  r = fma(n, splat16(-1.428606765330187e-06f), r);
+  r = fma(n, splat16(-1.428606765330187e-06f), r) + lo;
   const v16 r2 = r * r;
   const v16 q01 = r * 0.16666520741272536f + 0.49999993453366953f;
   const v16 q23 = r * 0.008368703736289378f + 0.04166838746525876f;
@@ -318,6 +321,7 @@ inline v16 exp_nonpositive(v16 a) {
   const v16 p = 1.0f + (r + r2 * q);
   return (v16)_mm512_scalef_ps((__m512)p, (__m512)n);
 }
+inline v16 exp_nonpositive(v16 a) { return exp_nonpositive(a, splat16(-0.0f)); }
 #endif
 
 // ------------------------------------------------------------ the target's natural width
