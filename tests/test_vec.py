@@ -51,13 +51,14 @@ def test_exp_nonpositive_within_documented_ulps(vec, fn: str) -> None:
     x = np.arange(0x80000000, 0xC2D00001, 211, dtype=np.uint64).astype(np.uint32).view(
         np.float32)
     got = vec(x, fn=fn)
-    assert float(_ulps(got, np.exp(x.astype(np.float64))).max()) <= 1.01  # documented: 1.004
+    assert float(_ulps(got, np.exp(x.astype(np.float64))).max()) <= 1.02  # documented: 1.019 (exhaustive)
     special = np.array([-np.inf, np.nan, -0.0, 0.0, -1e-30, -103.0, -104.0, -200.0], np.float32)
     y = vec(special, fn=fn)
     assert y[0] == 0 and np.isnan(y[1]) and y[2] == 1 and y[3] == 1 and y[4] == 1
     assert y[5] == np.float32(2.0**-149) and y[6] == 0 and y[7] == 0  # exp(-103) = 1.8e-45
 
 
+# documented: 0.527 ulps at 16 lanes (VRCP14PS and a Newton step), 0.5 for the division
 @pytest.mark.parametrize(("fn", "bound"), [("recip", 0.53), ("recip8", 0.5)])
 def test_recip_within_documented_ulps(vec, fn: str, bound: float) -> None:
     rng = np.random.default_rng(0)
