@@ -4,10 +4,11 @@
 //   approximate="tanh":  y = 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)),
 //                        z = sqrt(2/pi) (x + 0.044715 x^3)
 //
-// Both are computed in float32 (float16 and bfloat16 are widened 8 at a time and narrowed
-// back with round-to-nearest-even), 8 lanes per step, on all threads for large tensors;
-// outputs of 16 MiB or more are written with streaming stores (they would not stay in
-// the cache, and streaming saves reading every output line first).
+// Both are computed in float32 (float16 and bfloat16 are widened a vector at a time and
+// narrowed back with round-to-nearest-even) at <opsdk/vec.h>'s natural width (16 lanes on
+// AVX-512, 8 on AVX2, SSE and NEON), on all threads for large tensors; outputs of 16 MiB or
+// more are written with streaming stores (they would not stay in the cache, and streaming
+// saves reading every output line first).
 // Phi is evaluated through erfc so that the tail x << 0, where y is tiny, keeps its
 // relative accuracy instead of cancelling in 1 + erf(x / sqrt(2)):
 //
@@ -15,9 +16,11 @@
 //
 // with P a degree-9 polynomial fitted for minimax relative error (2.3e-8 in exact
 // arithmetic on t in [0, 10.8]) and exp(-t^2) = exp(-x^2/2) taken from the exact product
-// x*x = h + l (an FMA gives l), so no error of t^2 is amplified. Measured against a
-// float64 reference on a 1.2e-5 grid over [-14, 10]: max relative error 4.4e-7 for
-// |x| <= 10 and 1.1e-6 for x in [-14, -10]; for the tanh form see gelu_tanh (README.md).
+// x*x/2 = h + l (an FMA gives l, exp_nonpositive(h, l) adds it to the reduced argument),
+// so no error of t^2 is amplified. u is vec.h's recip (on AVX-512 a 14-bit estimate and a
+// Newton step, 0.53 ulps, instead of a division). Measured against float64 (every 16th
+// float32, benchmarks/vec_accuracy.py): max relative error 4.1e-7 for |x| <= 10 and
+// 1.0e-6 for x in [-14, -10]; for the tanh form see gelu_tanh (README.md).
 #include <opsdk/custom_op.h>
 
 #include <string>
@@ -59,7 +62,7 @@ __attribute__((always_inline)) inline vf gelu_tanh(vf x) {
   // for x << 0 (tiny results keep their digits down to the subnormals), and the limits
   // come out as in ONNX's formula (x = -Inf gives NaN, x = +Inf gives +Inf). m itself is
   // rounded in float32 (a few ulps), so the relative error grows as |m| * 2^-22 where
-  // y is tiny: 8e-7 for x >= -2, 1.7e-6 at x = -4, 8.8e-6 at x = -8 (README.md).
+  // y is tiny: 6.0e-7 for x >= -2, 1.2e-5 down to x = -10, 1.4e-5 down to -14 (README.md).
   const vf m = (-2.0f * 0.79788456080286536f) * x * (1.0f + 0.044715f * (x * x));
   const vf e = w::exp_nonpositive(-w::vabs(m));
   const vf num = w::select(w::gt(m, w::splat(0.0f)), x * e, x);
