@@ -7,10 +7,11 @@
 //   float16 widened to float32) into NR-wide column panels that the micro-kernel streams.
 // * The weights need no packing: the micro-kernel broadcasts from MR rows of W in place
 //   (W's layout [M][C/g][kH][kW] is already the GEMM's row-major A).
-// * The register-blocked MR x NR (6 x 16) micro-kernel keeps 12 vector accumulators;
-//   it is written with GCC/Clang vector extensions, which compile to AVX2 + FMA under
-//   -march=native (and to SSE or NEON elsewhere). Bias is the accumulators' initial
-//   value and Relu is applied on the last K block, in registers, before the one store.
+// * The register-blocked micro-kernel: with AVX-512, 6 rows x 32 columns (two panels) in
+//   12 full-width accumulators; elsewhere 6 x 16 in 12 8-float vectors, written with
+//   GCC/Clang vector extensions (AVX2 + FMA under -march=x86-64-v3, SSE or NEON
+//   elsewhere). Bias is the accumulators' initial value and Relu is applied on the last K
+//   block, in registers, before the one store.
 // * Work is split over (image, group, column block, output-channel block) tasks that the
 //   threads of ctx.parallel_for take one at a time from a shared counter; each thread
 //   packs into its own reusable, aligned scratch.
