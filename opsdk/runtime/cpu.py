@@ -174,8 +174,7 @@ class Operator:
         #: guard regions around every output opsdk allocates, checked after each call
         #: (``OPSDK_DEBUG=1``, and always in validation workers); the C++ fast path is off.
         self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
-        fast = spec.elementwise and not self.guard
-        self._call = self._fast_caller() if fast else self._slow_call
+        self._call = self._slow_call if self.guard else self._fast_caller()
         if type(self) is _VECTORCALL_TYPE.get("type"):
             module.enable_vectorcall(self)
 
@@ -187,7 +186,12 @@ class Operator:
         return self.__copy__()  # a loaded extension module is shared, never copied
 
     def _fast_caller(self) -> Callable[..., Any]:
-        """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
+        """The C++ fast path (``FastCaller`` in entry.cpp); it falls back to :meth:`_slow_call`.
+
+        Elementwise ops give their outputs the inputs' one shape; ops with a shape function
+        take output shapes from :meth:`_fast_plan`, which the C++ side caches per call
+        signature.
+        """
         kernels = [
             (
                 [to_numpy(d) for d in e.input_dtypes],
@@ -202,8 +206,25 @@ class Operator:
         make = getattr(self.module, "fast_caller", None)  # absent in older wheels' modules
         if make is None:
             return self._slow_call
-        caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
+        if self.spec.elementwise:
+            caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
+            return caller
+        try:
+            caller = make(self._n_required, n, kernels, attrs, self._slow_call, self._fast_plan)
+        except TypeError:  # a module of an older wheel: its fast path is for elementwise ops
+            return self._slow_call
         return caller
+
+    def _fast_plan(self, *inputs: Any, **attrs: Any) -> tuple[int, list[tuple[int, ...]]]:
+        """The kernel and output shapes of one call signature, for the C++ fast path.
+
+        The checked path's own inference (:meth:`_prepare`, the spec's attribute checks and
+        shape function): a bad input raises the same :class:`SpecError` as :meth:`run`.
+        The C++ side keeps the answer per (input dtypes, input shapes, attribute values).
+        """
+        arrays, dts = self._prepare(inputs)
+        entry, outs = self._plan(arrays, dts, self.spec.resolve_attrs(attrs))
+        return entry.index, [shape for shape, _ in outs]
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
         outs = self.run(list(inputs), attrs)
