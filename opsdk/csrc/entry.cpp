@@ -368,21 +368,32 @@ py::object empty(const std::vector<Py_intptr_t>& shape, const py::dtype& dtype) 
 }
 
 // ------------------------------------------------------------------ the fast call path
-// `op(*inputs, **attrs)` for elementwise ops, entered through CPython's vectorcall protocol
-// (METH_FASTCALL | METH_KEYWORDS: positional arguments in a C array, keyword names in a
-// tuple, no dict). It takes the common case: every input a C-contiguous, aligned ndarray of
-// native byte order, all of one shape, of a registered dtype combination, attributes as
-// plain Python values. The kernel is looked up by the tuple of NumPy type numbers (the last
-// match is remembered). Anything else, and any error, goes to the Python executor, which
-// checks everything and raises the precise error.
+// `op(*inputs, **attrs)` entered through CPython's vectorcall protocol (METH_FASTCALL |
+// METH_KEYWORDS: positional arguments in a C array, keyword names in a tuple, no dict). It
+// takes the common case: every input a C-contiguous, aligned ndarray of native byte order,
+// of a registered dtype combination, attributes as plain Python values. The kernel is
+// looked up by the tuple of NumPy type numbers (the last match is remembered).
+//
+// Output shapes: an elementwise op (no shape function) needs all inputs of one shape, which
+// its outputs take. An op with a shape function (Softmax, LayerNormalization, ...) may have
+// inputs of any shapes and leave optional trailing inputs out; its output shapes come from
+// a plan: what the Python planner (the checked path's own inference, so the spec's shape
+// function stays the one description of the rule) returned for these input dtypes, input
+// shapes and attribute values, kept in a small cache so a repeated call does no Python work.
+// A planner error (an axis out of range, a Scale that does not broadcast, ...) is the
+// checked path's own SpecError, raised as is. Anything else the fast path does not take
+// (other arguments, a kernel error) goes to the Python executor, which checks everything
+// and raises the precise error.
 constexpr Py_ssize_t kMaxFastInputs = 8;
 constexpr const char* kCallerCapsule = "opsdk.fast_caller";
+constexpr size_t kMaxPlans = 16;  // output-shape plans kept per operator (oldest replaced)
 
 class FastCaller {
  public:
   FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
-             py::object fallback)
-      : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)) {
+             py::object fallback, py::object planner)
+      : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)),
+        planner_(std::move(planner)) {
     for (const auto& a : attrs) {
       auto t = a.cast<py::tuple>();
       AttrSpec spec{t[0].cast<std::string>(), t[1].cast<std::string>(), py::str(t[0]), {}, false};
@@ -394,6 +405,7 @@ class FastCaller {
       attrs_.push_back(std::move(spec));
     }
     for (const auto& k : kernels) kernels_.push_back(make_kernel(k.cast<py::tuple>()));
+    plans_.reserve(kMaxPlans);  // never reallocated: a plan's address stays valid
   }
 
   static PyObject* entry(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
@@ -461,8 +473,9 @@ class FastCaller {
     return nullptr;
   }
 
-  // The type numbers of the inputs when all are plain contiguous arrays of one shape.
-  static bool plain_inputs(PyObject* const* args, Py_ssize_t n, int* nums) {
+  // The type numbers of the inputs when all are plain contiguous arrays (of one shape when
+  // `same_shape`).
+  static bool plain_inputs(PyObject* const* args, Py_ssize_t n, int* nums, bool same_shape) {
     auto& api = py::detail::npy_api::get();
     constexpr int want = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
                          py::detail::npy_api::NPY_ARRAY_ALIGNED_;
@@ -478,7 +491,7 @@ class FastCaller {
       if (d->byteorder == '>') return false;
 #endif
       nums[i] = d->type_num;
-      if (i == 0) {
+      if (i == 0 || !same_shape) {
         a0 = a;
       } else if (a->nd != a0->nd || !std::equal(a->dimensions, a->dimensions + a->nd,
                                                 a0->dimensions)) {
@@ -576,42 +589,111 @@ class FastCaller {
     return true;
   }
 
+  // The output shapes of one call signature, as the planner gave them.
+  struct Plan {
+    const Kernel* kernel;
+    std::vector<int64_t> in_dims;  // per given input: its rank, then its dims
+    std::vector<opsdk::AttrValue> values;
+    std::vector<std::vector<Py_intptr_t>> out_shapes;
+  };
+
+  static void input_dims(PyObject* const* args, Py_ssize_t n, std::vector<int64_t>& out) {
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const auto* a = py::detail::array_proxy(args[i]);
+      out.push_back(a->nd);
+      out.insert(out.end(), a->dimensions, a->dimensions + a->nd);
+    }
+  }
+
+  // The plan of this call: cached, or made by the planner. nullptr with a Python error set
+  // when the planner raised (the checked path's error), without one when the call is not
+  // for the fast path (the planner chose another kernel).
+  const Plan* plan(const Kernel& k, PyObject* const* args, Py_ssize_t n, PyObject* kwnames,
+                   const std::vector<opsdk::AttrValue>& values) {
+    std::vector<int64_t> dims;
+    dims.reserve(16);
+    input_dims(args, n, dims);
+    for (const Plan& p : plans_)
+      if (p.kernel == &k && p.in_dims == dims && p.values == values) return &p;
+    py::object got = py::reinterpret_steal<py::object>(
+        PyObject_Vectorcall(planner_.ptr(), args, static_cast<size_t>(n), kwnames));
+    if (!got) return nullptr;
+    auto t = got.cast<py::tuple>();
+    if (t[0].cast<size_t>() >= opsdk::registry().size() ||
+        opsdk::registry()[t[0].cast<size_t>()].get() != k.reg)
+      return nullptr;
+    Plan p{&k, std::move(dims), values, {}};
+    for (const auto& shape : t[1].cast<py::list>())
+      p.out_shapes.push_back(shape.cast<std::vector<Py_intptr_t>>());
+    if (p.out_shapes.size() != k.out_dtypes.size()) return nullptr;
+    if (plans_.size() < kMaxPlans) {
+      plans_.push_back(std::move(p));
+      return &plans_.back();
+    }
+    Plan& slot = plans_[next_plan_];
+    next_plan_ = (next_plan_ + 1) % kMaxPlans;
+    slot = std::move(p);
+    return &slot;
+  }
+
+  static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+    std::vector<int64_t> strides(shape.size());
+    int64_t step = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = step;
+      step *= shape[d];
+    }
+    return strides;
+  }
+
   PyObject* call(PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    const bool planned = !planner_.is_none();
     int nums[kMaxFastInputs];
-    if (n != static_cast<Py_ssize_t>(n_inputs_) || n < static_cast<Py_ssize_t>(n_required_) ||
-        n > kMaxFastInputs || n == 0 || !plain_inputs(args, n, nums))
+    if (n > static_cast<Py_ssize_t>(n_inputs_) || n < static_cast<Py_ssize_t>(n_required_) ||
+        (!planned && n != static_cast<Py_ssize_t>(n_inputs_)) || n > kMaxFastInputs ||
+        n == 0 || !plain_inputs(args, n, nums, !planned))
       return fallback(args, n, kwnames);
     const Kernel* k = lookup(nums, n);
     std::vector<opsdk::AttrValue> values;
     if (!k || !resolve(*k, args + n, kwnames, values)) return fallback(args, n, kwnames);
-    const auto* a0 = py::detail::array_proxy(args[0]);
-    const std::vector<int64_t> shape(a0->dimensions, a0->dimensions + a0->nd);
-    std::vector<int64_t> strides(shape.size());
-    int64_t numel = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      strides[d] = numel;
-      numel *= shape[d];
+    const Plan* p = nullptr;
+    if (planned) {
+      p = plan(*k, args, n, kwnames, values);
+      if (!p) return PyErr_Occurred() ? nullptr : fallback(args, n, kwnames);
     }
     std::vector<opsdk::Tensor> ins, outs;
-    ins.reserve(static_cast<size_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i)
-      ins.emplace_back(py::detail::array_proxy(args[i])->data, k->in_types[i], shape, strides,
+    ins.reserve(n_inputs_);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const auto* a = py::detail::array_proxy(args[i]);
+      std::vector<int64_t> shape(a->dimensions, a->dimensions + a->nd);
+      std::vector<int64_t> strides = contiguous_strides(shape);
+      ins.emplace_back(a->data, k->in_types[i], std::move(shape), std::move(strides),
                        k->in_decl[i].name, false);
+    }
+    std::vector<bool> present(n_inputs_, false);
+    std::fill(present.begin(), present.begin() + n, true);
+    for (size_t i = static_cast<size_t>(n); i < n_inputs_; ++i)  // optional, left out
+      ins.emplace_back(nullptr, k->in_types[i], std::vector<int64_t>{}, std::vector<int64_t>{},
+                       k->in_decl[i].name, false);
+    const auto* a0 = py::detail::array_proxy(args[0]);
     const size_t n_out = k->out_dtypes.size();
     py::tuple results(n_out);
     for (size_t i = 0; i < n_out; ++i) {
-      PyObject* descr = k->out_dtypes[i].ptr();
-      const size_t nbytes = static_cast<size_t>(numel) * opsdk::dtype_size(k->out_types[i]);
-      PyObject* arr = new_output(descr, a0->nd, a0->dimensions, nbytes);
+      const int nd = p ? static_cast<int>(p->out_shapes[i].size()) : a0->nd;
+      const Py_intptr_t* dims = p ? p->out_shapes[i].data() : a0->dimensions;
+      const std::vector<int64_t> shape(dims, dims + nd);
+      size_t nbytes = opsdk::dtype_size(k->out_types[i]);
+      for (auto d : shape) nbytes *= static_cast<size_t>(d);
+      PyObject* arr = new_output(k->out_dtypes[i].ptr(), nd, dims, nbytes);
       if (!arr) return nullptr;
       PyTuple_SET_ITEM(results.ptr(), static_cast<Py_ssize_t>(i), arr);  // steals
-      outs.emplace_back(py::detail::array_proxy(arr)->data, k->out_types[i], shape, strides,
-                        k->out_decl[i].name, true);
+      outs.emplace_back(py::detail::array_proxy(arr)->data, k->out_types[i], shape,
+                        contiguous_strides(shape), k->out_decl[i].name, true);
     }
     try {
-      invoke(*k->reg, std::move(ins), std::vector<bool>(static_cast<size_t>(n), true),
-             std::move(outs), k->attr_order, std::move(values));
+      invoke(*k->reg, std::move(ins), std::move(present), std::move(outs), k->attr_order,
+             std::move(values));
     } catch (const std::runtime_error&) {
       return fallback(args, n, kwnames);  // the Python path re-runs and raises KernelError
     }
@@ -622,19 +704,22 @@ class FastCaller {
   size_t n_required_, n_inputs_;
   std::vector<Kernel> kernels_;
   std::vector<AttrSpec> attrs_;
-  py::object fallback_;
+  py::object fallback_, planner_;  // planner_: None for elementwise ops
   const Kernel* last_ = nullptr;
+  std::vector<Plan> plans_;
+  size_t next_plan_ = 0;
 };
 
 // The callable behind Operator.__call__: a builtin function (vectorcall) bound to a capsule
 // that owns the FastCaller.
 py::object fast_caller(size_t n_required, size_t n_inputs, const py::list& kernels,
-                       const py::list& attrs, py::object fallback) {
+                       const py::list& attrs, py::object fallback, py::object planner) {
   static PyMethodDef def = {
       "opsdk_call",
       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCaller::entry)),
       METH_FASTCALL | METH_KEYWORDS, "op(*inputs, **attrs): run the kernel"};
-  auto* fc = new FastCaller(n_required, n_inputs, kernels, attrs, std::move(fallback));
+  auto* fc = new FastCaller(n_required, n_inputs, kernels, attrs, std::move(fallback),
+                            std::move(planner));
   PyObject* capsule = PyCapsule_New(fc, kCallerCapsule, [](PyObject* c) {
     delete static_cast<FastCaller*>(PyCapsule_GetPointer(c, kCallerCapsule));
   });
@@ -716,7 +801,8 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   });
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
   m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
-        py::arg("kernels"), py::arg("attrs"), py::arg("fallback"));
+        py::arg("kernels"), py::arg("attrs"), py::arg("fallback"),
+        py::arg("planner") = py::none());
   m.def("vectorcall_subclass", &vectorcall_subclass, py::arg("base"));
   m.def("enable_vectorcall", &enable_vectorcall, py::arg("op"));
   m.def("empty", &empty, py::arg("shape"), py::arg("dtype"));
@@ -724,4 +810,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_output_pool_limit", [](size_t bytes) { OutputPool::get().set_limit(bytes); });
   m.def("set_num_threads", [](int n) { opsdk::num_threads_setting() = n > 0 ? n : 1; });
   m.def("get_num_threads", [] { return opsdk::num_threads_setting(); });
+  m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
+  m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
+  m.def("park_workers", [] { opsdk::park_workers(); });
 }

@@ -30,9 +30,18 @@ from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
 
-__all__ = ["Operator", "load_module", "output_pool_stats", "set_output_pool_limit"]
+__all__ = [
+    "Operator",
+    "load_module",
+    "output_pool_stats",
+    "set_output_pool_limit",
+    "set_spin_microseconds",
+    "park_threads",
+]
 
 _MODULES: dict[str, ModuleType] = {}
+#: the spin time given to set_spin_microseconds, for modules loaded later (empty: default)
+_SPIN_US: list[int] = []
 
 
 def load_module(path: Path) -> ModuleType:
@@ -51,7 +60,47 @@ def load_module(path: Path) -> ModuleType:
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     sys.modules[name] = module
     _MODULES[key] = module
+    if _SPIN_US and hasattr(module, "set_spin_microseconds"):
+        module.set_spin_microseconds(_SPIN_US[-1])
     return module
+
+
+def set_spin_microseconds(us: int) -> None:
+    """How long idle kernel threads poll for the next call before they sleep.
+
+    After a parallel kernel, the worker threads of its pool poll for the next job for this
+    many microseconds (default 300, or ``$OPSDK_SPIN_US``), so back-to-back calls do not
+    pay for waking a sleeping thread; polling is bounded, an idle process uses no CPU once
+    the time is up. 0 makes workers sleep at once (many processes sharing few cores).
+    Applies to every loaded operator module and to those loaded later.
+
+    Example:
+        >>> set_spin_microseconds(0)  # doctest: +SKIP
+    """
+    if not 0 <= us <= 1_000_000:
+        raise ValueError(
+            f"set_spin_microseconds: us must be in 0..1000000 (1 s), got {us}; "
+            "0 turns polling off"
+        )
+    _SPIN_US[:] = [int(us)]
+    for module in _MODULES.values():
+        if hasattr(module, "set_spin_microseconds"):
+            module.set_spin_microseconds(int(us))
+
+
+def park_threads() -> None:
+    """Put every loaded module's polling kernel threads to sleep now.
+
+    For code about to hand the cores to another thread pool (the graph executor calls it
+    before each ONNX Runtime part); the next kernel call wakes the workers again.
+
+    Example:
+        >>> park_threads()  # doctest: +SKIP
+    """
+    for module in _MODULES.values():
+        park = getattr(module, "park_workers", None)
+        if park is not None:
+            park()
 
 
 def output_pool_stats() -> dict[str, int]:
@@ -125,8 +174,7 @@ class Operator:
         #: guard regions around every output opsdk allocates, checked after each call
         #: (``OPSDK_DEBUG=1``, and always in validation workers); the C++ fast path is off.
         self.guard = os.environ.get("OPSDK_DEBUG", "") not in ("", "0")
-        fast = spec.elementwise and not self.guard
-        self._call = self._fast_caller() if fast else self._slow_call
+        self._call = self._slow_call if self.guard else self._fast_caller()
         if type(self) is _VECTORCALL_TYPE.get("type"):
             module.enable_vectorcall(self)
 
@@ -138,7 +186,12 @@ class Operator:
         return self.__copy__()  # a loaded extension module is shared, never copied
 
     def _fast_caller(self) -> Callable[..., Any]:
-        """The C++ fast path for elementwise ops; it falls back to :meth:`_slow_call`."""
+        """The C++ fast path (``FastCaller`` in entry.cpp); it falls back to :meth:`_slow_call`.
+
+        Elementwise ops give their outputs the inputs' one shape; ops with a shape function
+        take output shapes from :meth:`_fast_plan`, which the C++ side caches per call
+        signature.
+        """
         kernels = [
             (
                 [to_numpy(d) for d in e.input_dtypes],
@@ -153,8 +206,25 @@ class Operator:
         make = getattr(self.module, "fast_caller", None)  # absent in older wheels' modules
         if make is None:
             return self._slow_call
-        caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
+        if self.spec.elementwise:
+            caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
+            return caller
+        try:
+            caller = make(self._n_required, n, kernels, attrs, self._slow_call, self._fast_plan)
+        except TypeError:  # a module of an older wheel: its fast path is for elementwise ops
+            return self._slow_call
         return caller
+
+    def _fast_plan(self, *inputs: Any, **attrs: Any) -> tuple[int, list[tuple[int, ...]]]:
+        """The kernel and output shapes of one call signature, for the C++ fast path.
+
+        The checked path's own inference (:meth:`_prepare`, the spec's attribute checks and
+        shape function): a bad input raises the same :class:`SpecError` as :meth:`run`.
+        The C++ side keeps the answer per (input dtypes, input shapes, attribute values).
+        """
+        arrays, dts = self._prepare(inputs)
+        entry, outs = self._plan(arrays, dts, self.spec.resolve_attrs(attrs))
+        return entry.index, [shape for shape, _ in outs]
 
     def _slow_call(self, *inputs: Any, **attrs: Any) -> Any:
         outs = self.run(list(inputs), attrs)
