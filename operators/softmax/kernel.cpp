@@ -26,6 +26,7 @@ using opsdk_vec::store;
 
 constexpr int64_t kGrainElems = 1 << 16;  // elements per task (~50 us): smaller runs on one thread
 constexpr int64_t kTile = 16;             // columns per tile when the axis is not last
+constexpr int64_t kChunk = 1 << 14;       // elements per task when one row is split
 
 // exp(r) on |r| <= ln2/2 as 1 + r + r^2 Q(r), Q of degree 3 (minimax).
 template <class V>
@@ -71,14 +72,11 @@ inline opsdk_vec::wide::vf past(opsdk_vec::wide::vf v, int64_t n, float fill) {
   return select(lane < static_cast<int32_t>(n), v, splat(fill));
 }
 
-// Softmax of one contiguous row of n elements into y, kLanes wide (16 on AVX-512): the
-// maximum, then exp(x - max) into e (y itself for float32, else buf, >= n floats) while
-// summing, then e * (1 / sum) into y.
+// The three passes over a contiguous run of n elements, kLanes wide (16 on AVX-512).
+// max(x).
 template <class T>
-void softmax_row(const T* x, T* y, int64_t n, float* buf) {
+float run_max(const T* x, int64_t n) {
   using namespace opsdk_vec::wide;
-  using opsdk_vec::wide::load;
-  using opsdk_vec::wide::store;
   constexpr int64_t L = kLanes;
   vf m0 = splat(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   int64_t i = 0;
@@ -90,20 +88,29 @@ void softmax_row(const T* x, T* y, int64_t n, float* buf) {
   }
   for (; i + L <= n; i += L) m0 = vmax(m0, load_f(x + i));
   if (i < n) m1 = vmax(m1, past(load_partial(x + i, n - i), n - i, -INFINITY));
-  const vf m = splat(hmax(vmax(vmax(m0, m1), vmax(m2, m3))));
-  float* e = nullptr;
-  if constexpr (std::is_same_v<T, float>) e = y; else e = buf;
+  return hmax(vmax(vmax(m0, m1), vmax(m2, m3)));
+}
+
+// sum(exp(x - max)), the terms stored to e (when not null).
+template <class T>
+float run_exp_sum(const T* x, float* e, int64_t n, float max) {
+  using namespace opsdk_vec::wide;
+  using opsdk_vec::wide::store;
+  constexpr int64_t L = kLanes;
+  const vf m = splat(max);
   vf s0 = splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
-  i = 0;
+  int64_t i = 0;
   for (; i + 4 * L <= n; i += 4 * L) {
     const vf a = exp_softmax(load_f(x + i) - m);
     const vf b = exp_softmax(load_f(x + i + L) - m);
     const vf c = exp_softmax(load_f(x + i + 2 * L) - m);
     const vf d = exp_softmax(load_f(x + i + 3 * L) - m);
-    store(e + i, a);
-    store(e + i + L, b);
-    store(e + i + 2 * L, c);
-    store(e + i + 3 * L, d);
+    if (e) {
+      store(e + i, a);
+      store(e + i + L, b);
+      store(e + i + 2 * L, c);
+      store(e + i + 3 * L, d);
+    }
     s0 += a;
     s1 += b;
     s2 += c;
@@ -111,23 +118,75 @@ void softmax_row(const T* x, T* y, int64_t n, float* buf) {
   }
   for (; i + L <= n; i += L) {
     const vf a = exp_softmax(load_f(x + i) - m);
-    store(e + i, a);
+    if (e) store(e + i, a);
     s0 += a;
   }
   if (i < n) {
     const vf a = past(exp_softmax(load_partial(x + i, n - i) - m), n - i, 0.0f);
-    store_partial(e + i, a, n - i);
+    if (e) store_partial(e + i, a, n - i);
     s1 += a;
   }
-  const vf inv = splat(1.0f / hsum((s0 + s1) + (s2 + s3)));
-  i = 0;
+  return hsum((s0 + s1) + (s2 + s3));
+}
+
+// y = e * inv (e: the stored exp terms, or null to compute exp(x - max) again).
+template <class T>
+void run_scale(const T* x, const float* e, T* y, int64_t n, float max, float inv) {
+  using namespace opsdk_vec::wide;
+  using opsdk_vec::wide::load;
+  constexpr int64_t L = kLanes;
+  const vf m = splat(max), s = splat(inv);
+  auto term = [&](int64_t i) { return e ? load(e + i) : exp_softmax(load_f(x + i) - m); };
+  int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    const vf a = load(e + i) * inv, b = load(e + i + L) * inv;
+    const vf a = term(i) * s, b = term(i + L) * s;
     store_f(y + i, a);
     store_f(y + i + L, b);
   }
-  for (; i + L <= n; i += L) store_f(y + i, load(e + i) * inv);
-  if (i < n) store_partial(y + i, load_partial(e + i, n - i) * inv, n - i);
+  for (; i + L <= n; i += L) store_f(y + i, term(i) * s);
+  if (i < n) {
+    const vf t = e ? load_partial(e + i, n - i) : exp_softmax(load_partial(x + i, n - i) - m);
+    store_partial(y + i, t * s, n - i);
+  }
+}
+
+// Softmax of one contiguous row of n elements into y: exp(x - max) goes to y itself for
+// float32, else to buf (>= n floats), and is scaled by 1 / sum from there.
+template <class T>
+void softmax_row(const T* x, T* y, int64_t n, float* buf) {
+  float* e = nullptr;
+  if constexpr (std::is_same_v<T, float>) e = y; else e = buf;
+  const float m = run_max(x, n);
+  const float inv = 1.0f / run_exp_sum(x, e, n, m);
+  run_scale(x, e, y, n, m, inv);
+}
+
+// Softmax of one long row split over the threads in chunks: the chunks' maxima, their
+// sums of exp(x - max), then the scaling. float16/bfloat16 compute exp again in the last
+// pass instead of holding the whole row in a float32 buffer.
+template <class T>
+void softmax_long_row(const CustomOpKernelContext& ctx, const T* x, T* y, int64_t n) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<float> part(static_cast<size_t>(chunks));
+  auto each = [&](auto&& f) {
+    ctx.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) f(c * kChunk, std::min(kChunk, n - c * kChunk), c);
+    });
+  };
+  each([&](int64_t b, int64_t len, int64_t c) { part[c] = run_max(x + b, len); });
+  float m = part[0];
+  for (float v : part) m = v > m ? v : m;
+  float* e = nullptr;
+  if constexpr (std::is_same_v<T, float>) e = y;
+  each([&](int64_t b, int64_t len, int64_t c) {
+    part[c] = run_exp_sum(x + b, e ? e + b : nullptr, len, m);
+  });
+  double sum = 0.0;
+  for (float v : part) sum += v;
+  const float inv = static_cast<float>(1.0 / sum);
+  each([&](int64_t b, int64_t len, int64_t) {
+    run_scale(x + b, e ? e + b : nullptr, y + b, len, m, inv);
+  });
 }
 
 // Softmax along a strided axis for a tile of w <= kTile contiguous columns starting at
@@ -187,6 +246,11 @@ void softmax(const CustomOpKernelContext& ctx) {
   if (x.numel() == 0) return;
   const T* px = x.data<T>();
   T* py = ctx.output(0).template mutable_data<T>();
+  if (inner == 1 && d >= 4 * kChunk && ctx.num_threads() > 1 &&
+      outer < 4 * ctx.num_threads()) {  // few long rows: each split over the threads
+    for (int64_t r = 0; r < outer; ++r) softmax_long_row(ctx, px + r * d, py + r * d, d);
+    return;
+  }
   if (inner == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainElems / d);
     ctx.parallel_for(outer, grain, [&](int64_t r0, int64_t r1) {
