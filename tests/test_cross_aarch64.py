@@ -69,16 +69,19 @@ def test_a_kernel_that_does_not_compile_for_aarch64_is_named(tmp_path: Path) -> 
         build_harness(folder, "aarch64")
 
 
-def _compile_invoke_tests(gxx: str, out: Path) -> None:
-    src = ROOT / "tests" / "cpp" / "test_invoke.cpp"
+def _compile_runtime_test(gxx: str, program: str, out: Path) -> None:
+    src = ROOT / "tests" / "cpp" / f"{program}.cpp"
     cmd = [gxx, "-std=c++17", "-O1", "-pthread", "-Wall", f"-I{_paths.include_dir()}",
            str(src), str(_paths.runtime_source()), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
+@pytest.mark.parametrize("program", ["test_invoke", "test_pool"])
 @pytest.mark.parametrize("arch", ["host", "aarch64"])
-def test_invoke_core(arch: str, tmp_path: Path) -> None:
-    """tests/cpp/test_invoke.cpp: dispatch, defaults, strides, and every error message."""
+def test_runtime_core(arch: str, program: str, tmp_path: Path) -> None:
+    """tests/cpp/test_invoke.cpp (dispatch, defaults, strides, every error message) and
+    tests/cpp/test_pool.cpp (the thread pool: coverage, exceptions, nesting, concurrent
+    callers, thread-count changes, fork; on the host also the CPU an idle pool uses)."""
     if arch == "host":
         gxx, prefix = shutil.which("g++") or shutil.which("c++"), []
         if gxx is None:
@@ -88,9 +91,11 @@ def test_invoke_core(arch: str, tmp_path: Path) -> None:
             pytest.skip(f"aarch64 unavailable: {REASON}")
         t = _cross.target("aarch64")
         gxx, prefix = _cross.cross_gxx(t), _cross.qemu_command(t)
-    exe = tmp_path / "test_invoke"
-    _compile_invoke_tests(str(gxx), exe)
-    proc = subprocess.run([*(prefix or []), str(exe)], capture_output=True, text=True)
+    exe = tmp_path / program
+    _compile_runtime_test(str(gxx), program, exe)
+    args = ["cpu"] if program == "test_pool" and arch == "host" else []
+    proc = subprocess.run([*(prefix or []), str(exe), *args], capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("checks, 0 failed")
 

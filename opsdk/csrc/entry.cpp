@@ -810,4 +810,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_output_pool_limit", [](size_t bytes) { OutputPool::get().set_limit(bytes); });
   m.def("set_num_threads", [](int n) { opsdk::num_threads_setting() = n > 0 ? n : 1; });
   m.def("get_num_threads", [] { return opsdk::num_threads_setting(); });
+  m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
+  m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
+  m.def("park_workers", [] { opsdk::park_workers(); });
 }

@@ -5,11 +5,16 @@
 // use this one file.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #include "opsdk/invoke.h"
 
@@ -33,87 +38,189 @@ namespace {
 
 thread_local bool in_parallel_region = false;
 
-// A small persistent pool: one job at a time, ranges handed out by an atomic counter.
-// A worker joins a job only while it is open; once the calling thread has run out of ranges
-// it closes the job and waits just for the workers that joined, so a worker that wakes late
-// (descheduled on a busy machine) never holds up the caller.
+constexpr int kDefaultSpinMicroseconds = 300;
+constexpr int kMaxSpinMicroseconds = 1000000;
+
+// How long an idle worker keeps polling for the next job before it sleeps.
+std::atomic<int>& spin_us() {
+  static std::atomic<int> us{[] {
+    if (const char* env = std::getenv("OPSDK_SPIN_US")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0) return static_cast<int>(std::min<long>(v, kMaxSpinMicroseconds));
+    }
+    return kDefaultSpinMicroseconds;
+  }()};
+  return us;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Polls `ready` with pause instructions for up to `us` microseconds; true as soon as it
+// holds, false when the time is up. Every 64 polls (about 2 us) it reads the clock and
+// yields the core, so a thread of another pool woken onto this core (ONNX Runtime's, in
+// the graph executor) runs at once instead of waiting for the polling to end.
+template <class Ready> bool spin_until(Ready ready, int us) {
+  if (us <= 0) return ready();
+  const auto deadline = Clock::now() + std::chrono::microseconds(us);
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0) {
+      if (Clock::now() >= deadline) return ready();
+      std::this_thread::yield();
+    }
+  }
+}
+
+// A small persistent pool, one job at a time. The calling thread runs ranges too; ranges
+// are handed out by an atomic counter. A job offers `slots_` seats to the workers; a
+// worker claims one with a compare-and-swap, so exactly as many workers join as there are
+// spare ranges, and a worker that wakes late (descheduled on a busy machine) finds no seat
+// left and never holds up the caller, who takes back the unclaimed seats when it runs out
+// of ranges and waits only for the workers that joined.
+//
+// Waking a sleeping thread costs tens of microseconds (a futex call and an inter-processor
+// interrupt, more in a VM), paid on every parallel_for if workers sleep at once. So after
+// a job a worker polls for the next one for spin_us() microseconds (OPSDK_SPIN_US,
+// set_spin_microseconds; 0 = sleep at once) before it sleeps on a condition variable; the
+// hand-off to a polling worker takes no lock and no system call. park() ends the polling
+// early, e.g. before other code (ONNX Runtime's own pool) needs the cores.
 class ThreadPool {
  public:
   static ThreadPool& get() {
-    static ThreadPool* pool = new ThreadPool();  // leaked on purpose: no join at exit
-    return *pool;
-  }
-  void run(int64_t n, int64_t chunk, int threads, RangeFn fn, void* ctx) {
-    std::unique_lock<std::mutex> run_lock(run_mu_);
-    ensure_workers(threads - 1);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
-      active_ = std::min<int>(threads - 1, static_cast<int>(workers_));
-      open_ = true;
-      busy_ = 0;
-      error_ = nullptr;
-      ++generation_;
-    }
-    cv_.notify_all();
-    work();
-    std::unique_lock<std::mutex> g(mu_);
-    open_ = false;
-    done_cv_.wait(g, [&] { return busy_ == 0; });
-    if (error_) std::rethrow_exception(error_);
+    // A forked child has the memory but not the threads (and perhaps a mutex a worker
+    // held): it starts a new pool. Leaked on purpose: no join at exit.
+    static std::atomic<ThreadPool*> pool{make()};
+    if (forked().load(std::memory_order_relaxed) && forked().exchange(false)) pool.store(make());
+    return *pool.load();
   }
 
+  // The caller holds no lock a concurrent caller could wait on: a second thread calling
+  // while a job runs runs its ranges inline instead of queueing behind it.
+  bool try_run(int64_t n, int64_t chunk, int threads, RangeFn fn, void* ctx) {
+    std::unique_lock<std::mutex> job(run_mu_, std::try_to_lock);
+    if (!job.owns_lock()) return false;
+    ensure_workers(threads - 1);
+    fn_ = fn;
+    ctx_ = ctx;
+    n_ = n;
+    chunk_ = chunk;
+    error_ = nullptr;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const int seats = std::min(threads - 1, workers_);
+    slots_.store(seats, std::memory_order_release);
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    wake(seats);
+    work();
+    const int joined = seats - slots_.exchange(0, std::memory_order_acq_rel);
+    wait_done(joined);
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+  void park() { park_epoch_.fetch_add(1, std::memory_order_release); }
+
  private:
+  static ThreadPool* make() {
+#if defined(__unix__) || defined(__APPLE__)
+    static const int registered =
+        pthread_atfork(nullptr, nullptr, [] { forked().store(true); });
+    (void)registered;
+#endif
+    return new ThreadPool();
+  }
+  static std::atomic<bool>& forked() {
+    static std::atomic<bool> f{false};
+    return f;
+  }
+
   void ensure_workers(int want) {
-    while (static_cast<int>(workers_) < want) {
-      const int id = static_cast<int>(workers_++);
-      std::thread([this, id] { loop(id); }).detach();
+    while (workers_ < want) {
+      std::thread([this] { loop(); }).detach();
+      ++workers_;
     }
+  }
+  // Wakes up to `seats` sleeping workers; polling ones see the new epoch by themselves.
+  void wake(int seats) {
+    if (seats <= 0 || sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard<std::mutex> g(mu_);
+    for (int i = 0; i < seats; ++i) cv_.notify_one();
   }
   void work() {
     in_parallel_region = true;
     for (;;) {
-      const int64_t b = next_.fetch_add(chunk_);
+      const int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
       if (b >= n_) break;
       try {
         fn_(ctx_, b, std::min(n_, b + chunk_));
       } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
+        std::lock_guard<std::mutex> g(error_mu_);
         if (!error_) error_ = std::current_exception();
-        next_.store(n_);
+        next_.store(n_, std::memory_order_relaxed);
       }
     }
     in_parallel_region = false;
   }
-  void loop(int id) {
-    uint64_t seen = 0;
+  bool claim_seat() {
+    int s = slots_.load(std::memory_order_acquire);
+    while (s > 0)
+      if (slots_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+  void loop() {
+    uint64_t seen = epoch_.load(std::memory_order_acquire);
     for (;;) {
-      {
+      const uint64_t parked = park_epoch_.load(std::memory_order_acquire);
+      spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen ||
+                              park_epoch_.load(std::memory_order_relaxed) != parked; },
+                 spin_us().load(std::memory_order_relaxed));
+      if (epoch_.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (id >= active_ || !open_) continue;
-        ++busy_;
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        cv_.wait(g, [&] { return epoch_.load(std::memory_order_seq_cst) != seen; });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
+      seen = epoch_.load(std::memory_order_acquire);
+      if (!claim_seat()) continue;
       work();
-      std::lock_guard<std::mutex> g(mu_);
-      if (--busy_ == 0) done_cv_.notify_all();
+      done_.fetch_add(1, std::memory_order_seq_cst);
+      if (caller_waiting_.load(std::memory_order_seq_cst)) {
+        std::lock_guard<std::mutex> g(done_mu_);
+        done_cv_.notify_one();
+      }
     }
   }
-  std::mutex run_mu_, mu_;
+  // The caller polls for the joined workers (they are finishing their last range), and
+  // sleeps if that takes long: a worker may have been descheduled.
+  void wait_done(int joined) {
+    auto finished = [&] { return done_.load(std::memory_order_seq_cst) >= joined; };
+    if (spin_until(finished, 50)) return;
+    std::unique_lock<std::mutex> g(done_mu_);
+    caller_waiting_.store(true, std::memory_order_seq_cst);
+    done_cv_.wait(g, finished);
+    caller_waiting_.store(false, std::memory_order_relaxed);
+  }
+
+  std::mutex run_mu_, mu_, done_mu_, error_mu_;
   std::condition_variable cv_, done_cv_;
   RangeFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  std::atomic<int64_t> next_{0};
   int64_t n_ = 0, chunk_ = 1;
-  int active_ = 0, busy_ = 0;
-  bool open_ = false;
-  uint64_t generation_ = 0;
-  size_t workers_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::atomic<uint64_t> epoch_{0}, park_epoch_{0};
+  std::atomic<int> slots_{0}, done_{0}, sleepers_{0};
+  std::atomic<bool> caller_waiting_{false};
+  int workers_ = 0;
   std::exception_ptr error_;
 };
 
@@ -128,8 +235,21 @@ void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
   }
   const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
   const int64_t chunk = (n + parts - 1) / parts;
-  ThreadPool::get().run(n, chunk, static_cast<int>(std::min<int64_t>(threads, parts)), fn, ctx);
+  const int seats = static_cast<int>(std::min<int64_t>(threads, parts));
+  if (!ThreadPool::get().try_run(n, chunk, seats, fn, ctx)) fn(ctx, 0, n);  // pool busy
 }
+
+}  // namespace detail
+
+int spin_microseconds() { return detail::spin_us().load(std::memory_order_relaxed); }
+
+void set_spin_microseconds(int us) {
+  detail::spin_us().store(std::clamp(us, 0, detail::kMaxSpinMicroseconds));
+}
+
+void park_workers() { detail::ThreadPool::get().park(); }
+
+namespace detail {
 
 std::string run_kernel(const OpRegistration& r, const CustomOpKernelContext& ctx) noexcept {
   try {

@@ -30,9 +30,18 @@ from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._registration import KernelEntry, dispatch_table
 
-__all__ = ["Operator", "load_module", "output_pool_stats", "set_output_pool_limit"]
+__all__ = [
+    "Operator",
+    "load_module",
+    "output_pool_stats",
+    "set_output_pool_limit",
+    "set_spin_microseconds",
+    "park_threads",
+]
 
 _MODULES: dict[str, ModuleType] = {}
+#: the spin time given to set_spin_microseconds, for modules loaded later (empty: default)
+_SPIN_US: list[int] = []
 
 
 def load_module(path: Path) -> ModuleType:
@@ -51,7 +60,47 @@ def load_module(path: Path) -> ModuleType:
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     sys.modules[name] = module
     _MODULES[key] = module
+    if _SPIN_US and hasattr(module, "set_spin_microseconds"):
+        module.set_spin_microseconds(_SPIN_US[-1])
     return module
+
+
+def set_spin_microseconds(us: int) -> None:
+    """How long idle kernel threads poll for the next call before they sleep.
+
+    After a parallel kernel, the worker threads of its pool poll for the next job for this
+    many microseconds (default 300, or ``$OPSDK_SPIN_US``), so back-to-back calls do not
+    pay for waking a sleeping thread; polling is bounded, an idle process uses no CPU once
+    the time is up. 0 makes workers sleep at once (many processes sharing few cores).
+    Applies to every loaded operator module and to those loaded later.
+
+    Example:
+        >>> set_spin_microseconds(0)  # doctest: +SKIP
+    """
+    if not 0 <= us <= 1_000_000:
+        raise ValueError(
+            f"set_spin_microseconds: us must be in 0..1000000 (1 s), got {us}; "
+            "0 turns polling off"
+        )
+    _SPIN_US[:] = [int(us)]
+    for module in _MODULES.values():
+        if hasattr(module, "set_spin_microseconds"):
+            module.set_spin_microseconds(int(us))
+
+
+def park_threads() -> None:
+    """Put every loaded module's polling kernel threads to sleep now.
+
+    For code about to hand the cores to another thread pool (the graph executor calls it
+    before each ONNX Runtime part); the next kernel call wakes the workers again.
+
+    Example:
+        >>> park_threads()  # doctest: +SKIP
+    """
+    for module in _MODULES.values():
+        park = getattr(module, "park_workers", None)
+        if park is not None:
+            park()
 
 
 def output_pool_stats() -> dict[str, int]:

@@ -46,6 +46,18 @@ using NamedAttr = std::pair<std::string, AttrValue>;
 void invoke(const std::string& op, const std::vector<RawTensor>& inputs,
             const std::vector<RawTensor>& outputs, const std::vector<NamedAttr>& attrs);
 
+// The thread pool behind ctx.parallel_for. After a job its idle workers poll for the next
+// one for spin_microseconds() before they sleep, so back-to-back calls skip the cost of
+// waking a sleeping thread (tens of microseconds). The default is 300 us, or
+// $OPSDK_SPIN_US; 0 makes workers sleep at once. Polling is bounded: an idle process uses
+// no CPU once the time is up. park_workers() ends the polling now, e.g. before handing the
+// cores to another thread pool.
+//
+//   opsdk::set_spin_microseconds(0);   // a host running many processes per core
+int spin_microseconds();
+void set_spin_microseconds(int us);  // clamped to [0, 1000000]
+void park_workers();
+
 namespace detail {
 // Runs the kernel of `r` on `ctx`. Returns "" on success, else the message of the exception
 // the kernel threw (never throws). The pybind11 entry point and invoke() share it.
