@@ -56,38 +56,6 @@ def test_measure_calibrates_calls_per_sample() -> None:
     assert set(t["fast"].as_dict()) >= {"median_s", "best_s", "iqr_rel", "rounds"}
 
 
-class _BusyThenIdle:
-    """A stand-in for the time module: this process uses a whole core until t = 0.05 s
-    (another pool's worker polling after its call), none after."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def perf_counter(self) -> float:
-        return self.now
-
-    def process_time(self) -> float:
-        return min(self.now, 0.05)
-
-    def sleep(self, s: float) -> None:
-        self.now += s
-
-
-@pytest.mark.parametrize("settle,starts_at", [(1.0, 0.05), (0.02, 0.02), (0.0, 0.0)])
-def test_measure_waits_for_busy_threads_before_each_sample(monkeypatch, settle, starts_at):
-    from opsdk.bench import _timing
-
-    clock = _BusyThenIdle()
-    monkeypatch.setattr(_timing, "time", clock)
-    starts: list[float] = []
-    measure({"probe": lambda: starts.append(clock.now)}, repeat=1, warmup=0, min_sample=0.0,
-            settle=settle)
-    # calibration runs at once; the timed sample once the process is idle (or the limit
-    # is reached)
-    assert starts[0] == 0.0
-    assert starts[-1] == pytest.approx(starts_at, abs=0.0021)
-
-
 def test_measure_rejects_zero_rounds() -> None:
     with pytest.raises(ValueError, match="repeat must be >= 1"):
         measure({"x": lambda: None}, repeat=0)

@@ -6,12 +6,6 @@ happened to run then. A sample times ``inner`` back-to-back calls (calibrated du
 warm-up so that one sample lasts at least ``min_sample`` seconds, which keeps the timer's
 resolution out of tiny calls); the figure reported is the median over rounds. The garbage
 collector is paused while timing, as :mod:`timeit` does.
-
-Before each sample the harness waits (up to ``settle`` seconds) until the process is idle:
-thread pools keep polling for work after a call (ONNX Runtime's idle workers spin for about
-30 ms by default, opsdk's for 300 us), and a candidate timed while the previous one's
-workers still spin shares the cores with them. So every sample starts on quiet cores, as
-when the candidate runs alone; its own pool still polls between its back-to-back calls.
 """
 
 from __future__ import annotations
@@ -68,17 +62,6 @@ def _sample(fn: Callable[[], Any], inner: int) -> float:
     return (time.perf_counter() - t0) / inner
 
 
-def _settle(limit: float, window: float = 0.002, busy: float = 0.1) -> None:
-    """Wait until this process used under ``busy`` of a core over ``window`` s (<= limit s)."""
-    deadline = time.perf_counter() + limit
-    while True:
-        c0, t0 = time.process_time(), time.perf_counter()
-        time.sleep(window)
-        c1, t1 = time.process_time(), time.perf_counter()
-        if c1 - c0 <= busy * (t1 - t0) or t1 >= deadline:
-            return
-
-
 def measure(
     candidates: Mapping[str, Callable[[], Any]],
     *,
@@ -86,7 +69,6 @@ def measure(
     warmup: int = 2,
     min_sample: float = 0.002,
     max_inner: int = 100_000,
-    settle: float = 0.1,
 ) -> dict[str, Timing]:
     """Time every candidate, interleaved; return ``{name: Timing}``.
 
@@ -96,8 +78,6 @@ def measure(
         warmup: untimed calls of each candidate before calibration.
         min_sample: a sample lasts at least this long (more calls per sample if needed).
         max_inner: the most calls per sample.
-        settle: before each sample, wait up to this many seconds for the process's
-            threads to go idle (other candidates' polling workers); 0 does not wait.
 
     Example:
         >>> t = measure({"sum": lambda: sum(range(100))}, repeat=3, warmup=1)
@@ -120,8 +100,6 @@ def measure(
         for r in range(repeat):
             k = r % len(names) if names else 0
             for n in names[k:] + names[:k]:
-                if settle > 0:
-                    _settle(settle)
                 samples[n].append(_sample(candidates[n], inner[n]))
     finally:
         if enabled:
