@@ -391,8 +391,12 @@ inline void put16(const Tile<OutT>& t, int i, int p, __m512 v) {
 template <int R, int P, class OutT>
 void micro_kernel512(int64_t kc, const float* a, int64_t lda, const float* bp, int64_t pstride,
                      const Tile<OutT>& t) {
+  // Every loop over rows and panels is unrolled so that the accumulators stay registers
+  // (GCC keeps a partly unrolled array of them on the stack).
   __m512 c[R][P];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) {
       if (t.first)
         c[i][p] = _mm512_set1_ps(t.bias ? t.bias[i] : 0.0f);
@@ -402,13 +406,18 @@ void micro_kernel512(int64_t kc, const float* a, int64_t lda, const float* bp, i
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     __m512 b[P];
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) b[p] = _mm512_loadu_ps(bp + p * pstride + k * NR);
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+#pragma GCC unroll 2
       for (int p = 0; p < P; ++p) c[i][p] = _mm512_fmadd_ps(ai, b[p], c[i][p]);
     }
   }
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) put16(t, i, p, c[i][p]);
 }
 
