@@ -96,7 +96,8 @@ HEADER = [
 
 
 def _targets(rows: list[tuple[Conv, BenchResult]]) -> list[str]:
-    out = []
+    loads = [f"{r.load_average:.1f}" for _, r in rows if r.load_average is not None]
+    out = [f"load average (1 min) after each row: {', '.join(loads) or 'unknown'}"]
     for row, r in rows:
         t_ort, vs_np = r.ratio("onnxruntime"), r.ratio("numpy")
         if t_ort:
