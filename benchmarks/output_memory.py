@@ -5,7 +5,10 @@ users call it (outputs from the pool), the call into a fresh ``np.empty`` output
 time (what ``op(x)`` cost before the pool: a new mapping the OS page-faults and zeroes),
 ``op.run(..., outputs=)`` into one preallocated array, and ONNX Runtime's own
 ThresholdedRelu into a bound output. Reports medians and best samples with the load
-average; nothing here asserts on time.
+average; nothing here asserts on time. Each sample starts after a 0.1 s pause and an
+untimed sample's worth of calls (``measure(settle=...)``): ONNX Runtime's threads poll for
+about 40 ms after a run, and without the pause the opsdk samples that followed ran with
+one of the two cores taken by them.
 
     python benchmarks/output_memory.py [--repeat N] [--markdown]
 """
@@ -36,7 +39,7 @@ def run_case(shape: tuple[int, int], threads: int, repeat: int) -> list[str]:
         "fresh output": lambda: op.run([x], {"alpha": 0.5}, [np.empty(shape, np.float32)]),
         "outputs=": lambda: op.run([x], {"alpha": 0.5}, [out]),
         "onnxruntime": OrtRunner(graph, [x], [ort_out], threads),
-    }, repeat=repeat)
+    }, repeat=repeat, settle=0.1)
     base = t["outputs="].median
     return [f"{shape[0]}x{shape[1]} t={threads}",
             *(f"{fmt_seconds(v.median)} ({fmt_seconds(v.best)})" for v in t.values()),

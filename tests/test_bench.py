@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,18 @@ def test_measure_interleaves_rounds_and_rotates_order() -> None:
     assert set(t) == {"a", "b", "c"} and all(len(v.samples) == 3 for v in t.values())
     timed = order[3:]  # the first three calls calibrate
     assert timed == list("abc") + list("bca") + list("cab")
+
+
+def test_measure_settles_before_each_sample() -> None:
+    """settle: a pause, then an untimed sample's worth of calls, before each timed sample."""
+    order: list[tuple[str, float]] = []
+    cands = {k: (lambda k=k: order.append((k, time.perf_counter()))) for k in "ab"}
+    t = measure(cands, repeat=2, warmup=0, min_sample=0.0, settle=0.02)
+    assert all(len(v.samples) == 2 for v in t.values())
+    runs = [k for k, _ in order[2:]]  # after calibration: warm call, timed call, per sample
+    assert runs == ["a", "a", "b", "b", "b", "b", "a", "a"]
+    gaps = [b[1] - a[1] for a, b in zip(order[1:], order[2:])]
+    assert sum(g >= 0.02 for g in gaps) == 4  # one pause before each of the 4 samples
 
 
 def test_measure_calibrates_calls_per_sample() -> None:

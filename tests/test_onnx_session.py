@@ -423,3 +423,20 @@ def test_constant_node_weights_of_custom_nodes_are_resolved_once():
                       + bias.astype(np.float32), 0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], got)  # constants untouched
+
+
+def test_compiled_kernel_outputs_kept_by_the_caller_are_never_reused():
+    """A compiled kernel's outputs come from the process-wide output pool (the fast call
+    path): a block returns to the pool only when the array and its views are gone."""
+    x = np.linspace(-2, 2, 1 << 18, dtype=np.float32)  # 1 MiB: a pooled output
+    sess = Session.for_op("ThresholdedRelu", attrs={"alpha": 0.5}, inputs=[x])
+    (first,) = sess.run(None, {"x": x})
+    (second,) = sess.run(None, {"x": 2 * x})
+    assert not np.shares_memory(first, second)
+    view = second[:10]
+    del second
+    (third,) = sess.run(None, {"x": 3 * x})
+    assert not np.shares_memory(third, view) and not np.shares_memory(third, first)
+    np.testing.assert_array_equal(first, np.where(x > 0.5, x, 0))
+    np.testing.assert_array_equal(view, np.where(2 * x[:10] > 0.5, 2 * x[:10], 0))
+    np.testing.assert_array_equal(third, np.where(3 * x > 0.5, 3 * x, 0))

@@ -69,6 +69,7 @@ def measure(
     warmup: int = 2,
     min_sample: float = 0.002,
     max_inner: int = 100_000,
+    settle: float = 0.0,
 ) -> dict[str, Timing]:
     """Time every candidate, interleaved; return ``{name: Timing}``.
 
@@ -78,6 +79,10 @@ def measure(
         warmup: untimed calls of each candidate before calibration.
         min_sample: a sample lasts at least this long (more calls per sample if needed).
         max_inner: the most calls per sample.
+        settle: seconds of sleep before each sample, followed by one untimed sample's worth
+            of calls (after idling, the first milliseconds run slow), so that no sample runs
+            while another candidate's threads still poll for work (ONNX Runtime's keep a
+            core busy for about 40 ms after a run; 0.1 is enough).
 
     Example:
         >>> t = measure({"sum": lambda: sum(range(100))}, repeat=3, warmup=1)
@@ -100,6 +105,9 @@ def measure(
         for r in range(repeat):
             k = r % len(names) if names else 0
             for n in names[k:] + names[:k]:
+                if settle > 0:
+                    time.sleep(settle)
+                    _sample(candidates[n], inner[n])  # untimed: wakes threads, warms caches
                 samples[n].append(_sample(candidates[n], inner[n]))
     finally:
         if enabled:

@@ -80,6 +80,9 @@ class _CustomStep:
     inplace: list[tuple[int, int]] = field(default_factory=list)
     inplace_ok: bool | None = None  # None: not yet verified on this kernel
     layouts: dict[Any, Any] = field(default_factory=dict)  # input signature -> outputs
+    # a compiled operator: called like op(*inputs, **attrs), its C++ fast path, with
+    # outputs from the process-wide output pool (see opsdk.runtime.cpu.output_pool_stats)
+    direct: bool = False
 
 
 class ReferenceKernel:
@@ -341,9 +344,14 @@ class Session:
         if opts is None:
             opts = ort.SessionOptions()
             opts.log_severity_level = 3
-            # Idle ORT threads spin by default; between parts they would steal the cores
-            # the opsdk kernels run on (measured: 4x slower on 2 cores). Sleep instead.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # ORT's threads poll while a part runs (between its nodes) and stop when its
+            # run() returns, instead of polling ~40 ms after it as by default, which took
+            # the cores from the opsdk kernels. The kernels' own pool polls briefly after
+            # a kernel and yields to ORT's woken threads. Measured alternatives (docs/
+            # benchmarks.md, Graph executor): parking the kernel threads before each part,
+            # ORT threads that never poll, one global ORT pool.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "1")
+            opts.add_session_config_entry("session.force_spinning_stop", "1")
             if self._threads is not None:
                 opts.intra_op_num_threads = self._threads
         try:
@@ -370,7 +378,10 @@ class Session:
         kernel = self._kernel(spec)
         if self._threads is not None and hasattr(kernel, "set_num_threads"):
             kernel.set_num_threads(self._threads)
-        return _CustomStep(info, kernel, attrs, list(node.input), list(node.output))
+        from ..runtime.cpu import Operator
+
+        return _CustomStep(info, kernel, attrs, list(node.input), list(node.output),
+                           direct=isinstance(kernel, Operator))
 
     def _kernel(self, spec: OpSpec) -> Any:
         for key in (f"{spec.domain}::{spec.name}", spec.name):
@@ -449,9 +460,15 @@ class Session:
         arrays = [env[v] if v else None for v in step.inputs]
         try:
             dest = _reuse(step, arrays)
-            if dest is None:
-                dest = self._destinations(step, arrays)
-            outs = step.kernel.run(arrays, step.attrs, dest)
+            if dest is None and step.direct:
+                while arrays and arrays[-1] is None:  # optional inputs left out
+                    arrays.pop()
+                out = step.kernel(*arrays, **step.attrs)
+                outs = list(out) if isinstance(out, tuple) else [out]
+            else:
+                if dest is None:
+                    dest = self._destinations(step, arrays)
+                outs = step.kernel.run(arrays, step.attrs, dest)
         except OpsdkError as e:
             raise type(e)(f"{e} -- while running node {step.info.nodes[0]}") from e
         env.update(zip(step.outputs, outs, strict=True))

@@ -122,19 +122,22 @@ inline float hmax(f8 v) {
 #endif
 }
 
-// exp(a) for a <= 0 (or NaN), to about 1.3 float32 ulps, with gradual underflow through
+// exp(a) for a <= 0 (or NaN), within 1.02 float32 ulps (1.019 measured over every float32
+// in [-104, 0]: benchmarks/vec_accuracy.py), with gradual underflow through
 // the subnormals to 0 (exp(-Inf) == 0 exactly) and NaN in -> NaN out. The exponents of
 // softmax and Gelu are never positive, so there is no overflow to handle. exp(r) on
 // |r| <= ln2/2 is 1 + r + r^2 Q(r), Q a degree-4 minimax polynomial (relative error
 // 3.1e-9 in exact arithmetic) evaluated in Estrin's scheme (a short dependency chain);
 // 2^n is applied as 2^(n+64) * 2^-64 so n in [-150, 0] stays normal until the last
 // product, which rounds once into the subnormals.
-inline f8 exp_nonpositive(f8 a) {
+// With a second argument: exp(a + lo) for a tail lo with |lo| <= ulp(a) (the rounding
+// error of a, e.g. from an FMA), added to the reduced argument, so it costs one addition.
+inline f8 exp_nonpositive(f8 a, f8 lo) {
   a = max_keep_nan(a, splat(-104.0f));
   const f8 k = a * 1.44269504088896341f + 12582912.0f;  // round(a / ln2) in the low bits
   const f8 n = k - 12582912.0f;
   f8 r = a - n * 0.693145751953125f;  // Cody-Waite: ln2 = hi + lo, n * hi exact
-  r = r - n * 1.428606765330187e-06f;
+  r = (r - n * 1.428606765330187e-06f) + lo;
   const f8 r2 = r * r;
   const f8 q01 = r * 0.16666520741272536f + 0.49999993453366953f;
   const f8 q23 = r * 0.008368703736289378f + 0.04166838746525876f;
@@ -143,6 +146,7 @@ inline f8 exp_nonpositive(f8 a) {
   const f8 scale = as_f((as_i(k) + (127 + 64 - 0x4B400000)) << 23);
   return (p * scale) * 5.42101086242752217e-20f;  // 2^-64
 }
+inline f8 exp_nonpositive(f8 a) { return exp_nonpositive(a, splat(-0.0f)); }  // r + -0 == r
 
 // ------------------------------------------------------------ dtype block conversion
 // Load 8 elements of T widened to float, and store 8 floats narrowed to T (round to
@@ -279,6 +283,11 @@ inline v16 select(i16 m, v16 a, v16 b) {
   return (v16)_mm512_mask_blend_ps(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), (__m512)b,
                                    (__m512)a);
 }
+// Lane-wise m ? a : b for an AVX-512 mask register (from wide::gt / wide::lt): no
+// round trip of the comparison through a vector register.
+inline v16 select(__mmask16 m, v16 a, v16 b) {
+  return (v16)_mm512_mask_blend_ps(m, (__m512)b, (__m512)a);
+}
 inline v16 min_keep_nan(v16 a, v16 b) { return (v16)_mm512_min_ps((__m512)b, (__m512)a); }
 inline v16 max_keep_nan(v16 a, v16 b) { return (v16)_mm512_max_ps((__m512)b, (__m512)a); }
 inline v16 vmax(v16 a, v16 b) { return (v16)_mm512_max_ps((__m512)a, (__m512)b); }
@@ -290,22 +299,22 @@ inline float hsum(v16 v) { return _mm512_reduce_add_ps((__m512)v); }
 inline float hmax(v16 v) { return _mm512_reduce_max_ps((__m512)v); }
 
 // 1 / d for finite d with |d| in [2^-126, 2^126]: a 14-bit estimate (VRCP14PS) refined by
-// one Newton step, within 1 ulp (measured: tests/test_vec.py), for a third of a division's
-// cost.
+// one Newton step, for a third of a division's cost; within 0.527 ulps (every float32
+// mantissa, benchmarks/vec_accuracy.py; the division is within 0.5).
 inline v16 recip(v16 d) {
   const v16 r = (v16)_mm512_rcp14_ps((__m512)d);
   return fma(r, fma(-d, r, splat16(1.0f)), r);
 }
 
 // exp(a) for a <= 0 (or NaN), as the 8-lane exp_nonpositive (same reduction and
-// polynomial, to about 1.3 ulps) but with VSCALEFPS applying 2^n: one instruction that
+// polynomial, same results) but with VSCALEFPS applying 2^n: one instruction that
 // rounds once into the subnormals, instead of building 2^(n+64) from integer bits.
-inline v16 exp_nonpositive(v16 a) {
+inline v16 exp_nonpositive(v16 a, v16 lo) {
   a = max_keep_nan(a, splat16(-104.0f));
   const v16 n = (v16)_mm512_roundscale_ps((__m512)(a * 1.44269504088896341f),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   v16 r = fma(n, splat16(-0.693145751953125f), a);
-  r = fma(n, splat16(-1.428606765330187e-06f), r);
+  r = fma(n, splat16(-1.428606765330187e-06f), r) + lo;
   const v16 r2 = r * r;
   const v16 q01 = r * 0.16666520741272536f + 0.49999993453366953f;
   const v16 q23 = r * 0.008368703736289378f + 0.04166838746525876f;
@@ -313,6 +322,7 @@ inline v16 exp_nonpositive(v16 a) {
   const v16 p = 1.0f + (r + r2 * q);
   return (v16)_mm512_scalef_ps((__m512)p, (__m512)n);
 }
+inline v16 exp_nonpositive(v16 a) { return exp_nonpositive(a, splat16(-0.0f)); }
 #endif
 
 // ------------------------------------------------------------ the target's natural width
@@ -335,6 +345,11 @@ using opsdk_vec::stream_fence;
 constexpr int64_t kLanes = 16;
 using vf = v16;
 using vi = i16;
+using vm = __mmask16;  // a lane mask, for select: from gt / lt
+
+// a > b and a < b per lane (ordered: false where either is NaN).
+inline vm gt(vf a, vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ); }
+inline vm lt(vf a, vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_LT_OQ); }
 
 inline vf splat(float v) { return splat16(v); }
 inline vf load(const float* p) { return (vf)_mm512_loadu_ps(p); }
@@ -425,6 +440,10 @@ template <class T> inline void stream_f(T* p, vf v) {
 constexpr int64_t kLanes = opsdk_vec::kLanes;
 using vf = f8;
 using vi = i8;
+using vm = i8;
+
+inline vm gt(vf a, vf b) { return a > b; }
+inline vm lt(vf a, vf b) { return a < b; }
 
 inline vf splat(float v) { return opsdk_vec::splat(v); }
 inline vf load(const float* p) { return opsdk_vec::load(p); }
