@@ -123,3 +123,19 @@ def test_idle_cpu_parking_and_fork_in_a_fresh_process(relu):
     assert float(fields["polling"]) > 0.03, f"a polling worker used no CPU: {proc.stdout}"
     assert float(fields["parked"]) < 0.04, f"parked workers used CPU: {proc.stdout}"
     assert fields["child"] == "0", f"the forked child failed or hung: {proc.stdout}"
+
+
+def test_operator_modules_share_one_pool(relu):
+    """Every operator module of the process runs its parallel_for on the first one's pool,
+    so idle workers of different operators never poll side by side."""
+    gelu = opsdk.load("Gelu")
+    assert relu.module is not gelu.module
+    assert relu.module.thread_pool_id() == gelu.module.thread_pool_id()
+    x = np.linspace(-3, 3, (1 << 20) + 3, dtype=np.float32)
+    threads = gelu.module.get_num_threads()
+    gelu.set_num_threads(1)
+    want = gelu(x)  # elementwise: the split into ranges cannot change a bit
+    gelu.set_num_threads(max(threads, 2))
+    for _ in range(3):  # alternating operators on the shared pool
+        np.testing.assert_array_equal(relu(x, alpha=0.5), relu.reference(x, alpha=0.5))
+        np.testing.assert_array_equal(gelu(x), want)

@@ -789,11 +789,21 @@ void enable_vectorcall(const py::object& op) {
   *slot = &forward_call;
 }
 
+// The operator modules of one process share the first one's thread pool (invoke.h).
+void share_thread_pool() {
+  const std::string key = opsdk::detail::thread_pool_key();
+  if (void* pool = py::get_shared_data(key))
+    opsdk::detail::adopt_thread_pool(pool);
+  else
+    py::set_shared_data(key, opsdk::detail::thread_pool_handle());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_opsdk_kernels, m) {
   m.doc() = "opsdk operator kernels";
   install_sigint_handler();
+  share_thread_pool();
   m.def("registrations", [] {
     py::list out;
     for (const auto& r : opsdk::registry()) out.append(describe(*r));
@@ -813,4 +823,6 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
   m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
   m.def("park_workers", [] { opsdk::park_workers(); });
+  m.def("thread_pool_id",
+        [] { return reinterpret_cast<uintptr_t>(opsdk::detail::thread_pool_handle()); });
 }

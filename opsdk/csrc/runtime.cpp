@@ -96,13 +96,23 @@ template <class Ready> bool spin_until(Ready ready, int us) {
 // early, e.g. before other code (ONNX Runtime's own pool) needs the cores.
 class ThreadPool {
  public:
+  // The pool of this process: this module's own, or the one another operator module
+  // made, once adopt() installed it. A forked child has the memory but not the threads
+  // (and perhaps a mutex a worker held): it starts a new pool. Leaked on purpose: no join
+  // at exit.
   static ThreadPool& get() {
-    // A forked child has the memory but not the threads (and perhaps a mutex a worker
-    // held): it starts a new pool. Leaked on purpose: no join at exit.
-    static std::atomic<ThreadPool*> pool{make()};
-    if (forked().load(std::memory_order_relaxed) && forked().exchange(false)) pool.store(make());
-    return *pool.load();
+    std::atomic<ThreadPool*>& p = instance();
+    if (forked().load(std::memory_order_relaxed) && forked().exchange(false))
+      p.store(new ThreadPool());
+    ThreadPool* pool = p.load(std::memory_order_acquire);
+    if (pool == nullptr) {
+      auto* fresh = new ThreadPool();
+      if (p.compare_exchange_strong(pool, fresh)) return *fresh;
+      delete fresh;  // another thread installed one first
+    }
+    return *pool;
   }
+  static void adopt(ThreadPool* other) { instance().store(other, std::memory_order_release); }
 
   // The caller holds no lock a concurrent caller could wait on: a second thread calling
   // while a job runs runs its ranges inline instead of queueing behind it.
@@ -131,13 +141,14 @@ class ThreadPool {
   void park() { park_epoch_.fetch_add(1, std::memory_order_release); }
 
  private:
-  static ThreadPool* make() {
+  static std::atomic<ThreadPool*>& instance() {
+    static std::atomic<ThreadPool*> pool{[] {
 #if defined(__unix__) || defined(__APPLE__)
-    static const int registered =
-        pthread_atfork(nullptr, nullptr, [] { forked().store(true); });
-    (void)registered;
+      pthread_atfork(nullptr, nullptr, [] { forked().store(true); });
 #endif
-    return new ThreadPool();
+      return static_cast<ThreadPool*>(nullptr);
+    }()};
+    return pool;
   }
   static std::atomic<bool>& forked() {
     static std::atomic<bool> f{false};
@@ -248,6 +259,19 @@ void set_spin_microseconds(int us) {
 }
 
 void park_workers() { detail::ThreadPool::get().park(); }
+
+namespace detail {
+
+std::string thread_pool_key() {
+  // Bump the version when ThreadPool's members change; the size catches most forgotten bumps.
+  return "opsdk.thread_pool.v1." + std::to_string(sizeof(ThreadPool));
+}
+
+void* thread_pool_handle() { return &ThreadPool::get(); }
+
+void adopt_thread_pool(void* handle) { ThreadPool::adopt(static_cast<ThreadPool*>(handle)); }
+
+}  // namespace detail
 
 namespace detail {
 

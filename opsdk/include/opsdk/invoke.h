@@ -59,6 +59,14 @@ void set_spin_microseconds(int us);  // clamped to [0, 1000000]
 void park_workers();
 
 namespace detail {
+// One pool for all the operator modules of a process: the first module publishes its pool
+// under thread_pool_key() (the Python entry point keeps it in pybind11's shared data) and
+// the others adopt it, so their idle workers never poll side by side. The key names the
+// pool's layout: only modules built from the same runtime share.
+std::string thread_pool_key();
+void* thread_pool_handle();
+void adopt_thread_pool(void* handle);
+
 // Runs the kernel of `r` on `ctx`. Returns "" on success, else the message of the exception
 // the kernel threw (never throws). The pybind11 entry point and invoke() share it.
 std::string run_kernel(const OpRegistration& r, const CustomOpKernelContext& ctx) noexcept;
