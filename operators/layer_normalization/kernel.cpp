@@ -1,10 +1,11 @@
 // LayerNormalization CPU kernel (ONNX LayerNormalization, opset 17, stash_type 1).
 //
 // X is seen as rows x D (D = the product of the dims from `axis` on). Each row takes
-// three vectorised passes over data that stays in cache: the sum (-> Mean), the sum of
+// three passes at the target's natural vector width (opsdk_vec::wide: 16 lanes on
+// AVX-512, 8 elsewhere) over data that stays in cache: the sum (-> Mean), the sum of
 // squared deviations from the mean (-> InvStdDev; two passes, so a large mean does not
 // cancel the variance away), and Y = (X - Mean) * InvStdDev * Scale + B. Sums run in
-// 8-lane float32 accumulators flushed into a double every 1024 elements, so long rows
+// four vector float32 accumulators flushed into a double every 1024 elements, so long rows
 // keep float32 accuracy. float16/bfloat16 rows are widened once into a per-task float32
 // buffer. Rows are spread over the threads; Scale and B are widened once per call into
 // one row per distinct index over X's outer axes (ONNX lets them broadcast to all of X),
@@ -18,8 +19,6 @@
 
 namespace {
 
-using opsdk_vec::f8;
-using opsdk_vec::load;
 
 constexpr int64_t kBlock = 1024;           // elements summed in float32 before a double flush
 constexpr int64_t kGrainElems = 1 << 16;   // elements per task (~50 us): smaller runs on one thread
@@ -27,36 +26,35 @@ constexpr int64_t kGrainElems = 1 << 16;   // elements per task (~50 us): smalle
 // sum(x) when mean == 0, else sum((x - mean)^2), in float32 blocks flushed to double.
 template <bool kSquares>
 double row_sum(const float* x, int64_t n, float mean) {
+  using namespace opsdk_vec::wide;
+  constexpr int64_t L = kLanes;
   double total = 0.0;
-  const f8 m = opsdk_vec::splat(mean);
+  const vf m = splat(mean);
+  auto term = [&](vf v) {
+    if constexpr (kSquares) {
+      v -= m;
+      return v * v;
+    } else {
+      return v;
+    }
+  };
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
-    f8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    vf a0 = splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = b;
-    for (; i + 32 <= e; i += 32) {
-      f8 v0 = load(x + i), v1 = load(x + i + 8), v2 = load(x + i + 16), v3 = load(x + i + 24);
-      if constexpr (kSquares) {
-        v0 -= m; v1 -= m; v2 -= m; v3 -= m;
-        a0 += v0 * v0; a1 += v1 * v1; a2 += v2 * v2; a3 += v3 * v3;
-      } else {
-        a0 += v0; a1 += v1; a2 += v2; a3 += v3;
-      }
+    for (; i + 4 * L <= e; i += 4 * L) {
+      a0 += term(load(x + i));
+      a1 += term(load(x + i + L));
+      a2 += term(load(x + i + 2 * L));
+      a3 += term(load(x + i + 3 * L));
     }
-    for (; i + 8 <= e; i += 8) {
-      f8 v = load(x + i);
-      if constexpr (kSquares) {
-        v -= m;
-        a0 += v * v;
-      } else {
-        a0 += v;
-      }
-    }
+    for (; i + L <= e; i += L) a0 += term(load(x + i));
     float tail = 0.0f;
     for (; i < e; ++i) {
       const float d = kSquares ? x[i] - mean : x[i];
       tail += kSquares ? d * d : d;
     }
-    total += static_cast<double>(opsdk_vec::hsum((a0 + a1) + (a2 + a3))) + tail;
+    total += static_cast<double>(hsum((a0 + a1) + (a2 + a3))) + tail;
   }
   return total;
 }
@@ -65,17 +63,24 @@ double row_sum(const float* x, int64_t n, float mean) {
 template <class T>
 void normalize_row(const float* x, T* y, int64_t n, float mean, float inv, const float* scale,
                    const float* bias) {
-  using namespace opsdk_vec;
-  const f8 m = splat(mean), s = splat(inv);
+  using namespace opsdk_vec::wide;
+  constexpr int64_t L = kLanes;
+  const vf m = splat(mean), s = splat(inv);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    f8 v = (load(x + i) - m) * s * load(scale + i);
-    if (bias) v += load(bias + i);
-    store_f(y + i, v);
-  }
-  for (; i < n; ++i) {
-    const float v = (x[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
-    opsdk::from_float(v, &y[i]);
+  if (bias) {
+    for (; i + L <= n; i += L) store_f(y + i, fma((load(x + i) - m) * s, load(scale + i),
+                                                  load(bias + i)));
+    if (i < n) {
+      const int64_t k = n - i;
+      store_partial(y + i, fma((load_partial(x + i, k) - m) * s, load_partial(scale + i, k),
+                               load_partial(bias + i, k)), k);
+    }
+  } else {
+    for (; i + L <= n; i += L) store_f(y + i, (load(x + i) - m) * s * load(scale + i));
+    if (i < n) {
+      const int64_t k = n - i;
+      store_partial(y + i, (load_partial(x + i, k) - m) * s * load_partial(scale + i, k), k);
+    }
   }
 }
 
@@ -86,9 +91,10 @@ void normalize_row(const float* x, T* y, int64_t n, float mean, float inv, const
 // `d` elements of a float16/bfloat16 row as float32.
 template <class T>
 const float* widen_row(const T* src, int64_t d, float* dst) {
+  using namespace opsdk_vec::wide;
   int64_t i = 0;
-  for (; i + 8 <= d; i += 8) opsdk_vec::store(dst + i, opsdk_vec::load_f(src + i));
-  for (; i < d; ++i) dst[i] = opsdk::to_float(src[i]);
+  for (; i + kLanes <= d; i += kLanes) opsdk_vec::wide::store(dst + i, load_f(src + i));
+  if (i < d) store_partial(dst + i, load_partial(src + i, d - i), d - i);
   return dst;
 }
 

@@ -26,6 +26,7 @@ SPEC = OpSpec(
         Case({"input": (6, 5, 3)}, {"axis": 0}, name="first"),
         Case({"input": (2, 7, 3, 19)}, {"axis": -3}, name="inner_tail"),
         Case({"input": (64, 1031)}, {"axis": 1}, name="large"),
+        Case({"input": (2, 70001)}, {"axis": -1}, name="long_rows"),
         Case({"input": (3, 40)}, {"axis": -1}, ranges={"input": (-80.0, 80.0)}, name="wide"),
         Case({"input": (11,)}, {"axis": 0}, name="rank1"),
         Case({"input": (4, 1)}, {"axis": -1}, name="single"),
