@@ -84,6 +84,11 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 3, (23, 23), 10, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
     (1, 40, (6, 6), 20, (3, 3), {"pads": [1, 1, 1, 1]}),  # K = 360 > one K block
     (1, 300, (5, 5), 11, (1, 1), {}),  # K = 300, M = 11 (tile rows 6 + 5)
+    # stride-2 panels read as runs (masked loads + permute), with dilation and padding on
+    # both sides; stride 3 takes the gather
+    (1, 5, (20, 21), 9, (3, 3), {"strides": [2, 2], "dilations": [2, 2], "pads": [2, 1, 2, 1]}),
+    (1, 4, (19, 19), 7, (3, 3), {"strides": [3, 3], "pads": [1, 1, 1, 1]}),
+    (1, 16, (30, 30), 20, (3, 3), {"pads": [1, 1, 1, 1]}),  # 2-panel tiles, partial last pair
 ]
 
 

@@ -123,14 +123,17 @@ inline void widen(const T* src, int64_t stride, float* dst, int64_t n) {
 // (it does not depend on the channel), then reused for every channel. Each NR-wide
 // panel is classified so the common cases skip the per-element gather: all padding,
 // one contiguous run of the input row, or a few runs (a panel that wraps from one output
-// row to the next, or meets the padding, with stride 1): lanes `mask` of run r read
-// src[base + lane], one masked load per run where AVX-512 has them.
+// row to the next, or meets the padding): with column stride s (1 or 2), lanes `mask` of
+// run r read src[base + s * lane]. Where AVX-512 has masked loads, a run costs one masked
+// load (s = 1) or two and a permute (s = 2) instead of a gather.
 enum PanelKind : uint8_t { kZero, kContiguous, kRuns, kGather };
 
 constexpr int kMaxRuns = 4;
 struct Runs {
   int32_t base[kMaxRuns];
-  uint16_t mask[kMaxRuns];
+  uint16_t mask[kMaxRuns];    // lanes of the panel row the run fills
+  uint16_t lo[kMaxRuns];      // s = 2: the floats read from src + base (every other one)
+  uint16_t hi[kMaxRuns];      // s = 2: the floats read from src + base + 16
   int n;
 };
 
@@ -139,6 +142,7 @@ struct BlockPlan {
   std::vector<int32_t> off;     // taps * panels * NR
   std::vector<PanelKind> kind;  // taps * panels
   std::vector<Runs> runs;       // taps * panels (for kRuns panels)
+  int64_t step = 1;             // column stride of the runs (the W stride)
 
   void build(const Geom& g, int64_t j0, int64_t nc) {
     const int64_t taps = g.kh * g.kw;
@@ -146,6 +150,7 @@ struct BlockPlan {
     off.assign(static_cast<size_t>(taps * panels * NR), -1);
     kind.assign(static_cast<size_t>(taps * panels), kZero);
     runs.resize(static_cast<size_t>(taps * panels));
+    step = g.sw;
     for (int64_t tap = 0; tap < taps; ++tap) {
       const int64_t ki = tap / g.kw, kj = tap % g.kw;
       int32_t* o = off.data() + tap * panels * NR;
@@ -160,25 +165,31 @@ struct BlockPlan {
       }
       for (int64_t q = 0; q < panels; ++q) {
         const size_t i = static_cast<size_t>(tap * panels + q);
-        kind[i] = classify(o + q * NR, runs[i]);
+        kind[i] = classify(o + q * NR, step, runs[i]);
       }
     }
   }
 
-  static PanelKind classify(const int32_t* o, Runs& r) {
+  static PanelKind classify(const int32_t* o, int64_t step, Runs& r) {
     bool any = false, contiguous = o[0] >= 0;
-    r.n = 0;
+    r.n = step == 1 || step == 2 ? 0 : kMaxRuns + 1;
     for (int l = 0; l < NR; ++l) {
       any = any || o[l] >= 0;
       contiguous = contiguous && o[l] == o[0] + l;
       if (o[l] < 0 || r.n > kMaxRuns) continue;
+      const int64_t base = o[l] - step * l;
       int j = 0;
-      while (j < r.n && r.base[j] != o[l] - l) ++j;
+      while (j < r.n && r.base[j] != base) ++j;
       if (j == r.n && r.n++ < kMaxRuns) {
-        r.base[j] = o[l] - l;
-        r.mask[j] = 0;
+        r.base[j] = static_cast<int32_t>(base);
+        r.mask[j] = r.lo[j] = r.hi[j] = 0;
       }
-      if (j < kMaxRuns) r.mask[j] = static_cast<uint16_t>(r.mask[j] | (1u << l));
+      if (j >= kMaxRuns) continue;
+      r.mask[j] = static_cast<uint16_t>(r.mask[j] | (1u << l));
+      if (l < NR / 2)
+        r.lo[j] = static_cast<uint16_t>(r.lo[j] | (1u << (2 * l)));
+      else
+        r.hi[j] = static_cast<uint16_t>(r.hi[j] | (1u << (2 * l - NR)));
     }
     return !any ? kZero : contiguous ? kContiguous : r.n <= kMaxRuns ? kRuns : kGather;
   }
@@ -212,19 +223,32 @@ inline void gather_row(const T* src, const int32_t* o, float* dst) {
   for (int l = 0; l < NR; ++l) dst[l] = o[l] >= 0 ? opsdk::to_float(src[o[l]]) : 0.0f;
 }
 
-// One kRuns panel row: a masked load per run (AVX-512, float32), else the gather.
+// One kRuns panel row: masked loads per run (AVX-512, float32), else the gather.
 template <class T>
-inline void runs_row(const T* src, const Runs& r, const int32_t* o, float* dst) {
+inline void runs_row(const T* src, int64_t step, const Runs& r, const int32_t* o, float* dst) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
+    // Lanes outside a run's masks are not read: its base may lie before src.
+    const auto at = [src](int32_t i) {
+      return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(src) + i * 4);
+    };
     __m512 v = _mm512_setzero_ps();
-    for (int j = 0; j < r.n; ++j)  // lanes outside the mask are not read (may be before src)
-      v = _mm512_mask_loadu_ps(v, r.mask[j], reinterpret_cast<const float*>(
-                                   reinterpret_cast<uintptr_t>(src) + r.base[j] * 4));
+    if (step == 1) {
+      for (int j = 0; j < r.n; ++j) v = _mm512_mask_loadu_ps(v, r.mask[j], at(r.base[j]));
+    } else {
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,
+                                             26, 28, 30);
+      for (int j = 0; j < r.n; ++j) {
+        const __m512 lo = _mm512_maskz_loadu_ps(r.lo[j], at(r.base[j]));
+        const __m512 hi = _mm512_maskz_loadu_ps(r.hi[j], at(r.base[j] + NR));
+        v = _mm512_mask_mov_ps(v, r.mask[j], _mm512_permutex2var_ps(lo, even, hi));
+      }
+    }
     _mm512_storeu_ps(dst, v);
     return;
   }
 #endif
+  (void)step;
   (void)r;
   gather_row(src, o, dst);
 }
@@ -247,7 +271,7 @@ void pack_b(const T* xg, const Geom& g, const BlockPlan& plan, int64_t k0, int64
       switch (kind[q]) {
         case kZero: store8(dst, splat(0.0f)); store8(dst + 8, splat(0.0f)); break;
         case kContiguous: widen(src + o[q * NR], 1, dst, NR); break;
-        case kRuns: runs_row(src, runs[q], o + q * NR, dst); break;
+        case kRuns: runs_row(src, plan.step, runs[q], o + q * NR, dst); break;
         default: gather_row(src, o + q * NR, dst); break;
       }
     }
@@ -367,8 +391,12 @@ inline void put16(const Tile<OutT>& t, int i, int p, __m512 v) {
 template <int R, int P, class OutT>
 void micro_kernel512(int64_t kc, const float* a, int64_t lda, const float* bp, int64_t pstride,
                      const Tile<OutT>& t) {
+  // Every loop over rows and panels is unrolled so that the accumulators stay registers
+  // (GCC keeps a partly unrolled array of them on the stack).
   __m512 c[R][P];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) {
       if (t.first)
         c[i][p] = _mm512_set1_ps(t.bias ? t.bias[i] : 0.0f);
@@ -378,13 +406,18 @@ void micro_kernel512(int64_t kc, const float* a, int64_t lda, const float* bp, i
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     __m512 b[P];
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) b[p] = _mm512_loadu_ps(bp + p * pstride + k * NR);
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+#pragma GCC unroll 2
       for (int p = 0; p < P; ++p) c[i][p] = _mm512_fmadd_ps(ai, b[p], c[i][p]);
     }
   }
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
     for (int p = 0; p < P; ++p) put16(t, i, p, c[i][p]);
 }
 

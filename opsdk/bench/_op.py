@@ -182,6 +182,7 @@ def bench_op(
     bandwidth: bool | Bandwidth = True,
     stream_elements: int | None = None,
     regime: str = "memory-bound",
+    settle: float = 0.0,
 ) -> BenchResult:
     """Benchmark operator ``name`` against its NumPy reference and ONNX Runtime.
 
@@ -189,7 +190,9 @@ def bench_op(
     uses the operator's default benchmark of ``regime`` (one of :data:`REGIMES`).
     ``bandwidth`` may be a :class:`Bandwidth` measured earlier, True to measure it in the
     same interleaved rounds (STREAM copy and triad take their turns next to the
-    candidates), or False to skip it.
+    candidates), or False to skip it. ``settle`` is passed on to :func:`measure`: seconds
+    of pause (and an untimed sample) before each sample, so that no candidate is timed while
+    another's threads still poll for work.
 
     Example:
         >>> r = bench_op("Gelu", shapes=["1024"], repeat=3, bandwidth=False)  # doctest: +SKIP
@@ -202,7 +205,7 @@ def bench_op(
     previous = op.module.get_num_threads()
     try:
         return _bench(op, shapes, dtype, attrs, threads, repeat, warmup, numpy, onnxruntime,
-                      bandwidth, stream_elements, regime)
+                      bandwidth, stream_elements, regime, settle)
     finally:
         op.set_num_threads(previous)  # the module's setting outlives this call
 
@@ -220,6 +223,7 @@ def _bench(
     bandwidth: bool | Bandwidth,
     stream_elements: int | None,
     regime: str,
+    settle: float,
 ) -> BenchResult:
     spec = op.spec
     if regime not in REGIMES:
@@ -241,7 +245,7 @@ def _bench(
     if bandwidth is True and case_flops is None:
         probe = StreamProbe(stream_elements, nthreads)
         cands.update(probe.candidates)  # interleaved with the operator's candidates
-    timings = measure(cands, repeat=repeat, warmup=warmup)
+    timings = measure(cands, repeat=repeat, warmup=warmup, settle=settle)
     bw = probe.bandwidth(timings) if probe is not None else None
     for name in (StreamProbe.COPY, StreamProbe.TRIAD):
         timings.pop(name, None)
