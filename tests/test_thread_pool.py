@@ -7,6 +7,7 @@ these check the same promises through loaded operator modules.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -139,3 +140,64 @@ def test_operator_modules_share_one_pool(relu):
     for _ in range(3):  # alternating operators on the shared pool
         np.testing.assert_array_equal(relu(x, alpha=0.5), relu.reference(x, alpha=0.5))
         np.testing.assert_array_equal(gelu(x), want)
+
+
+
+_PLACEMENT_CHILD = textwrap.dedent(
+    """
+    import os
+    import numpy as np, opsdk
+
+    def allowed(tid):
+        with open(f"/proc/self/task/{tid}/status") as f:
+            return next(l for l in f if l.startswith("Cpus_allowed_list")).split()[-1]
+
+    op = opsdk.load("ThresholdedRelu")
+    op.set_num_threads(2)
+    x = np.linspace(-3, 3, 1 << 22, dtype=np.float32)
+    want = op.reference(x, alpha=0.5)
+    before = set(os.listdir("/proc/self/task"))
+    op(x, alpha=0.5)
+    workers = sorted(set(os.listdir("/proc/self/task")) - before)
+    first = min(os.sched_getaffinity(0))
+    # Put the caller and its worker on one CPU, as the scheduler at times does.
+    os.sched_setaffinity(0, {first})
+    for tid in workers:
+        os.sched_setaffinity(int(tid), {first})
+    ok = all(np.array_equal(op(x, alpha=0.5), want) for _ in range(40))
+    print(f"first={first} ok={ok} workers=" + ";".join(allowed(t) for t in workers))
+    """
+)
+
+
+def _cpu_list(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is Linux's")
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: [])(0)) < 2,
+                    reason="keeping workers off the caller's CPU needs two CPUs")
+@pytest.mark.parametrize("setting", ["default", "0"])
+def test_a_worker_on_the_callers_cpu_moves_off_it(relu, setting):
+    """A worker that joins a job on the CPU the caller started it on narrows its affinity
+    to the other CPUs (OPSDK_PIN_THREADS=0: it stays where it was put)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("OPSDK_PIN_THREADS", None)
+    if setting == "0":
+        env["OPSDK_PIN_THREADS"] = "0"
+    proc = subprocess.run([sys.executable, "-c", _PLACEMENT_CHILD], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    fields = dict(kv.split("=", 1) for kv in proc.stdout.split())
+    assert fields["ok"] == "True", proc.stdout
+    first = int(fields["first"])
+    workers = [_cpu_list(w) for w in fields["workers"].split(";") if w]
+    assert workers, f"no worker thread was started: {proc.stdout}"
+    if setting == "0":
+        assert all(w == {first} for w in workers), proc.stdout
+    else:
+        assert all(first not in w for w in workers), proc.stdout

@@ -15,6 +15,9 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
 #endif
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "opsdk/invoke.h"
 
@@ -64,6 +67,53 @@ inline void cpu_relax() {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// Keeping a worker off the caller's CPU. Linux places a woken thread by heuristics, and a
+// worker the caller wakes may be queued on the caller's own CPU while another CPU idles,
+// for milliseconds, until the next load balancing: measured, a two-thread Softmax, Gelu
+// or convolution then ran at its one-thread speed for whole phases, in about half of the
+// phases that followed an idle spell. So a worker that joins a job and finds itself on the
+// CPU the caller started the job on moves off it: it narrows its own affinity to the
+// process's CPUs less that one, which migrates it at once. It keeps that affinity until it
+// again finds itself on a caller's CPU; it is never bound to a CPU the process may not
+// use. Linux only, with two CPUs or more; OPSDK_PIN_THREADS=0 turns it off.
+class Placement {
+ public:
+  Placement() {
+#if defined(__linux__)
+    const char* env = std::getenv("OPSDK_PIN_THREADS");
+    if (env != nullptr && env[0] == '0' && env[1] == '\0') return;
+    CPU_ZERO(&allowed_);
+    if (sched_getaffinity(0, sizeof allowed_, &allowed_) == 0 && CPU_COUNT(&allowed_) >= 2)
+      enabled_ = true;
+#endif
+  }
+  // The CPU the calling thread is on, or -1 when placement is off.
+  int current() const {
+#if defined(__linux__)
+    if (enabled_) return sched_getcpu();
+#endif
+    return -1;
+  }
+  // Called by a worker that joins a job the caller started on `caller_cpu`.
+  void keep_off(int caller_cpu) const {
+#if defined(__linux__)
+    if (!enabled_ || caller_cpu < 0 || caller_cpu >= CPU_SETSIZE) return;
+    if (sched_getcpu() != caller_cpu || !CPU_ISSET(caller_cpu, &allowed_)) return;
+    cpu_set_t others = allowed_;
+    CPU_CLR(caller_cpu, &others);
+    pthread_setaffinity_np(pthread_self(), sizeof others, &others);
+#else
+    (void)caller_cpu;
+#endif
+  }
+
+ private:
+  bool enabled_ = false;
+#if defined(__linux__)
+  cpu_set_t allowed_;
+#endif
+};
 
 // Polls `ready` with pause instructions for up to `us` microseconds; true as soon as it
 // holds, false when the time is up. Every 64 polls (about 2 us) it reads the clock and
@@ -121,6 +171,7 @@ class ThreadPool {
     std::unique_lock<std::mutex> job(run_mu_, std::try_to_lock);
     if (!job.owns_lock()) return false;
     ensure_workers(threads - 1);
+    caller_cpu_.store(placement_.current(), std::memory_order_relaxed);
     fn_ = fn;
     ctx_ = ctx;
     n_ = n;
@@ -204,6 +255,7 @@ class ThreadPool {
       }
       seen = epoch_.load(std::memory_order_acquire);
       if (!claim_seat()) continue;
+      placement_.keep_off(caller_cpu_.load(std::memory_order_relaxed));
       work();
       done_.fetch_add(1, std::memory_order_seq_cst);
       if (caller_waiting_.load(std::memory_order_seq_cst)) {
@@ -232,6 +284,8 @@ class ThreadPool {
   std::atomic<uint64_t> epoch_{0}, park_epoch_{0};
   std::atomic<int> slots_{0}, done_{0}, sleepers_{0};
   std::atomic<bool> caller_waiting_{false};
+  std::atomic<int> caller_cpu_{-1};
+  const Placement placement_;
   int workers_ = 0;
   std::exception_ptr error_;
 };
@@ -265,7 +319,7 @@ namespace detail {
 
 std::string thread_pool_key() {
   // Bump the version when ThreadPool's members change; the size catches most forgotten bumps.
-  return "opsdk.thread_pool.v1." + std::to_string(sizeof(ThreadPool));
+  return "opsdk.thread_pool.v2." + std::to_string(sizeof(ThreadPool));
 }
 
 void* thread_pool_handle() { return &ThreadPool::get(); }
