@@ -41,6 +41,10 @@ def parse_args(description: str) -> argparse.Namespace:
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--json", action="store_true", help="print JSON results")
     p.add_argument("--quick", action="store_true", help="3 rounds (smoke run)")
+    p.add_argument("--settle", type=float, default=0.1,
+                   help="seconds of pause, then an untimed sample, before each sample, so "
+                   "no candidate is timed while another's idle threads still poll "
+                   "(ONNX Runtime's for about 40 ms after a run)")
     return p.parse_args()
 
 
@@ -113,7 +117,7 @@ def run(rows: Sequence[Row], description: str) -> int:
     for row in rows:
         print(f"  {row.op} {' '.join(row.shapes)} {row.dtype} ...", file=sys.stderr, flush=True)
         r = bench_op(row.op, shapes=list(row.shapes), dtype=row.dtype, attrs=row.attrs,
-                     threads=row.threads or args.threads, repeat=repeat)
+                     threads=row.threads or args.threads, repeat=repeat, settle=args.settle)
         results.append((row, r))
         loads.append(load_average())
     if args.json:
@@ -133,6 +137,8 @@ def run(rows: Sequence[Row], description: str) -> int:
         print(f"\ncopy bandwidth (STREAM-style, {bws[0].threads} threads, interleaved per row):"
               f" {copies[0]:.1f}..{copies[-1]:.1f} GB/s")
     print(f"load average (1 min) before each row and at the end: {', '.join(loads)}")
+    if args.settle:
+        print(f"each sample after a {args.settle:g} s pause and an untimed sample")
     print("op(x) = the call users write (outputs from the output pool); outputs= = "
           "op.run(..., outputs=) into preallocated arrays; vs numpy / vs ORT = their time / "
           "op(x)'s (above 1: opsdk is faster)")

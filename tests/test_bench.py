@@ -215,6 +215,7 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
         (("Gelu", "--attr", "approximate"), "expected NAME=VALUE"),
         (("Softmax", "--attr", "axis=x"), "axis=x: expected int"),
         (("Gelu", "--repeat", "0"), "--repeat must be >= 1"),
+        (("Gelu", "--settle", "-1"), "--settle must be >= 0 seconds, got -1"),
         (("--triton", "repo"), "needs --model NAME"),
         (("--sdk", "bogus"), "unknown part\\(s\\) bogus"),
         (("NoSuchOp",), "NoSuchOp"),

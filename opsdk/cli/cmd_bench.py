@@ -51,6 +51,10 @@ def register(sub: Any) -> None:
                    "all cores or $OPSDK_NUM_THREADS)")
     p.add_argument("--repeat", type=int, default=10, help="interleaved rounds (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed calls first (default 2)")
+    p.add_argument("--settle", type=float, default=0.1, metavar="SECONDS",
+                   help="pause, then one untimed sample, before each timed sample, so no "
+                   "candidate is timed while another's idle threads still poll (ONNX "
+                   "Runtime's do for about 40 ms after a run); 0 = back to back (default 0.1)")
     p.add_argument("--no-numpy", action="store_true", help="skip the NumPy reference")
     p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
     p.add_argument("--no-bandwidth", action="store_true", help="skip the bandwidth probe")
@@ -141,12 +145,14 @@ def run(args: argparse.Namespace) -> int:
         raise OpsdkError("bench: name an operator (opsdk bench Gelu), or pass --sdk or --triton")
     if args.repeat < 1:
         raise OpsdkError(f"bench: --repeat must be >= 1, got {args.repeat}")
+    if not args.settle >= 0:
+        raise OpsdkError(f"bench: --settle must be >= 0 seconds, got {args.settle}")
     from ..bench import bench_op, bench_regimes, format_result
 
     kwargs: dict[str, Any] = dict(
         dtype=args.dtype, attrs=_parse_attrs(args.op, args.attr), threads=args.threads,
         repeat=args.repeat, warmup=args.warmup, numpy=not args.no_numpy,
-        onnxruntime=not args.no_ort, bandwidth=not args.no_bandwidth,
+        onnxruntime=not args.no_ort, bandwidth=not args.no_bandwidth, settle=args.settle,
     )
     if args.shape:
         result = bench_op(args.op, shapes=args.shape, **kwargs)
