@@ -1,9 +1,10 @@
 """Elementwise operators (ThresholdedRelu, Gelu): both call paths, NumPy and ONNX Runtime.
 
-Rows cover the cache-resident regime (64 KiB to 16 MiB per array) and the memory-bound one
-(64 MiB per array). Targets: ThresholdedRelu ``op(x)`` within 1.1x of the ``outputs=`` time
-and >= 70% of the measured copy bandwidth at 16M float32 elements; >= 3x the NumPy reference
-at >= 1M elements; Gelu ``op(x)`` at <= 1.0x ONNX Runtime's time at every size.
+Rows cover the cache-resident regime (64 KiB to 16 MiB per float32 array) and the
+memory-bound one (64 MiB per array), float32 and float16, two threads and one. Targets:
+ThresholdedRelu ``op(x)`` within 1.1x of the ``outputs=`` time and >= 70% of the measured
+copy bandwidth at 16M float32 elements; >= 3x the NumPy reference at >= 1M elements; Gelu
+``op(x)`` at <= 1.0x ONNX Runtime's time at every size.
 
     python benchmarks/ops_elementwise.py [--markdown] [--json] [--repeat N] [--quick]
 """
@@ -24,13 +25,16 @@ SMALL = {"numpy_target": None}  # below 1M elements the 3x NumPy target does not
 ROWS = [
     Row("ThresholdedRelu", SIXTEEN_M, RELU, copy_target=0.7, call_target=1.1),
     Row("ThresholdedRelu", ONE_M, RELU, call_target=1.1),
+    Row("ThresholdedRelu", SIXTEEN_K, RELU, **SMALL),
     Row("ThresholdedRelu", SIXTEEN_M, RELU, dtype="float16", call_target=1.1),
     *(Row("Gelu", shape, attrs, ort_target=1.0, **kw)
       for attrs in (ERF, TANH)
       for shape, kw in ((SIXTEEN_K, SMALL), (ONE_M, {}), (FOUR_M, {}), (SIXTEEN_M, {}))),
     Row("Gelu", SIXTEEN_M, ERF, copy_target=0.7, ort_target=1.0, call_target=1.1),
-    *(Row("Gelu", shape, ERF, dtype="float16", ort_target=1.0) for shape in (ONE_M, SIXTEEN_M)),
-    Row("Gelu", ONE_M, ERF, ort_target=1.0, threads=1),
+    *(Row("Gelu", shape, attrs, dtype="float16", ort_target=1.0, **kw)
+      for attrs in (ERF, TANH)
+      for shape, kw in ((SIXTEEN_K, SMALL), (ONE_M, {}), (SIXTEEN_M, {}))),
+    *(Row("Gelu", ONE_M, attrs, ort_target=1.0, threads=1) for attrs in (ERF, TANH)),
 ]
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ namespace {
 
 namespace w = opsdk_vec::wide;
 
-constexpr int64_t kGrain = 1 << 17;  // elements per task (~30 us)
+constexpr int64_t kGrain = 1 << 14;  // elements per task (~2 us in cache)
 
 template <class T>
 void thresholded_relu(const CustomOpKernelContext& ctx) {

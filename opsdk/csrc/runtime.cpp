@@ -47,7 +47,8 @@ std::atomic<int>& spin_us() {
     if (const char* env = std::getenv("OPSDK_SPIN_US")) {
       char* end = nullptr;
       const long v = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && v >= 0) return static_cast<int>(std::min<long>(v, kMaxSpinMicroseconds));
+      if (end != env && *end == '\0' && v >= 0)
+        return static_cast<int>(std::min<long>(v, kMaxSpinMicroseconds));
     }
     return kDefaultSpinMicroseconds;
   }()};
@@ -246,8 +247,8 @@ void parallel_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
   }
   const int64_t parts = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
   const int64_t chunk = (n + parts - 1) / parts;
-  const int seats = static_cast<int>(std::min<int64_t>(threads, parts));
-  if (!ThreadPool::get().try_run(n, chunk, seats, fn, ctx)) fn(ctx, 0, n);  // pool busy
+  const int used = static_cast<int>(std::min<int64_t>(threads, parts));  // caller included
+  if (!ThreadPool::get().try_run(n, chunk, used, fn, ctx)) fn(ctx, 0, n);  // pool busy
 }
 
 }  // namespace detail

@@ -133,10 +133,11 @@ static void test_fork() {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-         WIFSIGNALED(status) ? "forked child: killed by signal " + std::to_string(WTERMSIG(status)) +
-                                   " (deadlock in the pool?)"
-                             : "forked child: parallel_for results wrong");
+  const std::string why =
+      WIFSIGNALED(status)
+          ? "forked child: killed by signal " + std::to_string(WTERMSIG(status)) + " (deadlock?)"
+          : "forked child: parallel_for results wrong";
+  expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, why);
   expect(covers_once(10000, 1, 20), "the parent's pool after fork");
 }
 
