@@ -3,7 +3,9 @@
 Each row is one ``opsdk.bench.bench_op`` run: the opsdk kernel, ONNX Runtime running
 Conv -> BatchNormalization -> Relu with the weights and BN parameters as initializers (so
 it folds BN and prepacks the weights, as in a real model) and, where asked, the float64
-NumPy reference, all interleaved; figures are medians. Targets: opsdk time <= 1.5x ONNX
+NumPy reference, all interleaved; figures are medians. Each sample starts after a 0.1 s
+pause and one untimed sample, so that no candidate is timed while ONNX Runtime's workers
+still poll (about 40 ms after each of its runs). Targets: opsdk time <= 1.5x ONNX
 Runtime's, and >= 3x faster than the NumPy reference. Nothing here asserts on time.
 
     python benchmarks/conv_resnet.py [--markdown] [--json] [--repeat N] [--threads N]
