@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from opsdk.bench import fmt_seconds, format_rows, measure
+from opsdk.bench import fmt_seconds, format_markdown, format_rows, measure
 from opsdk.build import build_operator
 from opsdk.package import package_operators, verify_prebuilt
 from opsdk.registry import find_operator
@@ -97,11 +97,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="opsdk-isa-bench-") as tmp:
         manifest = _wheel(args.wheel, Path(tmp))
         header, rows = _rows(manifest, args.repeat)
-    if args.markdown:
-        print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
-    else:
-        print(format_rows(header, rows))
+    print(format_markdown(header, rows) if args.markdown else format_rows(header, rows))
     print(f"\nmedians of {args.repeat} interleaved rounds; load average {os.getloadavg()[0]:.1f}")
     return 0
 

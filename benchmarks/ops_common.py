@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_rows
+from opsdk.bench import BenchResult, bench_op, fmt_seconds, format_markdown, format_rows
 
 
 @dataclass(frozen=True)
@@ -124,13 +124,7 @@ def run(rows: Sequence[Row], description: str) -> int:
         print(json.dumps([r.as_dict() for _, r in results], indent=2))
         return 0
     cells = [_cells(r) for _, r in results]
-    if args.markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "---|" * len(HEADER))
-        for c in cells:
-            print("| " + " | ".join(c) + " |")
-    else:
-        print(format_rows(HEADER, cells))
+    print(format_markdown(HEADER, cells) if args.markdown else format_rows(HEADER, cells))
     bws = [r.bandwidth for _, r in results if r.bandwidth]
     if bws:
         copies = sorted(b.copy for b in bws)
@@ -186,13 +180,7 @@ def run_table(
         print(json.dumps([r.as_dict() for _, r in results], indent=2))
         return 0
     table = [cells(row, r) for row, r in results]
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for c in table:
-            print("| " + " | ".join(c) + " |")
-    else:
-        print(format_rows(list(header), table))
+    print(format_markdown(header, table) if args.markdown else format_rows(list(header), table))
     print(f"\n{args.dtype}, threads={results[0][1].threads}; medians of {repeat} interleaved "
           f"rounds; {ratio_note}")
     print("targets:")

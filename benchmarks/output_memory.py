@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 import opsdk
-from opsdk.bench import fmt_seconds, format_rows, measure
+from opsdk.bench import fmt_seconds, format_markdown, format_rows, measure
 from opsdk.bench._ort import OrtRunner, ort_equivalent
 
 SIZES = [(4096, 4096), (1024, 1024)]
@@ -55,11 +55,7 @@ def main() -> int:
     rows = [run_case(s, th, args.repeat) for s in SIZES for th in (1, 2)]
     header = ["ThresholdedRelu float32", "op(x)", "fresh output", "outputs=", "onnxruntime",
               "op(x) / outputs=", "fresh / outputs=", "op(x) / ORT", "load"]
-    if args.markdown:
-        print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
-    else:
-        print(format_rows(header, rows))
+    print(format_markdown(header, rows) if args.markdown else format_rows(header, rows))
     print(f"\nmedian (best) of {args.repeat} interleaved rounds; ratios of medians")
     return 0
 

@@ -25,6 +25,7 @@ import ml_dtypes
 import numpy as np
 
 import opsdk
+from opsdk.bench import format_markdown
 
 PROBE = Path(__file__).resolve().parent.parent / "tests" / "data" / "vec_probe"
 CHUNK = 1 << 22
@@ -119,9 +120,7 @@ def main() -> int:
     lines = [(name, rng, f"{n:,}", f"{u:.3f}", f"{at:.6g}", f"{r:.2e}")
              for name, rng, (u, at, r, n) in rows]
     if args.markdown:
-        print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
+        print(format_markdown(header, lines))
     else:
         for line in (header, *lines):
             print("  ".join(f"{c:>22}" for c in line))

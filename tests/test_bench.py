@@ -19,7 +19,9 @@ from opsdk.bench import (
     Bandwidth,
     bench_op,
     bench_sdk,
+    format_markdown,
     format_result,
+    format_rows,
     measure,
     ort_equivalent,
     parse_shape,
@@ -75,6 +77,14 @@ def test_measure_rejects_zero_rounds() -> None:
 
 
 # ---------------------------------------------------------------------- shapes
+def test_tables_as_text_and_markdown() -> None:
+    rows = [["Gelu", "1.5"], ["Softmax", "12.0"]]
+    assert format_rows(["op", "ms"], rows).splitlines() == ["op         ms", "Gelu      1.5",
+                                                             "Softmax  12.0"]
+    assert format_markdown(("op", "ms"), rows).splitlines() == [
+        "| op | ms |", "|---|---|", "| Gelu | 1.5 |", "| Softmax | 12.0 |"]
+
+
 def test_parse_shape() -> None:
     assert parse_shape("4096x1024") == (None, (4096, 1024))
     assert parse_shape("Scale=1024") == ("Scale", (1024,))

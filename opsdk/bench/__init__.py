@@ -9,7 +9,7 @@ Example:
 from ._cases import DEFAULT_CASES, BenchCase, parse_shape
 from ._op import REGIMES, BenchResult, bench_op, bench_regimes, regime_of
 from ._ort import OrtGraph, OrtRunner, ort_equivalent, register_ort_equivalent, single_node
-from ._report import fmt_seconds, format_result, format_rows
+from ._report import fmt_seconds, format_markdown, format_result, format_rows
 from ._sdk import SDK_PARTS, SdkResult, bench_sdk
 from ._stream import Bandwidth, stream_bandwidth
 from ._timing import Timing, measure
@@ -36,6 +36,7 @@ __all__ = [
     "SdkResult",
     "SDK_PARTS",
     "format_result",
+    "format_markdown",
     "format_rows",
     "fmt_seconds",
 ]

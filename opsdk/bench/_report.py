@@ -48,6 +48,20 @@ def format_rows(
     return "\n".join(lines)
 
 
+def format_markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table, as the operator READMEs and docs/benchmarks.md carry.
+
+    Example:
+        >>> print(format_markdown(["op", "ms"], [["Gelu", "1.5"]]))
+        | op | ms |
+        |---|---|
+        | Gelu | 1.5 |
+    """
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def _title(r: BenchResult) -> str:
     shapes = " ".join(f"{k}={'x'.join(map(str, v)) or 'scalar'}" for k, v in r.shapes.items())
     attrs = " ".join(f"{k}={v}" for k, v in r.attrs.items())
