@@ -9,6 +9,7 @@
 // RuntimeError("<op>: <message>"), which opsdk re-raises as KernelError.
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,7 @@ void say(const char* text) {
 }
 
 void on_sigint(int sig, siginfo_t* info, void* uctx) {
+  const int saved_errno = errno;  // write() below must not change the interrupted code's
   if (g_in_kernel.load() > 0) {
     const bool again = g_interrupts.fetch_add(1) > 0;
     say(again ? "\nopsdk: interrupted again inside the kernel of " : "\nopsdk: interrupt inside "
@@ -132,6 +134,7 @@ void on_sigint(int sig, siginfo_t* info, void* uctx) {
   } else if (g_prev_sigint.sa_handler != SIG_DFL && g_prev_sigint.sa_handler != SIG_IGN) {
     g_prev_sigint.sa_handler(sig);
   }
+  errno = saved_errno;
 }
 
 void install_sigint_handler() {
@@ -142,16 +145,16 @@ void install_sigint_handler() {
   g_prev_sigint = now;
   struct sigaction ours {};
   ours.sa_sigaction = &on_sigint;
-  ours.sa_flags = SA_SIGINFO | (now.sa_flags & SA_RESTART);
+  ours.sa_flags = SA_SIGINFO | (now.sa_flags & (SA_RESTART | SA_ONSTACK));
   ours.sa_mask = now.sa_mask;
   sigaction(SIGINT, &ours, nullptr);
 }
 
 struct InKernel {
   explicit InKernel(const std::string& name) {
-    if (g_in_kernel.fetch_add(1) == 0) {
-      g_interrupts.store(0);
-      g_kernel_name.store(name.c_str());
+    if (g_in_kernel.fetch_add(1) == 0) {  // the handler's read is best effort: no fences
+      g_interrupts.store(0, std::memory_order_relaxed);
+      g_kernel_name.store(name.c_str(), std::memory_order_relaxed);
     }
   }
   ~InKernel() { g_in_kernel.fetch_sub(1); }
@@ -678,10 +681,14 @@ class FastCaller {
                        k->in_decl[i].name, false);
     const auto* a0 = py::detail::array_proxy(args[0]);
     const size_t n_out = k->out_dtypes.size();
+    // A copy: allocating an output can run Python (a finalizer calling this operator) that
+    // replaces the cached plan.
+    const std::vector<std::vector<Py_intptr_t>> out_shapes =
+        p ? p->out_shapes : std::vector<std::vector<Py_intptr_t>>{};
     py::tuple results(n_out);
     for (size_t i = 0; i < n_out; ++i) {
-      const int nd = p ? static_cast<int>(p->out_shapes[i].size()) : a0->nd;
-      const Py_intptr_t* dims = p ? p->out_shapes[i].data() : a0->dimensions;
+      const int nd = p ? static_cast<int>(out_shapes[i].size()) : a0->nd;
+      const Py_intptr_t* dims = p ? out_shapes[i].data() : a0->dimensions;
       const std::vector<int64_t> shape(dims, dims + nd);
       size_t nbytes = opsdk::dtype_size(k->out_types[i]);
       for (auto d : shape) nbytes *= static_cast<size_t>(d);

@@ -207,9 +207,11 @@ class ThreadPool {
     return f;
   }
 
+  // A new worker starts from the epoch before the job that needs it, so it joins that job.
   void ensure_workers(int want) {
+    const uint64_t start = epoch_.load(std::memory_order_relaxed);
     while (workers_ < want) {
-      std::thread([this] { loop(); }).detach();
+      std::thread([this, start] { loop(start); }).detach();
       ++workers_;
     }
   }
@@ -240,8 +242,7 @@ class ThreadPool {
       if (slots_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel)) return true;
     return false;
   }
-  void loop() {
-    uint64_t seen = epoch_.load(std::memory_order_acquire);
+  void loop(uint64_t seen) {
     for (;;) {
       const uint64_t parked = park_epoch_.load(std::memory_order_acquire);
       spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen ||

@@ -91,8 +91,8 @@ def set_spin_microseconds(us: int) -> None:
 def park_threads() -> None:
     """Put every loaded module's polling kernel threads to sleep now.
 
-    For code about to hand the cores to another thread pool (the graph executor calls it
-    before each ONNX Runtime part); the next kernel call wakes the workers again.
+    For code about to hand the cores to another thread pool (e.g. a long ONNX Runtime run
+    right after a kernel); the next kernel call wakes the workers again.
 
     Example:
         >>> park_threads()  # doctest: +SKIP

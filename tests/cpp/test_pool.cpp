@@ -58,6 +58,20 @@ static int threads_used(int64_t n) {
   return static_cast<int>(seen.size());
 }
 
+// The first parallel call of the process starts the workers; they join that very call
+// (ranges of 10 ms leave them ample time), not only the next one.
+static void test_first_call_uses_the_new_workers() {
+  opsdk::num_threads_setting() = 2;
+  std::vector<std::thread::id> ids(8);
+  opsdk::parallel_for(8, 1, [&](int64_t b, int64_t e) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int64_t i = b; i < e; ++i) ids[static_cast<size_t>(i)] = std::this_thread::get_id();
+  });
+  const bool worker_ran = std::any_of(ids.begin(), ids.end(),
+                                      [&](std::thread::id id) { return id != ids[0]; });
+  expect(worker_ran, "the first parallel call ran on the caller alone");
+}
+
 static void test_coverage_and_thread_counts() {
   for (int threads : {1, 2, 3, 4, 2, 1, 3}) {  // grows and shrinks between calls
     opsdk::num_threads_setting() = threads;
@@ -192,6 +206,7 @@ static void test_spin_is_bounded() {
 
 int main(int argc, char** argv) {
   const bool cpu_checks = argc > 1 && std::strcmp(argv[1], "cpu") == 0;
+  test_first_call_uses_the_new_workers();  // first: no parallel call may precede it
   test_coverage_and_thread_counts();
   test_exceptions();
   test_nested();
