@@ -1,6 +1,6 @@
 """Download one wheel from the package index with pip, for caches of files taken from it.
 
-Used by :mod:`opsdk.cann.headers` (CANN headers inside torch-npu) and
+Used by :mod:`opsdk.ascend.project.headers` (CANN headers inside torch-npu) and
 :mod:`opsdk.testing.corpus` (ONNX models inside OCR wheels). Only ``pip download
 --no-deps`` is run; nothing is installed.
 

@@ -111,7 +111,7 @@ def toolchain(cxxflags: str | None = None) -> Toolchain:
     """Describe the toolchain a build would use now (compiler, flags, ABI, versions)."""
     import pybind11
 
-    from . import __version__
+    from ._version import __version__
 
     cxx = _find_cxx()
     api = sorted(_paths.include_dir().rglob("*.h")) + [

@@ -273,7 +273,7 @@ def _verified(info: OperatorInfo) -> OperatorInfo:
     """Check a prebuilt kernel against its package manifest and this host before use
     (:class:`~opsdk.errors.ManifestError` on a mismatch, never an undefined-symbol crash)."""
     if info.prebuilt is not None or info.origin == "wheel":
-        from .package import verify_prebuilt
+        from ._prebuilt import verify_prebuilt
 
         info.prebuilt = verify_prebuilt(info.folder, info.prebuilt, package=info.package)
     return info

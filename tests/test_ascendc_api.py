@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from opsdk.ascend.ascendc.model import model_include_dir
 from opsdk.build import toolchain
-from opsdk.runtime.ascendc_model import model_include_dir
 
 KERNEL = Path(__file__).parent / "data" / "ascendc" / "api_kernel.cpp"
 DRIVER = """#include "kernel_operator.h"

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.cann._ascendc_gen import GenerateRefused, generate
+from opsdk.ascend.ascendc._gen import GenerateRefused, generate
+from opsdk.ascend.ascendc.model import AscendcModel
 from opsdk.errors import DeviceUnavailable
 from opsdk.registry import load_spec
-from opsdk.runtime.ascendc_model import AscendcModel
 
 SPEC = '''
 from opsdk.spec import Attr, Input, OpSpec, Output, TFloat
@@ -79,9 +79,9 @@ def test_thresholded_relu_kernel_is_source_compatible() -> None:
                                                   "tileNum"}
 
 
-@pytest.mark.parametrize("name", ["opsdk.cann._ascendc_tiling", "opsdk.cann.ascendc",
-                                  "opsdk._decomposition", "opsdk.cann._socs",
-                                  "opsdk.cann._ascendc_kernels"])
+@pytest.mark.parametrize("name", ["opsdk.ascend.ascendc._tiling", "opsdk.ascend.ascendc",
+                                  "opsdk._decomposition", "opsdk.ascend.socs",
+                                  "opsdk.ascend.ascendc._kernels"])
 def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import doctest
     import importlib
@@ -92,7 +92,7 @@ def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_tiling_description_errors_name_the_step() -> None:
-    from opsdk.cann.ascendc import Tiling, TilingField
+    from opsdk.ascend.ascendc import Tiling, TilingField
     from opsdk.errors import SpecError
 
     with pytest.raises(SpecError, match="reads 'rows' before it is defined"):

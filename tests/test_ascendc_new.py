@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from opsdk.cann._ascendc_kernels import aicore_kernel, write_kernel_files
+from opsdk.ascend.ascendc._kernels import aicore_kernel, write_kernel_files
 from opsdk.cli import main
 from opsdk.registry import load_spec
 

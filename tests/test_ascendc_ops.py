@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.runtime.ascendc_model import AscendcModel
+from opsdk.ascend.ascendc.model import AscendcModel
 
 OPS = Path(__file__).parents[1] / "operators"
 

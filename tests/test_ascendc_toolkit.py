@@ -17,12 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.cann._ascendc_kernels import TilingSlot, pack_tiling, tiling_slots
-from opsdk.errors import BuildError, DeviceUnavailable
-from opsdk.registry import load_spec
-from opsdk.runtime._ascendc_sim import kernel_tiling_header
-from opsdk.runtime.ascendc_model import AscendcModel, model_include_dir
-from opsdk.runtime.ascendc_toolkit import (
+from opsdk.ascend.ascendc._kernels import TilingSlot, pack_tiling, tiling_slots
+from opsdk.ascend.ascendc._sim import kernel_tiling_header
+from opsdk.ascend.ascendc.model import AscendcModel, model_include_dir
+from opsdk.ascend.ascendc.toolkit import (
     ToolkitSimulator,
     ascendc_cmake_dir,
     cpu_debug_sources,
@@ -32,6 +30,8 @@ from opsdk.runtime.ascendc_toolkit import (
     simulator_sources,
     toolkit_env,
 )
+from opsdk.errors import BuildError, DeviceUnavailable
+from opsdk.registry import load_spec
 
 OPS = Path(__file__).parents[1] / "operators"
 GOLDEN = Path(__file__).parent / "golden" / "ascendc_cpu" / "thresholded_relu"
@@ -173,7 +173,7 @@ def test_kernel_tiling_struct_reads_what_the_host_packs(op: str, tmp_path: Path)
 def test_simulator_driver_compiles_against_cann_headers(tmp_path: Path) -> None:
     """driver.cpp against CANN's acl/acl.h, with aclrtlaunch_<kernel>.h as the toolkit's
     kernel-launch build generates it (the documented ACLRT_LAUNCH_KERNEL declaration)."""
-    from opsdk.cann.headers import HeadersUnavailable, fetch, find_headers
+    from opsdk.ascend.project.headers import HeadersUnavailable, fetch, find_headers
 
     found = find_headers()
     if found is None:
@@ -232,7 +232,7 @@ def test_simulator_dir_picks_the_soc_or_one_of_its_compute_unit(tmp_path: Path) 
     with pytest.raises(DeviceUnavailable, match=r"simulator .*Ascend910B1 has no "
                        r"libruntime_camodel.so"):
         simulator_dir(home, "Ascend910B1")
-    from opsdk.cann import CannArgError
+    from opsdk.ascend import CannArgError
 
     with pytest.raises(CannArgError, match="unknown SoC 'Ascend999'"):
         simulator_dir(home, "Ascend999")
@@ -288,7 +288,7 @@ def test_simulator_device_names_the_missing_part(tmp_path: Path,
                        "Ascend910B4 .*installed: Ascend310P1; install"):
         open_toolkit_device("ascendc-sim", OPS / "gelu", spec)
     monkeypatch.setenv("OPSDK_ASCEND_SOC", "Ascend999")
-    from opsdk.cann import CannArgError
+    from opsdk.ascend import CannArgError
 
     with pytest.raises(CannArgError, match="ascendc-sim: OPSDK_ASCEND_SOC: unknown SoC 'Ascend999'"):
         open_toolkit_device("ascendc-sim", OPS / "gelu", spec)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from test_cann_specs import ROOT, shipped
 
-from opsdk.cann import write_project
-from opsdk.cann.headers import aicpu_include
+from opsdk.ascend import write_project
+from opsdk.ascend.project.headers import aicpu_include
 
 SHIPPED = sorted(p.name for p in (ROOT / "operators").iterdir() if (p / "spec.py").is_file())
 
@@ -226,7 +226,7 @@ def test_adapter_runs_every_validation_case(
 
 
 def test_the_guide_lists_every_shipped_operator_with_its_cann_type() -> None:
-    from opsdk.cann import builtin_clash, default_engine
+    from opsdk.ascend import builtin_clash, default_engine
 
     guide = (ROOT / "docs" / "npu_host_guide.md").read_text()
     rows = {n: (e, t) for n, e, t in

@@ -13,7 +13,7 @@ import onnx
 import onnx.helper as oh
 import pytest
 
-from opsdk.cann import CannArgError, compute_unit, parse_input_shape, plan_atc
+from opsdk.ascend import CannArgError, compute_unit, parse_input_shape, plan_atc
 from opsdk.cli import main
 
 TR = str(Path(__file__).resolve().parents[1] / "operators" / "thresholded_relu")

@@ -21,9 +21,9 @@ import onnx.helper as oh
 import pytest
 from test_cann_specs import ROOT, rich_op, shipped
 
-from opsdk.cann import write_project
-from opsdk.cann.headers import HeadersUnavailable, fetch, find_headers
-from opsdk.runtime.npu import ACL_DTYPES, SIGNATURES
+from opsdk.ascend import write_project
+from opsdk.ascend.npu.executor import ACL_DTYPES, SIGNATURES
+from opsdk.ascend.project.headers import HeadersUnavailable, fetch, find_headers
 
 CXX = shutil.which("g++")
 SHIPPED = sorted(p.name for p in (ROOT / "operators").iterdir() if (p / "spec.py").is_file())

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from opsdk.cann.doctor import TARGETS, diagnose, format_findings
+from opsdk.ascend.atc.doctor import TARGETS, diagnose, format_findings
 from opsdk.cli import main
 from opsdk.errors import SpecError
 from opsdk.onnx import ModelError, export_model
@@ -293,11 +293,11 @@ def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
         [f] = [f for f in diagnose(m, cann=cann) if f.code == "mixed-default-domain"]
         assert f.severity == "error" and f.node == "'relu' (Relu)"
         assert "E16005" in f.reason and "imports 2 (ai.onnx, com.opsdk)" in f.reason
-        assert "opsdk.cann.normalize_default_domain(model)" in f.fix
+        assert "opsdk.ascend.normalize_default_domain(model)" in f.fix
     [f] = [f for f in diagnose(m, cann="9.2") if f.code == "mixed-default-domain"]
     assert f.severity == "warning" and "CANN 9.2 accepts it" in f.reason
     assert f.fix.startswith("for hosts before CANN 9.2, give ATC a copy")
-    from opsdk.cann import normalize_default_domain
+    from opsdk.ascend import normalize_default_domain
 
     assert "mixed-default-domain" not in codes(diagnose(normalize_default_domain(m)))
     path = tmp_path / "mixed.onnx"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_cann_specs import grid_sample, rich_op, thresholded_relu
 
-from opsdk.cann import cann_op, msopgen_data, parse_cann_version, render_project, write_project
-from opsdk.cann._msopgen import MSOPGEN_ATTR_TYPES, MSOPGEN_IO_TYPES
-from opsdk.cann._project import MANIFEST, ProjectExists
+from opsdk.ascend import cann_op, msopgen_data, parse_cann_version, render_project, write_project
+from opsdk.ascend.project._msopgen import MSOPGEN_ATTR_TYPES, MSOPGEN_IO_TYPES
+from opsdk.ascend.project._project import MANIFEST, ProjectExists
 from opsdk.errors import SpecError
 from opsdk.spec import Attr, Input, OpSpec, Output
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from test_cann_specs import thresholded_relu
 
+from opsdk.ascend.npu.executor import NpuOperator, npu_available
 from opsdk.errors import DeviceUnavailable
-from opsdk.runtime.npu import NpuOperator, npu_available
 
 AVAILABLE, REASON = npu_available()
 

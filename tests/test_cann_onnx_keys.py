@@ -8,7 +8,7 @@ import onnx
 import onnx.helper as oh
 import pytest
 
-from opsdk.cann import (
+from opsdk.ascend import (
     check_plugin_keys,
     node_keys,
     normalize_default_domain,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from opsdk import _cross
-from opsdk.cann._socs import CannArgError
-from opsdk.cann._versions import (
+from opsdk.ascend.socs import CannArgError
+from opsdk.ascend.versions import (
     DEFAULT_CANN,
     parse_cann_version,
     resolve_cann,
@@ -79,7 +79,7 @@ def test_cross_targets() -> None:
     assert _cross.qemu_command(_cross.host_target()) == []
 
 
-@pytest.mark.parametrize("module", ["opsdk._cross", "opsdk.cann._versions"])
+@pytest.mark.parametrize("module", ["opsdk._cross", "opsdk.ascend.versions"])
 def test_docstring_examples(module: str) -> None:
     import doctest
     import importlib

@@ -1,4 +1,5 @@
-"""The package layers: onnx/ stays target-neutral (cann/ and triton/ import it, never the reverse)."""
+"""The package layers: onnx/ stays target-neutral (ascend/ and triton/ import it, never the
+reverse), and no module inside the package imports the package face (opsdk/__init__)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("lower,upper", [("onnx", "cann"), ("onnx", "triton"), ("cann", "triton")])
+@pytest.mark.parametrize("lower,upper", [("onnx", "ascend"), ("onnx", "triton"), ("ascend", "triton")])
 def test_lower_layer_never_imports_upper(lower: str, upper: str) -> None:
     offenders = [
         f"{p.relative_to(PKG.parent)} imports {m}"
@@ -41,4 +42,61 @@ def test_lower_layer_never_imports_upper(lower: str, upper: str) -> None:
 
 
 def test_the_check_sees_relative_imports() -> None:
-    assert "opsdk.onnx._model" in _imported_modules(PKG / "cann" / "doctor.py")
+    assert "opsdk.onnx._model" in _imported_modules(PKG / "ascend" / "atc" / "doctor.py")
+
+
+def _face_imports(path: Path, package: str = "") -> list[str]:
+    """Names a file takes from the package face: ``import opsdk`` or ``from opsdk import X``
+    where X is no submodule (``from .. import _paths`` imports a module, not the face)."""
+    package = package or ".".join(path.relative_to(PKG.parent).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "opsdk"]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod == "opsdk":
+                found += [
+                    f"from opsdk import {a.name}" for a in node.names
+                    if not (PKG / a.name).is_dir() and not (PKG / f"{a.name}.py").is_file()
+                ]
+    return found
+
+
+def test_no_module_imports_the_package_face() -> None:
+    offenders = [
+        f"{p.relative_to(PKG.parent)}: {what}"
+        for p in sorted(PKG.rglob("*.py"))
+        if p != PKG / "__init__.py"
+        for what in _face_imports(p)
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_face_check_sees_a_face_import(tmp_path: Path) -> None:
+    good = PKG / "runtime" / "_load.py"
+    assert _face_imports(good) == []
+    probe = tmp_path / "probe.py"
+    probe.write_text(good.read_text(encoding="utf-8") + "\nfrom .. import load as _l\n"
+                     "from .. import _paths\nimport opsdk\n", encoding="utf-8")
+    assert sorted(_face_imports(probe, "opsdk.runtime")) == ["from opsdk import load", "opsdk"]
+
+
+def test_cann_alias_warns_and_gives_the_ascend_names() -> None:
+    import importlib
+    import sys
+
+    import opsdk.ascend
+    import opsdk.ascend.ascendc
+
+    for old, new in (("opsdk.cann", opsdk.ascend), ("opsdk.cann.ascendc", opsdk.ascend.ascendc)):
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match="import opsdk.ascend"):
+            mod = importlib.import_module(old)
+        assert mod.__all__ == new.__all__
+        assert all(getattr(mod, n) is getattr(new, n) for n in new.__all__)

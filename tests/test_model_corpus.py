@@ -29,8 +29,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from opsdk.cann import check_parser_rules, normalize_default_domain, resolve_cann
-from opsdk.cann.doctor import diagnose
+from opsdk.ascend import check_parser_rules, normalize_default_domain, resolve_cann
+from opsdk.ascend.atc.doctor import diagnose
 from opsdk.cli import main
 from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session

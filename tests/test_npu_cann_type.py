@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import opsdk
-from opsdk.cann import write_project
+from opsdk.ascend import write_project
+from opsdk.ascend.npu.executor import plan_npu
 from opsdk.cli.cmd_test import pytest_argv
 from opsdk.errors import DeviceUnavailable, SpecError
 from opsdk.registry import find_operator
-from opsdk.runtime.npu import plan_npu
 from opsdk.testing._cann_type import cann_types
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ PLAN = ("ThresholdedRelu as CANN operator ThresholdedReluCustom (aclnnThresholde
 
 
 def _npu_here() -> bool:
-    from opsdk.runtime.npu import npu_available
+    from opsdk.ascend.npu.executor import npu_available
 
     return npu_available()[0]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from opsdk.ascend.npu import _acl
+from opsdk.ascend.npu._acl import SYMBOLS, find_op_api, load_libraries, op_api_dirs
+from opsdk.ascend.npu.executor import NpuOperator, _Acl, npu_available
 from opsdk.errors import DeviceUnavailable
-from opsdk.runtime import _acl
-from opsdk.runtime._acl import SYMBOLS, find_op_api, load_libraries, op_api_dirs
-from opsdk.runtime.npu import NpuOperator, _Acl, npu_available
 
 CXX = shutil.which("g++") or shutil.which("c++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler to build the test libraries")
@@ -139,8 +139,8 @@ def test_every_symbol_has_a_known_library() -> None:
 
 # ------------------------------------------------------------------ aclnn prototypes
 def test_aclnn_prototype_follows_inputs_attributes_outputs() -> None:
+    from opsdk.ascend.npu.executor import aclnn_prototype
     from opsdk.registry import find_operator
-    from opsdk.runtime.npu import aclnn_prototype
 
     assert aclnn_prototype(find_operator("GridSample").spec) == (
         "aclnnStatus(const aclTensor*, const aclTensor*, char*, char*, int64_t, "
@@ -185,8 +185,8 @@ def _installed_aclnn_headers() -> list[tuple[Path, str]]:
 @pytest.mark.skipif(not _installed_aclnn_headers(), reason=(
     "needs an operator package built by `opsdk cann --engine aicore` installed on a CANN host"))
 def test_aclnn_prototype_matches_the_generated_headers(tmp_path: Path) -> None:
+    from opsdk.ascend.npu.executor import aclnn_prototype
     from opsdk.registry import find_operator
-    from opsdk.runtime.npu import aclnn_prototype
 
     inc = _toolkit_include()
     for header, name in _installed_aclnn_headers():

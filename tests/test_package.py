@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import opsdk
+from opsdk._isa import ISA_ENV, isa_variants
 from opsdk.cli import main
 from opsdk.errors import BuildError, ManifestError, OperatorNotFound, SpecError
 from opsdk.package import (
@@ -35,7 +36,6 @@ from opsdk.package import (
     target_python,
     verify_prebuilt,
 )
-from opsdk.package._isa import ISA_ENV, isa_variants
 from opsdk.package._package import _publish
 from opsdk.package._project import operator_files, resolve_operators
 from opsdk.package._targets import zig_cpu
@@ -599,7 +599,7 @@ def test_without_zig_manylinux_builds_say_how_to_get_it(tmp_path, monkeypatch, c
 
 
 @pytest.mark.parametrize("name", ["opsdk._cross", "opsdk.package._targets",
-                                  "opsdk.package._manifest", "opsdk.package._package"])
+                                  "opsdk._prebuilt", "opsdk.package._package"])
 def test_docstring_examples(name):
     import doctest
     import importlib

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from opsdk._isa import WIDER_LEVELS
 from opsdk.naming import snake_case
 from opsdk.package import (
     PackageResult,
@@ -41,7 +42,6 @@ from opsdk.package import (
     package_operators,
     wheel_contents,
 )
-from opsdk.package._isa import WIDER_LEVELS
 from opsdk.scaffold import new_operator, parse_attrs, parse_io
 
 pytestmark = pytest.mark.slow

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from opsdk.ascend.precision import MODE_CHOICES, read_keep_dtype, read_mixlist
 from opsdk.errors import SpecError
 from opsdk.spec import Input, OpSpec, Output
 from opsdk.testing import PrecisionMode, build_cases, kernel_dtypes, run_case
-from opsdk.testing._precision import MODE_CHOICES, read_keep_dtype, read_mixlist
 
 F16, BF16, F32 = ("float16",), ("bfloat16",), ("float32",)
 

@@ -13,7 +13,7 @@ MODULES = [
     "opsdk.testing._generate",
     "opsdk.testing._compare",
     "opsdk.testing._cases",
-    "opsdk.testing._precision",
+    "opsdk.ascend.precision",
     "opsdk.testing._report",
     "opsdk.testing._cann_type",
 ]

@@ -18,8 +18,8 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 from test_triton_build import check_golden, mlp_model, parse_config
 
-from opsdk.cann import check_parser_rules, default_origin_op_type
-from opsdk.cann._versions import parse_cann_version
+from opsdk.ascend import check_parser_rules, default_origin_op_type
+from opsdk.ascend.versions import parse_cann_version
 from opsdk.cli import main
 from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session

@@ -199,9 +199,9 @@ def bench_op(
         >>> sorted(r.timings)  # doctest: +SKIP
         ['numpy', 'onnxruntime', 'opsdk']
     """
-    import opsdk
+    from ..runtime._load import load
 
-    op = opsdk.load(name)
+    op = load(name)
     previous = op.module.get_num_threads()
     try:
         return _bench(op, shapes, dtype, attrs, threads, repeat, warmup, numpy, onnxruntime,

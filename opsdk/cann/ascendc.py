@@ -1,20 +1,13 @@
-"""AI Core kernels in Ascend C: the public face of opsdk's generator and tiling descriptions.
+"""Deprecated alias of :mod:`opsdk.ascend.ascendc`, kept for one release."""
 
-* :func:`generate`: the kernel of an elementwise operator, from its ONNX decomposition;
-* :func:`aicore_kernel`: an operator's kernel, hand-written (``op_kernel/``) or generated;
-* :class:`Tiling` / :class:`TilingField`: a kernel's host tiling, described once (see
-  docs/ascendc_model.md), evaluated by :func:`evaluate`.
+import warnings
 
-Example:
-    >>> from opsdk.cann.ascendc import Tiling, TilingField, evaluate
-    >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
-    >>> evaluate(t, {"totalLength": 3})
-    (1, {'n': 6})
-"""
+from opsdk.ascend.ascendc import *  # noqa: F403
+from opsdk.ascend.ascendc import __all__  # noqa: F401
 
-from ._ascendc_gen import AicoreKernel, GenerateRefused, generate
-from ._ascendc_kernels import aicore_kernel, tiling_header
-from ._ascendc_tiling import Tiling, TilingField, cpp_steps, evaluate
-
-__all__ = ["AicoreKernel", "GenerateRefused", "generate", "aicore_kernel", "tiling_header",
-           "Tiling", "TilingField", "cpp_steps", "evaluate"]
+warnings.warn(
+    "opsdk.cann.ascendc is deprecated and will be removed in the next release; import "
+    "opsdk.ascend.ascendc",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -34,7 +34,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     Registering one command imports only its module, so ``opsdk build`` does not pay for
     importing ONNX or the test harness.
     """
-    from .. import __version__
+    from .._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="opsdk",

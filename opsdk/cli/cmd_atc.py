@@ -91,7 +91,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cann import atc_executable, plan_atc, run_atc
+    from ..ascend import atc_executable, plan_atc, run_atc
 
     plan = plan_atc(
         args.model,

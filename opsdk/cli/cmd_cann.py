@@ -29,7 +29,7 @@ and keeps files you edited; files opsdk did not write are never touched.
 
 
 def register(sub: Any) -> None:
-    from ..cann import ENGINES
+    from ..ascend import ENGINES
 
     p = sub.add_parser(
         "cann",
@@ -68,7 +68,7 @@ def register(sub: Any) -> None:
 
 
 def _keys(args: argparse.Namespace, spec: Any) -> list[str] | None:
-    from ..cann import CannArgError, origin_op_types
+    from ..ascend import CannArgError, origin_op_types
 
     keys = list(args.origin_op_type)
     for key in keys:
@@ -90,7 +90,7 @@ def _keys(args: argparse.Namespace, spec: Any) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cann import builtin_clash, compute_unit, default_engine, resolve_cann, write_project
+    from ..ascend import builtin_clash, compute_unit, default_engine, resolve_cann, write_project
     from ..registry import find_operator
 
     info = find_operator(args.name)

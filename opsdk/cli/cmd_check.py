@@ -31,12 +31,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import opsdk
-
     from ..errors import ValidationError
+    from ..runtime._load import load
     from ..testing import check
 
-    op = opsdk.load(args.op)
+    op = load(args.op)
     if not args.no_isolate:
         from ..testing import open_device
 

@@ -12,7 +12,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from ..cann.doctor import TARGETS
+    from ..ascend.atc.doctor import TARGETS
 
     p = sub.add_parser(
         "doctor",
@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cann.doctor import diagnose, format_findings
+    from ..ascend.atc.doctor import diagnose, format_findings
     from ..onnx import ModelError
     from .cmd_export import parse_shapes
 

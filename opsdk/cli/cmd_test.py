@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..ascend.precision import MODE_CHOICES
 from ..testing._devices import DEVICES
-from ..testing._precision import MODE_CHOICES
 from ..testing._standards import STANDARDS
 
 _OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
@@ -111,7 +111,7 @@ def _listed(args: argparse.Namespace, name: str) -> list[str]:
 
 def _check_projects(spec: Any, projects: list[str]) -> None:
     """Each --cann-project must be a project of the operator under test."""
-    from ..cann import CannArgError, project_op_type
+    from ..ascend import CannArgError, project_op_type
 
     for folder in projects:
         (domain, name), _ = project_op_type(folder)

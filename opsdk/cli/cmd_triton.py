@@ -200,7 +200,7 @@ def run_build(args: argparse.Namespace) -> int:
     if args.target == "cpu":
         print(f"serve it: opsdk serve {args.output}")
     else:
-        from ..cann._versions import resolve_cann
+        from ..ascend.versions import resolve_cann
 
         cann = resolve_cann(args.cann)
         print(f"GE parser rules of CANN {cann.version} ({cann.reason})")
@@ -235,7 +235,7 @@ def run_check(args: argparse.Namespace) -> int:
 def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
     session = list(args.session_option)
     if args.precision_mode_v2:
-        from ..cann import precision_modes_v2
+        from ..ascend import precision_modes_v2
 
         if args.precision_mode_v2 not in precision_modes_v2():
             raise OpsdkError(f"--precision-mode-v2 {args.precision_mode_v2!r} is not a GE mode; "

@@ -193,7 +193,7 @@ def _new_model(graph: onnx.GraphProto, spec: OpSpec, opset: int) -> ModelProto:
 
 def _version() -> str:
     try:
-        from .. import __version__
+        from .._version import __version__
 
         return __version__
     except ImportError:  # pragma: no cover

@@ -43,10 +43,10 @@ def by_onnx_op(extra: Iterable[OpSpec] = ()) -> dict[str, OpSpec]:
 
 def load_kernel(spec: OpSpec) -> Any:
     """The cpu executor of ``spec`` (built on first use), via :func:`opsdk.load`."""
-    import opsdk
+    from ..runtime._load import load
 
     try:
-        return opsdk.load(f"{spec.domain}::{spec.name}")
+        return load(f"{spec.domain}::{spec.name}")
     except OperatorNotFound as e:
         raise OperatorNotFound(
             f"{e} -- the model uses {spec.domain}::{spec.name}, but only its spec is known; "

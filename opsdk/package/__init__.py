@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._artefacts import Artefacts, generate_artefacts, schema_dict
-from ._emulate import EmulatedPython, emulated_python
-from ._manifest import (
+from .._prebuilt import (
     CPU_LEVELS,
     MANIFEST_NAME,
     find_manifest,
@@ -32,6 +30,8 @@ from ._manifest import (
     required_glibc,
     verify_prebuilt,
 )
+from ._artefacts import Artefacts, generate_artefacts, schema_dict
+from ._emulate import EmulatedPython, emulated_python
 from ._package import (
     BuiltWheel,
     PackageResult,

@@ -1,4 +1,4 @@
-"""The ONNX and CANN artefacts an operator wheel carries, from opsdk.onnx and opsdk.cann.
+"""The ONNX and CANN artefacts an operator wheel carries, from opsdk.onnx and opsdk.ascend.
 
 Both generators are optional parts of opsdk: when one cannot be imported, the wheel is
 built without its artefacts and :class:`Artefacts` says why. A generator that exists but
@@ -96,7 +96,7 @@ def _onnx_files(spec: OpSpec) -> tuple[dict[str, bytes], int]:
 
 
 def _cann_files(spec: OpSpec, socs: Sequence[str], folder: Path | None) -> dict[str, bytes]:
-    from opsdk.cann import project_files
+    from opsdk.ascend import project_files
 
     files = project_files(spec, socs, kernel_folder=folder)
     return {f"cann/{rel}": text.encode() for rel, text in files.items()}

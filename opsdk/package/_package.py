@@ -14,10 +14,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .._isa import isa_variants
+from .._prebuilt import CPU_LEVELS, FORMAT, source_hashes
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
-from ._isa import isa_variants
-from ._manifest import CPU_LEVELS, FORMAT, source_hashes
 from ._project import (
     OpSource,
     PackageName,
@@ -156,7 +156,7 @@ def _dist_version(name: str) -> str | None:
 def _socs(socs: Sequence[str]) -> list[str]:
     """SoC versions or compute units -> compute units (as the CANN project wants them)."""
     try:
-        from opsdk.cann import compute_unit
+        from opsdk.ascend import compute_unit
     except ImportError:
         return list(dict.fromkeys(socs))
 
@@ -187,7 +187,7 @@ def make_manifest(
     socs: Sequence[str],
     artefacts: Artefacts,
 ) -> dict[str, Any]:
-    """The manifest written into the wheel (see :mod:`opsdk.package._manifest`).
+    """The manifest written into the wheel (see :mod:`opsdk._prebuilt`).
 
     Example:
         >>> make_manifest(pkg, ops, wt=wt, cpu_baseline="x86-64-v2", socs=["ascend910b"],
@@ -196,7 +196,7 @@ def make_manifest(
     """
     import pybind11
 
-    from .. import __version__
+    from .._version import __version__
     from ..build import toolchain
 
     py, plat = wt.python, wt.platform

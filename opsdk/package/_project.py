@@ -261,7 +261,7 @@ def render_project(
     """
     import json
 
-    from .. import __version__
+    from .._version import __version__
 
     major, minor = (int(x) for x in re.findall(r"\d+", __version__)[:2])
     # Patterns match paths relative to the package folder: the C++ files at the top of each

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._isa import ISA_DIR
 from ..errors import BuildError, ManifestError, OpsdkError
-from ._isa import ISA_DIR
 from ._project import OpSource, PackageName
 from ._targets import TargetPython, WheelPlatform
 
@@ -128,7 +128,7 @@ def _entry_points(contents: dict[str, bytes]) -> str:
 def _check_binary(so: Path, op: OpSource, wt: WheelTarget) -> None:
     """The module is an ELF file of the target machine needing no newer glibc than the
     platform's floor (what makes the manylinux tag true, not just its name)."""
-    from ._manifest import elf_machine, required_glibc, version_text, version_tuple
+    from .._prebuilt import elf_machine, required_glibc, version_text, version_tuple
 
     t = wt.platform.target
     machine = elf_machine(so)

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..ascend.precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
 from ._compare import Check, Comparison, Mismatch, compare
@@ -37,7 +38,6 @@ from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
 from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
-from ._precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
 from ._standards import (

@@ -50,7 +50,7 @@ class CannTypes:
 
 
 def _parse(value: str) -> tuple[str | None, str]:
-    from ..cann import CannArgError, check_op_type
+    from ..ascend import CannArgError, check_op_type
 
     op, _, typ = value.rpartition("=")
     try:
@@ -73,7 +73,7 @@ def cann_types(values: Sequence[str], projects: Sequence[str]) -> CannTypes:
         >>> cann_types(["GeluCustom"], []).given
         {None: 'GeluCustom'}
     """
-    from ..cann import CannArgError, project_op_type
+    from ..ascend import CannArgError, project_op_type
 
     given: dict[str | None, str] = {}
     for value in values:

@@ -36,9 +36,9 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         <opsdk.Operator com.opsdk::ThresholdedRelu (cpu)>
     """
     if device == "cpu":
-        import opsdk
+        from ..runtime._load import load
 
-        op = opsdk.load(str(folder))
+        op = load(str(folder))
         if options.get("sanitize") or options.get("isolate") or options.get("timeout"):
             return _isolated(op, folder, spec, options)
         return op
@@ -53,12 +53,12 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
 
         return CrossOperator(spec, folder, "aarch64")
     if device == "ascendc-model":
-        from ..runtime.ascendc_model import AscendcModel
+        from ..ascend.ascendc.model import AscendcModel
 
         threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
         return AscendcModel(folder, spec, seed=int(options.get("seed") or 0), threads=threads)
     if device in ("ascendc-cpu", "ascendc-sim"):
-        from ..runtime.ascendc_toolkit import open_toolkit_device
+        from ..ascend.ascendc.toolkit import open_toolkit_device
 
         return open_toolkit_device(device, folder, spec)
     raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
@@ -83,15 +83,15 @@ def _npu(folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
     from ._cann_type import cann_types
 
     try:
-        import opsdk.runtime.npu  # noqa: F401
+        import opsdk.ascend.npu.executor  # noqa: F401
     except ImportError as e:
         raise DeviceUnavailable(
-            f"npu unavailable: opsdk.runtime.npu cannot be imported ({e})"
+            f"npu unavailable: opsdk.ascend.npu.executor cannot be imported ({e})"
         ) from e
-    import opsdk
+    from ..runtime._load import load
 
     types = cann_types(options.get("cann_op_type") or [], options.get("cann_project") or [])
-    return opsdk.load(str(folder), device="npu", cann_op_type=types.for_spec(spec))
+    return load(str(folder), device="npu", cann_op_type=types.for_spec(spec))
 
 
 class _OnnxRuntime:
@@ -105,11 +105,11 @@ class _OnnxRuntime:
             raise DeviceUnavailable(
                 f"onnxruntime unavailable: opsdk.onnx.Session cannot be imported ({e})"
             ) from e
-        import opsdk
+        from ..runtime._load import load
 
         self._session_cls: Any = Session
         self.spec = spec
-        self._kernels = {f"{spec.domain}::{spec.name}": opsdk.load(str(folder))}
+        self._kernels = {f"{spec.domain}::{spec.name}": load(str(folder))}
         self._sessions: dict[Any, Any] = {}
 
     def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ..ascend.precision import PrecisionMode
 from ..errors import DeviceUnavailable, SpecError
 from ..spec import OpSpec
 from ._cann_type import CannTypes, cann_types
@@ -31,7 +32,6 @@ from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
 from ._devices import open_device
 from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
-from ._precision import PrecisionMode
 from ._report import Report
 from ._runner import CaseResult, run_case
 

@@ -8,12 +8,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..ascend.precision import PrecisionMode, emulate
 from ..dtypes import dtype_name, is_float, to_numpy
 from ..errors import KernelCrash, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, case_seed, make_inputs
 from ._compare import Comparison, compare
-from ._precision import PrecisionMode, emulate
 from ._standards import standard_for
 
 __all__ = ["Executor", "CaseResult", "run_case", "reference_outputs", "run_arrays"]

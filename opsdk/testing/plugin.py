@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import pytest
 
+from ..ascend.precision import MODE_CHOICES
 from ._devices import DEVICES
 from ._optests import COLLECTED_OPS, session_of
-from ._precision import MODE_CHOICES
 from ._report import Report
 from ._standards import STANDARDS
 

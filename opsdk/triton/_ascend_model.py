@@ -7,7 +7,7 @@ written for ``--target ascend``:
 * embeds every custom node's fallback function (ONNX Runtime inlines it; GE ignores
   ``ModelProto.functions`` and maps the node to the CANN plugin by its key);
 * imports each custom domain at the version of the plugin keys ``opsdk cann`` generates
-  (:func:`opsdk.cann.default_origin_op_type`);
+  (:func:`opsdk.ascend.default_origin_op_type`);
 * for CANN releases whose parser rejects an empty-domain node next to another domain
   (E16005), spells standard nodes ``ai.onnx`` and imports ``ai.onnx`` beside ``""`` (the
   function bodies keep ``""``: ONNX Runtime 1.23.2 fails a function whose body uses
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import ModelProto
 
-from ..cann._model import default_origin_op_type
-from ..cann._versions import CannVersion
+from ..ascend._op import default_origin_op_type
+from ..ascend.versions import CannVersion
 from ..onnx._functions import attach_function
 from ..onnx._model import iter_all_nodes, opset_version
 from ..onnx._ops import find_spec
@@ -102,7 +102,7 @@ def prepare_ascend_model(
 
     Example:
         >>> from opsdk.onnx import export_model
-        >>> from opsdk.cann._versions import parse_cann_version
+        >>> from opsdk.ascend.versions import parse_cann_version
         >>> m = export_model("ThresholdedRelu", shapes={"x": ("N", 4)})
         >>> out = prepare_ascend_model(m, parse_cann_version("8.1.RC1"), "m")
         >>> [f.name for f in out.proto.functions], out.keys

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..cann._atc import project_plugin_keys
-from ..cann._model import default_origin_op_type
-from ..cann._onnx_keys import check_parser_rules
-from ..cann._versions import resolve_cann
+from ..ascend._op import default_origin_op_type
+from ..ascend.atc._atc import project_plugin_keys
+from ..ascend.atc._onnx_keys import check_parser_rules
+from ..ascend.versions import resolve_cann
 from ..onnx._model import iter_all_nodes
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes

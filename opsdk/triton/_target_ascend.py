@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from onnx import ModelProto
 
-from ..cann._atc import project_plugin_keys
-from ..cann._model import default_origin_op_type
-from ..cann._onnx_keys import check_parser_rules
-from ..cann._socs import CannArgError
-from ..cann._versions import resolve_cann
+from ..ascend._op import default_origin_op_type
+from ..ascend.atc._atc import project_plugin_keys
+from ..ascend.atc._onnx_keys import check_parser_rules
+from ..ascend.socs import CannArgError
+from ..ascend.versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
 from ._ascend_dims import output_dim_names

@@ -4,7 +4,7 @@ opsdk for the Ascend C model run and printed as the op_host TilingFunc of the CA
 
 import math
 
-from opsdk.cann.ascendc import Tiling, TilingField
+from opsdk.ascend.ascendc import Tiling, TilingField
 
 # Unified Buffer bytes per element of a tile: 3 queues x 2 buffers of T, 3 float32 temporaries.
 TILING = Tiling(

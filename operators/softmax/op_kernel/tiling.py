@@ -2,7 +2,7 @@
 row walked in tiles of up to what the Unified Buffer holds. Read by opsdk for the Ascend C
 model run and printed as the op_host TilingFunc of the CANN project."""
 
-from opsdk.cann.ascendc import Tiling, TilingField
+from opsdk.ascend.ascendc import Tiling, TilingField
 
 # Unified Buffer bytes per element of a tile: 2 x 2 queue buffers of T, 3 float32 temporaries.
 TILING = Tiling(

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ManifestError, SpecError
+from .errors import ManifestError, SpecError
 
 __all__ = ["ISA_ENV", "ISA_DIR", "WIDER_LEVELS", "isa_variants", "pick_variant"]
 
@@ -41,7 +41,7 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
         >>> isa_variants(["x86-64-v3"], "aarch64", "armv8-a")
         []
     """
-    from ._manifest import CPU_LEVELS
+    from ._prebuilt import CPU_LEVELS
 
     every = [lv for levels in WIDER_LEVELS.values() for lv in levels]
     for level in requested or ():
@@ -58,7 +58,7 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
 
 
 def _supported(level: str, flags: frozenset[str] | None) -> bool:
-    from ._manifest import CPU_LEVELS
+    from ._prebuilt import CPU_LEVELS
 
     needed = CPU_LEVELS.get(level)
     return needed is not None and flags is not None and set(needed) <= flags

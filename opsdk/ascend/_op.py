@@ -14,10 +14,10 @@ from typing import Any
 from ..errors import SpecError
 from ..naming import snake_case
 from ..spec import Attr, OpSpec
-from ._ascend_data import CANN_BUILTIN_OP_TYPES
 from ._cpp import cpp_list, cpp_literal, cpp_string
-from ._socs import CannArgError, soc_version_of
-from ._versions import DEFAULT_CANN, CannVersion, parse_cann_version
+from .parser import CANN_BUILTIN_OP_TYPES
+from .socs import CannArgError, soc_version_of
+from .versions import DEFAULT_CANN, CannVersion, parse_cann_version
 
 __all__ = [
     "CannOp",
@@ -260,7 +260,7 @@ def cann_op(
 
     ``op_type`` is the operator's type name on the CANN side (default: the spec's name); the
     ONNX plugin maps the spec's ONNX nodes to it. ``engine`` and ``cann`` pick the project
-    (see :func:`opsdk.cann.write_project`); ``shape_header`` says the operator has a C++ shape
+    (see :func:`opsdk.ascend.write_project`); ``shape_header`` says the operator has a C++ shape
     function (``operators/<op>/shape.h``, see ``opsdk/shape_fn.h``).
 
     Example:

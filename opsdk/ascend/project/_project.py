@@ -17,12 +17,12 @@ from typing import Any
 
 import jinja2
 
-from ..errors import OpsdkError
-from ..spec import OpSpec
-from ._ascendc_kernels import project_sources
-from ._model import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from ...errors import OpsdkError
+from ...spec import OpSpec
+from .._op import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from ..ascendc._kernels import project_sources
+from ..versions import CannVersion, check_socs, parse_cann_version
 from ._msopgen import msopgen_json
-from ._versions import CannVersion, check_socs, parse_cann_version
 
 __all__ = [
     "default_engine",
@@ -202,7 +202,7 @@ def render_project(
     ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
     through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
     picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
-    CMake modules (see :mod:`opsdk.cann._versions`). ``shape_header``: the operator has a C++
+    CMake modules (see :mod:`opsdk.ascend.versions`). ``shape_header``: the operator has a C++
     shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
     kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
 
@@ -238,8 +238,8 @@ def render_project(
 def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) -> Path | None:
     """The operator's folder: ``given``, else the registry's. With ``need_kernel`` (the AI CPU
     engine compiles kernel.cpp) a folder without kernel.cpp is an error."""
-    from ..errors import OperatorNotFound
-    from ..registry import find_operator
+    from ...errors import OperatorNotFound
+    from ...registry import find_operator
 
     if given is None:
         try:
@@ -262,7 +262,7 @@ def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
     operator's ``shape.h`` if it has one; the AI CPU kernel gets the operator's own
     kernel.cpp and opsdk's Python-free runtime and headers.
     """
-    from .._paths import include_dir, runtime_source
+    from ..._paths import include_dir, runtime_source
 
     headers = include_dir() / "opsdk"
     out: dict[str, Path] = {}
@@ -340,8 +340,8 @@ def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str,
         >>> default_engine(find_operator("GridSample").spec)[0]
         'aicpu'
     """
-    from ._ascendc_gen import GenerateRefused
-    from ._ascendc_kernels import aicore_kernel
+    from ..ascendc._gen import GenerateRefused
+    from ..ascendc._kernels import aicore_kernel
 
     try:
         kernel = aicore_kernel(spec, folder)
@@ -462,7 +462,7 @@ def project_op_type(folder: str | Path) -> tuple[tuple[str, str], str]:
         >>> project_op_type("build/cann/trelu")  # doctest: +SKIP
         (('com.opsdk', 'ThresholdedRelu'), 'ThresholdedReluCustom')
     """
-    from ._socs import CannArgError
+    from ..socs import CannArgError
 
     path = Path(folder) / MANIFEST
     try:

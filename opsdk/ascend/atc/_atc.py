@@ -1,7 +1,7 @@
 """Plan and run CANN's ATC model conversion (``atc --framework=5``) of an ONNX model.
 
 :func:`plan_atc` validates every argument against CANN's accepted values and the model's
-graph, runs the doctor check (:mod:`opsdk.cann.doctor`), checks the plugin keys of
+graph, runs the doctor check (:mod:`opsdk.ascend.atc.doctor`), checks the plugin keys of
 the given opsdk projects against the model, and returns the exact command and environment.
 :func:`run_atc` runs it when ``atc`` is on PATH.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ...errors import SpecError
+from ..socs import CannArgError, implmodes, soc_table
 from ._onnx_keys import check_plugin_keys
-from ._socs import CannArgError, implmodes, soc_table
 
 __all__ = [
     "AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable", "project_plugin_keys",
@@ -95,7 +95,7 @@ def parse_input_shape(text: str) -> dict[str, list[str]]:
 
 def _graph_inputs(model: Any) -> dict[str, list[int | str | None]]:
     """Input dims by name; dim_value -1/0 (as exporters write dynamic dims) reads as None."""
-    from ..onnx import input_dims
+    from ...onnx import input_dims
 
     inits = {t.name for t in model.graph.initializer}
     return {
@@ -150,7 +150,7 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
 
 
 def _doctor(model: Any) -> tuple[list[dict[str, str]], list[str], list[str]]:
-    """(findings, blocking messages, notes) of :func:`opsdk.cann.doctor.diagnose`."""
+    """(findings, blocking messages, notes) of :func:`opsdk.ascend.atc.doctor.diagnose`."""
     from .doctor import diagnose
 
     findings, blocking = [], []
@@ -189,7 +189,7 @@ def project_plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
         >>> project_plugin_keys(["build/cann/my_op"])  # doctest: +SKIP
         {'MyOp': ['com.example::1::MyOp']}
     """
-    from ._project import read_project_manifest
+    from ..project._project import read_project_manifest
 
     keys: dict[str, list[str]] = {}
     for prj in projects:
@@ -206,7 +206,7 @@ def _precision_flags(
     mode: str | None, keep_dtype: str | Path | None, modify_mixlist: str | Path | None
 ) -> tuple[list[str], list[str]]:
     """ATC's flags for a precision setting, and notes; the list files are checked."""
-    from ..testing._precision import MODE_CHOICES, PrecisionMode
+    from ..precision import MODE_CHOICES, PrecisionMode
 
     _check_choice(mode, MODE_CHOICES, "--precision-mode")
     if not mode:

@@ -14,8 +14,8 @@ It runs with the simulator's libraries first on ``LD_LIBRARY_PATH`` and its logs
 
 In a kernel-launch build nothing generates ``GET_TILING_DATA``; ``opsdk_kernel_tiling.h``
 gives the kernel a plain struct with the fields of ``op_host/<op>_tiling.h`` in the same
-order (:func:`opsdk.cann._ascendc_kernels.tiling_slots`), copied from the tiling bytes in GM
-that the host packed with :func:`~opsdk.cann._ascendc_kernels.pack_tiling`.
+order (:func:`opsdk.ascend.ascendc._kernels.tiling_slots`), copied from the tiling bytes in GM
+that the host packed with :func:`~opsdk.ascend.ascendc._kernels.pack_tiling`.
 
 Nothing here runs without a toolkit; this project has not been built or run here.
 """
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DeviceUnavailable
+from ...errors import DeviceUnavailable
 
 if TYPE_CHECKING:
-    from .ascendc_model import AscendcModel
+    from .model import AscendcModel
 
 __all__ = [
     "ascendc_cmake_dir", "kernel_tiling_header", "simulator_configure", "simulator_dir",
@@ -219,7 +219,7 @@ int32_t main(int32_t argc, char* argv[])
 
 def kernel_tiling_header(model: AscendcModel) -> str:
     """``opsdk_kernel_tiling.h``: the kernel's tiling struct and ``GET_TILING_DATA``."""
-    from ..cann._ascendc_kernels import tiling_slots
+    from ._kernels import tiling_slots
 
     k = model.kernel
     fields = "".join(f"    {s.ctype} {s.name}{f'[{s.length}]' if s.length else ''};\n"
@@ -231,12 +231,12 @@ def simulator_sources(model: AscendcModel, dtype: str) -> dict[str, str]:
     """The kernel-launch project of ``model``'s kernel for ``dtype`` (see the module docstring).
 
     Example:
-        >>> from opsdk.runtime.ascendc_model import AscendcModel
+        >>> from opsdk.ascend.ascendc.model import AscendcModel
         >>> files = simulator_sources(AscendcModel("operators/gelu"), "float16")  # doctest: +SKIP
         >>> sorted(files)  # doctest: +SKIP
         ['CMakeLists.txt', 'driver.cpp', 'gelu.cpp', 'opsdk_kernel_tiling.h']
     """
-    from .ascendc_model import _CPP
+    from .model import _CPP
 
     k = model.kernel
     n = len(k.io_names)
@@ -295,7 +295,7 @@ def simulator_dir(home: Path, soc: str) -> Path:
         ... # doctest: +SKIP
         PosixPath('/usr/local/Ascend/ascend-toolkit/latest/tools/simulator/Ascend910B1')
     """
-    from ..cann._socs import compute_unit, soc_table
+    from ..socs import compute_unit, soc_table
 
     root = home / "tools" / "simulator"
     installed = _installed(root)

@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ...errors import SpecError
 
 __all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
 

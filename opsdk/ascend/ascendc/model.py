@@ -12,7 +12,7 @@ A pass means that the kernel's tiling, indexing and API use are right by the Asc
 documentation. It does not mean that an NPU ran the kernel.
 
 Example:
-    >>> from opsdk.runtime.ascendc_model import AscendcModel
+    >>> from opsdk.ascend.ascendc.model import AscendcModel
     >>> op = AscendcModel("operators/thresholded_relu")  # doctest: +SKIP
     >>> op.run([np.arange(5, dtype=np.float32)], {"alpha": 2.0})  # doctest: +SKIP
     [array([0., 0., 0., 3., 4.], dtype=float32)]
@@ -31,11 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _paths
-from ..build import cache_dir, file_lock, toolchain
-from ..dtypes import dtype_name, to_numpy
-from ..errors import BuildError, DeviceUnavailable, KernelError
-from ..spec import OpSpec, TensorType
+from ...build import cache_dir, file_lock, toolchain
+from ...dtypes import dtype_name, to_numpy
+from ...errors import BuildError, DeviceUnavailable, KernelError
+from ...spec import OpSpec, TensorType
 
 __all__ = ["AscendcModel", "model_include_dir"]
 
@@ -63,7 +62,7 @@ extern "C" int opsdk_ascendc_launch(uint8_t** gm, const uint64_t* bytes, const c
 
 def model_include_dir() -> Path:
     """The folder holding the model's ``kernel_operator.h``."""
-    return _paths.include_dir() / "opsdk" / "ascendc"
+    return Path(__file__).parent / "include"
 
 
 def _model_hash() -> str:
@@ -88,10 +87,10 @@ class AscendcModel:
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *, soc: str = "ascend910b",
                  seed: int = 0, threads: int = 1) -> None:
-        from ..cann._ascendc_gen import GenerateRefused
-        from ..cann._ascendc_kernels import aicore_kernel
-        from ..cann._socs import compute_unit, core_resources
-        from ..registry import load_spec
+        from ...registry import load_spec
+        from ..socs import compute_unit, core_resources
+        from ._gen import GenerateRefused
+        from ._kernels import aicore_kernel
 
         self.folder = Path(folder)
         self.spec = spec if spec is not None else load_spec(self.folder)
@@ -116,7 +115,7 @@ class AscendcModel:
         return lib
 
     def _build(self, dtype: str) -> Path:
-        from ..cann._ascendc_kernels import tiling_header
+        from ._kernels import tiling_header
 
         k = self.kernel
         header = tiling_header(self.spec, k)
@@ -200,8 +199,8 @@ class AscendcModel:
 
     def _launch(self, dtype: str, arrays: list[np.ndarray | None], facts: dict[str, int],
                 attrs: dict[str, Any], total: int) -> None:
-        from ..cann._ascendc_kernels import pack_tiling
-        from ..cann._ascendc_tiling import evaluate
+        from ._kernels import pack_tiling
+        from ._tiling import evaluate
 
         block_dim, computed = evaluate(self.kernel.tiling, facts)
         self._execute(dtype, arrays, block_dim,

@@ -7,10 +7,10 @@ the torch-npu wheel on the package index, which ships them under
 downloads the wheel for this platform with ``pip download --no-deps``, extracts only the
 headers into ``$OPSDK_CACHE_DIR/cann-headers`` and deletes the wheel. Nothing is committed.
 
-Run once (CI does): ``python -m opsdk.cann.headers --fetch``.
+Run once (CI does): ``python -m opsdk.ascend.project.headers --fetch``.
 
 Example:
-    >>> from opsdk.cann.headers import find_headers
+    >>> from opsdk.ascend.project.headers import find_headers
     >>> h = find_headers()  # doctest: +SKIP
     >>> (h.include / "graph" / "operator_reg.h").is_file()  # doctest: +SKIP
     True
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fetch import FetchError, pip_download
-from ..errors import OpsdkError
+from ..._fetch import FetchError, pip_download
+from ...errors import OpsdkError
 
 __all__ = [
     "HeaderSet",
@@ -83,8 +83,8 @@ _AICPU_DIRS = (
 
 def aicpu_include(root: Path | None = None) -> Path | None:
     """The folder holding an installed toolkit's AI CPU kernel headers (``cpu_kernel.h``), or
-    None; ``root`` defaults to the installed toolkit (:func:`opsdk.cann.toolkit_root`)."""
-    from ._versions import toolkit_root
+    None; ``root`` defaults to the installed toolkit (:func:`opsdk.ascend.toolkit_root`)."""
+    from ..versions import toolkit_root
 
     root = root if root is not None else toolkit_root()
     if root is None:
@@ -99,7 +99,7 @@ def aicpu_include(root: Path | None = None) -> Path | None:
 
 
 def _cache_root() -> Path:
-    from ..build import cache_dir
+    from ...build import cache_dir
 
     return cache_dir() / "cann-headers"
 
@@ -181,9 +181,9 @@ def fetch(version: str | None = None, *, force: bool = False, timeout: float = 6
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m opsdk.cann.headers [--fetch] [--version V] [--force]``."""
+    """``python -m opsdk.ascend.project.headers [--fetch] [--version V] [--force]``."""
     p = argparse.ArgumentParser(
-        prog="python -m opsdk.cann.headers", description=__doc__.split("\n")[0]
+        prog="python -m opsdk.ascend.project.headers", description=__doc__.split("\n")[0]
     )
     p.add_argument("--fetch", action="store_true", help="download the headers if none are found")
     p.add_argument("--version", help="torch-npu version to take the headers from")
@@ -196,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if hs is None:
         print(
-            "cann headers: none found; run `python -m opsdk.cann.headers --fetch`", file=sys.stderr
+            "cann headers: none found; run `python -m opsdk.ascend.project.headers --fetch`",
+            file=sys.stderr,
         )
         return 1
     print(f"{hs.include}  ({hs.source})")

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._versions import CannVersion
+from ..versions import CannVersion
 
 __all__ = [
     "NodeKey",
@@ -62,7 +62,7 @@ def _load(model: Any) -> Any:
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
         from google.protobuf.message import DecodeError
 
-        from ..onnx import ModelError
+        from ...onnx import ModelError
 
         try:
             return onnx.load(str(model), load_external_data=False)
@@ -126,7 +126,7 @@ def _node_key(n: Any, name: str, imports: Mapping[str, int], cann: CannVersion |
         f"node {name!r} ({n.op_type}) has an empty domain and the model imports "
         f"{len(imports)} opsets ({listed}); the GE ONNX parser resolves an empty domain "
         "only when exactly one opset is imported (ATC error E16005): convert a copy made "
-        "by opsdk.cann.normalize_default_domain(model), or put the custom ops in the "
+        "by opsdk.ascend.normalize_default_domain(model), or put the custom ops in the "
         "default domain"
     )
     return NodeKey(name, n.op_type, "", None, custom, problem)
@@ -237,7 +237,7 @@ def check_parser_rules(
 
     Example:
         >>> import onnx.helper as h
-        >>> from opsdk.cann._versions import parse_cann_version
+        >>> from opsdk.ascend.versions import parse_cann_version
         >>> n = h.make_node("MyOp", ["x"], ["y"], domain="com.example")
         >>> r = h.make_node("Relu", ["y"], ["z"])
         >>> m = h.make_model(h.make_graph([n, r], "g", [], []), opset_imports=[

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 
-from ..errors import SpecError
-from ..spec import Input, OpSpec, Output
-from ._ascendc_tiling import Tiling, TilingField
+from ...errors import SpecError
+from ...spec import Input, OpSpec, Output
+from ._tiling import Tiling, TilingField
 
 __all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET"]
 
@@ -667,7 +667,7 @@ def generate(spec: OpSpec, banner: str = "") -> AicoreKernel:
     if not spec.elementwise:
         raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: the operator has its "
                               "own shape function, so it is not elementwise")
-    from ..onnx import build_function
+    from ...onnx import build_function
 
     dtype, macro = _check_io(spec)
     func = build_function(spec, OPSET)

@@ -13,12 +13,12 @@ Two ways to run an installed operator (``custom_opp_*.run`` from ``opsdk cann``)
 
 ``engine="auto"`` takes aclnn when a vendor library exports the operator's aclnn pair, aclop
 otherwise; the choice is in ``repr(op)`` and :attr:`NpuOperator.api`. Every C function is
-bound from the library that exports it (see :mod:`opsdk.runtime._acl`). A missing toolkit,
+bound from the library that exports it (see :mod:`opsdk.ascend.npu._acl`). A missing toolkit,
 library, symbol or device raises ``DeviceUnavailable("npu unavailable: <reason>")``;
 nothing is ever emulated.
 
 Example:
-    >>> from opsdk.runtime.npu import npu_available
+    >>> from opsdk.ascend.npu.executor import npu_available
     >>> ok, reason = npu_available()
     >>> ok or reason != ""
     True
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, native_order, to_numpy
-from ..errors import DeviceUnavailable, KernelError, SpecError
-from ..spec import OpSpec, TensorType
+from ...dtypes import dtype_name, native_order, to_numpy
+from ...errors import DeviceUnavailable, KernelError, SpecError
+from ...spec import OpSpec, TensorType
 from ._acl import SYMBOLS, Bound, OpApi, cann_home, find_op_api, load_libraries
 
 __all__ = [
@@ -394,7 +394,7 @@ def plan_npu(spec: OpSpec, *, op_type: str | None = None, engine: str = "auto") 
         >>> plan.aclnn
         ('aclnnThresholdedReluCustomGetWorkspaceSize', 'aclnnThresholdedReluCustom')
     """
-    from ..cann import CannArgError, check_op_type
+    from .. import CannArgError, check_op_type
 
     if engine not in ENGINES:
         raise SpecError(f"{spec.name}: unknown engine {engine!r}; use one of {ENGINES}")

@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ManifestError
 from ._isa import ISA_ENV, pick_variant
+from .errors import ManifestError
 
 __all__ = [
     "MANIFEST_NAME",
@@ -218,7 +218,7 @@ def _check_platform(man: dict[str, Any], host: dict[str, Any]) -> list[str]:
 
 
 def _check_opsdk(man: dict[str, Any]) -> list[str]:
-    from .. import __version__
+    from ._version import __version__
 
     built = str(man.get("opsdk_version", "?"))
     if version_tuple(built)[:2] != version_tuple(__version__)[:2]:
@@ -302,7 +302,7 @@ def verify_prebuilt(folder: Path, module: Path | None = None, *, package: str = 
     ``module`` is the registry's pick (unused: the module matching this interpreter is
     chosen; an operator from a wheel without one is an error, it is never compiled). Of a
     wheel built with ISA variants, the widest one this CPU supports is returned
-    (``OPSDK_ISA=<level>`` or ``baseline`` forces one; see :mod:`opsdk.package._isa`).
+    (``OPSDK_ISA=<level>`` or ``baseline`` forces one; see :mod:`opsdk._isa`).
     Raises :class:`ManifestError` listing every mismatch (opsdk major/minor, Python ABI,
     platform, CPU baseline, glibc, a modified spec.py) with the fix. A folder without a
     manifest (a module built by the user's own CMake project) gets the checks that need

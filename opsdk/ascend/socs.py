@@ -37,14 +37,14 @@ def soc_table() -> dict[str, str]:
 
 def precision_modes() -> list[str]:
     """ATC's ``--precision_mode`` values (one list, kept with their emulation)."""
-    from ..testing._precision import PRECISION_MODES
+    from .precision import PRECISION_MODES
 
     return list(PRECISION_MODES)
 
 
 def precision_modes_v2() -> list[str]:
     """Values of ATC's ``--precision_mode_v2`` and GE's ``ge.exec.precision_mode_v2``."""
-    from ..testing._precision import PRECISION_MODES_V2
+    from .precision import PRECISION_MODES_V2
 
     return list(PRECISION_MODES_V2)
 

@@ -11,7 +11,7 @@ same description as for the model.
 ``ascendc-sim`` builds the same kernel for the NPU with the toolkit's Ascend C compiler
 through its kernel-launch CMake support (``ascendc_library``, ``RUN_MODE=sim``) and runs it on
 the toolkit's simulator (camodel), launched through ACL with ``ACLRT_LAUNCH_KERNEL``
-(:mod:`opsdk.runtime._ascendc_sim`).
+(:mod:`opsdk.ascend.ascendc._sim`).
 
 Both drivers run with the library folders the toolkit's kernel-launch samples put on
 ``LD_LIBRARY_PATH`` (:func:`toolkit_env`); the SoC is ``$OPSDK_ASCEND_SOC`` (default
@@ -38,17 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from ..build import cache_dir, file_lock
-from ..errors import BuildError, DeviceUnavailable, KernelError
-from ..spec import OpSpec
-from ._ascendc_sim import (
+from ...build import cache_dir, file_lock
+from ...errors import BuildError, DeviceUnavailable, KernelError
+from ...spec import OpSpec
+from ._sim import (
     ascendc_cmake_dir,
     simulator_configure,
     simulator_dir,
     simulator_sources,
     toolkit_env,
 )
-from .ascendc_model import _CPP, AscendcModel, model_include_dir
+from .model import _CPP, AscendcModel, model_include_dir
 
 __all__ = [
     "open_toolkit_device", "toolkit_parts", "ToolkitCpuDebug", "ToolkitSimulator",
@@ -170,7 +170,7 @@ def cpu_debug_sources(model: AscendcModel, dtype: str) -> dict[str, str]:
         >>> sorted(files)  # doctest: +SKIP
         ['CMakeLists.txt', 'driver.cpp', 'gelu.cpp', 'gelu_tiling.h', 'opsdk_tilingdata.h']
     """
-    from ..cann._ascendc_kernels import tiling_header
+    from ._kernels import tiling_header
 
     k = model.kernel
     header = tiling_header(model.spec, k).replace('"register/tilingdata_base.h"',
@@ -198,7 +198,7 @@ class _ToolkitKernel(AscendcModel):
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
                  soc_version: str | None = None) -> None:
-        from ..cann._socs import CannArgError
+        from ..socs import CannArgError
 
         self.home = toolkit_parts(self.device).parents[1]  # <toolkit>/tools/<part>
         if shutil.which("cmake") is None:
@@ -293,7 +293,7 @@ class ToolkitCpuDebug(_ToolkitKernel):
 
 class ToolkitSimulator(_ToolkitKernel):
     """The operator's AI Core kernel built for the NPU by the toolkit and run on its simulator
-    (``ascendc-sim``); see :mod:`opsdk.runtime._ascendc_sim`.
+    (``ascendc-sim``); see :mod:`opsdk.ascend.ascendc._sim`.
 
     The SoC is ``$OPSDK_ASCEND_SOC`` (default Ascend910B1); its simulator must be installed
     (``<toolkit>/tools/simulator/<SoC>/lib/libruntime_camodel.so``).

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..spec import OpSpec
-from ._model import MSOPGEN_DTYPES, CannParam, cann_op
+from ...spec import OpSpec
+from .._op import MSOPGEN_DTYPES, CannParam, cann_op
 
 __all__ = ["msopgen_json", "msopgen_data", "MSOPGEN_ATTR_TYPES", "MSOPGEN_IO_TYPES"]
 

@@ -5,7 +5,7 @@ operator (``opsdk rewrite --replace``), a new one (``opsdk new --like onnx:<Op>`
 ``opsdk rewrite``. The tables of what ATC accepts live in ``_ascend_data.py``.
 
 Example:
-    >>> from opsdk.cann.doctor import diagnose
+    >>> from opsdk.ascend.atc.doctor import diagnose
     >>> for f in diagnose("model.onnx", target="ascend"):  # doctest: +SKIP
     ...     print(f.node, f.reason, f.fix)
 """
@@ -20,9 +20,9 @@ from typing import Any
 import onnx
 from onnx import ModelProto, NodeProto
 
-from ..errors import SpecError
-from ..onnx._constants import dim_form, input_dims
-from ..onnx._model import (
+from ...errors import SpecError
+from ...onnx._constants import dim_form, input_dims
+from ...onnx._model import (
     attribute_value,
     is_standard_domain,
     iter_all_nodes,
@@ -31,9 +31,9 @@ from ..onnx._model import (
     node_label,
     opset_version,
 )
-from ..spec import OpSpec
-from ._ascend_data import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
-from ._versions import CannVersion, parse_cann_version
+from ...spec import OpSpec
+from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
+from ..versions import CannVersion, parse_cann_version
 
 __all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
 
@@ -101,7 +101,7 @@ def diagnose(
         raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     profile = TARGETS[target]
     m = load_model(model)
-    from ..onnx._schema import known_specs
+    from ...onnx._schema import known_specs
 
     specs = known_specs(extra)
     _check_input_shapes(m, input_shapes or {})
@@ -212,7 +212,7 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
         f"{len(nodes)} default-domain node(s)"
     )
     fix = (
-        "give ATC a copy made by opsdk.cann.normalize_default_domain(model), which spells the "
+        "give ATC a copy made by opsdk.ascend.normalize_default_domain(model), which spells the "
         "default domain ai.onnx, or put the custom nodes in the default domain"
     )
     if cann.rejects_mixed_default_domain:
@@ -385,7 +385,7 @@ def _custom_findings(
                 "folder to OPSDK_OPERATORS_PATH",
             )
         ]
-    from ..onnx._schema import check_custom_node
+    from ...onnx._schema import check_custom_node
 
     try:
         check_custom_node(spec, node, m)

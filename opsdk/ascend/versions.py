@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._socs import CannArgError
+from .socs import CannArgError
 
 __all__ = [
     "DEFAULT_CANN",

@@ -1,0 +1,3 @@
+"""The opsdk version, written once."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,112 @@
+"""The Ascend side of an operator: CANN project, ONNX framework plugin, op proto and ATC.
+
+Everything is generated from the operator's spec (``opsdk cann MyOp -o build/cann/my_op``):
+the msopgen IR JSON, the AI CPU sources that run the operator's own kernel.cpp on the NPU
+(kernel adapter, op info, op proto with inference), an Ascend C project (op_host OpDef with
+shape/dtype inference and tiling, op_kernel, CMake files for CANN 9.x), the REG_OP prototype
+and the ONNX framework plugin whose OriginOpType keys are exactly what CANN's ONNX parser
+looks up. ``build.sh`` builds them with the host's own CANN tools (msopgen on 8.x).
+
+Example:
+    >>> from opsdk.ascend import render_project, default_origin_op_type
+    >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+    >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+    ...            types={"T": TFloat})
+    >>> default_origin_op_type(s)
+    'com.example::1::MyOp'
+    >>> sorted(render_project(s))[:2]
+    ['aicpu/cpukernel/impl/my_op_kernels.cc', 'aicpu/cpukernel/impl/my_op_kernels.h']
+"""
+
+from __future__ import annotations
+
+from ._op import CannOp, builtin_clash, cann_op, check_op_type, default_origin_op_type
+from .atc._atc import (
+    AtcPlan,
+    atc_executable,
+    parse_input_shape,
+    plan_atc,
+    project_plugin_keys,
+    run_atc,
+)
+from .atc._onnx_keys import (
+    KeyProblem,
+    NodeKey,
+    check_parser_rules,
+    check_plugin_keys,
+    node_keys,
+    normalize_default_domain,
+    origin_op_types,
+)
+from .project._msopgen import msopgen_data, msopgen_json
+from .project._project import (
+    ProjectExists,
+    WriteReport,
+    default_engine,
+    project_files,
+    project_op_type,
+    read_project_manifest,
+    render_project,
+    write_project,
+)
+from .socs import (
+    CannArgError,
+    compute_unit,
+    implmodes,
+    precision_modes,
+    precision_modes_v2,
+    soc_table,
+)
+from .versions import (
+    DEFAULT_CANN,
+    ENGINES,
+    CannVersion,
+    ResolvedCann,
+    check_socs,
+    parse_cann_version,
+    resolve_cann,
+)
+
+__all__ = [
+    "DEFAULT_CANN",
+    "ENGINES",
+    "CannVersion",
+    "ResolvedCann",
+    "builtin_clash",
+    "check_op_type",
+    "check_socs",
+    "parse_cann_version",
+    "resolve_cann",
+    "AtcPlan",
+    "CannArgError",
+    "CannOp",
+    "KeyProblem",
+    "NodeKey",
+    "ProjectExists",
+    "WriteReport",
+    "atc_executable",
+    "cann_op",
+    "check_parser_rules",
+    "check_plugin_keys",
+    "compute_unit",
+    "default_engine",
+    "default_origin_op_type",
+    "implmodes",
+    "msopgen_data",
+    "msopgen_json",
+    "node_keys",
+    "normalize_default_domain",
+    "origin_op_types",
+    "parse_input_shape",
+    "plan_atc",
+    "precision_modes",
+    "precision_modes_v2",
+    "project_plugin_keys",
+    "project_files",
+    "project_op_type",
+    "read_project_manifest",
+    "render_project",
+    "run_atc",
+    "soc_table",
+    "write_project",
+]

@@ -1,0 +1,20 @@
+"""AI Core kernels in Ascend C: the public face of opsdk's generator and tiling descriptions.
+
+* :func:`generate`: the kernel of an elementwise operator, from its ONNX decomposition;
+* :func:`aicore_kernel`: an operator's kernel, hand-written (``op_kernel/``) or generated;
+* :class:`Tiling` / :class:`TilingField`: a kernel's host tiling, described once (see
+  docs/ascendc_model.md), evaluated by :func:`evaluate`.
+
+Example:
+    >>> from opsdk.ascend.ascendc import Tiling, TilingField, evaluate
+    >>> t = Tiling("Demo", (TilingField("n"),), (("n", "totalLength * 2"),), "1")
+    >>> evaluate(t, {"totalLength": 3})
+    (1, {'n': 6})
+"""
+
+from ._gen import AicoreKernel, GenerateRefused, generate
+from ._kernels import aicore_kernel, tiling_header
+from ._tiling import Tiling, TilingField, cpp_steps, evaluate
+
+__all__ = ["AicoreKernel", "GenerateRefused", "generate", "aicore_kernel", "tiling_header",
+           "Tiling", "TilingField", "cpp_steps", "evaluate"]
