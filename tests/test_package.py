@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 import opsdk
+from opsdk import _prebuilt as _manifest
 from opsdk._isa import ISA_ENV, isa_variants
 from opsdk.cli import main
 from opsdk.errors import BuildError, ManifestError, OperatorNotFound, SpecError
 from opsdk.package import (
     BANNER,
     MANIFEST_NAME,
-    _manifest,
     default_cpu_baseline,
     generate_artefacts,
     host_environment,
