@@ -14,7 +14,11 @@ written for ``--target ascend``:
   ``ai.onnx``; ``onnx.checker`` accepts no explicit ``ai.onnx`` node at all);
 * names every variable input dim, and every variable output dim by an expression of them
   that the backend evaluates, derived from the graph and checked with ONNX Runtime
-  (:mod:`opsdk.triton._ascend_dims`).
+  (:mod:`opsdk.triton._ascend_dims`);
+* takes and gives each scalar (rank-0) input and output as shape ``[1]``, reshaped to rank
+  0 and back inside the graph: Triton has no rank-0 dims (config.pbtxt says ``[ 1 ]``), and
+  npu_ge compares the config dims with the ONNX dims index by index
+  (``ModelState::CompareOnnxAndTxt``), so both must have rank 1.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
 from onnx import ModelProto
 
@@ -113,6 +118,7 @@ def prepare_ascend_model(
     _check_opset(out.proto, label)
     _pin_custom_versions(out, specs, registered or {}, label)
     _embed_functions(out, specs, label)
+    _scalars_as_vectors(out)
     d = dims or DimOptions()
     out.notes += name_dims(out.proto, label, batched, d.output_dims, d.probes, d.gears).notes
     if cann.rejects_mixed_default_domain and len(out.proto.opset_import) > 1:
@@ -139,6 +145,48 @@ def _embed_functions(out: AscendModel, specs: list[OpSpec], label: str) -> None:
         out.notes.append(
             "embedded fallback functions: " + ", ".join(f"{s.domain}::{s.name}" for s in specs)
         )
+
+
+_SCALAR, _ONE = "opsdk_shape_scalar", "opsdk_shape_1"
+
+
+def _scalars_as_vectors(out: AscendModel) -> None:
+    """Rank-0 graph inputs and outputs become shape ``[1]``, with a Reshape to rank 0 (inputs)
+    or from it (outputs) inside the graph, so the model computes what it did."""
+    g = out.proto.graph
+    inits = {t.name for t in g.initializer}
+    scalar_in = [v for v in g.input if v.name not in inits and _is_scalar(v)]
+    scalar_out = [v for v in g.output if _is_scalar(v)]
+    if not scalar_in and not scalar_out:
+        return
+    g.initializer.extend([onnx.numpy_helper.from_array(np.array(s, np.int64), name)
+                          for name, s in ((_SCALAR, []), (_ONE, [1]))])
+    renamed = {v.name: f"{v.name}__rank0" for v in scalar_in}
+    for node in iter_all_nodes(g):
+        for k, name in enumerate(node.input):
+            node.input[k] = renamed.get(name, name)
+    for o in scalar_out:
+        inner = f"{o.name}__rank0"
+        for node in iter_all_nodes(g):
+            for k, name in enumerate(node.output):
+                node.output[k] = inner if name == o.name else name
+        source = renamed.get(o.name, inner)  # an input given back as an output
+        g.node.append(onnx.helper.make_node("Reshape", [source, _ONE], [o.name]))
+    nodes = [onnx.helper.make_node("Reshape", [v.name, _SCALAR], [renamed[v.name]])
+             for v in scalar_in] + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    for v in scalar_in + scalar_out:
+        v.type.tensor_type.shape.dim.add().dim_value = 1
+    names = ", ".join(repr(v.name) for v in scalar_in + scalar_out)
+    out.notes.append(f"scalar {names} taken and given as shape [1] (reshaped to rank 0 in the "
+                     "graph): Triton has no rank-0 dims and npu_ge compares the config dims "
+                     "with the model's")
+
+
+def _is_scalar(v: onnx.ValueInfoProto) -> bool:
+    t = v.type.tensor_type
+    return v.type.HasField("tensor_type") and t.HasField("shape") and not t.shape.dim
 
 
 def _mark_generated(model: ModelProto) -> None:
