@@ -151,3 +151,134 @@ def test_ascend_scalar_folder_passes_the_check(tmp_path: Path, ort_1232: Path) -
                                                                           target="ascend"))
     report = check_npu_ge_folder(folder, python=ort_1232)
     assert report.ok, report.problems
+
+
+# ----------------------------------------------------------------------------- item 7
+def _yolo_level(k: int, feat: str, nodes: list[onnx.NodeProto]) -> tuple[str, str]:
+    """One detection level: the head's [b, 6, hi*wi] and the anchor grid's [hi*wi, 2] as
+    YOLOv8's exporter writes them (Shape -> Gather -> Range -> Expand)."""
+    p = f"l{k}_"
+    nodes += [
+        helper.make_node("Conv", [feat, "head_w"], [p + "head"]),
+        helper.make_node("Shape", [p + "head"], [p + "shape"]),
+        helper.make_node("Slice", [p + "shape", "i0", "i1"], [p + "batch"]),
+        helper.make_node("Concat", [p + "batch", "six", "minus1"], [p + "flat_shape"], axis=0),
+        helper.make_node("Reshape", [p + "head", p + "flat_shape"], [p + "flat"]),
+        helper.make_node("Gather", [p + "shape", "two"], [p + "h"], axis=0),
+        helper.make_node("Gather", [p + "shape", "three"], [p + "w"], axis=0),
+    ]
+    for axis, dim in (("y", "h"), ("x", "w")):
+        nodes += [helper.make_node("Cast", [p + dim], [p + dim + "f"], to=T.FLOAT),
+                  helper.make_node("Range", ["zero_f", p + dim + "f", "one_f"], [p + axis])]
+    nodes += [
+        helper.make_node("Unsqueeze", [p + "y", "ax1"], [p + "y2"]),
+        helper.make_node("Unsqueeze", [p + "x", "ax0"], [p + "x2"]),
+        helper.make_node("Unsqueeze", [p + "h", "ax0"], [p + "h1"]),
+        helper.make_node("Unsqueeze", [p + "w", "ax0"], [p + "w1"]),
+        helper.make_node("Concat", [p + "h1", p + "w1"], [p + "grid_shape"], axis=0),
+        helper.make_node("Expand", [p + "y2", p + "grid_shape"], [p + "gy"]),
+        helper.make_node("Expand", [p + "x2", p + "grid_shape"], [p + "gx"]),
+        helper.make_node("Unsqueeze", [p + "gx", "axm1"], [p + "gx3"]),
+        helper.make_node("Unsqueeze", [p + "gy", "axm1"], [p + "gy3"]),
+        helper.make_node("Concat", [p + "gx3", p + "gy3"], [p + "grid"], axis=-1),
+        helper.make_node("Reshape", [p + "grid", "pairs"], [p + "anchors"]),
+    ]
+    return p + "flat", p + "anchors"
+
+
+def yolo_like_model(batch_only: bool = False) -> onnx.ModelProto:
+    """YOLOv8's detection output: three levels at strides 8, 16, 32 (stride-2 convs
+    stacked), each flattened to [b, 6, hi*wi] and concatenated, plus an anchor grid from
+    Shape -> Range -> Expand added to two channels; y is [b, 6, A] with
+    A = ceil(h/8)ceil(w/8) + ceil(h/16)ceil(w/16) + ceil(h/32)ceil(w/32)."""
+    rng = np.random.default_rng(0)
+    consts = {"down_w": rng.standard_normal((3, 3, 3, 3)).astype(np.float32) * 0.2,
+              "head_w": rng.standard_normal((6, 3, 1, 1)).astype(np.float32),
+              "i0": np.array([0], np.int64), "i1": np.array([1], np.int64),
+              "six": np.array([6], np.int64), "minus1": np.array([-1], np.int64),
+              "two": np.array(2, np.int64), "three": np.array(3, np.int64),
+              "zero_f": np.array(0.0, np.float32), "one_f": np.array(1.0, np.float32),
+              "ax0": np.array([0], np.int64), "ax1": np.array([1], np.int64),
+              "axm1": np.array([-1], np.int64), "pairs": np.array([-1, 2], np.int64),
+              "c0": np.array([0], np.int64), "c2": np.array([2], np.int64),
+              "c6": np.array([6], np.int64)}
+    nodes: list[onnx.NodeProto] = []
+    feat, flats, grids = "x", [], []
+    for k in range(5):  # strides 2, 4, 8, 16, 32
+        nodes.append(helper.make_node("Conv", [feat, "down_w"], [f"down{k}"], strides=[2, 2],
+                                      pads=[1, 1, 1, 1]))
+        feat = f"down{k}"
+        if k >= 2:
+            flat, grid = _yolo_level(k, feat, nodes)
+            flats.append(flat)
+            grids.append(grid)
+    nodes += [
+        helper.make_node("Concat", flats, ["boxes"], axis=2),
+        helper.make_node("Concat", grids, ["anchors"], axis=0),
+        helper.make_node("Transpose", ["anchors"], ["anchors_t"], perm=[1, 0]),
+        helper.make_node("Slice", ["boxes", "c0", "c2", "ax1"], ["xy"]),
+        helper.make_node("Slice", ["boxes", "c2", "c6", "ax1"], ["rest"]),
+        helper.make_node("Add", ["xy", "anchors_t"], ["xy_abs"]),
+        helper.make_node("Concat", ["xy_abs", "rest"], ["y"], axis=1),
+    ]
+    dims = ["b", 3, 320, 320] if batch_only else ["b", 3, "h", "w"]
+    out = ["b", 6, 2100] if batch_only else ["b", 6, None]
+    graph = helper.make_graph(nodes, "yolo_like",
+                              [helper.make_tensor_value_info("x", T.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", T.FLOAT, out)],
+                              [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _anchors(h: int, w: int) -> int:
+    return sum(-(-h // s) * -(-w // s) for s in (8, 16, 32))
+
+
+def test_yolo_anchor_count_is_derived_from_the_strides(tmp_path: Path) -> None:
+    """Item 7: the anchor count is an expression of the input dims, not "a data-dependent
+    size?"; stacked stride-2 layers give one division per level (ceil(h/8) written
+    ``(h+7)/8``), and it equals ONNX Runtime's count on sizes no probe used."""
+    from opsdk.onnx._dimprop import propagate_dims
+    from opsdk.triton import _npu_ge_expr as ge_expr
+
+    model = yolo_like_model()
+    (b, six, anchors), = [propagate_dims(model)["y"]]
+    assert str(b) == "b" and str(six) == "6"
+    assert str(anchors) == ("floor((h + 15)/16)*floor((w + 15)/16) + floor((h + 31)/32)*"
+                            "floor((w + 31)/32) + floor((h + 7)/8)*floor((w + 7)/8)")
+    path = tmp_path / "yolo.onnx"
+    onnx.save(model, str(path))
+    notes: list[str] = []
+    folder = build_repository(path, tmp_path / "repo", RepositoryOptions("yolo", target="ascend"),
+                              report=notes.append)
+    written = onnx.load(str(folder / "1" / "model.onnx"))
+    name = written.graph.output[0].type.tensor_type.shape.dim[2].dim_param
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for h, w in ((320, 320), (100, 37), (33, 65)):
+        (y,) = sess.run(None, {"x": np.zeros((1, 3, h, w), np.float32)})
+        assert y.shape[2] == _anchors(h, w) == ge_expr.evaluate(name, {"h": h, "w": w})
+
+
+def test_a_model_with_only_a_batch_dim_gets_a_plain_message(tmp_path: Path) -> None:
+    """Item 7: an unbatched model whose only variable input dim is the leading one, which
+    npu_ge leaves out, is told so, not "input dims are named nothing"."""
+    from opsdk.triton import TritonConfigError
+
+    x = helper.make_tensor_value_info("x", T.FLOAT, ["N", 3, 8])
+    graph = helper.make_graph([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 2, 0])],
+                              "t", [x], [helper.make_tensor_value_info("y", T.FLOAT, [3, 8, "N"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "t.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(TritonConfigError) as err:
+        build_repository(path, tmp_path / "repo", RepositoryOptions("t", target="ascend"))
+    text = str(err.value)
+    assert "named nothing" not in text
+    assert "the inputs' only variable dim is N, their leading dim" in text
+    assert "--max-batch-size N" in text

@@ -523,6 +523,31 @@ def _expand(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     return [None if target is None else _broadcast([st.shape(n.input[0]), tuple(target)])]
 
 
+def _scalar(st: _State, name: str) -> Dim | None:
+    """A one-element value as a dim: a shape value, or an integral constant (any dtype)."""
+    vals = st.values.get(name) if name else None
+    if vals is not None:
+        return vals[0] if len(vals) == 1 else None
+    arr = st.consts.get(name) if name else None
+    if arr is None or arr.size != 1 or not float(arr.reshape(-1)[0]).is_integer():
+        return None
+    return Dim.const(int(arr.reshape(-1)[0]))
+
+
+def _range(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """``Range(start, limit, delta)`` has ``ceil((limit - start) / delta)`` elements; with a
+    shape value as the limit (``torch.arange(w)`` over ``Shape``), that is an expression."""
+    start, limit, delta = (_scalar(st, i) for i in n.input[:3])
+    if start is None or limit is None or delta is None or not delta.is_const():
+        return [None]
+    if limit.is_const() and start.is_const():
+        size = max(0, -(-(limit.value() - start.value()) // delta.value()))
+        return [(Dim.const(size),)]
+    if delta.value() <= 0 or not start.is_const() or start.value() < 0:
+        return [None]  # a symbolic size is non-negative only for these
+    return [((limit - start).ceildiv(delta.value()),)]
+
+
 def _tile(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     x, reps = st.shape(n.input[0]), st.ints(n.input[1])
     if x is None or reps is None:
@@ -575,7 +600,8 @@ HANDLERS: dict[str, Handler] = {
     "Upsample": _resize, "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Concat": _concat, "Shape": _shape_op,
     "Slice": _slice, "Gather": _gather, "MatMul": _matmul, "Gemm": _gemm, "Pad": _pad,
-    "Split": _split, "Expand": _expand, "Tile": _tile, "ConstantOfShape": _constant_of_shape,
+    "Split": _split, "Expand": _expand, "Range": _range, "Tile": _tile,
+    "ConstantOfShape": _constant_of_shape,
     "DepthToSpace": _depth_space, "SpaceToDepth": _depth_space, "TopK": _topk,
     **{op: _reduce for op in ("ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 "
                               "ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax "

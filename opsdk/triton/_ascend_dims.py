@@ -374,10 +374,23 @@ def _unnamed(label: str, output: str, axis: int,
     return TritonConfigError(
         f"{label}: output '{output}' dim {axis} is variable but {why}; npu_ge sizes such an "
         "output from an expression of the input dims (names, integers, + - * / and "
-        f"parentheses); input dims are named {', '.join(sorted(known)) or 'nothing'}"
-        f"{_dropped_note(dropped if axis else set())}. Give it "
+        f"parentheses); {_names_left(known, dropped if axis else set())}. Give it "
         f"with --output-dims {output}=EXPR,... (one entry per dim), or export the model with "
         "named dynamic axes (dynamic_axes={'y': {1: 'seq'}}) or fixed output shapes")
+
+
+def _names_left(known: set[str], dropped: set[str]) -> str:
+    """What the output dim can be written with, said plainly when nothing is left."""
+    if known:
+        return f"input dims are named {', '.join(sorted(known))}{_dropped_note(dropped)}"
+    if dropped:
+        lead = ", ".join(sorted(dropped))
+        return (f"the inputs' only variable dim is {lead}, their leading dim, which npu_ge does "
+                "not resolve when not batching, so no input dim is left to write it with: if "
+                f"{lead} is a batch axis, build with --max-batch-size N (every output's leading "
+                "dim must be variable too)")
+    return ("every input dim is fixed, so this size depends on input values, not shapes, and "
+            "npu_ge cannot compute it; if it is fixed in fact, give that size")
 
 
 # ------------------------------------------------------------------------------ probes
