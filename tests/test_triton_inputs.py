@@ -282,3 +282,113 @@ def test_a_model_with_only_a_batch_dim_gets_a_plain_message(tmp_path: Path) -> N
     assert "named nothing" not in text
     assert "the inputs' only variable dim is N, their leading dim" in text
     assert "--max-batch-size N" in text
+
+
+# ----------------------------------------------------------------------------- item 6
+def _untyped(name: str) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, T.FLOAT, None)
+
+
+def if_model() -> onnx.ModelProto:
+    """y = If(sr == 16000, Concat(x, x), Tile(x, [1, 2])): ONNX shape inference leaves the
+    doubled dim unknown; both branches give [n, 2*t]."""
+    then = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["ty"], axis=1)], "then",
+                             [], [_untyped("ty")])
+    other = helper.make_graph([helper.make_node("Tile", ["x", "reps"], ["ey"])], "else", [],
+                              [_untyped("ey")])
+    nodes = [helper.make_node("Equal", ["sr", "c16k"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], then_branch=then, else_branch=other)]
+    graph = helper.make_graph(
+        nodes, "if_model",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", "t"]),
+         helper.make_tensor_value_info("sr", T.INT64, [])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [None, None])],
+        [numpy_helper.from_array(np.array(16000, np.int64), "c16k"),
+         numpy_helper.from_array(np.array([1, 2], np.int64), "reps")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def loop_model() -> onnx.ModelProto:
+    """A Loop of n iterations (n from Shape): carried acc [n, t] (+= x), scan output
+    acc's first row [t] per iteration, so the scan is [n, t]."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+         helper.make_node("Gather", ["acc_out", "zero"], ["row"], axis=0)],
+        "body",
+        [helper.make_tensor_value_info("i", T.INT64, []),
+         helper.make_tensor_value_info("cond_in", T.BOOL, []), _untyped("acc_in")],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []), _untyped("acc_out"),
+         _untyped("row")])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Loop", ["n", "", "x"], ["acc", "rows"], body=body)]
+    graph = helper.make_graph(
+        nodes, "loop_model", [helper.make_tensor_value_info("x", T.FLOAT, ["n", "t"])],
+        [helper.make_tensor_value_info("acc", T.FLOAT, None),
+         helper.make_tensor_value_info("rows", T.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def pad_lstm_model() -> onnx.ModelProto:
+    """torch's pad arithmetic (ConstantOfShape -> Concat -> Reshape -> Slice(step -1) ->
+    Transpose -> Reshape, all constants) before a Pad, then an LSTM: y is [t+64, 1, n, 8]."""
+    rng = np.random.default_rng(0)
+    consts = {"two": np.array([2], np.int64), "pad_spec": np.array([0, 64], np.int64),
+              "pairs": np.array([-1, 2], np.int64), "m1": np.array([-1], np.int64),
+              "big": np.array([-2**63 + 1], np.int64), "z": np.array([0], np.int64),
+              "ax2": np.array([2], np.int64),
+              "W": rng.standard_normal((1, 32, 1)).astype(np.float32),
+              "R": rng.standard_normal((1, 32, 8)).astype(np.float32)}
+    nodes = [
+        helper.make_node("ConstantOfShape", ["two"], ["zeros"],
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Concat", ["pad_spec", "zeros"], ["spec"], axis=0),
+        helper.make_node("Reshape", ["spec", "pairs"], ["spec2"]),
+        helper.make_node("Slice", ["spec2", "m1", "big", "z", "m1"], ["rev"]),
+        helper.make_node("Transpose", ["rev"], ["revt"], perm=[1, 0]),
+        helper.make_node("Reshape", ["revt", "m1"], ["pads"]),
+        helper.make_node("Pad", ["x", "pads"], ["xp"]),   # x [n, t] -> [n, t+64]
+        helper.make_node("Unsqueeze", ["xp", "ax2"], ["x3"]),
+        helper.make_node("Transpose", ["x3"], ["seq"], perm=[1, 0, 2]),
+        helper.make_node("LSTM", ["seq", "W", "R"], ["y"], hidden_size=8),
+    ]
+    graph = helper.make_graph(nodes, "pad_lstm",
+                              [helper.make_tensor_value_info("x", T.FLOAT, ["n", "t"])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize(("make", "feeds", "expected"), [
+    (if_model, {"sr": np.array(16000, np.int64)}, {"y": ["n", "2*t"]}),
+    (if_model, {"sr": np.array(8000, np.int64)}, {"y": ["n", "2*t"]}),
+    (loop_model, {}, {"acc": ["n", "t"], "rows": ["n", "t"]}),
+    (pad_lstm_model, {}, {"y": ["t + 64", "1", "n", "8"]}),
+])
+def test_dims_through_if_loop_folded_constants_and_lstm(make: Any, feeds: dict[str, Any],
+                                                        expected: dict[str, list[str]]) -> None:
+    """Item 6: dim propagation enters If branches (the dims both agree on) and Loop bodies
+    (carried values, scan outputs with the trip count), folds constant index arithmetic,
+    and sizes LSTM outputs; each expression equals ONNX Runtime's shape."""
+    import onnxruntime as ort
+
+    from opsdk.onnx._dimprop import propagate_dims
+
+    model = make()
+    derived = propagate_dims(model)
+    assert {k: [str(d) for d in v] for k, v in derived.items() if v is not None} == expected
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, t in ((2, 5), (3, 7)):
+        x = np.ones((n, t), np.float32)
+        outs = sess.run(None, {"x": x, **feeds})
+        for o, got in zip(model.graph.output, outs, strict=True):
+            want = [d.evaluate({"n": n, "t": t}) for d in derived[o.name] or ()]
+            assert list(got.shape) == want
