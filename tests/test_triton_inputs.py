@@ -392,3 +392,78 @@ def test_dims_through_if_loop_folded_constants_and_lstm(make: Any, feeds: dict[s
         for o, got in zip(model.graph.output, outs, strict=True):
             want = [d.evaluate({"n": n, "t": t}) for d in derived[o.name] or ()]
             assert list(got.shape) == want
+
+
+def value_branch_model() -> onnx.ModelProto:
+    """y = If(sr == 16000, x * 2, Reshape(x, [-1, 7])): the 8 kHz branch runs only when
+    n*t divides by 7, so probing with sr = 0 fails where sr = 16000 runs."""
+    other = helper.make_graph([helper.make_node("Reshape", ["x", "seven"], ["ey"])], "else",
+                              [], [_untyped("ey")])
+    model = scalar_model()
+    model.graph.initializer.append(numpy_helper.from_array(np.array([-1, 7], np.int64),
+                                                           "seven"))
+    for a in model.graph.node[2].attribute:
+        if a.name == "else_branch":
+            a.g.CopyFrom(other)
+    return model
+
+
+def test_value_candidates_come_from_the_graphs_comparisons() -> None:
+    """Item 6: the values a model compares its inputs with, through Cast/Reshape and into
+    subgraphs, on either side of the comparison."""
+    from opsdk.onnx._probe import value_candidates
+
+    assert value_candidates(scalar_model()) == {"sr": [16000]}
+    inner = helper.make_graph(
+        [helper.make_node("Less", ["three", "kf"], ["big"])], "b", [],
+        [helper.make_tensor_value_info("big", T.BOOL, [])])
+    nodes = [helper.make_node("Cast", ["k"], ["kf"], to=T.FLOAT),
+             helper.make_node("Greater", ["mode", "two"], ["g"]),
+             helper.make_node("If", ["g"], ["y"], then_branch=inner, else_branch=inner)]
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("k", T.INT64, [1]),
+                     helper.make_tensor_value_info("mode", T.INT32, [])],
+        [helper.make_tensor_value_info("y", T.BOOL, [])],
+        [numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+         numpy_helper.from_array(np.array(2, np.int32), "two")])
+    assert value_candidates(helper.make_model(graph)) == {"k": [3.5], "mode": [3]}
+
+
+def test_value_inputs_are_probed_with_the_models_own_values(tmp_path: Path) -> None:
+    """Item 6: the ascend build probes ``sr`` with 16000, the value the graph compares it
+    with (zeros took the branch that fails); --probe-values overrides it, and a failing
+    value is named in the error with the fix."""
+    from opsdk.triton import TritonConfigError
+
+    path = tmp_path / "vb.onnx"
+    onnx.save(value_branch_model(), str(path))
+    notes: list[str] = []
+    build_repository(path, tmp_path / "a", RepositoryOptions("vb", target="ascend"),
+                     report=notes.append)
+    assert any("checked with ONNX Runtime on 2 probes" in n for n in notes)
+    with pytest.raises(TritonConfigError, match=r"values sr=8000.*--probe-values NAME=VALUE"):
+        build_repository(path, tmp_path / "b", RepositoryOptions(
+            "vb", target="ascend", probe_values=(("sr", 8000),)))
+    build_repository(path, tmp_path / "c", RepositoryOptions(
+        "vb", target="ascend", probe_values=(("sr", 16000),)))
+
+
+def test_cli_probe_values_on_build_and_check(tmp_path: Path, ort_1232: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 6: ``--probe-values INPUT=VALUE`` on ``opsdk triton build`` and ``check``."""
+    from opsdk.cli import main
+
+    path = tmp_path / "vb.onnx"
+    onnx.save(value_branch_model(), str(path))
+    args = ["triton", "build", str(path), "-o", str(tmp_path / "r"), "--name", "vb",
+            "--target", "ascend"]
+    assert main([*args, "--probe-values", "sr=8000"]) == 1
+    assert "values sr=8000" in capsys.readouterr().err
+    assert main([*args, "--probe-values", "sr=16000"]) == 0
+    folder = str(tmp_path / "r" / "vb")
+    assert main(["triton", "check", folder, "--probe-values", "sr=16000"]) == 0
+    assert main(["triton", "check", folder, "--probe-values", "sr=8000"]) == 1
+    with pytest.raises(SystemExit):
+        main(["triton", "build", str(path), "-o", str(tmp_path / "s"), "--name", "vb",
+              "--probe-values", "sr=fast"])
+    assert "expected INPUT=VALUE" in capsys.readouterr().err

@@ -36,8 +36,10 @@ class RepositoryOptions:
     prefix; ``shape_gears`` give one value per variable input dim each; ``cann`` is a CANN
     release (or ``auto``: the installed toolkit's, else the default) whose GE parser rules
     the model file must follow; ``output_dims`` give an output's dims as npu_ge expressions
-    of the input dim names where the graph does not determine them, and ``probe_dims``
-    input dim sizes the model accepts, to check the output dim names on.
+    of the input dim names where the graph does not determine them, ``probe_dims``
+    input dim sizes the model accepts, to check the output dim names on, and
+    ``probe_values`` a value for each value input on those runs (default: the constant the
+    graph compares the input with, else 0).
     """
 
     name: str
@@ -64,6 +66,7 @@ class RepositoryOptions:
     op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
     output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
     probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
+    probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""

@@ -140,7 +140,7 @@ def model_file(
     cann = resolve_cann(opts.cann).version
     opts = resolve(io, opts)
     dims = DimOptions(dict(opts.output_dims), [dict(p) for p in opts.probe_dims],
-                      opts.shape_gears)
+                      opts.shape_gears, dict(opts.probe_values))
     out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
                                _registered(opts), dims)
     problems = check_parser_rules(out.proto, cann, out.keys)

@@ -21,7 +21,7 @@ __all__ = ["DOC", "check", "render", "resolve", "model_file", "check_folder"]
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 _ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
                 "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects",
-                "output_dims", "probe_dims")
+                "output_dims", "probe_dims", "probe_values")
 
 
 def check(opts: RepositoryOptions) -> None:
