@@ -22,7 +22,6 @@ from onnx import ModelProto, NodeProto
 
 from ...errors import SpecError
 from ...onnx._constants import dim_form, input_dims
-from ...onnx._probe import runnable_shapes
 from ...onnx._model import (
     attribute_value,
     is_standard_domain,
@@ -32,6 +31,7 @@ from ...onnx._model import (
     node_label,
     opset_version,
 )
+from ...onnx._probe import runnable_shapes
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
 from ..versions import CannVersion, parse_cann_version
