@@ -467,3 +467,73 @@ def test_cli_probe_values_on_build_and_check(tmp_path: Path, ort_1232: Path,
         main(["triton", "build", str(path), "-o", str(tmp_path / "s"), "--name", "vb",
               "--probe-values", "sr=fast"])
     assert "expected INPUT=VALUE" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- item 11
+def test_cpu_repository_with_a_custom_op_is_relocatable(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 11: the model folder holds a copy of the custom operator's source folder and
+    OPSDK_OPERATORS_PATH names it relative to the model folder, so no path of the building
+    checkout is written; moved elsewhere, the registry finds the operator in the copy (as
+    model.py resolves the path)."""
+    import json
+    import shutil
+
+    from test_triton_build import custom_op_model
+
+    from opsdk import registry
+    from opsdk.triton._target_cpu import OPERATORS_DIR
+
+    user_ops = tmp_path / "my_ops"
+    shutil.copytree(Path(registry.find_operator("ThresholdedRelu").folder),
+                    user_ops / "thresholded_relu")
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(user_ops))
+    path = tmp_path / "custom.onnx"
+    onnx.save(custom_op_model("com.opsdk", "ThresholdedRelu"), str(path))
+    notes: list[str] = []
+    folder = build_repository(path, tmp_path / "repo", RepositoryOptions("custom"),
+                              report=notes.append)
+    config = (folder / "config.pbtxt").read_text()
+    assert str(user_ops) not in config and str(Path.cwd()) not in config
+    assert 'string_value: "operators"' in config
+    copied = folder / OPERATORS_DIR / "thresholded_relu"
+    assert (copied / "spec.py").read_text() == (user_ops / "thresholded_relu" / "spec.py"
+                                                ).read_text()
+    assert any("copied operators/thresholded_relu" in n for n in notes)
+    listed = json.loads((folder / ".opsdk-files.json").read_text())["files"]
+    assert "operators/thresholded_relu/kernel.cpp" in listed
+    moved = tmp_path / "elsewhere" / "repo"
+    shutil.move(str(tmp_path / "repo"), str(moved))
+    shutil.rmtree(user_ops)
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str((moved / "custom" / "operators").resolve()))
+    info = registry.find_operator("com.opsdk::ThresholdedRelu")
+    assert info.origin == "source" and info.folder.is_relative_to(moved.resolve())
+    build_repository(path, moved, RepositoryOptions("custom"), force=True)  # replaces its own
+
+
+@pytest.mark.slow
+def test_first_kernel_build_of_a_session_prints_progress(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capfd: pytest.CaptureFixture[str],
+                                                         ) -> None:
+    """Item 11: a Session whose custom node's kernel is not in the cache says on stderr that
+    it is compiling it (the first build took up to 86 s in silence); a cached one is quiet.
+    The scaffolded operator's kernel gets a unique comment, so it really compiles."""
+    import uuid
+
+    from opsdk.cli import main
+    from opsdk.onnx import export_model
+
+    assert main(["new", "ProgressProbe", "--dir", str(tmp_path / "ops")]) == 0
+    kernel = tmp_path / "ops" / "progress_probe" / "kernel.cpp"
+    kernel.write_text(kernel.read_text() + f"\n// {uuid.uuid4()}\n")
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(tmp_path / "ops"))
+    model = export_model("ProgressProbe", shapes={"x": ("N", 4)})
+    capfd.readouterr()
+    x = np.ones((2, 4), np.float32)
+    Session(model).run(None, {"x": x})
+    err = capfd.readouterr().err
+    assert ("opsdk: com.example::ProgressProbe is used for the first time, its kernel is "
+            "compiled once into the opsdk cache: building progress_probe (kernel.cpp) ...") in err
+    Session(model).run(None, {"x": x})
+    assert "compiled once" not in capfd.readouterr().err

@@ -139,14 +139,30 @@ def build_repository(
     files = render_model(read_graph_io(proto), options, source=model.name)
     target = Path(out_dir) / options.name
     _TARGET_MODULES[options.target].check_folder(target)
+    # read before making room: a rebuild may copy the operators from the folder it replaces
+    copied = {rel: src.read_bytes()
+              for rel, src in _TARGET_MODULES[options.target].copies(io, options).items()}
     _make_room(target, force)
     (target / "1").mkdir(parents=True)
     onnx.save(proto, str(target / "1" / "model.onnx"))  # with external data, saved as one file
     for rel, text in files.items():
         (target / rel).write_text(text)
-    written = sorted(["1/model.onnx", *files])
+    _copy(copied, target, options.name, report)
+    written = sorted(["1/model.onnx", *files, *copied])
     (target / MANIFEST).write_text(json.dumps({"written_by": "opsdk", "files": written}) + "\n")
     return target
+
+
+def _copy(files: dict[str, bytes], target: Path, name: str, report: Callable[[str], None],
+          ) -> None:
+    """Write ``{relative path: content}`` into the model folder (the cpu target's operators)."""
+    for rel, data in files.items():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        (target / rel).write_bytes(data)
+    folders = sorted({"/".join(Path(rel).parts[:2]) for rel in files})
+    if folders:
+        report(f"{name}: copied {', '.join(folders)} into the model folder (OPSDK_OPERATORS_PATH "
+               "points there, so the repository runs wherever it is moved)")
 
 
 MANIFEST = ".opsdk-files.json"

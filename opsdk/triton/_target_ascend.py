@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from ._repository import RepositoryOptions
 
 __all__ = [
-    "DOC", "check", "resolve", "render", "model_file", "check_folder", "default_preferred",
-    "shape_gear_parameters",
+    "DOC", "check", "resolve", "render", "model_file", "check_folder", "copies",
+    "default_preferred", "shape_gear_parameters",
 ]
 
 DOC = f"ascend (Triton GE backend {ge.BACKEND}, loaded from {ge.LIBRARY})"
@@ -152,6 +152,11 @@ def model_file(
     for note in out.notes:
         report(f"{opts.name}: {note}")
     return out.proto
+
+
+def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
+    """Nothing besides the model file: GE maps custom nodes to the installed CANN package."""
+    return {}
 
 
 def check_folder(target: Path) -> None:
