@@ -149,6 +149,7 @@ def test_ascend_scalar_folder_passes_the_check(tmp_path: Path, ort_1232: Path) -
     onnx.save(scalar_model(), str(path))
     folder = build_repository(path, tmp_path / "repo", RepositoryOptions("scalar",
                                                                           target="ascend"))
+    assert _config_dims((folder / "config.pbtxt").read_text(), "sr") == "[ 1 ]"
     report = check_npu_ge_folder(folder, python=ort_1232)
     assert report.ok, report.problems
 
@@ -440,7 +441,8 @@ def test_value_inputs_are_probed_with_the_models_own_values(tmp_path: Path) -> N
     notes: list[str] = []
     build_repository(path, tmp_path / "a", RepositoryOptions("vb", target="ascend"),
                      report=notes.append)
-    assert any("checked with ONNX Runtime on 2 probes" in n for n in notes)
+    assert any("checked with ONNX Runtime on 2 probes" in n and n.endswith("and values sr=16000")
+               for n in notes)
     with pytest.raises(TritonConfigError, match=r"values sr=8000.*--probe-values NAME=VALUE"):
         build_repository(path, tmp_path / "b", RepositoryOptions(
             "vb", target="ascend", probe_values=(("sr", 8000),)))

@@ -114,7 +114,7 @@ def name_dims(
         out.probes = _prove(model, checked, given, defaults, label, values)
         shown = "; ".join(_show(p) for p in out.probes)
         out.notes.append(f"output dims checked with ONNX Runtime on {len(out.probes)} probes "
-                         f"({shown})")
+                         f"({shown}){_show_values(model, values or {})}")
     if batched:
         out.notes += _shift_for_batching(model, checked, label)
     return out
