@@ -93,3 +93,12 @@ def test_atc_suggests_a_shape_that_runs(tmp_path: Path) -> None:
     with pytest.raises(CannArgError, match=r'e.g. --input-shape "x:1,224;state:2,1,8" '
                        r"\(a shape ONNX Runtime runs the model on"):
         plan_atc(path, soc_version="Ascend910B3", output=str(tmp_path / "out"))
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import opsdk.onnx._probe as probe
+
+    result = doctest.testmod(probe, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
