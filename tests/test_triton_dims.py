@@ -276,28 +276,25 @@ def test_batching_writes_names_where_npu_ge_reads_them(tmp_path: Path) -> None:
 
 
 def test_onnx_shape_inference_names_what_opsdk_does_not_propagate(tmp_path: Path) -> None:
-    """An LSTM (not propagated by opsdk) carries 'seq' through ONNX shape inference."""
-    rng = np.random.default_rng(0)
-    w, r = (numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
-            for n, s in (("W", (1, 12, 2)), ("R", (1, 12, 3))))
-    model = _model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=3)],
-                   {"x": ["seq", 2, 2]}, inits=[w, r])
+    """An Einsum (not propagated by opsdk) carries 'seq' through ONNX shape inference."""
+    model = _model([helper.make_node("Einsum", ["x"], ["y"], equation="sab->sba")],
+                   {"x": ["seq", 2, 3]})
     model.graph.output[0].type.tensor_type.shape.CopyFrom(
-        helper.make_tensor_type_proto(T.FLOAT, ["seq", 1, 2, None]).tensor_type.shape)
+        helper.make_tensor_type_proto(T.FLOAT, [None, 3, None]).tensor_type.shape)
     assert propagate_dims(model)["y"] is None
     folder = build(tmp_path, model, probe_dims=((("seq", 3),), (("seq", 5),)))
-    assert out_dims(folder) == ["seq", 1, 2, 3]
+    assert out_dims(folder) == ["seq", 3, 2]
 
 
-def range_model() -> onnx.ModelProto:
-    """x[b, h] -> y = Unsqueeze(Range(0, h, 1)) [1, ?]: neither opsdk nor ONNX shape
-    inference determines Range's length."""
+def nonzero_model() -> onnx.ModelProto:
+    """x[b, h] -> y = NonZero(ConstantOfShape([h], 1)) [1, ?]: neither opsdk nor ONNX shape
+    inference determines NonZero's count (a data-dependent size), which is h here."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Gather", ["s", "one"], ["h"], axis=0),
-             helper.make_node("Range", ["zero", "h", "one"], ["r"]),
-             helper.make_node("Unsqueeze", ["r", "axes"], ["y"])]
-    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
-             for n, v in (("zero", 0), ("one", 1), ("axes", [0]))]
+             helper.make_node("Gather", ["s", "axes1"], ["h"], axis=0),
+             helper.make_node("ConstantOfShape", ["h"], ["ones"],
+                              value=numpy_helper.from_array(np.array([1], np.int64))),
+             helper.make_node("NonZero", ["ones"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("axes1", [1]),)]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["b", "h"])],
                               [helper.make_tensor_value_info("y", T.INT64, [1, None])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -306,7 +303,7 @@ def range_model() -> onnx.ModelProto:
 
 
 def test_undeterminable_dim_is_refused_then_given_by_the_user(tmp_path: Path) -> None:
-    model = range_model()
+    model = nonzero_model()
     with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 is variable but the graph "
                        r"does not determine it.*input dims are named h \(b, the leading dim "
                        r"of every input, is left out.*--output-dims y="):
@@ -358,7 +355,7 @@ def test_shape_gears_are_the_probes(tmp_path: Path) -> None:
 
 
 def test_cli_output_and_probe_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    onnx.save(range_model(), str(tmp_path / "m.onnx"))
+    onnx.save(nonzero_model(), str(tmp_path / "m.onnx"))
     assert main(["triton", "build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "r"),
                  "--name", "t", "--target", "ascend", "--output-dims", "y=1,h",
                  "--probe-dims", "b=5,h=7", "--probe-dims", "b=6,h=2"]) == 0

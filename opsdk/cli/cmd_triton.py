@@ -64,6 +64,10 @@ def register(sub: Any) -> None:
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
                    help="size of a symbolic input dim for the test run (default: sizes "
                    "the model runs on, as the build's dim check probes them)")
+    c.add_argument("--probe-values", action="append", type=_value, default=[],
+                   metavar="INPUT=VALUE",
+                   help="the value a value input (e.g. a sample rate) is filled with for the "
+                   "test run (repeatable; default: the constant the graph compares it with)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=run_check)
     p.set_defaults(func=lambda args: _usage(p))
@@ -105,6 +109,11 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
                    help="input dim sizes the model accepts, one probe per use (repeatable): "
                    "ONNX Runtime runs the model on them to check every output dim name "
                    "(default: the shape gears, else leading dims 1 and 2, others 64, 96, ...)")
+    g.add_argument("--probe-values", action="append", type=_value, default=[],
+                   metavar="INPUT=VALUE",
+                   help="the value a value input (e.g. a sample rate) is filled with on the "
+                   "probe runs (repeatable; default: the constant the graph compares it "
+                   "with, e.g. 16000 for Equal(sr, 16000), else 0)")
     g.add_argument("--dump-graph", action="store_true", help="npu_ge dumps GE graphs")
     g.add_argument("--profiling", choices=("true", "dynamic"), default=None,
                    help="npu_ge profiling (./profiling)")
@@ -143,6 +152,19 @@ def _probe(text: str) -> tuple[tuple[str, int], ...]:
         raise argparse.ArgumentTypeError(
             f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}"
         ) from e
+
+
+def _value(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    try:
+        number = float(value)
+        if not sep or not name.strip():
+            raise ValueError(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected INPUT=VALUE (an input name and a number, e.g. sr=16000), got {text!r}"
+        ) from None
+    return name.strip(), int(number) if number.is_integer() else number
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -218,7 +240,8 @@ def run_check(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise OpsdkError(f"--dim takes NAME=SIZE with an integer size: {e}") from e
     report = check_npu_ge_folder(args.folder, cann=args.cann, dims=dims,
-                                 op_projects=tuple(args.op_project))
+                                 op_projects=tuple(args.op_project),
+                                 values=dict(args.probe_values))
     if args.json:
         print(json.dumps({**asdict(report), "ok": report.ok}, indent=2))
         return 0 if report.ok else 1
@@ -253,4 +276,5 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "op_projects": tuple(os.path.abspath(d) for d in args.op_project),
         "output_dims": tuple(args.output_dims),
         "probe_dims": tuple(args.probe_dims),
+        "probe_values": tuple(args.probe_values),
     }

@@ -9,7 +9,8 @@ spellings of one size compare equal:
 * ``floor((d*A + B) / d)`` is ``A + floor(B / d)``: every coefficient under a division lies
   in ``[0, d)``, so a numerator is never negative for positive dims (and a truncating
   integer division, as in C, gives the same value as floor);
-* ``floor(floor(p / a) / b)`` is ``floor(p / (a*b))``.
+* ``floor((floor(p / a) + c) / b)`` is ``floor((p + c*a) / (a*b))``, so strided layers
+  stacked give one division (three stride-2 convs: ``floor((h + 7)/8)``).
 
 Example:
     >>> w = Dim.symbol("w")
@@ -123,10 +124,12 @@ class Dim:
             return _make(whole)
         if part.is_const():
             return _make(whole) + part.value() // den
-        if len(part.terms) == 1 and part.terms[0][1] == 1 and len(part.terms[0][0]) == 1:
-            (atom,) = part.terms[0][0]
-            if isinstance(atom, Floor):  # floor(floor(p/a)/b) = floor(p/(a*b))
-                return _make(whole) + _make({(Floor(atom.num, atom.den * den),): 1})
+        named = [(m, c) for m, c in part.terms if m]
+        if len(named) == 1 and named[0][1] == 1 and len(named[0][0]) == 1:
+            (atom,) = named[0][0]
+            if isinstance(atom, Floor):  # floor((floor(p/a) + c)/b) = floor((p + c*a)/(a*b))
+                shift = (part - _make({(atom,): 1})).value() * atom.den
+                return _make(whole) + (atom.num + shift).floordiv(atom.den * den)
         return _make(whole) + _make({(Floor(part, den),): 1})
 
     def ceildiv(self, den: int) -> Dim:

@@ -523,6 +523,31 @@ def _expand(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     return [None if target is None else _broadcast([st.shape(n.input[0]), tuple(target)])]
 
 
+def _scalar(st: _State, name: str) -> Dim | None:
+    """A one-element value as a dim: a shape value, or an integral constant (any dtype)."""
+    vals = st.values.get(name) if name else None
+    if vals is not None:
+        return vals[0] if len(vals) == 1 else None
+    arr = st.consts.get(name) if name else None
+    if arr is None or arr.size != 1 or not float(arr.reshape(-1)[0]).is_integer():
+        return None
+    return Dim.const(int(arr.reshape(-1)[0]))
+
+
+def _range(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """``Range(start, limit, delta)`` has ``ceil((limit - start) / delta)`` elements; with a
+    shape value as the limit (``torch.arange(w)`` over ``Shape``), that is an expression."""
+    start, limit, delta = (_scalar(st, i) for i in n.input[:3])
+    if start is None or limit is None or delta is None or not delta.is_const():
+        return [None]
+    if limit.is_const() and start.is_const():
+        size = max(0, -(-(limit.value() - start.value()) // delta.value()))
+        return [(Dim.const(size),)]
+    if delta.value() <= 0 or not start.is_const() or start.value() < 0:
+        return [None]  # a symbolic size is non-negative only for these
+    return [((limit - start).ceildiv(delta.value()),)]
+
+
 def _tile(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     x, reps = st.shape(n.input[0]), st.ints(n.input[1])
     if x is None or reps is None:
@@ -575,7 +600,8 @@ HANDLERS: dict[str, Handler] = {
     "Upsample": _resize, "Reshape": _reshape, "Flatten": _flatten, "Transpose": _transpose,
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Concat": _concat, "Shape": _shape_op,
     "Slice": _slice, "Gather": _gather, "MatMul": _matmul, "Gemm": _gemm, "Pad": _pad,
-    "Split": _split, "Expand": _expand, "Tile": _tile, "ConstantOfShape": _constant_of_shape,
+    "Split": _split, "Expand": _expand, "Range": _range, "Tile": _tile,
+    "ConstantOfShape": _constant_of_shape,
     "DepthToSpace": _depth_space, "SpaceToDepth": _depth_space, "TopK": _topk,
     **{op: _reduce for op in ("ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 "
                               "ReduceL2 ReduceLogSum ReduceLogSumExp ReduceSumSquare ArgMax "
@@ -591,11 +617,150 @@ def _grid_sample(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
 HANDLERS["GridSample"] = _grid_sample  # output spatial dims come from the grid
 
 
+# ------------------------------------------------------------------- control flow
+def _child(st: _State) -> _State:
+    """A scope for a subgraph: it sees the outer tensors, and what it adds stays in it."""
+    child = object.__new__(_State)
+    child.shapes, child.values = dict(st.shapes), dict(st.values)
+    child.consts, child.opset = dict(st.consts), st.opset
+    return child
+
+
+_Out = tuple[Shape | None, tuple[Dim | None, ...] | None]
+
+
+def _run_graph(st: _State, g: onnx.GraphProto) -> list[_Out]:
+    for node in g.node:
+        _run_node(st, node)
+    return [(st.shapes.get(o.name), st.values.get(o.name)) for o in g.output]
+
+
+def _agree(a: Shape | None, b: Shape | None) -> Shape | None:
+    """The dims two branches agree on (None where they differ, or ranks differ)."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b, strict=True))
+
+
+def _if(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """Both branches run in their own scope over the outer tensors; a constant condition
+    picks one, otherwise each output keeps the dims both branches agree on."""
+    branches = {a.name: a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH}
+    if set(branches) != {"then_branch", "else_branch"}:
+        return [None] * len(n.output)
+    cond = st.ints(n.input[0])
+    if cond is not None and len(cond) == 1:
+        taken = _run_graph(_child(st), branches["then_branch" if cond[0] else "else_branch"])
+        outs = taken
+    else:
+        a = _run_graph(_child(st), branches["then_branch"])
+        b = _run_graph(_child(st), branches["else_branch"])
+        outs = [(_agree(sa, sb), va if va == vb else None)
+                for (sa, va), (sb, vb) in zip(a, b, strict=True)]
+    for name, (_, vals) in zip(n.output, outs, strict=False):
+        if vals is not None:
+            st.values[name] = vals
+    return [shape for shape, _ in outs]
+
+
+def _loop(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """``Loop``: carried values keep the dims the body leaves unchanged; each scan output
+    gets the trip count in front when ``M`` is known and the body never stops early."""
+    body = next((a.g for a in n.attribute if a.name == "body"), None)
+    if body is None:
+        return [None] * len(n.output)
+    carried = len(n.input) - 2
+    inner = _child(st)
+    names = [i.name for i in body.input]
+    inner.shapes[names[0]] = ()
+    inner.set_const(names[1], np.array(True))  # a body whose cond_out is then True never stops
+    for name, outer in zip(names[2:], n.input[2:], strict=False):
+        inner.shapes[name] = st.shape(outer)
+    outs = _run_graph(inner, body)
+    results: list[Shape | None] = [_agree(st.shape(n.input[2 + k]), outs[1 + k][0])
+                                   for k in range(carried)]
+    trip = _scalar(st, n.input[0]) if n.input[0] else None
+    cond_out = body.output[0].name
+    never_stops = (not n.input[1] or st.ints(n.input[1]) == [1]) and inner.ints(cond_out) == [1]
+    for shape, _ in outs[1 + carried:]:
+        lead = trip if never_stops else None
+        results.append(None if shape is None else (lead, *shape))
+    return results
+
+
+def _rnn(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """LSTM / GRU / RNN: ``Y`` is [seq, dirs, batch, hidden] and ``Y_h`` (``Y_c``)
+    [dirs, batch, hidden]; with ``layout=1`` batch comes first in each."""
+    x = st.shape(n.input[0])
+    hidden = _attr(n, "hidden_size")
+    if x is None or len(x) != 3 or not isinstance(hidden, int):
+        return [None] * len(n.output)
+    direction = _attr(n, "direction", b"forward")
+    dirs = Dim.const(2 if direction in (b"bidirectional", "bidirectional") else 1)
+    size = Dim.const(hidden)
+    if _attr(n, "layout", 0):
+        batch, seq = x[0], x[1]
+        y: Shape = (batch, seq, dirs, size)
+        state: Shape = (batch, dirs, size)
+    else:
+        seq, batch = x[0], x[1]
+        y, state = (seq, dirs, batch, size), (dirs, batch, size)
+    outs: list[Shape | None] = [y]
+    return outs + [state] * (len(n.output) - 1)
+
+
+HANDLERS.update({"LSTM": _rnn, "GRU": _rnn, "RNN": _rnn})
+HANDLERS["If"] = _if
+HANDLERS["Loop"] = _loop
+
+
+_FOLD_LIMIT = 4096  # elements: shape and index arithmetic, not weights
+_NO_FOLD = frozenset({"If", "Loop", "Scan", "RandomNormalLike", "RandomUniformLike",
+                      "Multinomial", "Bernoulli", "Dropout"})
+
+
+def _fold(st: _State, node: onnx.NodeProto) -> bool:
+    """Compute a standard node whose inputs are all small constants (torch's pad and index
+    arithmetic: ConstantOfShape -> Concat -> Reshape -> Slice -> Transpose) with ONNX
+    Runtime at the model's opset; False when it is not such a node or cannot run alone."""
+    names = [i for i in node.input if i]
+    if (not names or node.op_type in _NO_FOLD or any(i not in st.consts for i in names)
+            or sum(st.consts[i].size for i in names) > _FOLD_LIMIT):
+        return False
+    import onnxruntime as ort
+
+    arrays = {i: st.consts[i] for i in dict.fromkeys(names)}
+    try:
+        inputs = [onnx.helper.make_tensor_value_info(
+            i, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for i, a in arrays.items()]
+        outputs = [onnx.helper.make_empty_tensor_value_info(o) for o in node.output if o]
+        plain = onnx.NodeProto()
+        plain.CopyFrom(node)
+        plain.domain = ""
+        model = onnx.helper.make_model(
+            onnx.helper.make_graph([plain], "fold", inputs, outputs),
+            opset_imports=[onnx.helper.make_opsetid("", st.opset)])
+        model.ir_version = min(model.ir_version, 9)
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 4
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                    providers=["CPUExecutionProvider"])
+        results = sess.run(None, arrays)
+    except Exception:  # a dtype or op ONNX Runtime cannot run alone: left to the handlers
+        return False
+    for name, value in zip([o for o in node.output if o], results, strict=True):
+        st.set_const(name, np.asarray(value))
+    return True
+
+
 def _run_node(st: _State, node: onnx.NodeProto) -> None:
     if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
         arr = _constant_value(node)
         if arr is not None:
             st.set_const(node.output[0], arr)
+        return
+    if node.domain in ("", "ai.onnx") and _fold(st, node):
         return
     handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
     outs = handler(st, node) if handler else [None] * len(node.output)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,11 +43,19 @@ def by_onnx_op(extra: Iterable[OpSpec] = ()) -> dict[str, OpSpec]:
 
 
 def load_kernel(spec: OpSpec) -> Any:
-    """The cpu executor of ``spec`` (built on first use), via :func:`opsdk.load`."""
+    """The cpu executor of ``spec`` (built on first use), via :func:`opsdk.load`. A build
+    (minutes on a busy host) says so on stderr, one line per step, so a Session or a
+    Triton model that loads it is not silent meanwhile; a cached kernel prints nothing."""
     from ..runtime._load import load
 
+    qualified = f"{spec.domain}::{spec.name}"
+
+    def progress(line: str) -> None:
+        print(f"opsdk: {qualified} is used for the first time, its kernel is compiled once "
+              f"into the opsdk cache: {line}", file=sys.stderr, flush=True)
+
     try:
-        return load(f"{spec.domain}::{spec.name}")
+        return load(qualified, progress=progress)
     except OperatorNotFound as e:
         raise OperatorNotFound(
             f"{e} -- the model uses {spec.domain}::{spec.name}, but only its spec is known; "

@@ -9,6 +9,11 @@ detection, recognition and direction-classification models (paddle2onnx exports)
 ``$OPSDK_CACHE_DIR/model-corpus/<package>-<version>/`` and deletes the wheel; nothing is
 committed. Tests call :func:`find` and skip with the reason when a model is missing.
 
+:data:`SERVING_MODELS` are models whose inputs test serving: silero-vad (a rank-0 sample
+rate ``sr`` chosen by nested ``If``s, an LSTM state) from the ``silero-vad`` wheel, and
+YOLOv8n (an anchor count fixed by the strides) from the ``nudenet`` wheel. They are fetched
+on their own (``--fetch silero-vad yolov8n``).
+
 Run once (CI does, through ``scripts/setup.d``): ``python -m opsdk.testing.corpus --fetch``.
 
 Example:
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from .._fetch import FetchError, pip_download
 
-__all__ = ["CorpusModel", "MODELS", "find", "fetch", "main"]
+__all__ = ["CorpusModel", "MODELS", "SERVING_MODELS", "find", "fetch", "main"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,15 @@ MODELS: tuple[CorpusModel, ...] = (
 )
 
 
+SERVING_MODELS: tuple[CorpusModel, ...] = (
+    CorpusModel("silero-vad", "silero-vad", "6.2.3", "silero_vad/data/silero_vad.onnx",
+                {"input": (1, 512), "state": (2, 1, 128), "sr": ()},
+                "torch.onnx (silero-vad v5: If on the rank-0 sr, LSTM state)"),
+    CorpusModel("yolov8n", "nudenet", "3.4.2", "nudenet/320n.onnx",
+                {"images": (1, 3, 320, 320)}, "ultralytics (YOLOv8n detector of NudeNet)"),
+)
+
+
 def _root() -> Path:
     from ..build import cache_dir
 
@@ -84,10 +98,11 @@ def _root() -> Path:
 
 
 def _model(name: str) -> CorpusModel:
-    for m in MODELS:
+    for m in MODELS + SERVING_MODELS:
         if m.name == name:
             return m
-    raise KeyError(f"no corpus model {name!r}; known: {', '.join(m.name for m in MODELS)}")
+    known = ", ".join(m.name for m in MODELS + SERVING_MODELS)
+    raise KeyError(f"no corpus model {name!r}; known: {known}")
 
 
 def find(name: str) -> Path | None:
@@ -108,8 +123,9 @@ def _extract(wheel: Path, members: Sequence[str], target: Path) -> None:
             tmp.replace(target / Path(member).name)  # atomic: readers never see half a file
 
 
-def fetch(timeout: float = 600.0) -> list[Path]:
-    """Download what is missing (one wheel per package) and return every model's path.
+def fetch(timeout: float = 600.0, names: Sequence[str] = ()) -> list[Path]:
+    """Download what is missing (one wheel per package) and return the models' paths:
+    ``names``, or every model of :data:`MODELS`.
 
     Raises:
         FetchError: the registry is unreachable or the wheel lacks a model.
@@ -118,8 +134,9 @@ def fetch(timeout: float = 600.0) -> list[Path]:
         >>> [p.name for p in fetch()]  # doctest: +SKIP
         ['ch_PP-OCRv4_det_infer.onnx', 'ch_PP-OCRv4_rec_infer.onnx', ...]
     """
+    models = [_model(n) for n in names] if names else list(MODELS)
     missing: dict[str, list[CorpusModel]] = {}
-    for m in MODELS:
+    for m in models:
         if not m.path().is_file():
             missing.setdefault(m.requirement, []).append(m)
     for requirement, models in missing.items():
@@ -127,7 +144,7 @@ def fetch(timeout: float = 600.0) -> list[Path]:
         with tempfile.TemporaryDirectory(dir=_root(), prefix="wheel-") as tmp:
             wheel = pip_download(requirement, Path(tmp), timeout)
             _extract(wheel, [m.member for m in models], models[0].path().parent)
-    return [m.path() for m in MODELS]
+    return [m.path() for m in models]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,20 +153,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m opsdk.testing.corpus", description=__doc__.split("\n")[0]
     )
     p.add_argument("--fetch", action="store_true", help="download the models that are missing")
+    p.add_argument("names", nargs="*", help="models to fetch (default: the OCR corpus)")
     p.add_argument("--clear", action="store_true", help="delete the cached corpus first")
     args = p.parse_args(argv)
+    try:
+        models = [_model(n) for n in args.names] if args.names else list(MODELS)
+    except KeyError as e:
+        print(f"model corpus: {e.args[0]}", file=sys.stderr)
+        return 2
     if args.clear:
         shutil.rmtree(_root(), ignore_errors=True)
     if args.fetch:
         try:
-            fetch()
+            fetch(names=args.names)
         except FetchError as e:
             print(f"model corpus: {e}", file=sys.stderr)
             return 1
     status = 0
-    for m in MODELS:
+    for m in models:
         found = find(m.name)
-        print(f"{m.name:10s} {found or 'missing (python -m opsdk.testing.corpus --fetch)'}")
+        hint = f"missing (python -m opsdk.testing.corpus --fetch {m.name})"
+        print(f"{m.name:10s} {found or hint}")
         status |= found is None
     return status
 

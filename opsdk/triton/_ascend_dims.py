@@ -27,6 +27,7 @@ from onnx import ModelProto
 
 from ..onnx._dimexpr import Dim
 from ..onnx._dimprop import propagate_dims
+from ..onnx._probe import is_state_dim, probe_feeds, value_candidates
 from . import _npu_ge_expr as expr
 from ._errors import TritonConfigError
 
@@ -51,6 +52,7 @@ def name_dims(
     output_dims: Mapping[str, Sequence[str]] | None = None,
     probes: Sequence[Mapping[str, int]] = (),
     gears: Sequence[Sequence[int]] = (),
+    values: Mapping[str, float] | None = None,
 ) -> DimNaming:
     """Name the variable input and output dims of ``model`` (in place) the way npu_ge needs.
 
@@ -58,7 +60,10 @@ def name_dims(
     ``output_dims``: ``{output: [expr, ...]}``, one entry per dim, overriding the graph.
     ``probes``: ``{input dim name: size}`` each, and ``gears``: GE shape gears (one size
     per variable input dim, in input order), for the ONNX Runtime check; with fewer than two
-    different ones, :func:`default_probes` fill in.
+    different ones, :func:`default_probes` fill in. ``values``: ``{input: value}`` each
+    input is filled with on the probes; an input the graph compares with a constant gets
+    that constant (``Equal(sr, 16000)``: 16000), the others zeros
+    (:func:`opsdk.onnx._probe.probe_feeds`).
 
     Raises:
         TritonConfigError: a variable output dim the backend needs a name for has none it
@@ -106,10 +111,10 @@ def name_dims(
     if checked:  # every name written (or kept) is proven, needed by the backend or not
         defaults = default_probes(symbols)
         given = _given(out, defaults[0], probes, gears)
-        out.probes = _prove(model, checked, given, defaults, label)
+        out.probes = _prove(model, checked, given, defaults, label, values)
         shown = "; ".join(_show(p) for p in out.probes)
         out.notes.append(f"output dims checked with ONNX Runtime on {len(out.probes)} probes "
-                         f"({shown})")
+                         f"({shown}){_show_values(model, values or {})}")
     if batched:
         out.notes += _shift_for_batching(model, checked, label)
     return out
@@ -374,20 +379,35 @@ def _unnamed(label: str, output: str, axis: int,
     return TritonConfigError(
         f"{label}: output '{output}' dim {axis} is variable but {why}; npu_ge sizes such an "
         "output from an expression of the input dims (names, integers, + - * / and "
-        f"parentheses); input dims are named {', '.join(sorted(known)) or 'nothing'}"
-        f"{_dropped_note(dropped if axis else set())}. Give it "
+        f"parentheses); {_names_left(known, dropped if axis else set())}. Give it "
         f"with --output-dims {output}=EXPR,... (one entry per dim), or export the model with "
         "named dynamic axes (dynamic_axes={'y': {1: 'seq'}}) or fixed output shapes")
 
 
+def _names_left(known: set[str], dropped: set[str]) -> str:
+    """What the output dim can be written with, said plainly when nothing is left."""
+    if known:
+        return f"input dims are named {', '.join(sorted(known))}{_dropped_note(dropped)}"
+    if dropped:
+        lead = ", ".join(sorted(dropped))
+        return (f"the inputs' only variable dim is {lead}, their leading dim, which npu_ge does "
+                "not resolve when not batching, so no input dim is left to write it with: if "
+                f"{lead} is a batch axis, build with --max-batch-size N (every output's leading "
+                "dim must be variable too)")
+    return ("every input dim is fixed, so this size depends on input values, not shapes, and "
+            "npu_ge cannot compute it; if it is fixed in fact, give that size")
+
+
 # ------------------------------------------------------------------------------ probes
-_SPREADS = ((64, 32), (96, 64), (32, 16), (48, 32), (128, 32), (160, 64))
+_SPREADS = ((64, 32), (96, 64), (32, 16), (48, 32), (128, 32), (160, 64), (224, 32),
+            (640, 64))
 
 
 def default_probes(symbols: Mapping[str, tuple[Dim | None, ...]]) -> list[Probe]:
-    """Probe sizings of the named input dims, tried in turn until two run: leading dims 1,
-    2, 1, ...; each other dim ``base + step * i`` for the ``i``-th such dim, with
-    ``(base, step)`` from (64, 32), (96, 64), (32, 16), (48, 32), ... (multiples of 16, as
+    """Probe sizings of the named input dims, tried in turn until two run: leading dims
+    (and the one dynamic dim of an RNN state ``[layers, batch, hidden]``) 1, 2, 1, ...; each
+    other dim ``base + step * i`` for the ``i``-th such dim, with ``(base, step)`` from
+    (64, 32), (96, 64), (32, 16), (48, 32), ..., (224, 32), (640, 64) (multiples of 16, as
     strided vision models need, each dim different so that a name using the wrong dim fails).
 
     Example:
@@ -398,10 +418,11 @@ def default_probes(symbols: Mapping[str, tuple[Dim | None, ...]]) -> list[Probe]
     """
     leading: dict[str, bool] = {}
     for shape in symbols.values():
-        for axis, d in enumerate(shape):
-            if d is not None and not d.is_const():
-                (name,) = d.symbols()
-                leading[name] = leading.get(name, True) and axis == 0
+        dynamic = [a for a, d in enumerate(shape) if d is not None and not d.is_const()]
+        for axis in dynamic:
+            (name,) = shape[axis].symbols()  # type: ignore[union-attr]
+            lead = axis == 0 or is_state_dim(axis, dynamic, len(shape))
+            leading[name] = leading.get(name, True) and lead
     probes: list[Probe] = []
     for k, (base, step) in enumerate(_SPREADS):
         others = iter(range(len(leading)))
@@ -423,45 +444,34 @@ def _given(names: DimNaming, defaults: Probe, probes: Sequence[Mapping[str, int]
     return out
 
 
-def _feeds(model: ModelProto, probe: Probe) -> dict[str, np.ndarray]:
-    inits = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for v in model.graph.input:
-        if v.name in inits:
-            continue
-        t = v.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else probe[d.dim_param]
-                 for d in t.shape.dim]
-        feeds[v.name] = np.zeros(shape, onnx.helper.tensor_dtype_to_np_dtype(t.elem_type))
-    return feeds
-
-
-def _show(probe: Probe) -> str:
+def _show(probe: Mapping[str, float]) -> str:
     return ", ".join(f"{k}={v}" for k, v in probe.items())
 
 
 class _Runner:
     """One ONNX Runtime session of the model; output shapes per probe."""
 
-    def __init__(self, model: ModelProto, label: str) -> None:
+    def __init__(self, model: ModelProto, label: str,
+                 values: Mapping[str, float] | None = None) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 4
-        self.model, self.label = model, label
+        self.model, self.label, self.values = model, label, dict(values or {})
         self.sess = ort.InferenceSession(model.SerializeToString(), opts,
                                          providers=["CPUExecutionProvider"])
         self.outputs = [o.name for o in model.graph.output]
 
     def shapes(self, probe: Probe) -> dict[str, tuple[int, ...]]:
         try:
-            results = self.sess.run(self.outputs, _feeds(self.model, probe))
+            results = self.sess.run(self.outputs, probe_feeds(self.model, probe, self.values))
         except Exception as e:
             raise TritonConfigError(
                 f"{self.label}: checking the output dim names, ONNX Runtime could not run the "
-                f"model with input dims {_show(probe)}: {str(e).splitlines()[0][:300]}; pass "
-                "sizes the model accepts with --probe-dims NAME=SIZE,... (twice) or "
-                "--shape-gears") from e
+                f"model with input dims {_show(probe)}{_show_values(self.model, self.values)}: "
+                f"{str(e).splitlines()[0][:300]}; pass sizes the model accepts with "
+                "--probe-dims NAME=SIZE,... (twice) or --shape-gears, and values for its value "
+                "inputs with --probe-values NAME=VALUE") from e
         return dict(zip(self.outputs, (tuple(np.shape(r)) for r in results), strict=True))
 
 
@@ -486,10 +496,17 @@ def _run_probes(runner: _Runner, given: list[Probe], defaults: list[Probe],
     return runs
 
 
+def _show_values(model: ModelProto, values: Mapping[str, float]) -> str:
+    """The values the value inputs were filled with, as a note on a probe."""
+    filled = {**{k: v[0] for k, v in value_candidates(model).items()}, **values}
+    return f" and values {_show(filled)}" if filled else ""
+
+
 def _prove(model: ModelProto, named: list[tuple[str, int, str]], given: list[Probe],
-           defaults: list[Probe], label: str) -> list[Probe]:
+           defaults: list[Probe], label: str, values: Mapping[str, float] | None = None,
+           ) -> list[Probe]:
     """Every name must give the size ONNX Runtime computes, on every probe; return them."""
-    runs = _run_probes(_Runner(model, label), given, defaults)
+    runs = _run_probes(_Runner(model, label, values), given, defaults)
     for probe, shapes in runs:
         for output, axis, name in named:
             actual = shapes[output][axis]
@@ -503,15 +520,16 @@ def _prove(model: ModelProto, named: list[tuple[str, int, str]], given: list[Pro
 
 
 # ------------------------------------------------------------- checking a written model
-def runnable_sizes(model: ModelProto) -> Probe:
+def runnable_sizes(model: ModelProto, values: Mapping[str, float] | None = None) -> Probe:
     """The first default probe sizing of ``model``'s named input dims that ONNX Runtime
-    runs (the first one if none does: running it will then report the error)."""
+    runs, value inputs filled as :func:`name_dims` fills them (the first sizing if none
+    runs: running it will then report the error)."""
     symbols = {v.name: tuple(Dim.symbol(d.dim_param) if d.dim_param else Dim.const(d.dim_value)
                              for d in v.type.tensor_type.shape.dim)
                for v in model.graph.input}
     probes = default_probes(symbols)
     try:
-        runner = _Runner(model, "model")
+        runner = _Runner(model, "model", values)
     except Exception:  # ONNX Runtime cannot open it: the caller's run says why
         return probes[0]
     for p in probes:

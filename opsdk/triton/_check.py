@@ -24,6 +24,7 @@ from ..ascend.atc._atc import project_plugin_keys
 from ..ascend.atc._onnx_keys import check_parser_rules
 from ..ascend.versions import resolve_cann
 from ..onnx._model import iter_all_nodes
+from ..onnx._probe import probe_feeds
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
@@ -58,13 +59,16 @@ def check_npu_ge_folder(
     python: str | Path | None = None,
     seed: int = 0,
     op_projects: tuple[str, ...] = (),
+    values: Mapping[str, float] | None = None,
 ) -> NpuGeCheck:
     """Check one model folder written by ``opsdk triton build --target ascend``.
 
     ``dims`` sizes the symbolic input dims for the test run (default: the first of the
     default probe sizings of the dim check that ONNX Runtime runs); every variable output
     dim's name must evaluate, as npu_ge evaluates it, to the size ONNX Runtime computes;
-    ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs').
+    ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs');
+    ``values``: ``{input: value}`` for value inputs (default: the constant the graph
+    compares the input with, as the build probes it, else random).
 
     Raises:
         DeviceUnavailable: no ONNX Runtime 1.23.2 venv (``opsdk.triton.ensure_ort_env``).
@@ -96,7 +100,9 @@ def check_npu_ge_folder(
     keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
             for s in custom_specs(model, folder.name)}
     report.problems += [f"GE parser: {p}" for p in check_parser_rules(model, version, keys)]
-    feeds = _feeds(model, dims or runnable_sizes(_plain(model)), seed)
+    plain = _plain(model)
+    feeds = probe_feeds(plain, dims or runnable_sizes(plain, values), values, random=True,
+                        seed=seed)
     try:
         run = run_like_npu_ge(path, feeds, python)
     except TritonConfigError as e:
@@ -110,26 +116,6 @@ def check_npu_ge_folder(
                                           [(n, d) for n, _, d in run.outputs], shapes, batched)
     _compare(report, run.results, _run_opsdk(model, feeds))
     return report
-
-
-def _feeds(model: onnx.ModelProto, dims: Mapping[str, int], seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    inits = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for v in model.graph.input:
-        if v.name in inits:
-            continue
-        t = v.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else int(dims.get(d.dim_param, 2))
-                 for d in t.shape.dim]
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
-        if dtype == np.bool_:
-            feeds[v.name] = rng.random(shape) > 0.5
-        elif np.issubdtype(dtype, np.integer):
-            feeds[v.name] = rng.integers(0, 4, shape).astype(dtype)
-        else:
-            feeds[v.name] = rng.standard_normal(shape).astype(dtype)
-    return feeds
 
 
 def _plain(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -44,7 +44,12 @@ class TensorIO:
     names: tuple[str, ...] = ()
 
     def dims(self, batched: bool) -> list[int]:
-        """Triton ``dims``: -1 for variable dims, the leading (batch) dim dropped if batched."""
+        """Triton ``dims``: -1 for variable dims, the leading (batch) dim dropped if batched;
+        ``[1]`` for a scalar: Triton refuses ``dims: [ ]``, and an empty ``reshape`` outside
+        batching models, so a scalar travels as one element and the target gives it back to
+        the model as rank 0 (the cpu target in model.py, ascend in the model file)."""
+        if not self.shape:
+            return [1]
         dims = [-1 if d is None else d for d in self.shape]
         return dims[1:] if batched else dims
 

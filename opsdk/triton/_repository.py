@@ -36,8 +36,10 @@ class RepositoryOptions:
     prefix; ``shape_gears`` give one value per variable input dim each; ``cann`` is a CANN
     release (or ``auto``: the installed toolkit's, else the default) whose GE parser rules
     the model file must follow; ``output_dims`` give an output's dims as npu_ge expressions
-    of the input dim names where the graph does not determine them, and ``probe_dims``
-    input dim sizes the model accepts, to check the output dim names on.
+    of the input dim names where the graph does not determine them, ``probe_dims``
+    input dim sizes the model accepts, to check the output dim names on, and
+    ``probe_values`` a value for each value input on those runs (default: the constant the
+    graph compares the input with, else 0).
     """
 
     name: str
@@ -64,6 +66,7 @@ class RepositoryOptions:
     op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
     output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
     probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
+    probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""
@@ -136,14 +139,30 @@ def build_repository(
     files = render_model(read_graph_io(proto), options, source=model.name)
     target = Path(out_dir) / options.name
     _TARGET_MODULES[options.target].check_folder(target)
+    # read before making room: a rebuild may copy the operators from the folder it replaces
+    copied = {rel: src.read_bytes()
+              for rel, src in _TARGET_MODULES[options.target].copies(io, options).items()}
     _make_room(target, force)
     (target / "1").mkdir(parents=True)
     onnx.save(proto, str(target / "1" / "model.onnx"))  # with external data, saved as one file
     for rel, text in files.items():
         (target / rel).write_text(text)
-    written = sorted(["1/model.onnx", *files])
+    _copy(copied, target, options.name, report)
+    written = sorted(["1/model.onnx", *files, *copied])
     (target / MANIFEST).write_text(json.dumps({"written_by": "opsdk", "files": written}) + "\n")
     return target
+
+
+def _copy(files: dict[str, bytes], target: Path, name: str, report: Callable[[str], None],
+          ) -> None:
+    """Write ``{relative path: content}`` into the model folder (the cpu target's operators)."""
+    for rel, data in files.items():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        (target / rel).write_bytes(data)
+    folders = sorted({"/".join(Path(rel).parts[:2]) for rel in files})
+    if folders:
+        report(f"{name}: copied {', '.join(folders)} into the model folder (OPSDK_OPERATORS_PATH "
+               "points there, so the repository runs wherever it is moved)")
 
 
 MANIFEST = ".opsdk-files.json"

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from ._repository import RepositoryOptions
 
 __all__ = [
-    "DOC", "check", "resolve", "render", "model_file", "check_folder", "default_preferred",
-    "shape_gear_parameters",
+    "DOC", "check", "resolve", "render", "model_file", "check_folder", "copies",
+    "default_preferred", "shape_gear_parameters",
 ]
 
 DOC = f"ascend (Triton GE backend {ge.BACKEND}, loaded from {ge.LIBRARY})"
@@ -140,7 +140,7 @@ def model_file(
     cann = resolve_cann(opts.cann).version
     opts = resolve(io, opts)
     dims = DimOptions(dict(opts.output_dims), [dict(p) for p in opts.probe_dims],
-                      opts.shape_gears)
+                      opts.shape_gears, dict(opts.probe_values))
     out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
                                _registered(opts), dims)
     problems = check_parser_rules(out.proto, cann, out.keys)
@@ -152,6 +152,11 @@ def model_file(
     for note in out.notes:
         report(f"{opts.name}: {note}")
     return out.proto
+
+
+def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
+    """Nothing besides the model file: GE maps custom nodes to the installed CANN package."""
+    return {}
 
 
 def check_folder(target: Path) -> None:

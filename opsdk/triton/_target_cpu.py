@@ -16,12 +16,13 @@ from ._onnx_io import GraphIO
 if TYPE_CHECKING:
     from ._repository import RepositoryOptions
 
-__all__ = ["DOC", "check", "render", "resolve", "model_file", "check_folder"]
+__all__ = ["DOC", "OPERATORS_DIR", "check", "render", "resolve", "model_file", "check_folder",
+           "copies"]
 
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 _ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
                 "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects",
-                "output_dims", "probe_dims")
+                "output_dims", "probe_dims", "probe_values")
 
 
 def check(opts: RepositoryOptions) -> None:
@@ -64,7 +65,8 @@ def check_folder(target: Path) -> None:
 
 
 def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
-    ops = opts.operators_path if opts.operators_path is not None else _operator_folders(io)
+    ops = opts.operators_path if opts.operators_path is not None else (
+        [OPERATORS_DIR] if _source_operators(io) else [])
     params = [
         ("onnx_model", "model.onnx"),
         ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops)),
@@ -75,14 +77,48 @@ def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
     return params + list(opts.extra_parameters)
 
 
-def _operator_folders(io: GraphIO) -> list[str]:
-    """Parent folders (OPSDK_OPERATORS_PATH entries) of the operators the model uses."""
+OPERATORS_DIR = "operators"  # in the model folder: copies of the model's source operators
+_NOT_COPIED = ("__pycache__", ".pytest_cache", ".git")
+
+
+def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
+    """Files to copy into the model folder (``operators/<op folder>/...``): the source
+    folders of the model's custom operators, so the repository runs wherever it is moved
+    and never points back at the checkout it was built from. Operators from installed
+    wheels or shipped with opsdk are found by the server's opsdk and not copied; with
+    ``--operators`` the user's folders are used as given.
+
+    Example:
+        >>> from opsdk.triton._onnx_io import GraphIO
+        >>> copies(GraphIO((), (), ()), RepositoryOptions("m"))  # doctest: +SKIP
+        {}
+    """
+    if opts.operators_path is not None:
+        return {}
+    files: dict[str, Path] = {}
+    owners: dict[str, str] = {}
+    for op, folder in _source_operators(io):
+        other = owners.setdefault(folder.name, op)
+        if other != op:
+            raise TritonConfigError(
+                f"custom ops {other} and {op} live in operator folders both named "
+                f"{folder.name!r}, which would share {OPERATORS_DIR}/{folder.name} in the model "
+                "folder; rename one folder, or pass --operators DIR to use them in place")
+        for f in sorted(folder.rglob("*")):
+            rel = f.relative_to(folder)
+            if f.is_file() and not any(p in _NOT_COPIED for p in rel.parts) and f.suffix != ".pyc":
+                files[f"{OPERATORS_DIR}/{folder.name}/{rel.as_posix()}"] = f
+    return files
+
+
+def _source_operators(io: GraphIO) -> list[tuple[str, Path]]:
+    """``(domain::Op, folder)`` of the custom ops found in source folders (not installed)."""
     if not io.custom_ops:
         return []
     from .. import registry
     from ..errors import OperatorNotFound
 
-    folders: list[str] = []
+    found: list[tuple[str, Path]] = []
     for op in io.custom_ops:
         try:
             info = registry.find_operator(op)
@@ -91,7 +127,6 @@ def _operator_folders(io: GraphIO) -> list[str]:
                 f"the model uses custom op {op}, which opsdk cannot find ({e}); pass "
                 "--operators DIR (the folder holding its operator folder)"
             ) from e
-        folder = getattr(info, "folder", None)
-        if folder is not None and str(Path(folder).resolve().parent) not in folders:
-            folders.append(str(Path(folder).resolve().parent))
-    return folders
+        if info.origin == "source":
+            found.append((op, Path(info.folder).resolve()))
+    return found

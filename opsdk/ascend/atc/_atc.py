@@ -137,12 +137,16 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
     missing = [n for n, d in inputs.items() if any(not isinstance(x, int) or x <= 0 for x in d)]
     missing = [n for n in missing if n not in (shapes or {})]
     if missing:
+        from ...onnx._probe import runnable_shapes
+
+        runs = runnable_shapes(model) or {}
         raise CannArgError(
             f"graph input(s) {', '.join(missing)} have dynamic dims and no --input-shape; "
             'ATC needs a shape per input, e.g. --input-shape "'
-            + ";".join(f"{n}:{_example_dims(inputs[n])}" for n in missing)
-            + '" (1 where the model leaves a dim dynamic; -1 or lo~hi asks for a dynamic '
-            "shape)"
+            + ";".join(f"{n}:{_example_dims(runs.get(n) or inputs[n])}" for n in missing)
+            + ('" (a shape ONNX Runtime runs the model on' if runs else
+               '" (1 where the model leaves a dim dynamic')
+            + "; -1 or lo~hi asks for a dynamic shape)"
         )
     if shapes and any("-1" in d or any("~" in x for x in d) for d in shapes.values()):
         notes.append("dynamic dims (-1 or lo~hi) ask ATC for a dynamic-shape model")

@@ -31,6 +31,7 @@ from ...onnx._model import (
     node_label,
     opset_version,
 )
+from ...onnx._probe import runnable_shapes
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
 from ..versions import CannVersion, parse_cann_version
@@ -225,18 +226,23 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
 def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
     inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
     out = []
+    runnable: dict[str, tuple[int, ...]] | None = None
     for vi in m.graph.input:
         if vi.name in inits or vi.name in bounded:
             continue
         dims = input_dims(vi) if vi.type.HasField("tensor_type") else []
         if dims is not None and all(isinstance(d, int) for d in dims):
             continue
-        out.append(_dynamic_finding(vi, dims))
+        if runnable is None:  # once: sizes ONNX Runtime runs the model on, for the example
+            runnable = runnable_shapes(m) or {}
+        out.append(_dynamic_finding(vi, dims, runnable.get(vi.name)))
     return out
 
 
-def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None) -> Finding:
-    """A dynamic-shape finding that says how each dynamic dim was written."""
+def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None,
+                     runs: tuple[int, ...] | None = None) -> Finding:
+    """A dynamic-shape finding that says how each dynamic dim was written; the example
+    shape is one ONNX Runtime runs the model on (``runs``), else 1 in each dynamic dim."""
     if dims is None:
         dims_text, forms, example = "unknown rank", "the input has no shape", "1,..."
     else:
@@ -247,6 +253,8 @@ def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | Non
             if not isinstance(d, int)
         )
         example = ",".join(str(d) if isinstance(d, int) else "1" for d in dims)
+    if runs is not None:
+        example = ",".join(map(str, runs))
     return Finding(
         "dynamic-shape",
         "warning",
@@ -256,7 +264,8 @@ def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | Non
         "shapes or declared ranges only",
         f"give ATC its shape: --input_shape=\"{vi.name}:{example}\" (fixed), or a "
         "range / gear list (--input_shape_range, --dynamic_batch_size); tell the "
-        f"doctor with --input-shape {vi.name}={example}",
+        f"doctor with --input-shape {vi.name}={example}"
+        + (" (a shape ONNX Runtime runs the model on)" if runs is not None else ""),
     )
 
 

@@ -44,6 +44,8 @@ class TritonPythonModel:
             (t["name"], pb_utils.triton_string_to_numpy(t["data_type"])) for t in config["output"]
         ]
         self.batching = int(config.get("max_batch_size", 0)) > 0
+        # config.pbtxt carries a scalar as dims [ 1 ] (Triton has no rank-0 dims): rank 0 here
+        self.scalars = [i.name for i in self.session.get_inputs() if i.shape == []]
 
     def execute(self, requests):
         feeds = [self._feeds(r) for r in requests]
@@ -55,9 +57,12 @@ class TritonPythonModel:
         return [self._respond(f) for f in feeds]
 
     def _feeds(self, request):
-        return {
+        feeds = {
             n: pb_utils.get_input_tensor_by_name(request, n).as_numpy() for n in self.input_names
         }
+        for n in self.scalars:
+            feeds[n] = feeds[n].reshape(())
+        return feeds
 
     def _run(self, feeds):
         results = self.session.run([n for n, _ in self.outputs], feeds)
@@ -77,8 +82,8 @@ class TritonPythonModel:
         return self._response(results)
 
     def _response(self, results):
-        tensors = [
-            pb_utils.Tensor(name, np.ascontiguousarray(value))
+        tensors = [  # a rank-0 output leaves as dims [ 1 ], as config.pbtxt says
+            pb_utils.Tensor(name, np.ascontiguousarray(value).reshape(np.shape(value) or (1,)))
             for (name, _), value in zip(self.outputs, results)
         ]
         return pb_utils.InferenceResponse(output_tensors=tensors)
