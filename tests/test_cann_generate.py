@@ -11,8 +11,6 @@ import pytest
 from test_cann_specs import grid_sample, rich_op, thresholded_relu
 
 from opsdk.ascend import (
-    CannArgError,
-    PackageClash,
     PackageOp,
     cann_op,
     msopgen_data,
