@@ -88,7 +88,23 @@ def test_aicpu_include_finds_the_toolkit_headers(tmp_path: Path) -> None:
     inc = tmp_path / "opp" / "built-in" / "op_impl" / "aicpu" / "aicpu_kernel" / "inc"
     inc.mkdir(parents=True)
     (inc / "cpu_kernel.h").write_text("")
-    assert aicpu_include(tmp_path) == inc
+    assert aicpu_include(tmp_path) == inc  # the installer's softlink
+    files = tmp_path / "aarch64-linux" / "include" / "aicpu"  # where the OPP filelist puts them
+    files.mkdir(parents=True)
+    (files / "cpu_kernel.h").write_text("")
+    assert aicpu_include(tmp_path) == files
+
+
+def test_toolkit_include_finds_the_arch_folder(tmp_path: Path) -> None:
+    from opsdk.ascend.project.headers import toolkit_include
+
+    assert toolkit_include(tmp_path) is None
+    inc = tmp_path / "aarch64-linux" / "include"
+    for marker in ("graph/operator_reg.h", "graph/operator.h", "acl/acl.h",
+                   "acl/acl_op_compiler.h"):
+        (inc / marker).parent.mkdir(parents=True, exist_ok=True)
+        (inc / marker).write_text("")
+    assert toolkit_include(tmp_path) == inc
 
 
 def _syntax_check(cxx: str, inc: Path, projects: dict[str, Path]) -> list[str]:

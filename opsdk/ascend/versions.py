@@ -143,7 +143,7 @@ _INFO_LIMIT = 64 * 1024
 
 
 def read_small_text(path: Path, limit: int = _INFO_LIMIT) -> str:
-    """The text of the regular file ``path``, read without blocking and at most ``limit`` bytes.
+    r"""The text of the regular file ``path``, read without blocking and at most ``limit`` bytes.
 
     A FIFO, a device (``/dev/zero``) or any other special file, or a file larger than
     ``limit``, is refused instead of read: opening does not block and nothing larger than
@@ -202,7 +202,7 @@ def _release(text: str, key: str) -> CannVersion | None:
 
 
 def toolkit_version(root: Path) -> CannVersion | None:
-    """The release of the toolkit at ``root``, read from the files the installer writes.
+    r"""The release of the toolkit at ``root``, read from the files the installer writes.
 
     Looked up in order: ``compiler/version.info`` (``version_dir=8.1.RC1``; its ``Version=``
     is the compiler's inner version, not the release), ``<arch>-linux/ascend_toolkit_install.info``

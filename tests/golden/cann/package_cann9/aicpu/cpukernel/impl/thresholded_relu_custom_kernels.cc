@@ -43,6 +43,9 @@ opsdk::DType ToOpsdk(aicpu::DataType t)
     }
 }
 
+// CUST_KERNEL_LOG_ERROR (cust_cpu_utils.h) names CustCpuKernelUtils unqualified.
+using aicpu::CustCpuKernelUtils;
+
 uint32_t Fail(aicpu::CpuKernelContext& ctx, uint32_t status, const std::string& message)
 {
     CUST_KERNEL_LOG_ERROR(ctx, "[opsdk] AI CPU kernel of ThresholdedReluCustom: %s", message.c_str());
