@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# Stand-in for the classic AI CPU project's build.sh (see ../msopgen): checks what msopgen's
-# does before CMake, runs the project's op info checker, lays out the package tree.
+# Stand-in for the classic AI CPU project's build.sh (see ../msopgen): what msopgen 8.1's does
+# before and around CMake (its AICPU_KERNEL_TARGET export and --so_name, vendor_name,
+# ASCEND_TENSOR_COMPILER_INCLUDE, framework/ added only with its CMakeLists.txt), its op info
+# checker run, the package tree.
+export AICPU_KERNEL_TARGET=cust_aicpu_kernels
 vendor_name=customize
 if [[ "$vendor_name" = "" ]]; then
   vendor_name=customize
 fi
 export OPP_CUSTOM_VENDOR=$vendor_name
+case "$1" in
+  --so_name=*) so_name=$(echo "$1" | cut -d"=" -f2); length=${#so_name}
+               export AICPU_KERNEL_TARGET=${so_name:3:($length - 6)} ;;
+esac
 project_path=$(cd "$(dirname "$0")"; pwd)
+if [ -d "$project_path/framework" ] && [ ! -f "$project_path/framework/CMakeLists.txt" ]; then
+  echo "CMake Error: $project_path/framework does not contain a CMakeLists.txt file."
+  exit 1
+fi
 if [[ -z "${ASCEND_TENSOR_COMPILER_INCLUDE}" ]]; then
   echo "[ERROR] ENV ASCEND_TENSOR_COMPILER_INCLUDE is not set"
   exit 1

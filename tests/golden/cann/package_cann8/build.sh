@@ -21,9 +21,11 @@ fi
 export ASCEND_OPP_PATH="${ASCEND_OPP_PATH:-${ASCEND_HOME_PATH}/opp}"
 export ASCEND_AICPU_PATH="${ASCEND_AICPU_PATH:-${ASCEND_HOME_PATH}}"
 # msopgen's AI CPU build.sh stops without ASCEND_TENSOR_COMPILER_INCLUDE (set_env.sh does not
-# set it): the toolkit's compiler/include (installer softlinks), else <arch>-linux/include.
+# set it): the toolkit's compiler/include (installer softlinks), else <arch>-linux/include
+# (this host's arch first).
 if [ -z "${ASCEND_TENSOR_COMPILER_INCLUDE:-}" ]; then
-  for inc in "${ASCEND_HOME_PATH}/compiler/include" "${ASCEND_HOME_PATH}/$(uname -m)-linux/include"; do
+  for inc in "${ASCEND_HOME_PATH}/compiler/include" "${ASCEND_HOME_PATH}/$(uname -m)-linux/include" \
+             "${ASCEND_HOME_PATH}"/*-linux/include; do
     if [ -d "$inc" ]; then
       export ASCEND_TENSOR_COMPILER_INCLUDE="$inc"
       break
@@ -84,8 +86,8 @@ PY
 # ---- AI CPU (the operators' own C++ kernels) ----
 gen aicpu aicpu
 overlay aicpu build_msopgen/aicpu
-rm -rf build_msopgen/aicpu/framework
 # The AI Core package carries the ONNX plugins and the op protos of operators with both engines.
+rm -rf build_msopgen/aicpu/framework
 rm -f build_msopgen/aicpu/op_proto/thresholded_relu_custom.h build_msopgen/aicpu/op_proto/thresholded_relu_custom.cc
 printf '\ninclude(${CMAKE_CURRENT_LIST_DIR}/opsdk_aicpu.cmake)  # added by opsdk build.sh\n' \
   >> build_msopgen/aicpu/cpukernel/CMakeLists.txt
@@ -96,12 +98,12 @@ sed -i -e 's/"cust_op_proto"/"cust_acme_op_proto"/' \
 # msopgen 8.1's op info checker (cmake/util/aicpu_parser_ini.py, TYPE_LIST) lacks DT_BF16, which
 # the AI CPU engine takes (its own aicpu_kernel.json uses it): add it to this project's copy.
 sed -i 's/^TYPE_LIST = \[/TYPE_LIST = ["DT_BF16", /' build_msopgen/aicpu/cmake/util/aicpu_parser_ini.py
-export AICPU_KERNEL_TARGET="cust_acme_aicpu_kernels"
+export AICPU_KERNEL_TARGET="cust_acme_aicpu_kernels"  # msopgen's build.sh resets it; --so_name below
 export AICPU_SOC_VERSION="${AICPU_SOC_VERSION:-Ascend910B1}"
 if [ -z "${TOOLCHAIN_DIR:-}" ] && [ -d "${ASCEND_HOME_PATH}/toolkit/toolchain/hcc" ]; then
   export TOOLCHAIN_DIR="${ASCEND_HOME_PATH}/toolkit/toolchain/hcc"
 fi
-(cd build_msopgen/aicpu && bash build.sh)
+(cd build_msopgen/aicpu && bash build.sh --so_name=libcust_acme_aicpu_kernels.so)
 AICPU_TREE="$here/build_msopgen/aicpu/build_out/makepkg/packages/vendors/${VENDOR}"
 if [ ! -d "$AICPU_TREE" ]; then
   echo "build.sh: the AI CPU build left no package tree at $AICPU_TREE" >&2
