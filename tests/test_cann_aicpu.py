@@ -4,7 +4,9 @@ Checked here: every shipped operator (GridSample and FusedConvBnRelu included) g
 project whose adapter, op info and op proto agree with its spec, with the kernel.cpp the CPU
 tests validated copied in unchanged. The adapter's CANN side compiles only against a
 toolkit's AI CPU headers (``cpu_kernel.h``; no package on the index ships them): that test
-runs on hosts with a toolkit and skips elsewhere with the reason.
+runs on hosts with a toolkit and skips elsewhere with the reason. tests/aicpu_api/ holds
+stand-ins of the toolkit's ``<arch>-linux/include/aicpu`` headers that declare what those
+headers declare (checked against CANN 8.1.RC1; with a toolkit, the declarations are compared).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def test_aicpu_project_of_every_shipped_operator(
     folder: str, aicpu_projects: dict[str, Path]
 ) -> None:
     spec, out = shipped(folder), aicpu_projects[folder]
-    kernel = out / "aicpu" / "opsdk" / "kernel.cpp"
+    kernel = out / "aicpu" / "opsdk" / "kernels" / f"{folder}.cpp"
     assert kernel.read_text() == (ROOT / "operators" / folder / "kernel.cpp").read_text()
     for header in ("custom_op.h", "invoke.h"):
         assert (out / "aicpu" / "opsdk" / "include" / "opsdk" / header).is_file()
@@ -57,7 +59,7 @@ def test_aicpu_project_of_every_shipped_operator(
     ini = (out / f"aicpu/cpukernel/op_info_cfg/aicpu_kernel/{folder}.ini").read_text()
     assert f"[{spec.name}]" in ini and "opInfo.engine=DNN_VM_AICPU" in ini
     assert "opInfo.opKernelLib=CUSTAICPUKernel" in ini
-    assert "opInfo.kernelSo=libcust_aicpu_kernels.so" in ini
+    assert "opInfo.kernelSo=libcust_opsdk_aicpu_kernels.so" in ini  # one library per vendor
     assert "opInfo.functionName=RunCpuKernel" in ini
     names = re.findall(r"^input(\d+)\.name=(\w+)$", ini, re.M)
     assert [n for _, n in names] == [i.name for i in spec.inputs]
@@ -86,7 +88,43 @@ def test_aicpu_include_finds_the_toolkit_headers(tmp_path: Path) -> None:
     inc = tmp_path / "opp" / "built-in" / "op_impl" / "aicpu" / "aicpu_kernel" / "inc"
     inc.mkdir(parents=True)
     (inc / "cpu_kernel.h").write_text("")
-    assert aicpu_include(tmp_path) == inc
+    assert aicpu_include(tmp_path) == inc  # the installer's softlink
+    files = tmp_path / "aarch64-linux" / "include" / "aicpu"  # where the OPP filelist puts them
+    files.mkdir(parents=True)
+    (files / "cpu_kernel.h").write_text("")
+    assert aicpu_include(tmp_path) == files
+
+
+def test_toolkit_include_finds_the_arch_folder(tmp_path: Path) -> None:
+    from opsdk.ascend.project.headers import toolkit_include
+
+    assert toolkit_include(tmp_path) is None
+    inc = tmp_path / "aarch64-linux" / "include"
+    for marker in ("graph/operator_reg.h", "graph/operator.h", "acl/acl.h",
+                   "acl/acl_op_compiler.h"):
+        (inc / marker).parent.mkdir(parents=True, exist_ok=True)
+        (inc / marker).write_text("")
+    assert toolkit_include(tmp_path) == inc
+
+
+def _syntax_check(cxx: str, inc: Path, projects: dict[str, Path]) -> list[str]:
+    errors = []
+    for folder, out in projects.items():
+        impl = out / "aicpu" / "cpukernel" / "impl"
+        cmd = [cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", f"-I{inc}", f"-I{impl}"]
+        cmd += [f"-I{out / 'aicpu' / 'opsdk' / 'include'}", str(impl / f"{folder}_kernels.cc")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            errors.append(f"{folder}: {proc.stderr[-2000:]}")
+    return errors
+
+
+def test_adapters_compile_against_the_stand_in_headers(aicpu_projects: dict[str, Path]) -> None:
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no g++ on this host")
+    errors = _syntax_check(cxx, API, aicpu_projects)
+    assert not errors, "\n".join(errors)
 
 
 def test_adapter_compiles_against_the_toolkit_aicpu_headers(
@@ -95,21 +133,42 @@ def test_adapter_compiles_against_the_toolkit_aicpu_headers(
     inc = aicpu_include()
     if inc is None:
         pytest.skip("no CANN toolkit with the AI CPU kernel headers (cpu_kernel.h) on this host")
-    cxx = shutil.which("g++")
+    cxx = shutil.which("aarch64-linux-gnu-g++") or shutil.which("g++")
     if cxx is None:
         pytest.skip("no g++ on this host")
-    for folder, out in aicpu_projects.items():
-        impl = out / "aicpu" / "cpukernel" / "impl"
-        cmd = [cxx, "-std=c++17", "-fsyntax-only", "-Wall", f"-I{inc}", f"-I{impl}"]
-        cmd += [f"-I{out / 'aicpu' / 'opsdk' / 'include'}", str(impl / f"{folder}_kernels.cc")]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode == 0, f"{folder}: {proc.stderr[-3000:]}"
+    errors = _syntax_check(cxx, inc, aicpu_projects)
+    assert not errors, "\n".join(errors)
+
+
+_DECL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_ENUM = re.compile(r"\b(DT_\w+|FORMAT_\w+)\b")
+
+
+def _declared(text: str) -> set[str]:
+    """The names a header declares: functions/macros called or declared, enumerators."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+    keywords = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+    return (set(_DECL.findall(text)) - keywords) | set(_ENUM.findall(text))
+
+
+def test_stand_ins_declare_what_the_toolkit_headers_declare() -> None:
+    inc = aicpu_include()
+    if inc is None:
+        pytest.skip("no CANN toolkit with the AI CPU kernel headers (cpu_kernel.h) on this host")
+    for ours in sorted(API.glob("*.h")):
+        if ours.name.startswith("standin_"):
+            continue
+        theirs = inc / ours.name
+        assert theirs.is_file(), f"{ours.name} stands in for a header the toolkit does not have"
+        a, b = _declared(ours.read_text()), _declared(theirs.read_text())
+        assert a == b, f"{ours.name}: only here {sorted(a - b)}, only in the toolkit {sorted(b - a)}"
 
 
 # --- the adapter run end to end on this machine ---------------------------------------------
 #
-# tests/aicpu_api/ is a stand-in for CANN's AI CPU kernel API written from its documented
-# signatures (not CANN's headers). Compiled with the generated adapter, the operator's own
+# tests/aicpu_api/ stands in for CANN's AI CPU kernel API: headers that declare what the
+# toolkit's declare, and standin_runtime.cpp behind them. Compiled with the generated adapter,
+# the operator's own
 # kernel.cpp and opsdk's runtime, it runs every validation case of the operator through the
 # adapter's path (CpuKernelContext -> RawTensor/NamedAttr -> opsdk::invoke -> the kernel)
 # and judges the outputs against the NumPy reference with the CPU tests' standards.
@@ -127,13 +186,13 @@ def adapter_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if cxx is None:
         pytest.skip("no g++ on this host")
     root = tmp_path_factory.mktemp("adapter")
-    sources = [str(API / "driver.cpp")]
+    sources = [str(API / "driver.cpp"), str(API / "standin_runtime.cpp")]
     for folder in RUN_OPS:
         out = root / folder
         write_project(shipped(folder), out, kernel_folder=ROOT / "operators" / folder)
         opsdk_dir = out / "aicpu" / "opsdk"
         sources += [str(out / f"aicpu/cpukernel/impl/{folder}_kernels.cc"),
-                    str(opsdk_dir / "kernel.cpp")]
+                    str(opsdk_dir / "kernels" / f"{folder}.cpp")]
     sources.append(str(root / RUN_OPS[0] / "aicpu" / "opsdk" / "runtime.cpp"))
     include = root / RUN_OPS[0] / "aicpu" / "opsdk" / "include"
     impls = [f"-I{root / f / 'aicpu/cpukernel/impl'}" for f in RUN_OPS]

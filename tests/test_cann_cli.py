@@ -48,11 +48,7 @@ def test_cann_writes_and_refuses_overwrite(
     assert report["written"] == [] and "build.sh" in report["unchanged"]
     assert main([*cmd, "--force", "--json"]) == 0  # one soc less
     report = json.loads(capsys.readouterr().out)
-    assert sorted(report["written"]) == [
-        "CMakePresets.json",
-        "build.sh",
-        "op_host/thresholded_relu.cpp",
-    ]
+    assert sorted(report["written"]) == ["CMakePresets.json", "op_host/thresholded_relu.cpp"]
 
 
 def _no_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,7 +67,7 @@ def test_cann_default_engine_follows_the_ai_core_kernel(
     assert "engine aicpu (GridSample: no AI Core kernel generated" in text
     assert not (out / "CMakeLists.txt").exists() and not (out / "op_host").exists()
     kernel = Path(GS) / "kernel.cpp"
-    assert (out / "aicpu" / "opsdk" / "kernel.cpp").read_text() == kernel.read_text()
+    assert (out / "aicpu/opsdk/kernels/grid_sample.cpp").read_text() == kernel.read_text()
     assert (out / "aicpu" / "op_proto" / "grid_sample_shape.h").read_text() == (
         Path(GS) / "shape.h"
     ).read_text()
@@ -93,7 +89,7 @@ def test_cann_auto_reads_the_toolkit_version(
 ) -> None:
     toolkit = tmp_path / "toolkit"
     (toolkit / "compiler").mkdir(parents=True)
-    (toolkit / "compiler" / "version.info").write_text("Version=9.0.0\n")
+    (toolkit / "compiler" / "version.info").write_text("Version=7.9.0.1.100\nversion_dir=9.0.0\n")
     monkeypatch.setenv("ASCEND_HOME_PATH", str(toolkit))
     out = tmp_path / "prj"
     assert main(["cann", TR, "-o", str(out), "--engine", "aicore", "--json"]) == 0
@@ -135,7 +131,7 @@ def test_builtin_type_name_warns_and_op_type_maps_the_onnx_node(
     assert "OP_ADD(ThresholdedReluCustom);" in (
         out / "op_host/thresholded_relu_custom.cpp"
     ).read_text()
-    assert '"op": "ThresholdedReluCustom"' in (out / "thresholded_relu_custom.json").read_text()
+    assert '"op": "ThresholdedReluCustom"' in (out / "msopgen" / "aicpu.json").read_text()
     assert main(["cann", TR, "-o", str(tmp_path / "c"), "--op-type", "bad-name"]) == 1
     assert "--op-type 'bad-name' is not a CANN operator type" in capsys.readouterr().err
 
@@ -310,3 +306,42 @@ def test_atc_runs_atc_when_present(
         and "--output=out " in out + " "
         and "--soc_version=Ascend310P3" in out
     )
+
+
+def test_builtin_names_come_from_the_toolkit_op_protos(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opsdk.ascend import builtin_clash, builtin_op_types
+
+    names, source = builtin_op_types(tmp_path / "none")
+    assert "SoftmaxV2" in names and "Softmax" not in names and source.startswith("opsdk's list")
+    inc = tmp_path / "toolkit" / "opp" / "built-in" / "op_proto" / "inc"
+    inc.mkdir(parents=True)
+    (inc / "nn_norm_ops.h").write_text(  # as the 8.1.RC1 op protos write them
+        "/**\n*@brief Computes the softmax.\n*/\nREG_OP(SoftmaxV2)\n"
+        "    .INPUT(x, TensorType({DT_DOUBLE, DT_FLOAT16, DT_BF16, DT_FLOAT}))\n"
+        "    .OP_END_FACTORY_REG(SoftmaxV2)\n\n  REG_OP(MyVendorOp)\n"
+        "    .OP_END_FACTORY_REG(MyVendorOp)\n")
+    root = tmp_path / "toolkit"
+    names, source = builtin_op_types(root)
+    assert names == {"SoftmaxV2", "MyVendorOp"} and str(inc) in source
+    assert builtin_clash("Gelu", root) is None  # not a built-in of this toolkit
+    assert builtin_clash("Softmax", root) is None
+    warning = builtin_clash("MyVendorOp", root)
+    assert warning is not None and f"the toolkit's op protos ({inc})" in warning
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
+    out = tmp_path / "a"
+    assert main(["cann", TR, "-o", str(out), "--cann", "8"]) == 0
+    assert "warning" not in capsys.readouterr().err  # this toolkit has no ThresholdedRelu
+
+
+def test_engine_both_without_an_ai_core_kernel_is_refused_by_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "gs"
+    assert main(["cann", GS, "-o", str(out), "--engine", "both"]) == 1
+    err = capsys.readouterr().err
+    assert "GridSample: --engine both builds an AI Core kernel, but the operator has none" in err
+    assert "--aicore-skeleton" in err and not out.exists()
+    assert main(["cann", GS, "-o", str(out), "--engine", "both", "--aicore-skeleton"]) == 0
+    assert "TODO(author)" in (out / "op_kernel" / "grid_sample.cpp").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from opsdk.ascend.socs import CannArgError
 from opsdk.ascend.versions import (
     DEFAULT_CANN,
     parse_cann_version,
+    read_small_text,
     resolve_cann,
     toolkit_version,
 )
@@ -48,20 +50,61 @@ def test_auto_without_toolkit_uses_the_default(tmp_path: Path) -> None:
     assert str(r.version) == DEFAULT_CANN and "no CANN toolkit found" in r.reason
 
 
+#: The files as the CANN 8.1.RC1 toolkit (aarch64) installs them: ``Version=`` of
+#: compiler/version.info is the compiler's inner version, the release is ``version_dir=``.
+VERSION_INFO_81 = (
+    "Version=7.7.0.1.238\nversion_dir=8.1.RC1\ntimestamp=20250428_203017761\n"
+    'required_opp_abi_version=">=6.3, <=7.7"\nrequired_package_opp_version="7.7"\n'
+)
+INSTALL_INFO_81 = (
+    "package_name=Ascend-cann-toolkit\nversion=8.1.RC1\ninnerversion=V100R001C21SPC001B238\n"
+    "compatible_version=[V100R001C15],[V100R001C18],[V100R001C19],[V100R001C20],[V100R001C21]\n"
+    "arch=aarch64\nos=linux\npath=/usr/local/Ascend/ascend-toolkit/8.1.RC1/aarch64-linux\n"
+)
+
+
 @pytest.mark.parametrize(
-    ("rel", "text"),
+    ("files", "release"),
     [
-        ("compiler/version.info", "Version=8.1.RC1\nversion_dir=8.1.RC1\n"),
-        ("version.cfg", "# comment\nversion=[9.0.0]\n"),
+        ({"compiler/version.info": VERSION_INFO_81}, "8.1.RC1"),
+        ({"aarch64-linux/ascend_toolkit_install.info": INSTALL_INFO_81}, "8.1.RC1"),
+        ({"compiler/version.info": "Version=7.7.0.1.238\n",
+          "aarch64-linux/ascend_toolkit_install.info": INSTALL_INFO_81}, "8.1.RC1"),
+        ({"version.cfg": "# comment\nversion=[9.0.0]\n"}, "9.0.0"),
     ],
 )
-def test_toolkit_version_files(tmp_path: Path, rel: str, text: str) -> None:
-    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / rel).write_text(text)
+def test_toolkit_version_files(tmp_path: Path, files: dict[str, str], release: str) -> None:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
     r = resolve_cann("auto", env={"ASCEND_HOME_PATH": str(tmp_path)})
-    assert r.toolkit == tmp_path
+    assert r.toolkit == tmp_path and str(r.version) == release
     assert r.version == toolkit_version(tmp_path)
-    assert r.version.major in (8, 9) and str(tmp_path) in r.reason
+    assert f"the toolkit at {tmp_path} is CANN {release}" == r.reason
+
+
+def test_inner_version_alone_is_not_the_release(tmp_path: Path) -> None:
+    (tmp_path / "compiler").mkdir()
+    (tmp_path / "compiler" / "version.info").write_text("Version=7.7.0.1.238\n")
+    assert toolkit_version(tmp_path) is None
+
+
+def test_special_version_files_are_refused_not_read(tmp_path: Path) -> None:
+    (tmp_path / "compiler").mkdir()
+    info = tmp_path / "compiler" / "version.info"
+    os.mkfifo(info)  # opening a FIFO for reading blocks without O_NONBLOCK
+    with pytest.raises(CannArgError, match=f"{info} is not a regular file"):
+        resolve_cann("auto", env={"ASCEND_HOME_PATH": str(tmp_path)})
+    info.unlink()
+    if Path("/dev/zero").exists():
+        info.symlink_to("/dev/zero")  # endless: reading it whole would eat the memory
+        with pytest.raises(CannArgError, match=f"{info} is not a regular file"):
+            toolkit_version(tmp_path)
+        info.unlink()
+    info.write_text("version_dir=8.1.RC1\n" + "#" * (1 << 20))
+    with pytest.raises(CannArgError, match=f"{info} is larger than 65536 bytes"):
+        toolkit_version(tmp_path)
+    assert read_small_text(info, limit=2 << 20).startswith("version_dir=8.1.RC1")
 
 
 def test_toolkit_without_version_file_says_so(tmp_path: Path) -> None:

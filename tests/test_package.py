@@ -229,7 +229,7 @@ def test_artefacts_of_thresholded_relu():
         {"type_param": "T", "allowed_types": ["tensor(float16)", "tensor(float)"]}]
     assert "onnx/function.onnx" in files  # ThresholdedRelu has a fallback decomposition
     assert "cann/aicpu/cpukernel/impl/thresholded_relu_kernels.cc" in files
-    assert "cann/aicpu/opsdk/kernel.cpp" in files
+    assert "cann/aicpu/opsdk/kernels/thresholded_relu.cpp" in files
     assert arts.skipped == {}
     off = generate_artefacts([spec], onnx=False, cann=False)
     assert off.files["thresholded_relu"] == {}

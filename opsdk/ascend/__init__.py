@@ -20,7 +20,14 @@ Example:
 
 from __future__ import annotations
 
-from ._op import CannOp, builtin_clash, cann_op, check_op_type, default_origin_op_type
+from ._op import (
+    CannOp,
+    builtin_clash,
+    builtin_op_types,
+    cann_op,
+    check_op_type,
+    default_origin_op_type,
+)
 from .atc._atc import (
     AtcPlan,
     atc_executable,
@@ -39,14 +46,20 @@ from .atc._onnx_keys import (
     origin_op_types,
 )
 from .project._msopgen import msopgen_data, msopgen_json
+from .project._package import PackageClash, installed_vendors
 from .project._project import (
+    PackageOp,
     ProjectExists,
     WriteReport,
     default_engine,
+    package_files,
     project_files,
     project_op_type,
+    project_op_types,
     read_project_manifest,
+    render_package,
     render_project,
+    write_package,
     write_project,
 )
 from .socs import (
@@ -73,6 +86,14 @@ __all__ = [
     "CannVersion",
     "ResolvedCann",
     "builtin_clash",
+    "builtin_op_types",
+    "installed_vendors",
+    "PackageClash",
+    "PackageOp",
+    "package_files",
+    "project_op_types",
+    "render_package",
+    "write_package",
     "check_op_type",
     "check_socs",
     "parse_cann_version",

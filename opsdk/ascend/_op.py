@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
@@ -17,6 +19,7 @@ from ..spec import Attr, OpSpec
 from ._cpp import cpp_list, cpp_literal, cpp_string
 from .parser import CANN_BUILTIN_OP_TYPES
 from .socs import CannArgError, soc_version_of
+from .spellings import GE_DTYPES, MSOPGEN_DTYPES
 from .versions import DEFAULT_CANN, CannVersion, parse_cann_version
 
 __all__ = [
@@ -26,37 +29,10 @@ __all__ = [
     "cann_op",
     "check_op_type",
     "builtin_clash",
+    "builtin_op_types",
     "GE_DTYPES",
     "MSOPGEN_DTYPES",
 ]
-
-#: opsdk dtype -> ge::DataType enumerator (graph/types.h).
-GE_DTYPES: dict[str, str] = {
-    "float16": "DT_FLOAT16",
-    "bfloat16": "DT_BF16",
-    "float32": "DT_FLOAT",
-    "float64": "DT_DOUBLE",
-    "int8": "DT_INT8",
-    "int16": "DT_INT16",
-    "int32": "DT_INT32",
-    "int64": "DT_INT64",
-    "uint8": "DT_UINT8",
-    "bool": "DT_BOOL",
-}
-
-#: opsdk dtype -> msopgen IR JSON "type" spelling (INPUT_OUTPUT_DTYPE_MAP keys).
-MSOPGEN_DTYPES: dict[str, str] = {
-    "float16": "fp16",
-    "bfloat16": "bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "bool": "bool",
-}
 
 #: spec attr type -> (msopgen json type, OpDef/REG_OP method, C++ value type, ONNX AttributeType).
 ATTR_KINDS: dict[str, tuple[str, str, str, int]] = {
@@ -187,11 +163,6 @@ class CannOp:
     def aicore(self) -> bool:
         """True when the project builds an AI Core kernel (``--engine aicore`` or ``both``)."""
         return self.engine in ("aicore", "both")
-
-    @property
-    def aicpu_vendor(self) -> str:
-        """The AI CPU package's vendor name (its own when an AI Core package is built too)."""
-        return f"{self.vendor}_aicpu" if self.engine == "both" else self.vendor
 
     @property
     def kernel_snake(self) -> str:
@@ -329,20 +300,62 @@ def check_op_type(name: str, what: str = "--op-type") -> str:
     return name
 
 
-def builtin_clash(op_type: str) -> str | None:
-    """A warning when ``op_type`` is the type of an operator in CANN's built-in OPP, else None.
+_REG_OP = re.compile(r"^[ \t]*REG_OP\([ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)", re.M)
+
+
+@lru_cache(maxsize=8)
+def _proto_op_types(inc: Path) -> frozenset[str]:
+    from .versions import read_small_text
+
+    names: set[str] = set()
+    for header in sorted(inc.glob("*.h")):
+        try:
+            names.update(_REG_OP.findall(read_small_text(header, limit=8 << 20)))
+        except (OSError, CannArgError):
+            continue
+    return frozenset(names)
+
+
+def builtin_op_types(root: Path | None = None) -> tuple[frozenset[str], str]:
+    """CANN's built-in operator types and where they came from: the ``REG_OP(<type>)`` names
+    of the toolkit's built-in op protos (``opp/built-in/op_proto/inc/*.h``) when a toolkit is
+    installed (``root``, default: :func:`opsdk.ascend.versions.toolkit_root`), else opsdk's
+    list (:data:`opsdk.ascend.parser.CANN_BUILTIN_OP_TYPES`, as read in CANN 8.1.RC1).
 
     Example:
-        >>> builtin_clash("Gelu").startswith("Gelu is also the type of a CANN built-in")
+        >>> import tempfile
+        >>> names, source = builtin_op_types(Path(tempfile.mkdtemp()))
+        >>> "SoftmaxV2" in names and "Softmax" not in names, source.startswith("opsdk's list")
+        (True, True)
+    """
+    from .versions import toolkit_root
+
+    root = toolkit_root() if root is None else root
+    if root is not None:
+        inc = root / "opp" / "built-in" / "op_proto" / "inc"
+        found = _proto_op_types(inc) if inc.is_dir() else frozenset()
+        if found:
+            return found, f"the toolkit's op protos ({inc})"
+    return CANN_BUILTIN_OP_TYPES, "opsdk's list of CANN 8.1.RC1 built-in types (no toolkit found)"
+
+
+def builtin_clash(op_type: str, root: Path | None = None) -> str | None:
+    """A warning when ``op_type`` is the type of an operator in CANN's built-in OPP, else None
+    (built-in types from :func:`builtin_op_types`).
+
+    Example:
+        >>> import tempfile
+        >>> builtin_clash("Gelu", Path(tempfile.mkdtemp())).startswith("Gelu is also the type")
         True
         >>> builtin_clash("MyOp") is None
         True
     """
-    if op_type not in CANN_BUILTIN_OP_TYPES:
+    names, source = builtin_op_types(root)
+    if op_type not in names:
         return None
     return (
-        f"{op_type} is also the type of a CANN built-in operator (REG_OP({op_type}) in the "
-        "toolkit's built-in op proto): the custom package's op proto and kernel would be "
+        f"{op_type} is also the type of a CANN built-in operator (REG_OP({op_type}) in "
+        f"{source}): the custom package's op proto and kernel would be "
         "confused with the built-in one. Pass --op-type "
         f"{op_type}Custom (or another unused name); the ONNX plugin then maps the model's "
         f"{op_type} nodes to {op_type}Custom"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "parse_cann_version",
     "toolkit_root",
     "toolkit_version",
+    "read_small_text",
     "resolve_cann",
     "ENGINES",
     "check_socs",
@@ -136,29 +138,99 @@ def toolkit_root(env: Mapping[str, str] | None = None) -> Path | None:
     return None
 
 
-def toolkit_version(root: Path) -> CannVersion | None:
-    """The release of the toolkit at ``root``, read from the files the installer writes.
+#: The most bytes a toolkit's version or install info file may have (they are a few lines).
+_INFO_LIMIT = 64 * 1024
 
-    Looked up in order: ``compiler/version.info`` (``Version=8.1.RC1``),
-    ``<arch>-linux/ascend_toolkit_install.info`` (``version=8.1.RC1``), ``version.cfg``.
+
+def read_small_text(path: Path, limit: int = _INFO_LIMIT) -> str:
+    r"""The text of the regular file ``path``, read without blocking and at most ``limit`` bytes.
+
+    A FIFO, a device (``/dev/zero``) or any other special file, or a file larger than
+    ``limit``, is refused instead of read: opening does not block and nothing larger than
+    ``limit`` is held in memory.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (an OSError, as for any unreadable path).
+        CannArgError: ``path`` is not a regular file or is too large, naming the path.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "version.info"
+        >>> _ = p.write_text("version_dir=8.1.RC1\n")
+        >>> read_small_text(p)
+        'version_dir=8.1.RC1\n'
     """
-    arch = platform.machine()
-    files = [
-        root / "compiler" / "version.info",
-        root / f"{arch}-linux" / "ascend_toolkit_install.info",
-        root / "version.cfg",
-    ]
-    for path in files:
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        m = re.search(r"^\s*(?:Version|version)\s*=\s*\[?([0-9][0-9A-Za-z.\-_]*)", text, re.M)
-        if m:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CannArgError(
+                f"{path} is not a regular file (a FIFO, device or socket); a CANN toolkit "
+                "installs a small text file there. Point ASCEND_HOME_PATH at a real toolkit "
+                "or pass --cann <version>"
+            )
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise CannArgError(
+            f"{path} is larger than {limit} bytes; a CANN toolkit's version file is a few lines. "
+            "Point ASCEND_HOME_PATH at a real toolkit or pass --cann <version>"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+#: (file under the toolkit root, the key holding the release), looked up in order. In
+#: ``compiler/version.info`` ``Version=`` is the component's inner version (7.7.0.1.238 in
+#: 8.1.RC1); the release is ``version_dir=``.
+_VERSION_FILES: tuple[tuple[str, str], ...] = (
+    ("compiler/version.info", "version_dir"),
+    ("{arch}-linux/ascend_toolkit_install.info", "version"),
+    ("version.cfg", "version"),
+)
+
+
+def _release(text: str, key: str) -> CannVersion | None:
+    pattern = rf"^[ \t]*{key}[ \t]*=[ \t]*[\"\[]?([0-9][0-9A-Za-z.\-_]*)"
+    m = re.search(pattern, text, re.M)
+    if not m:
+        return None
+    try:
+        return parse_cann_version(m.group(1))
+    except CannArgError:
+        return None
+
+
+def toolkit_version(root: Path) -> CannVersion | None:
+    r"""The release of the toolkit at ``root``, read from the files the installer writes.
+
+    Looked up in order: ``compiler/version.info`` (``version_dir=8.1.RC1``; its ``Version=``
+    is the compiler's inner version, not the release), ``<arch>-linux/ascend_toolkit_install.info``
+    (``version=8.1.RC1``; the host's arch, then aarch64 and x86_64), ``version.cfg``.
+
+    Raises:
+        CannArgError: one of these files is a FIFO, a device or too large (naming it).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> (root / "compiler").mkdir()
+        >>> _ = (root / "compiler" / "version.info").write_text(
+        ...     "Version=7.7.0.1.238\nversion_dir=8.1.RC1\n")
+        >>> str(toolkit_version(root))
+        '8.1.RC1'
+    """
+    arches = dict.fromkeys([platform.machine(), "aarch64", "x86_64"])
+    for rel, key in _VERSION_FILES:
+        for arch in arches if "{arch}" in rel else [""]:
+            path = root / rel.format(arch=arch)
             try:
-                return parse_cann_version(m.group(1))
-            except CannArgError:
+                text = read_small_text(path)
+            except OSError:
                 continue
+            found = _release(text, key)
+            if found is not None:
+                return found
     return None
 
 

@@ -111,12 +111,14 @@ def _listed(args: argparse.Namespace, name: str) -> list[str]:
 
 def _check_projects(spec: Any, projects: list[str]) -> None:
     """Each --cann-project must be a project of the operator under test."""
-    from ..ascend import CannArgError, project_op_type
+    from ..ascend import CannArgError
+    from ..ascend.project._project import project_op_types
 
     for folder in projects:
-        (domain, name), _ = project_op_type(folder)
-        if (domain, name) != (spec.domain, spec.name):
-            raise CannArgError(f"--cann-project {folder} is the CANN project of {domain}::{name}, "
+        types = project_op_types(folder)
+        if (spec.domain, spec.name) not in types:
+            have = ", ".join(f"{d}::{n}" for d, n in types)
+            raise CannArgError(f"--cann-project {folder} is the CANN project of {have}, "
                                f"not of {spec.domain}::{spec.name}; pass that operator's project")
 
 

@@ -73,7 +73,8 @@ def cann_types(values: Sequence[str], projects: Sequence[str]) -> CannTypes:
         >>> cann_types(["GeluCustom"], []).given
         {None: 'GeluCustom'}
     """
-    from ..ascend import CannArgError, project_op_type
+    from ..ascend import CannArgError
+    from ..ascend.project._project import project_op_types
 
     given: dict[str | None, str] = {}
     for value in values:
@@ -85,14 +86,17 @@ def cann_types(values: Sequence[str], projects: Sequence[str]) -> CannTypes:
     read: dict[tuple[str, str], tuple[str, str]] = {}
     for folder in projects:
         try:
-            key, typ = project_op_type(folder)
+            types = project_op_types(folder)
         except CannArgError as e:
             raise SpecError(f"--opsdk-cann-project {e}") from None
-        named = given.get(key[1], given.get(None))
-        earlier = (f"{read[key][0]} (project {read[key][1]})" if key in read and read[key][0] != typ
-                   else f"{named} (--opsdk-cann-op-type)" if named not in (None, typ) else None)
-        if earlier:
-            raise SpecError(f"{key[1]}: two CANN types, {earlier} and {typ} (project {folder}); "
-                            "drop one")
-        read[key] = (typ, str(folder))
+        for key, typ in types.items():
+            named = given.get(key[1], given.get(None))
+            earlier = (f"{read[key][0]} (project {read[key][1]})"
+                       if key in read and read[key][0] != typ
+                       else f"{named} (--opsdk-cann-op-type)" if named not in (None, typ)
+                       else None)
+            if earlier:
+                raise SpecError(f"{key[1]}: two CANN types, {earlier} and {typ} "
+                                f"(project {folder}); drop one")
+            read[key] = (typ, str(folder))
     return CannTypes(given, read)

@@ -202,7 +202,8 @@ def project_plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
             raise CannArgError(
                 f"--op-project {prj}: no opsdk manifest; pass a folder written by `opsdk cann`"
             )
-        keys.setdefault(man["op"], []).extend(man.get("origin_op_types", []))
+        for op in man.get("ops") or [man]:
+            keys.setdefault(op["op"], []).extend(op.get("origin_op_types", []))
     return keys
 
 

@@ -9,12 +9,14 @@ IR_ATTR_TYPE_MAP (``int``, ``float``, ``bool``, ``string``, ``list_int``, ``list
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ...spec import OpSpec
 from .._op import MSOPGEN_DTYPES, CannParam, cann_op
 
-__all__ = ["msopgen_json", "msopgen_data", "MSOPGEN_ATTR_TYPES", "MSOPGEN_IO_TYPES"]
+__all__ = ["msopgen_json", "msopgen_json_many", "msopgen_data", "MSOPGEN_ATTR_TYPES",
+           "MSOPGEN_IO_TYPES"]
 
 #: Attribute type names msopgen accepts (IR_ATTR_TYPE_MAP keys).
 MSOPGEN_ATTR_TYPES = frozenset(
@@ -90,3 +92,20 @@ def msopgen_json(spec: OpSpec, op_type: str | None = None) -> str:
         True
     """
     return json.dumps(msopgen_data(spec, op_type), indent=4) + "\n"
+
+
+def msopgen_json_many(ops: Sequence[tuple[OpSpec, str]]) -> str:
+    """The msopgen IR JSON of several operators (``(spec, CANN type)`` each), in order; the
+    package's build.sh runs ``msopgen gen -op <type>`` once per operator (``-m 1`` after the
+    first) because msopgen generates one operator per run.
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+        >>> a = OpSpec("OpA", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> import json
+        >>> [e["op"] for e in json.loads(msopgen_json_many([(a, "OpA"), (a, "OpACustom")]))]
+        ['OpA', 'OpACustom']
+    """
+    data = [entry for spec, name in ops for entry in msopgen_data(spec, op_type=name)]
+    return json.dumps(data, indent=4) + "\n"

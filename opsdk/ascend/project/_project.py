@@ -1,4 +1,8 @@
-"""Render and write the CANN project of one operator.
+"""Render and write a CANN project: one package of one or more operators.
+
+``opsdk cann OpA OpB -o dir`` writes one project that builds one ``.run`` with every
+operator's AI CPU kernel, AI Core kernel (where it has one), op proto and ONNX plugin, under
+one vendor (:mod:`opsdk.ascend.project._package`).
 
 Every file carries the opsdk banner. A manifest (``.opsdk-manifest.json``) records what opsdk
 wrote and each file's hash, so a later ``--force`` run overwrites only opsdk's own, unedited
@@ -10,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,39 +23,61 @@ import jinja2
 
 from ...errors import OpsdkError
 from ...spec import OpSpec
-from .._op import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from .._op import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ..ascendc._kernels import project_sources
+from ..socs import CannArgError
+from ..spellings import AICPU_DTYPES, OPSDK_DTYPES
 from ..versions import CannVersion, check_socs, parse_cann_version
-from ._msopgen import msopgen_json
+from ._msopgen import msopgen_json_many
+from ._package import CannPackage, check_package
 
 __all__ = [
+    "PackageOp",
     "default_engine",
+    "render_package",
     "render_project",
+    "package_files",
     "project_files",
+    "write_package",
     "write_project",
     "WriteReport",
     "ProjectExists",
+    "project_op_types",
     "MANIFEST",
 ]
 
 MANIFEST = ".opsdk-manifest.json"
 _TEMPLATES = Path(__file__).parent / "templates"
 
-#: (template, path in the project); ``{s}`` is the CANN operator type in snake_case.
-#: Every project: the msopgen IR JSON's build script, the REG_OP prototype, the ONNX plugin.
+#: (template, path in the project) of each operator; ``{s}`` is its CANN type in snake_case.
+#: Every operator: the REG_OP prototype and the ONNX plugin.
 _COMMON_FILES: tuple[tuple[str, str], ...] = (
-    ("build.sh.jinja", "build.sh"),
     ("op_proto.h.jinja", "op_graph/{s}_proto.h"),
     ("onnx_plugin.cc.jinja", "framework/onnx_plugin/{s}_plugin.cc"),
     ("onnx_apply.h.jinja", "framework/onnx_plugin/{s}_onnx_apply.h"),
     ("onnx_parse.h.jinja", "framework/onnx_plugin/{s}_onnx_parse.h"),
-    ("onnx_attrs.h.jinja", "framework/onnx_plugin/opsdk_onnx_attrs.h"),
 )
 #: The AI Core (Ascend C) sources; ``op_kernel/{s}.cpp`` is where the AI Core kernel goes.
 _AICORE_FILES: tuple[tuple[str, str], ...] = (
     ("op_host.cpp.jinja", "op_host/{s}.cpp"),
     ("op_host_tiling.h.jinja", "op_host/{s}_tiling.h"),
     ("op_kernel.cpp.jinja", "op_kernel/{s}.cpp"),
+)
+#: The AI CPU sources laid over msopgen's AI CPU project (``aicpu/`` mirrors its layout).
+_AICPU_FILES: tuple[tuple[str, str], ...] = (
+    ("aicpu_kernels.h.jinja", "aicpu/cpukernel/impl/{s}_kernels.h"),
+    ("aicpu_kernels.cc.jinja", "aicpu/cpukernel/impl/{s}_kernels.cc"),
+    ("aicpu_op_info.ini.jinja", "aicpu/cpukernel/op_info_cfg/aicpu_kernel/{s}.ini"),
+    ("op_proto.h.jinja", "aicpu/op_proto/{s}.h"),
+    ("aicpu_proto.cc.jinja", "aicpu/op_proto/{s}.cc"),
+)
+#: Files of the package (one each, over every operator).
+_PACKAGE_FILES: tuple[tuple[str, str], ...] = (
+    ("build.sh.jinja", "build.sh"),
+    ("onnx_attrs.h.jinja", "framework/onnx_plugin/opsdk_onnx_attrs.h"),
+)
+_PACKAGE_AICPU_FILES: tuple[tuple[str, str], ...] = (
+    ("aicpu_cmake.jinja", "aicpu/cpukernel/opsdk_aicpu.cmake"),
 )
 #: The CMake files of the ASC CMake-module layout (CANN 9.0 and later).
 _MODULE_FILES: tuple[tuple[str, str], ...] = (
@@ -60,38 +86,26 @@ _MODULE_FILES: tuple[tuple[str, str], ...] = (
     ("op_kernel_CMakeLists.txt.jinja", "op_kernel/CMakeLists.txt"),
     ("onnx_plugin_CMakeLists.txt.jinja", "framework/onnx_plugin/CMakeLists.txt"),
 )
-#: The AI CPU sources laid over msopgen's AI CPU project (``aicpu/`` mirrors its layout).
-_AICPU_FILES: tuple[tuple[str, str], ...] = (
-    ("aicpu_kernels.h.jinja", "aicpu/cpukernel/impl/{s}_kernels.h"),
-    ("aicpu_kernels.cc.jinja", "aicpu/cpukernel/impl/{s}_kernels.cc"),
-    ("aicpu_op_info.ini.jinja", "aicpu/cpukernel/op_info_cfg/aicpu_kernel/{s}.ini"),
-    ("aicpu_cmake.jinja", "aicpu/cpukernel/opsdk_aicpu.cmake"),
-    ("op_proto.h.jinja", "aicpu/op_proto/{s}.h"),
-    ("aicpu_proto.cc.jinja", "aicpu/op_proto/{s}.cc"),
-)
-#: opsdk::DType enumerator of each opsdk dtype (custom_op.h).
-_OPSDK_DTYPES: dict[str, str] = {
-    "float16": "Float16",
-    "bfloat16": "BFloat16",
-    "float32": "Float32",
-    "float64": "Float64",
-    "int8": "Int8",
-    "int16": "Int16",
-    "int32": "Int32",
-    "int64": "Int64",
-    "uint8": "UInt8",
-    "bool": "Bool",
-}
+#: The msopgen IR JSON of each engine's project (the operators that engine builds).
+MSOPGEN_AICPU_JSON = "msopgen/aicpu.json"
+MSOPGEN_AICORE_JSON = "msopgen/aicore.json"
 
 
-def _templates(op: CannOp) -> list[tuple[str, str]]:
+def _op_templates(op: CannOp) -> list[tuple[str, str]]:
     files = list(_COMMON_FILES)
     if op.aicore:
         files += _AICORE_FILES
-        if op.layout == "cmake-modules":
-            files += _MODULE_FILES
     if op.aicpu:
         files += _AICPU_FILES
+    return files
+
+
+def _package_templates(pkg: CannPackage) -> list[tuple[str, str]]:
+    files = list(_PACKAGE_FILES)
+    if pkg.aicpu_ops:
+        files += _PACKAGE_AICPU_FILES
+    if pkg.aicore_ops and pkg.layout == "cmake-modules":
+        files += _MODULE_FILES
     return files
 
 
@@ -154,7 +168,7 @@ def _tiling_fields(op: CannOp) -> list[_Field]:
     return sorted(fields, key=lambda f: -f.size)
 
 
-def _presets(op: CannOp) -> str:
+def _presets(pkg: CannPackage) -> str:
     def var(kind: str, value: str) -> dict[str, str]:
         return {"type": kind, "value": value}
 
@@ -165,25 +179,126 @@ def _presets(op: CannOp) -> str:
             {
                 "name": "default",
                 "displayName": "Default Config",
-                "description": f"{op.name}: {op.banner}",
+                "description": f"{pkg.names}: {pkg.banner}",
                 "generator": "Unix Makefiles",
                 "binaryDir": "${sourceDir}/build_out",
                 "cacheVariables": {
                     "CMAKE_BUILD_TYPE": var("STRING", "Release"),
                     "ENABLE_SOURCE_PACKAGE": var("BOOL", "True"),
                     "ENABLE_BINARY_PACKAGE": var("BOOL", "True"),
-                    "ASCEND_COMPUTE_UNIT": var("STRING", ";".join(op.socs)),
+                    "ASCEND_COMPUTE_UNIT": var("STRING", ";".join(pkg.socs)),
                     "ENABLE_TEST": var("BOOL", "False"),
-                    "vendor_name": var("STRING", op.vendor),
+                    "vendor_name": var("STRING", pkg.vendor),
                     "ASCEND_PYTHON_EXECUTABLE": var("STRING", "python3"),
                     "CMAKE_INSTALL_PREFIX": var("PATH", "${sourceDir}/build_out"),
                     "ENABLE_CROSS_COMPILE": var("BOOL", "False"),
                 },
             }
         ],
-        "vendor": {"opsdk": {"generated": op.banner, "op": op.name}},
+        "vendor": {"opsdk": {"generated": pkg.banner, "ops": [op.name for op in pkg.ops]}},
     }
     return json.dumps(data, indent=4) + "\n"
+
+
+@dataclass(frozen=True)
+class PackageOp:
+    """One operator of a package: its spec, engine, CANN type and plugin keys.
+
+    ``kernel_folder`` is the operator's folder (kernel.cpp, shape.h; default: the registry's).
+    ``shape_header`` is used only by :func:`render_package` (which reads no folder).
+    """
+
+    spec: OpSpec
+    engine: str = "aicpu"
+    op_type: str | None = None
+    origin_op_types: Sequence[str] | None = None
+    kernel_folder: str | Path | None = None
+    shape_header: bool = False
+
+
+def _package(
+    entries: Sequence[PackageOp], socs: Sequence[str], vendor: str, cann: CannVersion | None
+) -> CannPackage:
+    if not entries:
+        raise CannArgError("a CANN package needs at least one operator")
+    ops = tuple(
+        cann_op(e.spec, socs, e.origin_op_types, vendor, op_type=e.op_type, engine=e.engine,
+                cann=cann, shape_header=e.shape_header)
+        for e in entries
+    )
+    check_package(ops)
+    first = ops[0]
+    for op in ops:
+        check_socs(list(op.socs), parse_cann_version(op.cann), op.engine)
+    return CannPackage(ops, vendor, first.socs, first.soc_versions, first.cann, first.layout,
+                       first.banner)
+
+
+def _aicore_sources(entry: PackageOp, op: CannOp, skeleton: bool) -> tuple[dict[str, str], str]:
+    files, tiling = project_sources(entry.spec, op)
+    if not files and not skeleton:
+        raise CannArgError(
+            f"{entry.spec.name}: --engine {op.engine} builds an AI Core kernel, but the operator "
+            "has none (no generated kernel and no op_kernel/ in its folder), so the package "
+            "would carry an empty TODO(author) skeleton. Use --engine aicpu (its own kernel.cpp "
+            "on the AI CPU), write op_kernel/ first, or pass --aicore-skeleton to get the "
+            "skeleton to fill in"
+        )
+    return files, tiling
+
+
+def render_package(
+    entries: Sequence[PackageOp],
+    socs: Sequence[str] = ("ascend910b",),
+    vendor: str = "opsdk",
+    *,
+    cann: CannVersion | None = None,
+    aicore_skeleton: bool = False,
+) -> dict[str, str]:
+    """Every generated file of one package of operators as ``{relative path: text}``.
+
+    Each operator gets its own files (op proto, ONNX plugin, AI CPU adapter and op info, AI
+    Core op_host and op_kernel as its engine asks); the package gets one ``build.sh``, one
+    msopgen IR JSON per engine and the shared CMake files. An operator whose engine includes
+    the AI Core but has no AI Core kernel is refused unless ``aicore_skeleton``.
+
+    Raises:
+        CannArgError: a SoC the engine cannot target, no AI Core kernel for ``--engine both``.
+        PackageClash: two operators with one CANN type.
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+        >>> a = OpSpec("OpA", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> b = OpSpec("OpB", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> files = render_package([PackageOp(a), PackageOp(b)], vendor="acme")
+        >>> [f for f in files if f.endswith("_kernels.cc")]
+        ['aicpu/cpukernel/impl/op_a_kernels.cc', 'aicpu/cpukernel/impl/op_b_kernels.cc']
+        >>> "opInfo.kernelSo=libcust_acme_aicpu_kernels.so" in files[
+        ...     "aicpu/cpukernel/op_info_cfg/aicpu_kernel/op_b.ini"]
+        True
+    """
+    pkg = _package(entries, socs, vendor, cann)
+    table = [(AICPU_DTYPES[d], OPSDK_DTYPES[d]) for d in OPSDK_DTYPES]
+    files: dict[str, str] = {}
+    for entry, op in zip(entries, pkg.ops, strict=True):
+        aicore, tiling = _aicore_sources(entry, op, aicore_skeleton) if op.aicore else ({}, "")
+        ctx = {"op": op, "pkg": pkg, "fields": _tiling_fields(op), "dtype_table": table,
+               "aicore_tiling": tiling}
+        for t, path in _op_templates(op):
+            files[path.format(s=op.snake)] = _env().get_template(t).render(**ctx)
+        files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
+    for t, path in _package_templates(pkg):
+        files[path] = _env().get_template(t).render(pkg=pkg, op=pkg.ops[0])
+    if pkg.aicore_ops and pkg.layout == "cmake-modules":
+        files["CMakePresets.json"] = _presets(pkg)
+    for rel, ops in ((MSOPGEN_AICPU_JSON, pkg.aicpu_ops), (MSOPGEN_AICORE_JSON, pkg.aicore_ops)):
+        if ops:
+            chosen = [(e.spec, op.name) for e, op in zip(entries, pkg.ops, strict=True)
+                      if op in ops]
+            files[rel] = msopgen_json_many(chosen)
+    return dict(sorted(files.items()))
 
 
 def render_project(
@@ -196,8 +311,9 @@ def render_project(
     cann: CannVersion | None = None,
     op_type: str | None = None,
     shape_header: bool = False,
+    aicore_skeleton: bool = False,
 ) -> dict[str, str]:
-    """Every generated file of the project as ``{relative path: text}``.
+    """Every generated file of the package of one operator (see :func:`render_package`).
 
     ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
     through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
@@ -213,26 +329,11 @@ def render_project(
         >>> files = render_project(s)
         >>> "aicpu/cpukernel/impl/my_op_kernels.cc" in files
         True
-        >>> "op_host/my_op.cpp" in render_project(s, engine="aicore")
+        >>> "op_host/my_op.cpp" in render_project(s, engine="aicore", aicore_skeleton=True)
         True
     """
-    op = cann_op(
-        spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
-        shape_header=shape_header,
-    )
-    check_socs(list(op.socs), parse_cann_version(op.cann), engine)
-    table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
-    aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
-    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
-           "aicore_tiling": aicore_tiling}
-    files = {
-        path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
-    }
-    files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
-    if op.aicore and op.layout == "cmake-modules":
-        files["CMakePresets.json"] = _presets(op)
-    files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
-    return dict(sorted(files.items()))
+    entry = PackageOp(spec, engine, op_type, origin_op_types, shape_header=shape_header)
+    return render_package([entry], socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
 
 
 def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) -> Path | None:
@@ -255,12 +356,25 @@ def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) 
     return Path(given) if given is not None else None
 
 
+def aicpu_kernel_path(op: CannOp) -> str:
+    """Where the project keeps the operator's own kernel.cpp for the AI CPU build.
+
+    Example:
+        >>> from opsdk.spec import OpSpec, Input, Output, TFloat
+        >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+        ...            types={"T": TFloat})
+        >>> aicpu_kernel_path(cann_op(s, op_type="MyOpCustom"))
+        'aicpu/opsdk/kernels/my_op.cpp'
+    """
+    return f"aicpu/opsdk/kernels/{op.kernel_snake}.cpp"
+
+
 def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
     """What the project compiles besides the generated files (``{path: source}``).
 
     The shape inference (AI CPU op proto, op_host) gets opsdk's ``shape_fn.h`` and the
     operator's ``shape.h`` if it has one; the AI CPU kernel gets the operator's own
-    kernel.cpp and opsdk's Python-free runtime and headers.
+    kernel.cpp (:func:`aicpu_kernel_path`) and opsdk's Python-free runtime and headers.
     """
     from ..._paths import include_dir, runtime_source
 
@@ -272,7 +386,7 @@ def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
             if folder is not None and (folder / "shape.h").is_file():
                 out[f"{where}/{op.snake}_shape.h"] = folder / "shape.h"
     if op.aicpu and folder is not None:
-        out["aicpu/opsdk/kernel.cpp"] = folder / "kernel.cpp"
+        out[aicpu_kernel_path(op)] = folder / "kernel.cpp"
         out["aicpu/opsdk/runtime.cpp"] = runtime_source()
         for header in sorted(headers.glob("*.h")):
             out[f"aicpu/opsdk/include/opsdk/{header.name}"] = header
@@ -351,6 +465,48 @@ def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str,
     return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
 
 
+def _resolved(entries: Sequence[PackageOp]) -> list[tuple[PackageOp, Path | None]]:
+    """Each entry with its operator folder and ``shape_header`` read from it."""
+    out = []
+    for e in entries:
+        folder = _operator_folder(e.spec, e.kernel_folder, need_kernel=e.engine != "aicore")
+        shape = folder is not None and (folder / "shape.h").is_file()
+        out.append((replace(e, kernel_folder=folder, shape_header=shape), folder))
+    return out
+
+
+def package_files(
+    entries: Sequence[PackageOp],
+    socs: Sequence[str] = ("ascend910b",),
+    vendor: str = "opsdk",
+    *,
+    cann: CannVersion | None = None,
+    aicore_skeleton: bool = False,
+) -> dict[str, str]:
+    """Every file of the package: :func:`render_package`'s, and for the AI CPU engine copies
+    of what it compiles from elsewhere (:func:`copied_sources`: each operator's kernel.cpp and
+    shape.h from its folder, opsdk's runtime and headers), so the project builds on a host
+    that has only the project.
+
+    Raises:
+        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> ops = [PackageOp(find_operator(n).spec) for n in ("ThresholdedRelu", "GridSample")]
+        >>> files = package_files(ops)
+        >>> sorted(f for f in files if f.startswith("aicpu/opsdk/kernels/"))
+        ['aicpu/opsdk/kernels/grid_sample.cpp', 'aicpu/opsdk/kernels/thresholded_relu.cpp']
+    """
+    resolved = _resolved(entries)
+    files = render_package([e for e, _ in resolved], socs, vendor, cann=cann,
+                           aicore_skeleton=aicore_skeleton)
+    for e, folder in resolved:
+        op = cann_op(e.spec, op_type=e.op_type, engine=e.engine)
+        files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
+    return dict(sorted(files.items()))
+
+
 def project_files(
     spec: OpSpec,
     socs: Sequence[str] = ("ascend910b",),
@@ -361,30 +517,75 @@ def project_files(
     cann: CannVersion | None = None,
     op_type: str | None = None,
     kernel_folder: str | Path | None = None,
+    aicore_skeleton: bool = False,
 ) -> dict[str, str]:
-    """Every file of the project: :func:`render_project`'s, and for the AI CPU engine copies
-    of what it compiles from elsewhere (:func:`copied_sources`: the operator's kernel.cpp and
-    shape.h from ``kernel_folder``, default: the registry's folder of the operator; opsdk's
-    runtime and headers), so the project builds on a host that has only the project.
-
-    Raises:
-        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
+    """:func:`package_files` of a package of one operator (``kernel_folder``, default: the
+    registry's folder of the operator).
 
     Example:
         >>> from opsdk.registry import find_operator
         >>> files = project_files(find_operator("ThresholdedRelu").spec)
-        >>> "aicpu/opsdk/kernel.cpp" in files and "aicpu/opsdk/include/opsdk/custom_op.h" in files
+        >>> "aicpu/opsdk/kernels/thresholded_relu.cpp" in files
+        True
+        >>> "aicpu/opsdk/include/opsdk/custom_op.h" in files
         True
     """
-    folder = _operator_folder(spec, kernel_folder, need_kernel=engine in ("aicpu", "both"))
-    shape_header = folder is not None and (folder / "shape.h").is_file()
-    files = render_project(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
-        shape_header=shape_header,
-    )
-    op = cann_op(spec, op_type=op_type, engine=engine)
-    files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
-    return dict(sorted(files.items()))
+    entry = PackageOp(spec, engine, op_type, origin_op_types, kernel_folder)
+    return package_files([entry], socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
+
+
+def _manifest(pkg: CannPackage, entries: Sequence[PackageOp], hashes: dict[str, str]) -> dict:
+    ops = [
+        {"op": e.spec.name, "op_type": list(e.spec.op_type), "cann_op_type": op.name,
+         "engine": op.engine, "origin_op_types": list(op.origin_op_types)}
+        for e, op in zip(entries, pkg.ops, strict=True)
+    ]
+    data: dict[str, Any] = {"generator": "opsdk"}
+    if len(ops) == 1:  # the one-operator fields readers of older projects look for
+        data.update({k: ops[0][k] for k in ("op", "op_type", "cann_op_type", "engine",
+                                            "origin_op_types")})
+    data.update(ops=ops, cann=pkg.cann, layout=pkg.layout, socs=list(pkg.socs),
+                vendor=pkg.vendor, files=hashes)
+    return data
+
+
+def write_package(
+    entries: Sequence[PackageOp],
+    folder: str | Path,
+    *,
+    socs: Sequence[str] = ("ascend910b",),
+    vendor: str = "opsdk",
+    force: bool = False,
+    cann: CannVersion | None = None,
+    aicore_skeleton: bool = False,
+) -> WriteReport:
+    """Write :func:`package_files` into ``folder``; see the module docstring for the rules.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from opsdk.registry import find_operator
+        >>> ops = [PackageOp(find_operator(n).spec) for n in ("ThresholdedRelu", "GridSample")]
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "pkg"
+        >>> "msopgen/aicpu.json" in write_package(ops, out, vendor="acme").written
+        True
+    """
+    folder = Path(folder)
+    files = package_files(entries, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
+    todo, report = _plan(folder, files, force)
+    old = _read_manifest(folder).get("files", {})
+    for rel, text in todo.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        if rel == "build.sh":
+            target.chmod(0o755)
+        report.written.append(rel)
+    hashes = {
+        rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
+    }
+    pkg = _package(entries, socs, vendor, cann)
+    (folder / MANIFEST).write_text(json.dumps(_manifest(pkg, entries, hashes), indent=2) + "\n")
+    return report
 
 
 def write_project(
@@ -399,8 +600,9 @@ def write_project(
     cann: CannVersion | None = None,
     op_type: str | None = None,
     kernel_folder: str | Path | None = None,
+    aicore_skeleton: bool = False,
 ) -> WriteReport:
-    """Write :func:`project_files` into ``folder``; see the module docstring for the rules.
+    """:func:`write_package` of a package of one operator.
 
     Example:
         >>> import tempfile, pathlib
@@ -408,42 +610,13 @@ def write_project(
         >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
-        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="aicore").written
+        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="aicore",
+        ...                                         aicore_skeleton=True).written
         True
     """
-    folder = Path(folder)
-    files = project_files(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
-        kernel_folder=kernel_folder,
-    )
-    todo, report = _plan(folder, files, force)
-    old = _read_manifest(folder).get("files", {})
-    for rel, text in todo.items():
-        target = folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        if rel == "build.sh":
-            target.chmod(0o755)
-        report.written.append(rel)
-    hashes = {
-        rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
-    }
-    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
-    manifest = {
-        "generator": "opsdk",
-        "op": spec.name,
-        "op_type": list(spec.op_type),
-        "cann_op_type": op.name,
-        "engine": engine,
-        "cann": op.cann,
-        "layout": op.layout,
-        "origin_op_types": list(op.origin_op_types),
-        "socs": list(socs),
-        "vendor": vendor,
-        "files": hashes,
-    }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return report
+    entry = PackageOp(spec, engine, op_type, origin_op_types, kernel_folder)
+    return write_package([entry], folder, socs=socs, vendor=vendor, force=force, cann=cann,
+                         aicore_skeleton=aicore_skeleton)
 
 
 def read_project_manifest(folder: str | Path) -> dict[str, Any]:
@@ -451,28 +624,56 @@ def read_project_manifest(folder: str | Path) -> dict[str, Any]:
     return _read_manifest(Path(folder))
 
 
-def project_op_type(folder: str | Path) -> tuple[tuple[str, str], str]:
-    """``((domain, name), CANN operator type)`` of the operator in a project ``opsdk cann``
+def project_op_types(folder: str | Path) -> dict[tuple[str, str], str]:
+    """``{(domain, name): CANN operator type}`` of every operator in a project ``opsdk cann``
     wrote: the type ``--op-type`` gave it (the spec's name without one).
 
     Raises:
-        CannArgError: the folder has no opsdk manifest, or one without the operator.
+        CannArgError: the folder has no opsdk manifest, or one without operators.
+
+    Example:
+        >>> project_op_types("build/cann/pkg")  # doctest: +SKIP
+        {('com.opsdk', 'ThresholdedRelu'): 'ThresholdedReluCustom', ('com.opsdk', 'Gelu'): 'Gelu'}
+    """
+    path = Path(folder) / MANIFEST
+    try:
+        man = _read_manifest(Path(folder))
+    except ProjectExists as err:
+        raise CannArgError(str(err)) from None
+    listed = man.get("ops")
+    entries: list[Any] = listed if isinstance(listed, list) else [man]
+    out: dict[tuple[str, str], str] = {}
+    for entry in entries:
+        op = entry.get("op_type") if isinstance(entry, dict) else None
+        if isinstance(op, list) and len(op) >= 2 and entry.get("cann_op_type"):
+            out[(str(op[0]), str(op[1]))] = str(entry["cann_op_type"])
+    if not out:
+        raise CannArgError(
+            f"{folder}: no opsdk project manifest with the operator ({path}); pass a folder "
+            "written by `opsdk cann`"
+        )
+    return out
+
+
+def project_op_type(
+    folder: str | Path, key: tuple[str, str] | None = None
+) -> tuple[tuple[str, str], str]:
+    """``((domain, name), CANN operator type)`` of the operator ``key`` in a project ``opsdk
+    cann`` wrote (:func:`project_op_types`); without ``key`` the project must hold one operator.
+
+    Raises:
+        CannArgError: no manifest, ``key`` not in it, or several operators and no ``key``.
 
     Example:
         >>> project_op_type("build/cann/trelu")  # doctest: +SKIP
         (('com.opsdk', 'ThresholdedRelu'), 'ThresholdedReluCustom')
     """
-    from ..socs import CannArgError
-
-    path = Path(folder) / MANIFEST
-    try:
-        man = _read_manifest(Path(folder))
-    except ProjectExists as e:
-        raise CannArgError(str(e)) from None
-    op = man.get("op_type")
-    if not man or not isinstance(op, list) or len(op) < 2 or not man.get("cann_op_type"):
-        raise CannArgError(
-            f"{folder}: no opsdk project manifest with the operator ({path}); pass a folder "
-            "written by `opsdk cann`"
-        )
-    return (str(op[0]), str(op[1])), str(man["cann_op_type"])
+    types = project_op_types(folder)
+    if key is None and len(types) == 1:
+        return next(iter(types.items()))
+    if key is not None and key in types:
+        return key, types[key]
+    have = ", ".join(f"{d}::{n}" for d, n in types)
+    want = f"{key[0]}::{key[1]}" if key else "one operator"
+    raise CannArgError(f"{folder}: the project holds {have}, not {want}; pass that "
+                       "operator's project")

@@ -63,38 +63,61 @@ def _complete(include: Path) -> bool:
     return all((include / m).is_file() for m in _MARKERS)
 
 
-def toolkit_include() -> Path | None:
-    """The include dir of an installed CANN toolkit, or None."""
-    roots = [os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_TOOLKIT_HOME")]
-    for root in [Path(r) for r in roots if r] + [_TOOLKIT_DEFAULT]:
-        if _complete(root / "include"):
-            return root / "include"
+def _arch_dirs() -> list[str]:
+    """``<arch>-linux`` folder names a toolkit may have, this host's first."""
+    import platform
+
+    return [f"{a}-linux" for a in dict.fromkeys([platform.machine(), "aarch64", "x86_64"])]
+
+
+def toolkit_include(root: Path | None = None) -> Path | None:
+    """The include dir of an installed CANN toolkit, or None: ``include`` (the installer's
+    softlink) or ``<arch>-linux/include`` (where the files are). ``root`` defaults to the
+    toolkit of ``$ASCEND_HOME_PATH``, ``$ASCEND_TOOLKIT_HOME`` or the default prefix."""
+    if root is not None:
+        roots = [root]
+    else:
+        env = [os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_TOOLKIT_HOME")]
+        roots = [Path(r) for r in env if r] + [_TOOLKIT_DEFAULT]
+    for base in roots:
+        for rel in ["include", *(f"{a}/include" for a in _arch_dirs())]:
+            if _complete(base / rel):
+                return base / rel
     return None
 
 
-#: Where toolkits keep the AI CPU kernel API (cpu_kernel.h, cpu_kernel_utils.h), looked up
-#: in order under the toolkit root; no package on the index ships these headers.
-_AICPU_DIRS = (
-    "opp/built-in/op_impl/aicpu/aicpu_kernel/inc",
-    "include/aicpu/cpu_kernels",
-    "include/aicpu_kernel/inc",
-)
+#: Where toolkits keep the AI CPU kernel API (cpu_kernel.h, cust_cpu_utils.h), looked up in
+#: order under the toolkit root: the files (``<arch>-linux/include/aicpu``, from the OPP
+#: package's filelist) and the installer's softlinks to them. No package on the index ships
+#: these headers.
+def _aicpu_dirs() -> list[str]:
+    return [
+        *(f"{a}/include/aicpu" for a in _arch_dirs()),
+        "opp/built-in/op_impl/aicpu/aicpu_kernel/inc",
+        "include/aicpu",
+    ]
 
 
 def aicpu_include(root: Path | None = None) -> Path | None:
     """The folder holding an installed toolkit's AI CPU kernel headers (``cpu_kernel.h``), or
-    None; ``root`` defaults to the installed toolkit (:func:`opsdk.ascend.toolkit_root`)."""
+    None; ``root`` defaults to the installed toolkit (:func:`opsdk.ascend.toolkit_root`).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> (root / "aarch64-linux" / "include" / "aicpu").mkdir(parents=True)
+        >>> _ = (root / "aarch64-linux" / "include" / "aicpu" / "cpu_kernel.h").write_text("")
+        >>> aicpu_include(root).relative_to(root).as_posix()
+        'aarch64-linux/include/aicpu'
+    """
     from ..versions import toolkit_root
 
     root = root if root is not None else toolkit_root()
     if root is None:
         return None
-    for rel in _AICPU_DIRS:
+    for rel in _aicpu_dirs():
         if (root / rel / "cpu_kernel.h").is_file():
             return root / rel
-    for found in sorted(root.glob("**/cpu_kernel_utils.h")):
-        if (found.parent / "cpu_kernel.h").is_file():
-            return found.parent
     return None
 
 
