@@ -365,7 +365,8 @@ def write_model_copy(plan: AtcPlan, force: bool = False) -> Path | None:
         CannArgError: the copy's path holds another file and ``force`` is not set.
 
     Example:
-        >>> write_model_copy(plan_atc("m.onnx", soc_version="Ascend910B3", output="o"))  # doctest: +SKIP
+        >>> plan = plan_atc("m.onnx", soc_version="Ascend910B3", output="o")  # doctest: +SKIP
+        >>> write_model_copy(plan)  # doctest: +SKIP
         PosixPath('m.atc.onnx')
     """
     if plan.model_copy is None:

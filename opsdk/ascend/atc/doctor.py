@@ -223,20 +223,23 @@ def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> N
 
 def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
     out: list[Finding] = []
-    version = opset_version(m, "")
-    if version is not None and not profile.opset_min <= version <= profile.opset_max:
-        to = min(max(version, profile.opset_min), profile.opset_max)
-        out.append(
-            Finding(
-                "opset-range",
-                "error",
-                None,
-                None,
-                f"the model imports ai.onnx opset {version}; {profile.description} accepts "
-                f"{profile.opset_min}-{profile.opset_max}",
-                _opset_fix(m, version, to),
+    # '' and 'ai.onnx' may both be imported (a model written for ATC and ONNX Runtime): the
+    # parser keys ai.onnx nodes by the latter's version, ONNX Runtime the functions by ''
+    versions = sorted({imp.version for imp in m.opset_import if imp.domain in ("", "ai.onnx")})
+    for version in versions:
+        if not profile.opset_min <= version <= profile.opset_max:
+            to = min(max(version, profile.opset_min), profile.opset_max)
+            out.append(
+                Finding(
+                    "opset-range",
+                    "error",
+                    None,
+                    None,
+                    f"the model imports ai.onnx opset {version}; {profile.description} "
+                    f"accepts {profile.opset_min}-{profile.opset_max}",
+                    _opset_fix(m, version, to),
+                )
             )
-        )
     used = {n.domain for n in iter_all_nodes(m.graph)}
     imported = {imp.domain for imp in m.opset_import}
     for domain in sorted(used - imported - {"", "ai.onnx"}):
