@@ -71,7 +71,7 @@ class RewriteResult:
     @property
     def changed(self) -> int:
         """How many places were rewritten."""
-        return sum(1 for r in self.records if r.action != "skipped")
+        return sum(1 for r in self.records if r.action in ("fused", "replaced"))
 
 
 # ------------------------------------------------------------------- when it pays
@@ -330,9 +330,9 @@ def fuse_conv_bn_relu(
         replaced[conv_idx] = fused
         dropped |= {g.producer[n.output[0]] for n in old}
         labels = " -> ".join(node_label(n) for n in old)
-        why = ("--force" if force else "its shape is in no class measured slower than ONNX "
-               "Runtime's Conv+BN+Relu")
-        records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)} ({why})"))
+        because = ("forced" if force else "its shape is in no class measured slower than "
+                   "ONNX Runtime's Conv+BN+Relu")
+        records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)} ({because})"))
     if replaced:
         _apply(out, replaced, dropped, spec)
     return RewriteResult(out, records)
