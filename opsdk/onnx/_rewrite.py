@@ -102,7 +102,7 @@ def cpu_refusal(c_in: int, c_out: int, group: int) -> str | None:
     """Why fusing a convolution of this shape would make the model slower on the CPU, or None.
 
     Example:
-        >>> cpu_refusal(32, 32, 32)[:36]
+        >>> cpu_refusal(32, 32, 32)[:35]
         'depthwise convolution: FusedConvBnR'
         >>> cpu_refusal(64, 64, 1) is None
         True

@@ -41,7 +41,7 @@ def host_procedure(
         ...     ["com.opsdk::1::GridSample"]}, {}, [], "m.onnx")
         >>> lines[0]
         'source /usr/local/Ascend/ascend-toolkit/set_env.sh'
-        >>> any("custom_opp_*.run --install-path=$HOME/opp" in ln for ln in lines)
+        >>> any("--install-path=$HOME/opp; done" in ln for ln in lines)
         True
     """
     lines = [_TOOLKIT_ENV]
