@@ -15,6 +15,10 @@
 // * Work is split over (image, group, column block, output-channel block) tasks that the
 //   threads of ctx.parallel_for take one at a time from a shared counter; each thread
 //   packs into its own reusable, aligned scratch.
+// * Depthwise convolutions (one input channel per group, any channel multiplier) skip the
+//   GEMM, whose per-group set-up dominated there (K = kH * kW): each (image, output channel)
+//   plane is one task that accumulates every tap into a float32 row, the columns of a tap
+//   in one contiguous (vectorised) loop when the stride is 1.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
 #include <opsdk/custom_op.h>
@@ -558,6 +562,57 @@ void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f) {
   });
 }
 
+// ------------------------------------------------------------------- depthwise
+// The output columns [lo, hi) whose input column ox * sw + off falls inside [0, w).
+inline void valid_cols(int64_t off, int64_t sw, int64_t w, int64_t ow, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
+  lo = std::min(lo, ow);
+  hi = std::max(lo, std::min(hi, ow));
+}
+
+// One tap of one output row: acc[ox] += wv * x[ox * sw + off] for ox in [lo, hi).
+template <class T>
+inline void tap_row(float* __restrict acc, const T* __restrict xr, float wv, int64_t off,
+                    int64_t sw, int64_t lo, int64_t hi) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (sw == 1) {
+      const float* __restrict src = xr + off;
+      for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * src[ox];
+      return;
+    }
+  }
+  for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * opsdk::to_float(xr[ox * sw + off]);
+}
+
+// Output channel `oc` of image `n`: y = relu(sum over taps of w * x + b).
+template <class T>
+void depthwise_plane(const Geom& g, int64_t n, int64_t oc, const T* x, const float* wf,
+                     const float* bf, T* y) {
+  const int64_t ic = oc / g.mg;  // one input channel per group
+  const T* xp = x + (n * g.c + ic) * g.h * g.w;
+  const float* wk = wf + oc * g.kh * g.kw;
+  T* yp = y + (n * g.m + oc) * g.p();
+  // the valid output columns of each kernel column, the same for every row
+  int64_t* cols = reinterpret_cast<int64_t*>(scratch(static_cast<size_t>(g.ow + 4 * g.kw), 0));
+  float* acc = reinterpret_cast<float*>(cols + 2 * g.kw);
+  for (int64_t j = 0; j < g.kw; ++j) valid_cols(j * g.dw - g.pl, g.sw, g.w, g.ow, cols[2 * j],
+                                                cols[2 * j + 1]);
+  const float b0 = bf ? bf[oc] : 0.0f;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    std::fill(acc, acc + g.ow, b0);
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t iy = oy * g.sh + i * g.dh - g.pt;
+      if (iy < 0 || iy >= g.h) continue;
+      const T* xr = xp + iy * g.w;
+      for (int64_t j = 0; j < g.kw; ++j)
+        tap_row(acc, xr, wk[i * g.kw + j], j * g.dw - g.pl, g.sw, cols[2 * j], cols[2 * j + 1]);
+    }
+    T* yr = yp + oy * g.ow;
+    for (int64_t ox = 0; ox < g.ow; ++ox) opsdk::from_float(relu1(acc[ox]), &yr[ox]);
+  }
+}
+
 // ------------------------------------------------------------------------ entry
 Geom geometry(const CustomOpKernelContext& ctx) {
   const opsdk::Tensor& x = ctx.input(0);
@@ -630,6 +685,15 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   }
   const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
   const T* x = ctx.input(0).data<T>();
+  if (g.cg == 1 && g.group > 1) {  // depthwise: tasks of whole (image, channel) planes
+    const int64_t per = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, g.p() * g.kh * g.kw));
+    const int64_t planes = g.n * g.m, ntasks = (planes + per - 1) / per;
+    run_tasks(ctx, ntasks, [&](int64_t t) {
+      for (int64_t i = t * per; i < std::min(planes, (t + 1) * per); ++i)
+        depthwise_plane(g, i / g.m, i % g.m, x, wf, bf, y);
+    });
+    return;
+  }
   const std::vector<Task> tasks = make_tasks(g, ctx.num_threads());
   run_tasks(ctx, static_cast<int64_t>(tasks.size()),
             [&](int64_t i) { run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y); });

@@ -80,36 +80,41 @@ class ShapeClass:
     """Convolutions in which FusedConvBnRelu is slower than ONNX Runtime, as measured."""
 
     name: str
-    test: Callable[[int, int, int], bool]  # (input channels, output channels, group)
+    #: (input channels, output channels, group, kernel height, kernel width) -> in the class
+    test: Callable[[int, int, int, int, int], bool]
     measured: str
 
 
-#: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime 1.23 Conv+BN+Relu with BN
-#: folded, 2 threads, medians of 7 interleaved runs on a loaded 2-core VM, docs/onnx.md):
-#: a chain in one of these classes is refused on the CPU. Every other shape measured 0.70x
-#: to 1.31x ONNX Runtime's time (16->32 3x3 1.12x, 32->64 3x3 0.86x, 1x1 convs 0.70x).
+#: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime Conv+BN+Relu with BN folded,
+#: 2 threads, medians of 7 interleaved runs on a loaded 2-core VM, docs/onnx.md): a chain in
+#: one of these classes is refused on the CPU. Measured elsewhere: depthwise 3x3 0.60x to
+#: 0.85x ONNX Runtime's time (16-72 channels, 28x28 to 112x112, strides 1 and 2), dense
+#: convs 0.45x to 1.16x (1x1 0.63x to 0.67x, 64->64 3x3 0.45x, 16->32 3x3 1.06x).
 CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
-    ShapeClass("depthwise", lambda c, m, g: g > 1 and g == c,
-               "7.8x to 10.3x ONNX Runtime's time (16, 72, 96 channels, 3x3 and 5x5)"),
-    ShapeClass("grouped", lambda c, m, g: 1 < g < c,
-               "1.37x ONNX Runtime's time (64->64 in 4 groups, 3x3 at 28x28)"),
-    ShapeClass("few input channels (< 8 per group)", lambda c, m, g: c // max(g, 1) < 8,
-               "1.7x to 5.1x ONNX Runtime's time (3->16 3x3 and 3->64 7x7 at 224x224)"),
+    ShapeClass("depthwise convolution with a kernel larger than 3x3",
+               lambda c, m, g, kh, kw: g > 1 and g == c and kh * kw > 9,
+               "1.16x to 2.65x ONNX Runtime's time (5x5: 96 channels at 14x14 to 576 at 7x7)"),
+    ShapeClass("grouped convolution", lambda c, m, g, kh, kw: 1 < g < c,
+               "1.12x to 1.37x ONNX Runtime's time (64->64 in 4 groups, 3x3 at 28x28)"),
+    ShapeClass("convolution with fewer than 8 input channels per group",
+               lambda c, m, g, kh, kw: not (1 < g == c) and c // max(g, 1) < 8,
+               "1.4x to 5.1x ONNX Runtime's time (3->16 3x3 and 3->64 7x7 at 224x224)"),
 )
 
 
-def cpu_refusal(c_in: int, c_out: int, group: int) -> str | None:
+def cpu_refusal(c_in: int, c_out: int, group: int, kernel: tuple[int, int] = (1, 1)
+                ) -> str | None:
     """Why fusing a convolution of this shape would make the model slower on the CPU, or None.
 
     Example:
-        >>> cpu_refusal(32, 32, 32)[:35]
-        'depthwise convolution: FusedConvBnR'
-        >>> cpu_refusal(64, 64, 1) is None
-        True
+        >>> cpu_refusal(32, 32, 32, (5, 5))[:52]
+        'depthwise convolution with a kernel larger than 3x3:'
+        >>> cpu_refusal(32, 32, 32, (3, 3)) is None, cpu_refusal(64, 64, 1) is None
+        (True, True)
     """
     for cls in CPU_SLOWER_CLASSES:
-        if cls.test(c_in, c_out, group):
-            return (f"{cls.name} convolution: FusedConvBnRelu measured {cls.measured}; "
+        if cls.test(c_in, c_out, group, *kernel):
+            return (f"{cls.name}: FusedConvBnRelu measured {cls.measured}; "
                     "ONNX Runtime keeps it")
     return None
 
@@ -265,8 +270,8 @@ def _fuse_one(
         raise _Skip(f"Conv weight is {w.dtype}; FusedConvBnRelu takes float16 or float32")
     b = g.const(conv.input[2], "Conv bias") if len(conv.input) > 2 and conv.input[2] else None
     (scale, bias, mean, var), eps = _bn_params(g, bn)
-    why = native or (None if force else cpu_refusal(w.shape[1] * attrs["group"], w.shape[0],
-                                                    attrs["group"]))
+    why = native or (None if force else cpu_refusal(
+        w.shape[1] * attrs["group"], w.shape[0], attrs["group"], (w.shape[2], w.shape[3])))
     if why:
         raise _Refuse(why, [conv, bn, relu])
     w_new, b_new = fold_batch_norm(w, b, scale, bias, mean, var, eps)
