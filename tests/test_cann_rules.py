@@ -245,3 +245,22 @@ def test_ascend910b_is_refused_as_ambiguous(tmp_path: Path) -> None:
         compute_unit("Ascend910B")
     assert compute_unit("ascend910b") == "ascend910b"
     assert compute_unit("Ascend910B3") == "ascend910b"
+
+
+def test_toolkit_release_is_version_dir_not_the_component_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default release comes from the installed toolkit: CANN 8.1.RC1's component files
+    say Version=7.7.0.1.238 (the component's number) and version_dir=8.1.RC1 (the release);
+    reading the former gave CANN 5-7's rules on a CANN 8.1 host. The lines below are those of
+    the 8.1.RC1 toolkit's compiler/version.info and aarch64-linux/ascend_toolkit_install.info."""
+    (tmp_path / "compiler").mkdir()
+    (tmp_path / "compiler" / "version.info").write_text(
+        "Version=7.7.0.1.238\nversion_dir=8.1.RC1\ntimestamp=20250428_203017761\n")
+    (tmp_path / "aarch64-linux").mkdir()
+    (tmp_path / "aarch64-linux" / "ascend_toolkit_install.info").write_text(
+        "package_name=Ascend-cann-toolkit\nversion=8.1.RC1\narch=aarch64\nos=linux\n")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    assert str(rules_for()[1]) == "8.1.RC1"
+    assert diagnose(grid_sample16()) == []
+    (tmp_path / "compiler" / "version.info").unlink()  # the install info alone, another arch
+    assert str(rules_for()[1]) == "8.1.RC1"

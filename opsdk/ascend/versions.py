@@ -139,21 +139,26 @@ def toolkit_root(env: Mapping[str, str] | None = None) -> Path | None:
 def toolkit_version(root: Path) -> CannVersion | None:
     """The release of the toolkit at ``root``, read from the files the installer writes.
 
-    Looked up in order: ``compiler/version.info`` (``Version=8.1.RC1``),
-    ``<arch>-linux/ascend_toolkit_install.info`` (``version=8.1.RC1``), ``version.cfg``.
+    Looked up in order: ``version_dir=`` of a component's ``version.info`` (``compiler/``,
+    ``toolkit/``, ``runtime/``, ``opp/``: ``version_dir=8.1.RC1``; their ``Version=`` is the
+    component's own number, 7.7.0.1.238 in CANN 8.1.RC1, not the release),
+    ``<arch>-linux/ascend_toolkit_install.info`` (``version=8.1.RC1``; the host's arch first,
+    then any), ``version.cfg``, and last a component's ``Version=``.
     """
+    components = [root / d / "version.info" for d in ("compiler", "toolkit", "runtime", "opp")]
     arch = platform.machine()
-    files = [
-        root / "compiler" / "version.info",
-        root / f"{arch}-linux" / "ascend_toolkit_install.info",
-        root / "version.cfg",
-    ]
-    for path in files:
+    installs = [root / f"{arch}-linux" / "ascend_toolkit_install.info"]
+    installs += sorted(p for p in root.glob("*-linux/ascend_toolkit_install.info")
+                       if p not in installs)
+    lookups = [(p, r"version_dir") for p in components]
+    lookups += [(p, r"version") for p in installs] + [(root / "version.cfg", r"version")]
+    lookups += [(p, r"Version") for p in components]
+    for path, key in lookups:
         try:
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        m = re.search(r"^\s*(?:Version|version)\s*=\s*\[?([0-9][0-9A-Za-z.\-_]*)", text, re.M)
+        m = re.search(rf"^\s*{key}\s*=\s*\[?([0-9][0-9A-Za-z.\-_]*)", text, re.M)
         if m:
             try:
                 return parse_cann_version(m.group(1))
