@@ -310,9 +310,8 @@ def plan_atc(
     version = resolve_cann(cann).version
     gears = gear_flags(shapes or {}, dynamic_dims) if dynamic_dims else []
     if gears:
-        notes = [n if not n.startswith("dynamic dims (-1") else
-                 f"the -1 dims take the {len(dynamic_dims.split(';'))} gears of --dynamic-dims"
-                 for n in notes if n]
+        gear_note = f"the -1 dims take the gears of --dynamic-dims ({dynamic_dims})"
+        notes = [gear_note if n.startswith("dynamic dims (-1") else n for n in notes]
     converted, copy_path = _domain_copy(model, path, version)
     if copy_path is not None:
         notes.append(f"the model mixes the default domain with a custom one, which CANN "
