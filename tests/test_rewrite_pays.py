@@ -143,6 +143,9 @@ def test_report_names_bn_folded_at_export_and_how_to_keep_it(
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the real-export tests "
                             "need it (pip install torch --index-url .../cpu)")
+# The dynamo exporter imports onnx.reference, which refuses to load once an operator name
+# exists in two domains (opsdk registers com.opsdk::Gelu next to ai.onnx Gelu): load it first.
+import onnx.reference  # noqa: E402,F401
 
 
 def torch_export(module: Any, x: Any, **kw: Any) -> onnx.ModelProto:
@@ -286,6 +289,28 @@ def test_torch_gelu_exports_become_one_gelu(approximate: str) -> None:
     m = torch_export(mod, x, opset_version=17)
     result = replace_ops(m, ["Gelu"])
     assert [n.op_type for n in result.model.graph.node] == ["Gemm", "Gelu", "Gemm"]
+    assert_same_as_ort(m, result.model, atol=1e-5)
+    got = Session(result.model).run(None, {m.graph.input[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(got, mod(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_torch_dynamo_export_gelu_both_forms() -> None:
+    """Item 10 with a real dynamo export at opset 18 (the exporter torch uses by default):
+    both GELU forms in one model, each folded into one Gelu node."""
+    import contextlib
+
+    torch.manual_seed(0)
+    mod = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 16),
+                              torch.nn.GELU(approximate="tanh")).eval()
+    x = torch.randn(3, 8)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        m = torch.onnx.export(mod, (x,), None, dynamo=True, opset_version=18).model_proto
+    result = replace_ops(m, ["Gelu"])
+    assert [n.op_type for n in result.model.graph.node] == ["Gemm", "Gelu", "Gemm", "Gelu"]
+    forms = [helper.get_attribute_value(n.attribute[0]).decode()
+             for n in result.model.graph.node if n.op_type == "Gelu"]
+    assert forms == ["none", "tanh"]
     assert_same_as_ort(m, result.model, atol=1e-5)
     got = Session(result.model).run(None, {m.graph.input[0].name: x.numpy()})[0]
     np.testing.assert_allclose(got, mod(x).detach().numpy(), rtol=1e-4, atol=1e-5)
