@@ -281,8 +281,9 @@ def _converter_blocker(m: ModelProto, to: int) -> str | None:
         text = str(e)
         found = re.search(r"(No Previous Version of \w+ exists|No Adapter (?:From|To) Version "
                           r"\$\d+ for \w+)", text)
-        detail = found.group(1).replace("$", "") if found else text.splitlines()[-1][:200]
-        return f"no adapter: {detail}"
+        if found:
+            return f"no adapter: {found.group(1).replace('$', '')}"
+        return f"it fails: {(text.strip().splitlines() or [type(e).__name__])[-1][:200]}"
     return None
 
 
