@@ -99,20 +99,22 @@ def test_cpu_fuses_only_the_shape_classes_measured_faster() -> None:
     kernel was slower there; the classes still slower are refused with the measured figure
     (3x3 depthwise is now fused: its direct kernel beats ONNX Runtime)."""
     m = chain_model([("first_", 3, 16, 1, True), ("dw5_", 16, 16, 16, True, 5),
-                     ("grp_", 16, 16, 4, True), ("dw3_", 16, 16, 16, True),
+                     ("grp_", 16, 16, 4, True), ("grp2_", 16, 16, 8, True),
+                     ("dw3_", 16, 16, 16, True),
                      ("pw_", 16, 32, 1, True)])
     result = fuse_conv_bn_relu(m)
     decisions = {r.node.split("'")[1]: (r.action, r.detail) for r in result.records}
     assert decisions["first_conv"][0] == "refused"
     assert "fewer than 8 input channels" in decisions["first_conv"][1]
+    assert decisions["grp2_conv"][0] == "fused"  # 2 input channels per group: direct path
     assert decisions["dw5_conv"][0] == "refused"
     assert "depthwise convolution with a kernel larger than 3x3" in decisions["dw5_conv"][1]
     assert decisions["grp_conv"][0] == "refused" and "grouped" in decisions["grp_conv"][1]
     assert decisions["dw3_conv"][0] == "fused" and decisions["pw_conv"][0] == "fused"
-    assert [n.op_type for n in result.model.graph.node].count("FusedConvBnRelu") == 2
+    assert [n.op_type for n in result.model.graph.node].count("FusedConvBnRelu") == 3
     assert_same_as_ort(m, result.model)
     forced = fuse_conv_bn_relu(m, force=True)
-    assert forced.changed == 5
+    assert forced.changed == 6
     assert_same_as_ort(m, forced.model)
 
 
@@ -120,7 +122,7 @@ def test_shape_classes_are_data() -> None:
     assert cpu_refusal(64, 64, 1) is None and cpu_refusal(16, 32, 1) is None
     assert cpu_refusal(72, 72, 72, (3, 3)) is None
     assert "depthwise" in (cpu_refusal(72, 72, 72, (5, 5)) or "")
-    assert "grouped" in (cpu_refusal(64, 64, 4) or "")
+    assert "grouped" in (cpu_refusal(64, 64, 4) or "") and cpu_refusal(32, 32, 16) is None
     assert "fewer than 8" in (cpu_refusal(3, 64, 1, (7, 7)) or "")
     assert "fewer than 8" in (cpu_refusal(1, 16, 1, (3, 3)) or "")
 

@@ -60,6 +60,8 @@ SPEC = OpSpec(
              {"group": 4, "pads": [2, 0, 1, 2], "dilations": [2, 1]}, name="depthwise_x2_dilated"),
         Case({"x": (2, 6, 7, 9), "w": (6, 1, 5, 5)},
              {"group": 6, "pads": [2, 2, 2, 2], "strides": [1, 2]}, name="depthwise_5x5_no_bias"),
+        Case({"x": (2, 8, 7, 6), "w": (4, 2, 3, 3), "b": (4,)},
+             {"group": 4, "pads": [1, 1, 1, 1]}, name="grouped_2_per_group"),
         Case({"x": (1, 3, 17, 17), "w": (8, 3, 7, 7), "b": (8,)},
              {"strides": [2, 2], "pads": [3, 3, 3, 3]}, name="stem7x7"),
         Case({"x": (1, 64, 14, 14), "w": (64, 64, 3, 3), "b": (64,)},
