@@ -17,8 +17,8 @@
 //   packs into its own reusable, aligned scratch.
 // * Depthwise convolutions (one input channel per group, any channel multiplier; also two
 //   per group) skip the GEMM, whose per-group set-up dominated there (K = kH * kW): each
-//   (image, output channel) plane is computed directly, every tap accumulated into a
-//   float32 row, the columns of a tap in one contiguous (vectorised) loop at stride 1.
+//   (image, output channel) plane is computed directly from a zero-padded copy split by
+//   stride phase, each tap one long contiguous (vectorised) multiply-add over the plane.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
 #include <opsdk/custom_op.h>
@@ -567,58 +567,59 @@ void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f) {
 }
 
 // ------------------------------------------------------------------- depthwise
-// The output columns [lo, hi) whose input column ox * sw + off falls inside [0, w).
-inline void valid_cols(int64_t off, int64_t sw, int64_t w, int64_t ow, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-  hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
-  lo = std::min(lo, ow);
-  hi = std::max(lo, std::min(hi, ow));
-}
-
-// One tap of one output row: acc[ox] += wv * x[ox * sw + off] for ox in [lo, hi).
+// The group's input planes are copied zero-padded, split by stride phase, with the output's
+// row pitch: phase (pr, pc) holds the padded input at rows r * sh + pr and columns
+// q * sw + pc, so each tap reads one phase contiguously and is one long multiply-add over
+// the whole plane (the columns past the output's width are computed and dropped), instead
+// of a short, strided loop per row and tap.
 template <class T>
-inline void tap_row(float* __restrict acc, const T* __restrict xr, float wv, int64_t off,
-                    int64_t sw, int64_t lo, int64_t hi) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (sw == 1) {
-      const float* __restrict src = xr + off;
-      for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * src[ox];
-      return;
-    }
-  }
-  for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * opsdk::to_float(xr[ox * sw + off]);
-}
-
-// Output channel `oc` of image `n`: y = relu(sum over its group's input channels and taps
-// of w * x + b).
-template <class T>
-void depthwise_plane(const Geom& g, int64_t n, int64_t oc, const T* x, const float* wf,
-                     const float* bf, T* y) {
-  const int64_t ic0 = oc / g.mg * g.cg;  // the group's first input channel
-  T* yp = y + (n * g.m + oc) * g.p();
-  // the valid output columns of each kernel column, the same for every row
-  int64_t* cols = reinterpret_cast<int64_t*>(scratch(static_cast<size_t>(g.ow + 4 * g.kw), 0));
-  float* acc = reinterpret_cast<float*>(cols + 2 * g.kw);
-  for (int64_t j = 0; j < g.kw; ++j) valid_cols(j * g.dw - g.pl, g.sw, g.w, g.ow, cols[2 * j],
-                                                cols[2 * j + 1]);
-  const float b0 = bf ? bf[oc] : 0.0f;
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    std::fill(acc, acc + g.ow, b0);
-    for (int64_t ci = 0; ci < g.cg; ++ci) {
-      const T* xp = x + (n * g.c + ic0 + ci) * g.h * g.w;
-      const float* wk = wf + (oc * g.cg + ci) * g.kh * g.kw;
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t iy = oy * g.sh + i * g.dh - g.pt;
-        if (iy < 0 || iy >= g.h) continue;
-        const T* xr = xp + iy * g.w;
-        for (int64_t j = 0; j < g.kw; ++j)
-          tap_row(acc, xr, wk[i * g.kw + j], j * g.dw - g.pl, g.sw, cols[2 * j],
-                  cols[2 * j + 1]);
+void direct_plane(const Geom& g, int64_t n, int64_t oc, const T* x, const float* wf,
+                  const float* bf, T* y) {
+  const int64_t ic0 = oc / g.mg * g.cg;
+  const int64_t hq = g.oh + (g.kh - 1) * g.dh / g.sh, wq = g.ow + (g.kw - 1) * g.dw / g.sw;
+  const int64_t phase = hq * wq, phases = g.sh * g.sw;
+  const int64_t span = (g.oh - 1) * wq + g.ow;  // the accumulator elements a tap touches
+  float* pad = scratch(static_cast<size_t>(phases * phase + g.oh * wq + 16), 0);
+  float* acc = pad + (phases * phase + 15) / 16 * 16;
+  std::fill(acc, acc + span, bf ? bf[oc] : 0.0f);
+  for (int64_t ci = 0; ci < g.cg; ++ci) {
+    const T* xp = x + (n * g.c + ic0 + ci) * g.h * g.w;
+    for (int64_t pr = 0; pr < g.sh; ++pr)
+      for (int64_t pc = 0; pc < g.sw; ++pc) {
+        float* ph = pad + (pr * g.sw + pc) * phase;
+        // the phase's columns q whose input column q * sw + pc - pl is inside [0, w)
+        const int64_t off = pc - g.pl;
+        const int64_t q0 = std::min(wq, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+        const int64_t q1 = std::max(q0, std::min(wq, g.w - 1 - off < 0 ? 0
+                                                          : (g.w - 1 - off) / g.sw + 1));
+        for (int64_t r = 0; r < hq; ++r) {
+          float* row = ph + r * wq;
+          const int64_t iy = r * g.sh + pr - g.pt;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(row, row + wq, 0.0f);
+            continue;
+          }
+          std::fill(row, row + q0, 0.0f);
+          const T* xr = xp + iy * g.w + off;
+          for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q * g.sw]);
+          std::fill(row + q1, row + wq, 0.0f);
+        }
       }
-    }
-    T* yr = yp + oy * g.ow;
-    for (int64_t ox = 0; ox < g.ow; ++ox) opsdk::from_float(relu1(acc[ox]), &yr[ox]);
+    const float* wk = wf + (oc * g.cg + ci) * g.kh * g.kw;
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t oi = i * g.dh, oj = j * g.dw;
+        const float wv = wk[i * g.kw + j];
+        const float* __restrict src = pad + (oi % g.sh * g.sw + oj % g.sw) * phase +
+                                      oi / g.sh * wq + oj / g.sw;
+        float* __restrict a = acc;
+        for (int64_t k = 0; k < span; ++k) a[k] += wv * src[k];
+      }
   }
+  T* yp = y + (n * g.m + oc) * g.p();
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      opsdk::from_float(relu1(acc[oy * wq + ox]), &yp[oy * g.ow + ox]);
 }
 
 // ------------------------------------------------------------------------ entry
@@ -698,7 +699,7 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
     const int64_t planes = g.n * g.m, ntasks = (planes + per - 1) / per;
     run_tasks(ctx, ntasks, [&](int64_t t) {
       for (int64_t i = t * per; i < std::min(planes, (t + 1) * per); ++i)
-        depthwise_plane(g, i / g.m, i % g.m, x, wf, bf, y);
+        direct_plane(g, i / g.m, i % g.m, x, wf, bf, y);
     });
     return;
   }

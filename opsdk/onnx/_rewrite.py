@@ -88,16 +88,17 @@ class ShapeClass:
 #: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime Conv+BN+Relu with BN folded,
 #: 2 threads, batch 1, medians of 7 interleaved runs on a loaded 2-core VM, docs/onnx.md): a
 #: chain in one of these classes is refused on the CPU. Measured elsewhere: depthwise 3x3
-#: 0.53x to 0.94x ONNX Runtime's time (16-72 channels, 28x28 to 112x112, strides 1 and 2),
-#: 2 input channels per group 0.73x to 0.83x, dense convs with 8 or more input channels 0.45x
-#: to 1.16x (1x1 0.63x to 0.70x, 64->64 3x3 0.45x, 16->32 3x3 1.06x).
+#: 0.50x to 0.87x ONNX Runtime's time (16-72 channels, 28x28 to 112x112, strides 1 and 2),
+#: 2 input channels per group 0.53x to 0.83x, dense convs with 8 or more input channels 0.27x
+#: to 1.16x (1x1 0.63x to 0.70x, 64->64 3x3 0.27x to 0.45x, 16->32 3x3 1.06x to 1.13x).
 CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
     ShapeClass("depthwise convolution with a kernel larger than 3x3",
                lambda c, m, g, kh, kw: g > 1 and g == c and kh * kw > 9,
-               "1.16x to 2.65x ONNX Runtime's time (5x5: 96 channels at 14x14 to 576 at 7x7)"),
+               "0.66x to 1.23x ONNX Runtime's time, not reliably faster (5x5: slower with 576 "
+               "channels at 7x7 and at stride 2)"),
     ShapeClass("grouped convolution with more than 2 input channels per group",
                lambda c, m, g, kh, kw: 1 < g < c and c // g > 2,
-               "1.06x to 1.62x ONNX Runtime's time (64->64 in 16, 8 and 4 groups, 3x3 at "
+               "1.06x to 1.81x ONNX Runtime's time (64->64 in 16, 8 and 4 groups, 3x3 at "
                "28x28)"),
     ShapeClass("convolution with fewer than 8 input channels",
                lambda c, m, g, kh, kw: g == 1 and c < 8,
