@@ -111,3 +111,8 @@ def _print_report(records: list[Any], target: str) -> None:
         counts[r.action] = counts.get(r.action, 0) + 1
     print("  " + ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) if counts
           else "  no candidates")
+    if target == "cpu" and counts.get("fused"):
+        print("  note: the classes decide per convolution; each fused node also splits ONNX "
+              "Runtime's part of the graph under opsdk's Session, which on small tensors can "
+              "cost more than the kernel saves (docs/onnx.md, Rewrites): time the model "
+              "before and after")
