@@ -62,10 +62,13 @@ def run(args: argparse.Namespace) -> int:
     source = load_model(args.model)
     result = rewrite(source, fuse=args.fuse, replace=replace, native=_native(args.target),
                      force=args.force_fuse)
-    if args.report:
+    if args.report and not args.json:
         _print_report(result.records, args.target)
-        if not args.output:
-            return 0
+    if not args.output:  # --report alone: nothing written
+        if args.json:
+            print(json.dumps({"output": None, "target": args.target,
+                              "records": [r.__dict__ for r in result.records]}, indent=2))
+        return 0
     try:
         check_model(result.model)
     except ModelError as e:  # write anyway only if ONNX rejected the input already
