@@ -89,6 +89,13 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 5, (20, 21), 9, (3, 3), {"strides": [2, 2], "dilations": [2, 2], "pads": [2, 1, 2, 1]}),
     (1, 4, (19, 19), 7, (3, 3), {"strides": [3, 3], "pads": [1, 1, 1, 1]}),
     (1, 16, (30, 30), 20, (3, 3), {"pads": [1, 1, 1, 1]}),  # 2-panel tiles, partial last pair
+    # the direct depthwise path: channel multiplier 2, asymmetric pads larger than the kernel
+    # reach, dilation, strides 1 and 3, 5x5, a plane smaller than the kernel, many planes per task
+    (2, 6, (13, 17), 12, (3, 3), {"group": 6, "pads": [3, 0, 1, 4], "dilations": [2, 1]}),
+    (1, 5, (16, 16), 5, (5, 5), {"group": 5, "pads": [2, 2, 2, 2], "strides": [3, 1]}),
+    (1, 3, (2, 3), 3, (3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    (2, 64, (4, 4), 64, (3, 3), {"group": 64, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    (1, 8, (9, 10), 12, (3, 3), {"group": 4, "pads": [1, 2, 0, 1], "strides": [1, 2]}),  # 2 per group
 ]
 
 

@@ -48,7 +48,11 @@ pytestmark = pytest.mark.slow
 
 #: Conv -> BN -> Relu chains each model holds (their other BatchNormalizations feed a
 #: HardSwish written as Mul, an Add or a Conv; most Convs carry the BN folded by the exporter).
-EXPECTED_FUSED = {"ppocr-det": 1, "ppocr-rec": 0, "ppocr-cls": 6, "torch-dynamic": 1}
+#: Fused where the fused kernel pays on the CPU: the torch model's 3-input-channel chain is
+#: refused (measured slower, opsdk.onnx.CPU_SLOWER_CLASSES); ppocr-cls's 3x3 depthwise chains
+#: are fused (the kernel's direct depthwise path beats ONNX Runtime there).
+EXPECTED_FUSED = {"ppocr-det": 1, "ppocr-rec": 0, "ppocr-cls": 6, "torch-dynamic": 0}
+EXPECTED_REFUSED = {"ppocr-det": 0, "ppocr-rec": 0, "ppocr-cls": 0, "torch-dynamic": 1}
 NAMES = [m.name for m in corpus.MODELS] + ["torch-dynamic"]
 
 
@@ -174,7 +178,7 @@ def test_doctor_findings_before_and_after_the_rewrite(entries: Any, rewritten: A
     """Paddle exports: only their dynamic inputs. The PyTorch export: opset 17 and the two
     ops ATC lacks (GridSample, LayerNormalization), which the rewrite replaces."""
     e = entry_of(entries, name)
-    findings = diagnose(str(e.path))
+    findings = diagnose(str(e.path), target="ascend")  # CANN 5-7: opset 17 is too new there
     codes = sorted({(f.code, f.op or "") for f in findings})
     expected = [("dynamic-shape", "")]
     if name == "torch-dynamic":
@@ -185,10 +189,11 @@ def test_doctor_findings_before_and_after_the_rewrite(entries: Any, rewritten: A
         assert "dim 0 is dim_value -1" in findings[0].reason
     shapes = {k: v.shape for k, v in e.feeds.items()}
     out = onnx.load(str(rewritten(name)))
-    after = {f.code for f in diagnose(out, input_shapes=shapes)}
-    mixed = {"mixed-default-domain"} if EXPECTED_FUSED[name] else set()
+    after = {f.code for f in diagnose(out, target="ascend", input_shapes=shapes)}
+    mixed = {"mixed-default-domain"} if EXPECTED_FUSED[name] or name == "torch-dynamic" else set()
     assert after == mixed | ({"opset-range"} if name == "torch-dynamic" else set())
-    after = {f.code for f in diagnose(normalize_default_domain(out), input_shapes=shapes)}
+    after = {f.code for f in diagnose(normalize_default_domain(out), target="ascend",
+                                      input_shapes=shapes)}
     assert after == ({"opset-range"} if name == "torch-dynamic" else set())
     e.figures["doctor"] = [f.code for f in findings]
 
@@ -199,6 +204,8 @@ def test_rewrite_fuses_and_leaves_no_dead_constants(entries: Any, rewritten: Any
     out = onnx.load(str(rewritten(name)))
     fused = [r for r in e.figures["records"] if r["action"] == "fused"]
     assert len(fused) == EXPECTED_FUSED[name], e.figures["records"]
+    refused = [r for r in e.figures["records"] if r["action"] == "refused"]
+    assert len(refused) == EXPECTED_REFUSED[name], e.figures["records"]
     assert not [r for r in e.figures["records"] if "computed at run time" in r["detail"]]
     read = {i for n in out.graph.node for i in n.input} | {o.name for o in out.graph.output}
     dead = [n.output[0] for n in out.graph.node if n.op_type == "Constant" and n.output[0] not in read]

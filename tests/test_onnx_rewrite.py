@@ -101,7 +101,7 @@ def two_block_model(**kwargs):
 
 def test_fusion_rewrites_the_graph():
     m = two_block_model()
-    result = fuse_conv_bn_relu(m)
+    result = fuse_conv_bn_relu(m, force=True)
     out = result.model
     assert result.changed == 2
     assert [r.action for r in result.records] == ["fused", "fused"]
@@ -123,7 +123,7 @@ def test_fusion_rewrites_the_graph():
 
 def test_fused_model_matches_onnxruntime_on_the_same_inputs_reference_kernel():
     m = two_block_model()
-    fused = fuse_conv_bn_relu(m).model
+    fused = fuse_conv_bn_relu(m, force=True).model
     x = RNG.normal(size=(2, 3, 16, 16)).astype(np.float32)
     (before,) = ort_run(m, {"x": x})
     (after,) = Session(fused, reference=True).run(None, {"x": x})
@@ -132,7 +132,7 @@ def test_fused_model_matches_onnxruntime_on_the_same_inputs_reference_kernel():
 
 def test_fused_model_matches_onnxruntime_on_the_same_inputs_kernel():
     m = two_block_model()
-    fused = fuse_conv_bn_relu(m).model
+    fused = fuse_conv_bn_relu(m, force=True).model
     x = RNG.normal(size=(2, 3, 16, 16)).astype(np.float32)
     (before,) = ort_run(m, {"x": x})
     sess = Session(fused)
@@ -143,7 +143,7 @@ def test_fused_model_matches_onnxruntime_on_the_same_inputs_kernel():
 
 def skipped_reason(m):
     """The first block must stay as it is (with the reason); the second is still fused."""
-    result = fuse_conv_bn_relu(m)
+    result = fuse_conv_bn_relu(m, force=True)
     assert result.changed == 1
     assert [n.name for n in result.model.graph.node][:3] == ["a_conv", "a_bn", "a_relu"]
     (record,) = [r for r in result.records if "a_relu" in r.node]
@@ -186,7 +186,7 @@ def test_no_fusion_in_training_mode():
 
 def test_valid_auto_pad_is_fused_with_zero_pads():
     m = two_block_model(conv_attrs={"auto_pad": "VALID"})
-    result = fuse_conv_bn_relu(m)
+    result = fuse_conv_bn_relu(m, force=True)
     assert result.changed == 2
     x = RNG.normal(size=(1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(
@@ -252,7 +252,7 @@ def test_replacing_an_op_without_operator_points_to_opsdk_new():
 
 def test_rewrite_runs_fusions_then_replacements():
     m = two_block_model()
-    result = rewrite(m, fuse=["conv-bn-relu"], replace=["GridSample"])
+    result = rewrite(m, fuse=["conv-bn-relu"], replace=["GridSample"], force=True)
     assert result.changed == 2
     with pytest.raises(SpecError, match=r"unknown fusion 'conv-bn'; known: conv-bn-relu"):
         rewrite(m, fuse=["conv-bn"])
@@ -283,7 +283,7 @@ def as_constant_nodes(m, *, via=None):
 @pytest.mark.parametrize("via", [None, "Identity", "Cast"])
 def test_weights_in_constant_nodes_are_fused_and_folded(via):
     m = as_constant_nodes(two_block_model(), via=via)
-    result = fuse_conv_bn_relu(m)
+    result = fuse_conv_bn_relu(m, force=True)
     out = result.model
     assert [r.action for r in result.records] == ["fused", "fused"]
     # every Constant (and Identity/Cast of one) the chains consumed is gone
@@ -299,7 +299,7 @@ def test_a_constant_read_elsewhere_stays():
     m = as_constant_nodes(two_block_model())
     m.graph.node.append(helper.make_node("Identity", ["a_mean"], ["mean_out"]))
     m.graph.output.append(helper.make_tensor_value_info("mean_out", TensorProto.FLOAT, [8]))
-    out = fuse_conv_bn_relu(m).model
+    out = fuse_conv_bn_relu(m, force=True).model
     assert [n.output[0] for n in out.graph.node if n.op_type == "Constant"] == ["a_mean"]
 
 

@@ -16,6 +16,11 @@ MODULES = [
     "opsdk.ascend.precision",
     "opsdk.testing._report",
     "opsdk.testing._cann_type",
+    "opsdk.ascend.atc._host",
+    "opsdk.ascend.atc.doctor",
+    "opsdk.ascend.parser",
+    "opsdk.ascend.socs",
+    "opsdk.onnx._rewrite",
 ]
 
 

@@ -15,6 +15,10 @@
 // * Work is split over (image, group, column block, output-channel block) tasks that the
 //   threads of ctx.parallel_for take one at a time from a shared counter; each thread
 //   packs into its own reusable, aligned scratch.
+// * Depthwise convolutions (one input channel per group, any channel multiplier; also two
+//   per group) skip the GEMM, whose per-group set-up dominated there (K = kH * kW): each
+//   (image, output channel) plane is computed directly from a zero-padded copy split by
+//   stride phase, each tap one long contiguous (vectorised) multiply-add over the plane.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
 #include <opsdk/custom_op.h>
@@ -47,6 +51,10 @@ constexpr int WIDE = 1;        // panels per micro-tile (two 8-float vectors per
 constexpr int NR = 16;         // output positions per packed panel
 constexpr int64_t KC = 256;    // K rows per packed block
 constexpr int64_t NC = 128;    // spatial columns per packed block (multiple of NR)
+// Grouped convolutions with at most this many input channels per group take the direct
+// path (measured: 2 per group 0.73x-0.83x ONNX Runtime's time direct, 1.32x as GEMM; at 4
+// both paths are slower than ONNX Runtime, the GEMM less so).
+constexpr int64_t DIRECT_MAX_CG = 2;
 
 inline v8 load8(const float* p) {
   v8 v;
@@ -558,6 +566,62 @@ void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f) {
   });
 }
 
+// ------------------------------------------------------------------- depthwise
+// The group's input planes are copied zero-padded, split by stride phase, with the output's
+// row pitch: phase (pr, pc) holds the padded input at rows r * sh + pr and columns
+// q * sw + pc, so each tap reads one phase contiguously and is one long multiply-add over
+// the whole plane (the columns past the output's width are computed and dropped), instead
+// of a short, strided loop per row and tap.
+template <class T>
+void direct_plane(const Geom& g, int64_t n, int64_t oc, const T* x, const float* wf,
+                  const float* bf, T* y) {
+  const int64_t ic0 = oc / g.mg * g.cg;
+  const int64_t hq = g.oh + (g.kh - 1) * g.dh / g.sh, wq = g.ow + (g.kw - 1) * g.dw / g.sw;
+  const int64_t phase = hq * wq, phases = g.sh * g.sw;
+  const int64_t span = (g.oh - 1) * wq + g.ow;  // the accumulator elements a tap touches
+  float* pad = scratch(static_cast<size_t>(phases * phase + g.oh * wq + 16), 0);
+  float* acc = pad + (phases * phase + 15) / 16 * 16;
+  std::fill(acc, acc + span, bf ? bf[oc] : 0.0f);
+  for (int64_t ci = 0; ci < g.cg; ++ci) {
+    const T* xp = x + (n * g.c + ic0 + ci) * g.h * g.w;
+    for (int64_t pr = 0; pr < g.sh; ++pr)
+      for (int64_t pc = 0; pc < g.sw; ++pc) {
+        float* ph = pad + (pr * g.sw + pc) * phase;
+        // the phase's columns q whose input column q * sw + pc - pl is inside [0, w)
+        const int64_t off = pc - g.pl;
+        const int64_t q0 = std::min(wq, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+        const int64_t q1 = std::max(q0, std::min(wq, g.w - 1 - off < 0 ? 0
+                                                          : (g.w - 1 - off) / g.sw + 1));
+        for (int64_t r = 0; r < hq; ++r) {
+          float* row = ph + r * wq;
+          const int64_t iy = r * g.sh + pr - g.pt;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(row, row + wq, 0.0f);
+            continue;
+          }
+          std::fill(row, row + q0, 0.0f);
+          const T* xr = xp + iy * g.w + off;
+          for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q * g.sw]);
+          std::fill(row + q1, row + wq, 0.0f);
+        }
+      }
+    const float* wk = wf + (oc * g.cg + ci) * g.kh * g.kw;
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t oi = i * g.dh, oj = j * g.dw;
+        const float wv = wk[i * g.kw + j];
+        const float* __restrict src = pad + (oi % g.sh * g.sw + oj % g.sw) * phase +
+                                      oi / g.sh * wq + oj / g.sw;
+        float* __restrict a = acc;
+        for (int64_t k = 0; k < span; ++k) a[k] += wv * src[k];
+      }
+  }
+  T* yp = y + (n * g.m + oc) * g.p();
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      opsdk::from_float(relu1(acc[oy * wq + ox]), &yp[oy * g.ow + ox]);
+}
+
 // ------------------------------------------------------------------------ entry
 Geom geometry(const CustomOpKernelContext& ctx) {
   const opsdk::Tensor& x = ctx.input(0);
@@ -630,6 +694,15 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   }
   const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
   const T* x = ctx.input(0).data<T>();
+  if (g.group > 1 && g.cg <= DIRECT_MAX_CG) {  // depthwise, few channels per group: planes
+    const int64_t per = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, g.p() * g.k()));
+    const int64_t planes = g.n * g.m, ntasks = (planes + per - 1) / per;
+    run_tasks(ctx, ntasks, [&](int64_t t) {
+      for (int64_t i = t * per; i < std::min(planes, (t + 1) * per); ++i)
+        direct_plane(g, i / g.m, i % g.m, x, wf, bf, y);
+    });
+    return;
+  }
   const std::vector<Task> tasks = make_tasks(g, ctx.num_threads());
   run_tasks(ctx, static_cast<int64_t>(tasks.size()),
             [&](int64_t i) { run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y); });

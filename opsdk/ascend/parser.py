@@ -15,9 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .versions import CannVersion
+
 __all__ = [
     "TargetProfile",
     "TARGETS",
+    "profile_for",
+    "target_for",
+    "ATC_NATIVE_FUSIONS",
     "RESIZE_SAFE_MODES",
     "RESIZE_MODES",
     "CANN_BUILTIN_OP_TYPES",
@@ -62,6 +67,46 @@ TARGETS: dict[str, TargetProfile] = {
         18,
         dict(_COMMON_UNSUPPORTED),
         "8.1.RC1",
+    ),
+}
+
+#: The first CANN release whose ONNX parser plugins register ai.onnx opsets up to 18.
+_FIRST_OPSET18 = (8, 0)
+
+
+def target_for(cann: CannVersion) -> str:
+    """The key of :data:`TARGETS` whose rules the ONNX parser of ``cann`` follows.
+
+    CANN 5-7 read ai.onnx opsets 9-15; CANN 8 reads up to 18. Releases after 8 are given
+    CANN 8's rules (their plugins were not read here).
+
+    Example:
+        >>> from opsdk.ascend.versions import parse_cann_version
+        >>> target_for(parse_cann_version("7.0")), target_for(parse_cann_version("8.1.RC1"))
+        ('ascend', 'ascend-cann8')
+    """
+    return "ascend-cann8" if (cann.major, cann.minor) >= _FIRST_OPSET18 else "ascend"
+
+
+def profile_for(cann: CannVersion) -> TargetProfile:
+    """The parser rules (opsets, unsupported ops) of the CANN release ``cann``.
+
+    Example:
+        >>> from opsdk.ascend.versions import parse_cann_version
+        >>> profile_for(parse_cann_version("8.1.RC1")).opset_max
+        18
+    """
+    return TARGETS[target_for(cann)]
+
+
+#: Chains ATC's graph engine fuses on the AI Core by itself, by ``opsdk rewrite --fuse`` name,
+#: with the reason an opsdk replacement would cost speed there. FusedConvBnRelu has an AI CPU
+#: kernel only: fusing would move every convolution off the AI Core's cube unit.
+ATC_NATIVE_FUSIONS: Mapping[str, str] = {
+    "conv-bn-relu": (
+        "ATC fuses Conv+BatchNormalization+Relu on the AI Core (cube unit) by itself; "
+        "FusedConvBnRelu has only an AI CPU kernel there, so replacing the chain would move "
+        "the convolution off the AI Core"
     ),
 }
 

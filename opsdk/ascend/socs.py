@@ -11,6 +11,7 @@ from ..errors import OpsdkError
 
 __all__ = [
     "soc_table",
+    "check_soc_version",
     "compute_unit",
     "core_resources",
     "soc_version_of",
@@ -53,6 +54,44 @@ def implmodes() -> list[str]:
     return list(_data()["op_select_implmodes"])
 
 
+def _ambiguous(name: str) -> list[str] | None:
+    """The exact SoC versions a user may mean by ``name``, if CANN names another chip so."""
+    found = _data()["ambiguous_soc_versions"].get(name) if not name.startswith("_") else None
+    return list(found) if found else None
+
+
+def check_soc_version(name: str, as_written: bool = False) -> None:
+    """Refuse a SoC version ATC does not know, or one that names another chip than most
+    users mean (``Ascend910B`` is CANN's name of a first-generation Ascend 910, not of the
+    910B series) unless ``as_written``.
+
+    Raises:
+        CannArgError: naming the exact SoC versions to choose from.
+
+    Example:
+        >>> check_soc_version("Ascend910B3")
+        >>> try:
+        ...     check_soc_version("Ascend910B")
+        ... except CannArgError as e:
+        ...     print(str(e)[:60])
+        --soc-version Ascend910B is ambiguous: CANN's platform confi
+    """
+    exact = _ambiguous(name)
+    if exact and not as_written:
+        raise CannArgError(
+            f"--soc-version {name} is ambiguous: CANN's platform config (Ascend910B.ini) "
+            f"names a first-generation Ascend 910 so (30 AI cores, dav-c100), while the "
+            f"Ascend 910B series are {', '.join(exact)}; give the exact one (`npu-smi info`: "
+            f"'Ascend' + the Name column, e.g. 910B3 -> Ascend910B3), or, on a "
+            f"first-generation 910 that reports 910B, --soc-as-written"
+        )
+    if name not in soc_table():
+        raise CannArgError(
+            f"--soc-version {name!r} is not a known SoC version; use one of "
+            f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
+        )
+
+
 def compute_unit(name: str) -> str:
     """The compute unit (``ascend910b``) of a SoC version or compute unit name.
 
@@ -61,6 +100,8 @@ def compute_unit(name: str) -> str:
         ('ascend910b', 'ascend910b')
     """
     table = soc_table()
+    if _ambiguous(name):
+        check_soc_version(name)
     if name in table:
         return table[name]
     units = sorted(set(table.values()))

@@ -180,33 +180,15 @@ def read_small_text(path: Path, limit: int = _INFO_LIMIT) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-#: (file under the toolkit root, the key holding the release), looked up in order. In
-#: ``compiler/version.info`` ``Version=`` is the component's inner version (7.7.0.1.238 in
-#: 8.1.RC1); the release is ``version_dir=``.
-_VERSION_FILES: tuple[tuple[str, str], ...] = (
-    ("compiler/version.info", "version_dir"),
-    ("{arch}-linux/ascend_toolkit_install.info", "version"),
-    ("version.cfg", "version"),
-)
-
-
-def _release(text: str, key: str) -> CannVersion | None:
-    pattern = rf"^[ \t]*{key}[ \t]*=[ \t]*[\"\[]?([0-9][0-9A-Za-z.\-_]*)"
-    m = re.search(pattern, text, re.M)
-    if not m:
-        return None
-    try:
-        return parse_cann_version(m.group(1))
-    except CannArgError:
-        return None
-
-
 def toolkit_version(root: Path) -> CannVersion | None:
     r"""The release of the toolkit at ``root``, read from the files the installer writes.
 
-    Looked up in order: ``compiler/version.info`` (``version_dir=8.1.RC1``; its ``Version=``
-    is the compiler's inner version, not the release), ``<arch>-linux/ascend_toolkit_install.info``
-    (``version=8.1.RC1``; the host's arch, then aarch64 and x86_64), ``version.cfg``.
+    Looked up in order: ``version_dir=`` of a component's ``version.info`` (``compiler/``,
+    ``toolkit/``, ``runtime/``, ``opp/``: ``version_dir=8.1.RC1``; their ``Version=`` is the
+    component's own number, 7.7.0.1.238 in CANN 8.1.RC1, not the release),
+    ``<arch>-linux/ascend_toolkit_install.info`` (``version=8.1.RC1``; the host's arch first,
+    then any), ``version.cfg``, and last a component's ``Version=`` (older toolkits).
+    Every file is read with :func:`read_small_text`.
 
     Raises:
         CannArgError: one of these files is a FIFO, a device or too large (naming it).
@@ -220,17 +202,25 @@ def toolkit_version(root: Path) -> CannVersion | None:
         >>> str(toolkit_version(root))
         '8.1.RC1'
     """
-    arches = dict.fromkeys([platform.machine(), "aarch64", "x86_64"])
-    for rel, key in _VERSION_FILES:
-        for arch in arches if "{arch}" in rel else [""]:
-            path = root / rel.format(arch=arch)
+    components = [root / d / "version.info" for d in ("compiler", "toolkit", "runtime", "opp")]
+    arch = platform.machine()
+    installs = [root / f"{arch}-linux" / "ascend_toolkit_install.info"]
+    installs += sorted(p for p in root.glob("*-linux/ascend_toolkit_install.info")
+                       if p not in installs)
+    lookups = [(p, "version_dir") for p in components]
+    lookups += [(p, "version") for p in installs] + [(root / "version.cfg", "version")]
+    lookups += [(p, "Version") for p in components]
+    for path, key in lookups:
+        try:
+            text = read_small_text(path)
+        except OSError:
+            continue
+        m = re.search(rf"^[ \t]*{key}[ \t]*=[ \t]*[\"\[]?([0-9][0-9A-Za-z.\-_]*)", text, re.M)
+        if m:
             try:
-                text = read_small_text(path)
-            except OSError:
+                return parse_cann_version(m.group(1))
+            except CannArgError:
                 continue
-            found = _release(text, key)
-            if found is not None:
-                return found
     return None
 
 

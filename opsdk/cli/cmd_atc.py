@@ -1,5 +1,10 @@
 """``opsdk atc model.onnx --soc-version Ascend910B3 --output out``: checked ATC conversion.
 
+The doctor and the parser-key check apply the rules of the host's CANN release (``--cann``;
+default: the installed toolkit's, else 8.1.RC1), and the full host procedure is printed:
+the toolkit environment, each custom operator package to build, install and source, then
+the ``atc`` line.
+
 Exit codes: 0 conversion done (or --dry-run printed the plan); 1 invalid arguments, blocking
 findings or a failed conversion; 3 ``atc`` is not installed here: the exact command and
 environment are printed so they can be run on an NPU host.
@@ -58,6 +63,17 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="opsdk cann project whose plugin keys are checked against the model",
     )
+    p.add_argument("--cann", default="auto", metavar="VERSION",
+                   help="the host's CANN release, e.g. 8.1.RC1 (default auto: the installed "
+                   "toolkit's, else 8.1.RC1): the parser rules the doctor applies")
+    p.add_argument("--dynamic-dims", metavar="GEARS",
+                   help="ATC shape gears, one value per -1 dim of --input-shape each, e.g. "
+                   '"1,224;8,448" (written as --dynamic_dims with --input_format=ND)')
+    p.add_argument("--soc-as-written", action="store_true",
+                   help="take an ambiguous --soc-version (Ascend910B: a first-generation 910 "
+                   "in CANN's platform config) as written")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite the domain-normalised copy of the model (MODEL.atc.onnx)")
     p.add_argument("--skip-doctor", action="store_true", help="do not run the doctor check")
     p.add_argument("--dry-run", action="store_true", help="print the plan, do not run atc")
     p.add_argument("--json", action="store_true", help="print a JSON report")
@@ -75,15 +91,14 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
     for b in report["blocking"]:
         print(f"error: {b}", file=sys.stderr)
     if report.get("status") == "no-atc":
-        print("atc is not on PATH here; run this on an NPU host with CANN's set_env.sh sourced:")
+        print("atc is not on PATH here; on an NPU host, run:")
+    elif report.get("status") == "dry-run":
+        print(f"on an NPU host with CANN {report['cann']}, run:")
     if report.get("status") in ("no-atc", "dry-run"):
         for k, v in report["env"].items():
             print(f"  export {k}={v}")
-        print(
-            "  " + report["shell"].split(" atc ", 1)[-1]
-            if report["env"]
-            else "  " + report["shell"]
-        )
+        for line in report["procedure"]:
+            print(f"  {line}")
     if report.get("stdout"):
         print(report["stdout"])
     if report.get("stderr"):
@@ -92,6 +107,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..ascend import atc_executable, plan_atc, run_atc
+    from ..ascend.atc._atc import write_model_copy
 
     plan = plan_atc(
         args.model,
@@ -105,12 +121,16 @@ def run(args: argparse.Namespace) -> int:
         custom_opp=args.custom_opp,
         op_projects=args.op_project,
         skip_doctor=args.skip_doctor,
+        cann=args.cann,
+        dynamic_dims=args.dynamic_dims,
+        soc_as_written=args.soc_as_written,
     )
     report = plan.as_dict()
     if plan.blocking:
         report["status"] = "blocked"
         _emit(args, report)
         return 1
+    write_model_copy(plan, force=args.force)
     exe = atc_executable()
     if args.dry_run or exe is None:
         report["status"] = "dry-run" if args.dry_run else "no-atc"

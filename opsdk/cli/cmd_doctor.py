@@ -1,4 +1,8 @@
-"""``opsdk doctor model.onnx --target ascend``: what ATC will reject or mis-handle.
+"""``opsdk doctor model.onnx [--cann 8.1.RC1]``: what ATC will reject or mis-handle.
+
+The rules are those of one CANN release (its ONNX parser's opsets and operators, E16005):
+``--cann`` names it; without it the installed toolkit's release, else 8.1.RC1.
+``--target ascend`` (CANN 5-7) or ``ascend-cann8`` picks a generation instead.
 
 Exit status: 0 no findings, 1 findings, 2 the model cannot be read.
 """
@@ -21,26 +25,30 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="the .onnx file")
-    p.add_argument("--target", default="ascend", choices=sorted(TARGETS),
-                   help="ascend: ATC of CANN 5-7 (default); ascend-cann8: CANN 8")
+    p.add_argument("--target", default=None, choices=sorted(TARGETS),
+                   help="ascend: ATC of CANN 5-7; ascend-cann8: CANN 8 (default: the rules "
+                   "of --cann)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="a shape you will give ATC for a dynamic input (repeatable)")
     p.add_argument("--cann", metavar="VERSION",
-                   help="the CANN release of the host's ATC (default: the target's; "
-                   "e.g. 8.1.RC1, 9.2): decides whether E16005 blocks")
+                   help="the CANN release of the host's ATC, e.g. 8.1.RC1, 9.2 (default: the "
+                   "target's, else the installed toolkit's, else 8.1.RC1): its opset range, "
+                   "operators and E16005 rule")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend.atc.doctor import diagnose, format_findings
+    from ..ascend.atc.doctor import diagnose, format_findings, rules_for
     from ..onnx import ModelError
     from .cmd_export import parse_shapes
 
     shapes = parse_shapes(args.input_shape)
+    profile, version = rules_for(args.target, args.cann)
+    label = f"{profile.name} (CANN {version})"
     try:
         findings = diagnose(
-            args.model, target=args.target, input_shapes=shapes, cann=args.cann  # type: ignore[arg-type]
+            args.model, target=profile.name, input_shapes=shapes, cann=str(version)  # type: ignore[arg-type]
         )
     except ModelError as e:
         if args.json:
@@ -50,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({
             "model": args.model,
-            "target": args.target,
+            "target": profile.name,
+            "cann": str(version),
             "findings": [f.to_dict() for f in findings],
         }, indent=2))
     else:
-        print(format_findings(findings, args.target))
+        print(format_findings(findings, label))
     return 1 if findings else 0

@@ -1,12 +1,15 @@
 """Graph rewrites: fuse Conv -> BatchNormalization -> Relu, swap standard ops for opsdk ones.
 
 Every rewrite works on a copy and reports, node by node, what it changed and what it left
-alone (with the reason), so a user sees why a chain was not fused.
+alone (with the reason), so a user sees why a chain was not fused. A rewrite happens only
+where it pays: a fusion the target's compiler does itself is kept as it is (``native``), and
+on the CPU a chain is fused only in the shape classes where FusedConvBnRelu was measured
+faster than ONNX Runtime's Conv+BatchNormalization+Relu (:data:`CPU_SLOWER_CLASSES`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +37,8 @@ __all__ = [
     "RewriteRecord",
     "RewriteResult",
     "FUSIONS",
+    "CPU_SLOWER_CLASSES",
+    "cpu_refusal",
     "fold_batch_norm",
     "fuse_conv_bn_relu",
     "replace_ops",
@@ -50,7 +55,9 @@ class RewriteRecord:
     """What a rewrite did at one place of the graph."""
 
     node: str
-    action: str  # "fused", "replaced" or "skipped"
+    #: "fused" / "replaced" (rewritten), "refused" (a candidate left as it is because the
+    #: rewrite would not pay, the reason says why) or "skipped" (no match, or it cannot be)
+    action: str
     detail: str
 
 
@@ -64,7 +71,65 @@ class RewriteResult:
     @property
     def changed(self) -> int:
         """How many places were rewritten."""
-        return sum(1 for r in self.records if r.action != "skipped")
+        return sum(1 for r in self.records if r.action in ("fused", "replaced"))
+
+
+# ------------------------------------------------------------------- when it pays
+@dataclass(frozen=True)
+class ShapeClass:
+    """Convolutions in which FusedConvBnRelu is slower than ONNX Runtime, as measured."""
+
+    name: str
+    #: (input channels, output channels, group, kernel height, kernel width) -> in the class
+    test: Callable[[int, int, int, int, int], bool]
+    measured: str
+
+
+#: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime Conv+BN+Relu with BN folded,
+#: 2 threads, batch 1, medians of 7 interleaved runs on a loaded 2-core VM, docs/onnx.md): a
+#: chain in one of these classes is refused on the CPU. Measured elsewhere: depthwise 3x3
+#: 0.50x to 0.87x ONNX Runtime's time (16-72 channels, 28x28 to 112x112, strides 1 and 2),
+#: 2 input channels per group 0.53x to 0.83x, dense convs with 8 or more input channels 0.27x
+#: to 1.16x (1x1 0.63x to 0.70x, 64->64 3x3 0.27x to 0.45x, 16->32 3x3 1.06x to 1.13x).
+CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
+    ShapeClass("depthwise convolution with a kernel larger than 3x3",
+               lambda c, m, g, kh, kw: g > 1 and g == c and kh * kw > 9,
+               "0.66x to 1.23x ONNX Runtime's time, not reliably faster (5x5: slower with 576 "
+               "channels at 7x7 and at stride 2)"),
+    ShapeClass("grouped convolution with more than 2 input channels per group",
+               lambda c, m, g, kh, kw: 1 < g < c and c // g > 2,
+               "1.06x to 1.81x ONNX Runtime's time (64->64 in 16, 8 and 4 groups, 3x3 at "
+               "28x28)"),
+    ShapeClass("convolution with fewer than 8 input channels",
+               lambda c, m, g, kh, kw: g == 1 and c < 8,
+               "1.4x to 5.1x ONNX Runtime's time (3->16 3x3 and 3->64 7x7 at 224x224)"),
+)
+
+
+def cpu_refusal(c_in: int, c_out: int, group: int, kernel: tuple[int, int] = (1, 1)
+                ) -> str | None:
+    """Why fusing a convolution of this shape would make the model slower on the CPU, or None.
+
+    Example:
+        >>> cpu_refusal(32, 32, 32, (5, 5))[:52]
+        'depthwise convolution with a kernel larger than 3x3:'
+        >>> cpu_refusal(32, 32, 32, (3, 3)) is None, cpu_refusal(64, 64, 1) is None
+        (True, True)
+    """
+    for cls in CPU_SLOWER_CLASSES:
+        if cls.test(c_in, c_out, group, *kernel):
+            return (f"{cls.name}: FusedConvBnRelu measured {cls.measured}; "
+                    "ONNX Runtime keeps it")
+    return None
+
+
+#: Why a Relu right after a Conv is no candidate (BatchNormalization was folded at export).
+BN_FOLDED = (
+    "no BatchNormalization between the Conv and this Relu: the exporter folded it into the "
+    "Conv (torch.onnx.export does in eval mode); ONNX Runtime fuses Conv+Relu itself. To keep "
+    "BatchNormalization, export with do_constant_folding=False or "
+    "training=torch.onnx.TrainingMode.PRESERVE (dynamo=False), or optimize=False (dynamo=True)"
+)
 
 
 # ----------------------------------------------------------------------- folding
@@ -180,10 +245,20 @@ def _bn_params(g: _Graph, bn: NodeProto) -> tuple[list[np.ndarray], float]:
     return params, float(attrs.get("epsilon", 1e-5))
 
 
+class _Refuse(_Skip):
+    """A chain that matches but that the target should keep (the message says why)."""
+
+    def __init__(self, why: str, chain: Sequence[NodeProto]) -> None:
+        super().__init__(why)
+        self.chain = " -> ".join(node_label(n) for n in chain)
+
+
 def _fuse_one(
-    g: _Graph, relu: NodeProto, spec: OpSpec, taken: set[str]
+    g: _Graph, relu: NodeProto, spec: OpSpec, taken: set[str], native: str | None, force: bool
 ) -> tuple[NodeProto, list[NodeProto]]:
     bn = g.node(relu.input[0])
+    if bn is not None and bn.op_type == "Conv" and is_standard_domain(bn.domain):
+        raise _Skip(BN_FOLDED)
     if bn is None or bn.op_type != "BatchNormalization" or not is_standard_domain(bn.domain):
         raise _Skip("no BatchNormalization before this Relu")
     conv = g.node(bn.input[0])
@@ -199,6 +274,10 @@ def _fuse_one(
         raise _Skip(f"Conv weight is {w.dtype}; FusedConvBnRelu takes float16 or float32")
     b = g.const(conv.input[2], "Conv bias") if len(conv.input) > 2 and conv.input[2] else None
     (scale, bias, mean, var), eps = _bn_params(g, bn)
+    why = native or (None if force else cpu_refusal(
+        w.shape[1] * attrs["group"], w.shape[0], attrs["group"], (w.shape[2], w.shape[3])))
+    if why:
+        raise _Refuse(why, [conv, bn, relu])
     w_new, b_new = fold_batch_norm(w, b, scale, bias, mean, var, eps)
     base = conv.name or relu.output[0]
     w_name, b_name = unique_name(f"{base}_w_folded", taken), unique_name(f"{base}_b_folded", taken)
@@ -209,8 +288,20 @@ def _fuse_one(
     return fused, [conv, bn, relu]
 
 
-def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> RewriteResult:
-    """Replace Conv -> BatchNormalization -> Relu chains by FusedConvBnRelu nodes.
+def fuse_conv_bn_relu(
+    model: ModelProto,
+    *,
+    spec: OpSpec | str = FUSED_OP,
+    native: str | None = None,
+    force: bool = False,
+) -> RewriteResult:
+    """Replace Conv -> BatchNormalization -> Relu chains by FusedConvBnRelu nodes where it
+    pays.
+
+    ``native``: the reason the target's own compiler fuses the chain (e.g.
+    ``opsdk.ascend.parser.ATC_NATIVE_FUSIONS["conv-bn-relu"]``): every chain is then kept and
+    recorded as ``refused`` with it. Otherwise a chain in one of the
+    :data:`CPU_SLOWER_CLASSES` is refused with the measured figure, unless ``force``.
 
     BatchNormalization is folded into new weight and bias initializers. A chain is fused
     only when its intermediates have one reader each and are no graph outputs, the BN is
@@ -237,7 +328,10 @@ def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> Re
         if node.op_type != "Relu" or not is_standard_domain(node.domain):
             continue
         try:
-            fused, old = _fuse_one(g, node, spec, taken)
+            fused, old = _fuse_one(g, node, spec, taken, native, force)
+        except _Refuse as why:
+            records.append(RewriteRecord(why.chain, "refused", str(why)))
+            continue
         except _Skip as why:
             records.append(RewriteRecord(node_label(node, idx), "skipped", str(why)))
             continue
@@ -245,7 +339,9 @@ def fuse_conv_bn_relu(model: ModelProto, *, spec: OpSpec | str = FUSED_OP) -> Re
         replaced[conv_idx] = fused
         dropped |= {g.producer[n.output[0]] for n in old}
         labels = " -> ".join(node_label(n) for n in old)
-        records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)}"))
+        because = ("forced" if force else "its shape is in no class measured slower than "
+                   "ONNX Runtime's Conv+BN+Relu")
+        records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)} ({because})"))
     if replaced:
         _apply(out, replaced, dropped, spec)
     return RewriteResult(out, records)
@@ -347,6 +443,35 @@ def _replacement(
     return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
 
 
+def _replace_gelu_patterns(
+    model: ModelProto, spec: OpSpec, types: dict[str, Any]
+) -> list[RewriteRecord]:
+    """Fold the Erf and Tanh GELU decompositions exporters write at opset <= 19 into one
+    ``spec`` node each (:mod:`opsdk.onnx._gelu_match`)."""
+    from ._gelu_match import find_gelu
+
+    g = model.graph
+    records, replaced, dropped = [], {}, set()
+    for match in find_gelu(model):
+        t = tensor_type_of(types.get(match.x))
+        if t is not None and t.dtype not in spec.allowed_dtypes(spec.inputs[0].type):
+            records.append(RewriteRecord(match.label, "skipped", f"GELU ({match.approximate}) "
+                                         f"input is {t.dtype}; {spec.name} does not take it"))
+            continue
+        last = match.nodes[-1]
+        name = g.node[last].name or None
+        replaced[last] = make_node(spec, [match.x], [match.output],
+                                   {"approximate": match.approximate}, name=name)
+        dropped |= set(match.nodes)
+        detail = (f"the {match.approximate if match.approximate == 'tanh' else 'Erf'} GELU "
+                  f"decomposition ({len(match.nodes)} nodes) by {spec.domain}::{spec.name} "
+                  f"approximate={match.approximate!r}")
+        records.append(RewriteRecord(match.label, "replaced", detail))
+    if replaced:
+        _apply(model, replaced, dropped, spec)
+    return records
+
+
 def replace_ops(
     model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = ()
 ) -> RewriteResult:
@@ -374,6 +499,8 @@ def replace_ops(
     except Exception:  # types only refine the checks; rewrite without them
         types = value_types(out)
     records: list[RewriteRecord] = []
+    if "Gelu" in wanted:
+        records += _replace_gelu_patterns(out, wanted["Gelu"], types)
     for idx, node in enumerate(out.graph.node):
         spec = wanted.get(node.op_type)
         if spec is None or not is_standard_domain(node.domain):
@@ -391,9 +518,17 @@ def replace_ops(
 
 
 def rewrite(
-    model: ModelProto, *, fuse: Sequence[str] = (), replace: Sequence[str] = ()
+    model: ModelProto,
+    *,
+    fuse: Sequence[str] = (),
+    replace: Sequence[str] = (),
+    native: Mapping[str, str] | None = None,
+    force: bool = False,
 ) -> RewriteResult:
     """Apply the named fusions, then the replacements; records are concatenated.
+
+    ``native`` maps a fusion name to the reason the target's compiler does it itself (the
+    chains are then kept); ``force`` fuses even where the CPU kernel was measured slower.
 
     Example:
         >>> rewrite(model, fuse=["conv-bn-relu"], replace=["GridSample"])  # doctest: +SKIP
@@ -402,7 +537,7 @@ def rewrite(
     for name in fuse:
         if name not in FUSIONS:
             raise SpecError(f"unknown fusion {name!r}; known: {', '.join(FUSIONS)}")
-        result = fuse_conv_bn_relu(model)
+        result = fuse_conv_bn_relu(model, native=(native or {}).get(name), force=force)
         model, records = result.model, records + result.records
     if replace:
         result = replace_ops(model, replace)

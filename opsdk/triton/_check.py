@@ -21,7 +21,7 @@ import onnx
 
 from ..ascend._op import default_origin_op_type
 from ..ascend.atc._atc import project_plugin_keys
-from ..ascend.atc._onnx_keys import check_parser_rules
+from ..ascend.atc.rules import model_problems
 from ..ascend.versions import resolve_cann
 from ..onnx._model import iter_all_nodes
 from ..onnx._probe import probe_feeds
@@ -97,9 +97,9 @@ def check_npu_ge_folder(
         return report
     model = onnx.load(str(path))
     registered = project_plugin_keys(op_projects)
-    keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)]
-            for s in custom_specs(model, folder.name)}
-    report.problems += [f"GE parser: {p}" for p in check_parser_rules(model, version, keys)]
+    specs = custom_specs(model, folder.name)
+    keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)] for s in specs}
+    report.problems += [f"GE parser: {p}" for p in model_problems(model, version, keys, specs)]
     plain = _plain(model)
     feeds = probe_feeds(plain, dims or runnable_sizes(plain, values), values, random=True,
                         seed=seed)

@@ -17,13 +17,13 @@ from onnx import ModelProto
 
 from ..ascend._op import default_origin_op_type
 from ..ascend.atc._atc import project_plugin_keys
-from ..ascend.atc._onnx_keys import check_parser_rules
+from ..ascend.atc.rules import model_problems
 from ..ascend.socs import CannArgError
 from ..ascend.versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
 from ._ascend_dims import output_dim_names
-from ._ascend_model import DimOptions, prepare_ascend_model
+from ._ascend_model import DimOptions, custom_specs, prepare_ascend_model
 from ._config import base_context, batch_size, template_env
 from ._errors import TritonConfigError, TritonConfigWarning
 from ._onnx_io import GraphIO, TensorIO
@@ -143,11 +143,11 @@ def model_file(
                       opts.shape_gears, dict(opts.probe_values))
     out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
                                _registered(opts), dims)
-    problems = check_parser_rules(out.proto, cann, out.keys)
+    problems = model_problems(out.proto, cann, out.keys, custom_specs(out.proto, opts.name))
     if problems:
         raise TritonConfigError(
             f"{opts.name}: the GE ONNX parser of CANN {cann} would reject the model: "
-            + "; ".join(p.message for p in problems)
+            + "; ".join(problems)
         )
     for note in out.notes:
         report(f"{opts.name}: {note}")

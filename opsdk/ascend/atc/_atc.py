@@ -1,9 +1,13 @@
 """Plan and run CANN's ATC model conversion (``atc --framework=5``) of an ONNX model.
 
 :func:`plan_atc` validates every argument against CANN's accepted values and the model's
-graph, runs the doctor check (:mod:`opsdk.ascend.atc.doctor`), checks the plugin keys of
-the given opsdk projects against the model, and returns the exact command and environment.
-:func:`run_atc` runs it when ``atc`` is on PATH.
+graph, runs the doctor check (:mod:`opsdk.ascend.atc.doctor`) with the rules of the target
+CANN release and the shapes given, checks the plugin keys of the given opsdk projects
+against the model, and returns the exact command, environment and host procedure. A model
+mixing the default domain with a custom one is converted from a copy whose default domain is
+spelled ``ai.onnx`` on the releases whose parser needs it (E16005), as
+``opsdk triton build --target ascend`` writes it. :func:`run_atc` runs it when ``atc`` is on
+PATH.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
-from ..socs import CannArgError, implmodes, soc_table
-from ._onnx_keys import check_plugin_keys
+from ..socs import CannArgError, check_soc_version, implmodes
+from ..versions import CannVersion, resolve_cann
+from ._host import gear_flags, host_procedure
+from ._onnx_keys import check_plugin_keys, normalize_default_domain, origin_op_types
 
 __all__ = [
     "AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable", "project_plugin_keys",
+    "write_model_copy",
 ]
 
 _DIM = re.compile(r"^(-1|\d+|\d+~\d+)$")
@@ -38,6 +45,13 @@ class AtcPlan:
     notes: list[str] = field(default_factory=list)
     findings: list[dict[str, str]] = field(default_factory=list)
     blocking: list[str] = field(default_factory=list)
+    #: the CANN release whose rules applied
+    cann: str = ""
+    #: shell lines an NPU host runs, in order (toolkit env, operator packages, atc)
+    procedure: list[str] = field(default_factory=list)
+    #: where the domain-normalised copy ATC converts goes (None: ATC reads the model itself)
+    model_copy: str | None = None
+    copy_proto: Any = field(default=None, repr=False)
 
     @property
     def shell(self) -> str:
@@ -53,6 +67,9 @@ class AtcPlan:
             "notes": self.notes,
             "findings": self.findings,
             "blocking": self.blocking,
+            "cann": self.cann,
+            "procedure": self.procedure,
+            "model_copy": self.model_copy,
         }
 
 
@@ -153,12 +170,22 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
     return notes
 
 
-def _doctor(model: Any) -> tuple[list[dict[str, str]], list[str], list[str]]:
-    """(findings, blocking messages, notes) of :func:`opsdk.ascend.atc.doctor.diagnose`."""
+def _doctor_shapes(shapes: Mapping[str, list[str]] | None) -> dict[str, list[int]]:
+    """ATC's shapes as the doctor takes them: a range by its upper bound, -1 by 1 (the rank
+    and the fact that ATC is given a shape are what the doctor checks)."""
+    return {name: [int(d.split("~")[-1]) if d != "-1" else 1 for d in dims]
+            for name, dims in (shapes or {}).items()}
+
+
+def _doctor(
+    model: Any, cann: CannVersion, shapes: Mapping[str, list[str]] | None
+) -> tuple[list[dict[str, str]], list[str], list[str]]:
+    """(findings, blocking messages, notes) of :func:`opsdk.ascend.atc.doctor.diagnose`
+    with the rules of ``cann`` and the shapes ATC is given."""
     from .doctor import diagnose
 
     findings, blocking = [], []
-    for f in diagnose(model, target="ascend"):
+    for f in diagnose(model, cann=str(cann), input_shapes=_doctor_shapes(shapes)):
         level = str(getattr(f, "severity", getattr(f, "level", "info"))).lower()
         msg = str(getattr(f, "message", f))
         findings.append({"severity": level, "message": msg})
@@ -258,8 +285,16 @@ def plan_atc(
     custom_opp: Sequence[str | Path] = (),
     op_projects: Sequence[str | Path] = (),
     skip_doctor: bool = False,
+    cann: str = "auto",
+    dynamic_dims: str | None = None,
+    soc_as_written: bool = False,
 ) -> AtcPlan:
     """Validate the arguments and build the ATC command (see the module docstring).
+
+    ``cann``: the host's CANN release (``auto``: the installed toolkit's, else the default),
+    whose parser rules the doctor and the key check apply; ``dynamic_dims``: ATC shape gears,
+    one value per ``-1`` dim of ``input_shape`` each (``"1,224;8,448"``); ``soc_as_written``
+    takes an ambiguous SoC version (``Ascend910B``) as CANN's platform config spells it.
 
     Example:
         >>> plan = plan_atc("model.onnx", soc_version="Ascend910B3", output="out")  # doctest: +SKIP
@@ -271,16 +306,22 @@ def plan_atc(
     path = Path(model_path)
     if not path.is_file():
         raise CannArgError(f"model {model_path} does not exist")
-    if soc_version not in soc_table():
-        raise CannArgError(
-            f"--soc-version {soc_version!r} is not a known SoC version; use one of "
-            f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
-        )
+    check_soc_version(soc_version, soc_as_written)
     precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
     model = onnx.load(str(path), load_external_data=False)
     shapes = parse_input_shape(input_shape) if input_shape else None
     notes = _validate_shapes(model, shapes) + precision_notes
+    version = resolve_cann(cann).version
+    gears = gear_flags(shapes or {}, dynamic_dims) if dynamic_dims else []
+    if gears:
+        gear_note = f"the -1 dims take the gears of --dynamic-dims ({dynamic_dims})"
+        notes = [gear_note if n.startswith("dynamic dims (-1") else n for n in notes]
+    converted, copy_path = _domain_copy(model, path, version)
+    if copy_path is not None:
+        notes.append(f"the model mixes the default domain with a custom one, which CANN "
+                     f"{version}'s parser rejects (E16005): ATC converts {copy_path}, a copy "
+                     "whose default domain is spelled ai.onnx")
     out = str(output)
     if out.endswith(".om"):
         out = out[:-3]
@@ -288,24 +329,64 @@ def plan_atc(
     cmd = [
         "atc",
         "--framework=5",
-        f"--model={path}",
+        f"--model={copy_path or path}",
         f"--output={out}",
         f"--soc_version={soc_version}",
     ]
     if input_shape:
         cmd.append(f"--input_shape={input_shape}")
+    cmd.extend(gears)
     cmd.extend(precision)
     if op_select_implmode:
         cmd.append(f"--op_select_implmode={op_select_implmode}")
-    plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes)
+    plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes, cann=str(version),
+                   model_copy=None if copy_path is None else str(copy_path),
+                   copy_proto=converted if copy_path is not None else None)
     if skip_doctor:
         plan.notes.append("doctor check skipped (--skip-doctor)")
     else:
-        plan.findings, plan.blocking, more = _doctor(model)
+        plan.findings, plan.blocking, more = _doctor(converted, version, shapes)
         plan.notes.extend(more)
-    for problem in check_plugin_keys(model, project_plugin_keys(op_projects)):
+    keys = project_plugin_keys(op_projects)
+    for problem in check_plugin_keys(converted, keys, version):
         plan.blocking.append(f"plugin keys: {problem.message}")
+    projects = {op: str(prj) for prj in op_projects for op in project_plugin_keys([prj])}
+    plan.procedure = host_procedure(cmd, plan.env, origin_op_types(converted), projects,
+                                    [str(d) for d in custom_opp], str(path))
     return plan
+
+
+def _domain_copy(model: Any, path: Path, cann: CannVersion) -> tuple[Any, Path | None]:
+    """The model ATC converts, and where its copy goes when it is not the file itself: a
+    default-domain node next to a custom domain fails the parsers through CANN 9.1."""
+    imported = {o.domain for o in model.opset_import}
+    mixed = "" in imported and len(imported) > 1 and any(n.domain == "" for n in model.graph.node)
+    if not mixed or not cann.rejects_mixed_default_domain:
+        return model, None
+    return normalize_default_domain(model), path.with_name(f"{path.stem}.atc.onnx")
+
+
+def write_model_copy(plan: AtcPlan, force: bool = False) -> Path | None:
+    """Write the domain-normalised copy the plan's command converts (if it has one).
+
+    Raises:
+        CannArgError: the copy's path holds another file and ``force`` is not set.
+
+    Example:
+        >>> plan = plan_atc("m.onnx", soc_version="Ascend910B3", output="o")  # doctest: +SKIP
+        >>> write_model_copy(plan)  # doctest: +SKIP
+        PosixPath('m.atc.onnx')
+    """
+    if plan.model_copy is None:
+        return None
+    target = Path(plan.model_copy)
+    data = plan.copy_proto.SerializeToString()
+    if target.exists() and not force and target.read_bytes() != data:
+        raise CannArgError(
+            f"{target} exists and is not the copy ATC needs now; remove it or pass --force"
+        )
+    target.write_bytes(data)
+    return target
 
 
 def run_atc(plan: AtcPlan, atc: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -33,10 +33,10 @@ from ...onnx._model import (
 )
 from ...onnx._probe import runnable_shapes
 from ...spec import OpSpec
-from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile
-from ..versions import CannVersion, parse_cann_version
+from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, target_for
+from ..versions import CannVersion, parse_cann_version, resolve_cann
 
-__all__ = ["Finding", "diagnose", "TARGETS", "format_findings"]
+__all__ = ["Finding", "diagnose", "TARGETS", "format_findings", "rules_for", "blocking_findings"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Finding:
 
 def diagnose(
     model: Any,
-    target: str = "ascend",
+    target: str | None = None,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     extra: Iterable[OpSpec] = (),
@@ -84,12 +84,15 @@ def diagnose(
 
     Args:
         model: a path, bytes or ModelProto.
-        target: a key of :data:`TARGETS` (``ascend``: CANN 5-7; ``ascend-cann8``).
+        target: a key of :data:`TARGETS` (``ascend``: CANN 5-7; ``ascend-cann8``); default:
+            the rules of ``cann`` (see :func:`rules_for`).
         input_shapes: shapes (or shape bounds) you will give ATC, by input name; inputs
             listed here are not reported as dynamic.
         extra: specs of operators not on the registry's search path.
-        cann: the CANN release whose ONNX parser converts the model (default: the target's);
-            decides whether a default-domain node next to a custom domain blocks (E16005).
+        cann: the CANN release whose ONNX parser converts the model: its opset range and
+            operator table, and whether a default-domain node next to a custom domain
+            blocks (E16005). Default: the target's release, else the installed toolkit's,
+            else :data:`~opsdk.ascend.versions.DEFAULT_CANN`.
 
     Raises:
         ModelError: the model cannot be read.
@@ -98,22 +101,76 @@ def diagnose(
         >>> [f.code for f in diagnose("grid_sample16.onnx")]  # doctest: +SKIP
         ['opset-range', 'unsupported-op']
     """
-    if target not in TARGETS:
-        raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    profile = TARGETS[target]
+    profile, version = rules_for(target, cann)
     m = load_model(model)
     from ...onnx._schema import known_specs
 
     specs = known_specs(extra)
     _check_input_shapes(m, input_shapes or {})
     findings = _invalid_model(m) + _opset_findings(m, profile)
-    findings += _mixed_domain_findings(m, parse_cann_version(cann or profile.cann))
+    findings += _mixed_domain_findings(m, version)
     findings += _dynamic_inputs(m, set(input_shapes or ()))
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
         findings += _node_findings(m, node, None, profile, specs)
     return findings
+
+
+def rules_for(target: str | None = None, cann: str | None = None) -> tuple[TargetProfile,
+                                                                          CannVersion]:
+    """The parser rules and CANN release a check applies: one rule set per CANN version.
+
+    ``cann`` alone picks its release's rules (CANN 8.1's opset range for ``8.1.RC1``);
+    ``target`` alone its profile's release; both must agree; neither reads the installed
+    toolkit (``auto``), else the default release. ``opsdk doctor``, ``opsdk atc`` and
+    ``opsdk triton build/check --target ascend`` all resolve their rules here.
+
+    Raises:
+        SpecError: an unknown target, or a target whose rules are not the release's.
+
+    Example:
+        >>> profile, version = rules_for(cann="8.1.RC1")
+        >>> profile.name, profile.opset_max, str(version)
+        ('ascend-cann8', 18, '8.1.RC1')
+        >>> rules_for("ascend")[0].opset_max
+        15
+    """
+    if target is not None and target not in TARGETS:
+        raise SpecError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    if cann is None or cann == "auto":
+        if target is not None:
+            return TARGETS[target], parse_cann_version(TARGETS[target].cann)
+        version = resolve_cann(cann or "auto").version
+    else:
+        version = parse_cann_version(cann)
+    implied = target_for(version)
+    if target is not None and target != implied:
+        raise SpecError(
+            f"--target {target} applies {TARGETS[target].description}, but --cann {version} "
+            f"reads the rules of target {implied}; give --cann alone (or --target {implied})"
+        )
+    return TARGETS[implied], version
+
+
+def blocking_findings(
+    model: Any,
+    cann: CannVersion | str | None = None,
+    *,
+    extra: Iterable[OpSpec] = (),
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> list[Finding]:
+    """The findings of :func:`diagnose` that make ATC fail (severity ``error``), with the
+    rules of ``cann``: what ``opsdk atc`` and ``opsdk triton build/check --target ascend``
+    refuse, so a model they pass passes the doctor for the same release.
+
+    Example:
+        >>> [f.code for f in blocking_findings("opset20.onnx", "8.1.RC1")]  # doctest: +SKIP
+        ['opset-range']
+    """
+    found = diagnose(model, cann=None if cann is None else str(cann), extra=extra,
+                     input_shapes=input_shapes)
+    return [f for f in found if f.severity == "error"]
 
 
 # ------------------------------------------------------------------ model level
@@ -167,21 +224,23 @@ def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> N
 
 def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
     out: list[Finding] = []
-    version = opset_version(m, "")
-    if version is not None and not profile.opset_min <= version <= profile.opset_max:
-        to = min(max(version, profile.opset_min), profile.opset_max)
-        out.append(
-            Finding(
-                "opset-range",
-                "error",
-                None,
-                None,
-                f"the model imports ai.onnx opset {version}; {profile.description} accepts "
-                f"{profile.opset_min}-{profile.opset_max}",
-                f"re-export with opset_version={to} (torch.onnx.export) or convert: "
-                f"onnx.version_converter.convert_version(model, {to})",
+    # '' and 'ai.onnx' may both be imported (a model written for ATC and ONNX Runtime): the
+    # parser keys ai.onnx nodes by the latter's version, ONNX Runtime the functions by ''
+    versions = sorted({imp.version for imp in m.opset_import if imp.domain in ("", "ai.onnx")})
+    for version in versions:
+        if not profile.opset_min <= version <= profile.opset_max:
+            to = min(max(version, profile.opset_min), profile.opset_max)
+            out.append(
+                Finding(
+                    "opset-range",
+                    "error",
+                    None,
+                    None,
+                    f"the model imports ai.onnx opset {version}; {profile.description} "
+                    f"accepts {profile.opset_min}-{profile.opset_max}",
+                    _opset_fix(m, version, to),
+                )
             )
-        )
     used = {n.domain for n in iter_all_nodes(m.graph)}
     imported = {imp.domain for imp in m.opset_import}
     for domain in sorted(used - imported - {"", "ai.onnx"}):
@@ -197,6 +256,36 @@ def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
             )
         )
     return out
+
+
+def _opset_fix(m: ModelProto, version: int, to: int) -> str:
+    """Re-export first; the converter only where it has an adapter for every op (item 9:
+    it has none for LayerNormalization, GridSample, AffineGrid, Gelu, ConstantOfShape ...
+    across the versions ATC needs)."""
+    export = f"re-export at opset {to}: torch.onnx.export(..., opset_version={to})"
+    blocker = _converter_blocker(m, to) if version > to else None
+    if blocker is None:
+        return f"{export}, or convert: onnx.version_converter.convert_version(model, {to})"
+    return (f"{export} (onnx.version_converter cannot convert this model: {blocker}); "
+            "without the source, replace those ops first (opsdk rewrite --replace OP)")
+
+
+def _converter_blocker(m: ModelProto, to: int) -> str | None:
+    """Why ``onnx.version_converter`` cannot take ``m`` to opset ``to``, or None if it can."""
+    import re
+
+    from onnx import version_converter
+
+    try:
+        version_converter.convert_version(m, to)
+    except Exception as e:  # the converter reports every failure as a RuntimeError
+        text = str(e)
+        found = re.search(r"(No Previous Version of \w+ exists|No Adapter (?:From|To) Version "
+                          r"\$\d+ for \w+)", text)
+        if found:
+            return f"no adapter: {found.group(1).replace('$', '')}"
+        return f"it fails: {(text.strip().splitlines() or [type(e).__name__])[-1][:200]}"
+    return None
 
 
 def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
