@@ -37,6 +37,16 @@ enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_T
 
 namespace opsdk_ascendc {
 
+// Exp, Div, Sqrt and Ln flush a subnormal result to zero on the chip (CANN's Ascend C
+// repository, issue 1604 of cann/asc-devkit: "Exp/Div/Sqrt/Log/Ln ... Flush to zero").
+template <typename F> inline F Ftz(F v) {
+    if constexpr (std::is_floating_point_v<F>) {
+        return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(F(0), v) : v;
+    } else {
+        return v;
+    }
+}
+
 template <typename T, typename... Ok> constexpr bool OneOf = (std::is_same_v<T, Ok> || ...);
 template <typename T> constexpr bool kFloat = OneOf<T, half, float>;
 template <typename T> constexpr bool kArith = OneOf<T, half, float, int16_t, int32_t>;
@@ -253,14 +263,14 @@ using opsdk_ascendc::kFloat;
 OPSDK_BINARY(Add, kArith<T>, "half, float, int16_t, int32_t", x + y)
 OPSDK_BINARY(Sub, kArith<T>, "half, float, int16_t, int32_t", x - y)
 OPSDK_BINARY(Mul, kArith<T>, "half, float, int16_t, int32_t", x * y)
-OPSDK_BINARY(Div, kFloat<T>, "half, float", x / y)
+OPSDK_BINARY(Div, kFloat<T>, "half, float", opsdk_ascendc::Ftz(x / y))
 OPSDK_BINARY(Max, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y))
 OPSDK_BINARY(Min, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
 
-OPSDK_UNARY(Exp, kFloat<T>, "half, float", std::exp(x))
-OPSDK_UNARY(Ln, kFloat<T>, "half, float", std::log(x))
+OPSDK_UNARY(Exp, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::exp(x)))
+OPSDK_UNARY(Ln, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::log(x)))
 OPSDK_UNARY(Abs, kFloat<T>, "half, float", std::fabs(x))
-OPSDK_UNARY(Sqrt, kFloat<T>, "half, float", std::sqrt(x))
+OPSDK_UNARY(Sqrt, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::sqrt(x)))
 OPSDK_UNARY(Rsqrt, kFloat<T>, "half, float", 1.0f / std::sqrt(x))
 OPSDK_UNARY(Reciprocal, kFloat<T>, "half, float", 1.0f / x)
 OPSDK_UNARY(Relu, (opsdk_ascendc::OneOf<T, half, float, int32_t>), "half, float, int32_t", (std::isnan(x) ? x : (x > 0 ? x : 0 * x)))
@@ -280,8 +290,8 @@ namespace opsdk_ascendc {
 inline float TanhChip(float x) {  // (e^2x - 1) / (e^2x + 1), x clipped to [-8.8, 8.8]
     float c = x > 8.8f ? 8.8f : x;
     c = c < -8.8f ? -8.8f : c;
-    const float e = std::exp(c * 2.0f);
-    return (e - 1.0f) / (e + 1.0f);
+    const float e = Ftz(std::exp(c * 2.0f));
+    return Ftz((e - 1.0f) / (e + 1.0f));
 }
 
 inline float ErfChip(float x) {  // P(x) / Q(x), x clipped to [-3.92, 3.92]
@@ -299,14 +309,14 @@ inline float ErfChip(float x) {  // P(x) / Q(x), x clipped to [-3.92, 3.92]
     q = x2 * q + 0.30231248150e4f;
     q = x2 * q + 0.13243365831e5f;
     q = x2 * q + 0.26267224157e5f;
-    return p / q;
+    return Ftz(p / q);
 }
 
 inline float ErfcChip(float x) {  // exp(-z^2) R(z) / S(z) at z = |x|, reflected for x < 0
     float c = x < 10.0f ? x : 10.0f;
     c = c > -10.0f ? c : -10.0f;
     const float z = std::fabs(c) + 2.168404344971009e-19f;
-    const float sign = c / z;
+    const float sign = Ftz(c / z);
     const float rk[] = {0.2517003236e-4f, -0.3848015171e-3f, 0.5681528564e0f, 0.5245623129e1f,
                         0.2107740710e2f, 0.4212761755e2f, 0.4380524149e2f};
     float r = z * 0.1735313680e-7f + -0.9856738394e-6f;
@@ -314,8 +324,8 @@ inline float ErfcChip(float x) {  // exp(-z^2) R(z) / S(z) at z = |x|, reflected
     float s = z + 0.9349684299e1f;
     const float s0[] = {0.3756930664e2f, 0.8058268949e2f, 0.9155653738e2f, 0.4380524152e2f};
     for (float k : s0) s = z * s + k;
-    const float e = std::exp(-(z * z));
-    const float v = e * (r / s);
+    const float e = Ftz(std::exp(-(z * z)));
+    const float v = e * Ftz(r / s);
     return v * sign + (1.0f - sign);
 }
 
