@@ -6,7 +6,8 @@ from opsdk.ascend.ascendc import Tiling, TilingField
 
 # The top 8 KB of the Unified Buffer stay free (TMP_UB_OFFSET, where Select and, on some SoC
 # families, reductions write scratch: opsdk.ascend.aicore_apis.UB_RESERVED), and 1 KB for
-# the small buffers. Unified Buffer bytes per element of a tile: 2 x 2 queue buffers of T, 3 float32 temporaries.
+# the small buffers. Unified Buffer bytes per element of a tile:
+# 2 x 2 queue buffers of T, 3 float32 temporaries.
 TILING = Tiling(
     "Softmax",
     fields=(TilingField("rowLength"), TilingField("blockRows"), TilingField("lastBlockRows"),

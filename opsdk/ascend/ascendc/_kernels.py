@@ -237,8 +237,8 @@ def check_socs_have(spec: OpSpec, kernel: AicoreKernel, socs: Sequence[str]) -> 
     from ..aicore_apis import missing_apis
     from ..socs import CannArgError
 
-    dtypes = sorted({d for p in [*spec.inputs, *spec.outputs]
-                     for d in spec.allowed_dtypes(p.type)})
+    dtypes = sorted({d for p in spec.inputs for d in spec.allowed_dtypes(p.type)} |
+                    {d for o in spec.outputs for d in spec.allowed_dtypes(o.type)})
     problems = []
     for soc in socs:
         try:
