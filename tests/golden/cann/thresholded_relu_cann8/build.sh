@@ -68,7 +68,7 @@ overlay op_kernel build_msopgen/aicore/op_kernel
 for f in framework/onnx_plugin/*.cc framework/onnx_plugin/*.h; do
   cp "$f" build_msopgen/aicore/framework/onnx_plugin/
 done
-presets build_msopgen/aicore "ascend910b;ascend310p" opsdk
+presets build_msopgen/aicore "ascend910b;ascend310b" opsdk
 package aicore
 
 # ---- AI CPU (the operator's own C++ kernel) ----
@@ -82,6 +82,6 @@ export AICPU_SOC_VERSION="${AICPU_SOC_VERSION:-Ascend910B1}"
 if [ -z "${TOOLCHAIN_DIR:-}" ] && [ -d "${ASCEND_HOME_PATH}/toolkit/toolchain/hcc" ]; then
   export TOOLCHAIN_DIR="${ASCEND_HOME_PATH}/toolkit/toolchain/hcc"
 fi
-presets build_msopgen/aicpu "ascend910b;ascend310p" opsdk_aicpu
+presets build_msopgen/aicpu "ascend910b;ascend310b" opsdk_aicpu
 package aicpu
 ls build_out/*/custom_opp_*.run

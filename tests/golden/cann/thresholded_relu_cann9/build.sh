@@ -75,6 +75,6 @@ export AICPU_SOC_VERSION="${AICPU_SOC_VERSION:-Ascend910B1}"
 if [ -z "${TOOLCHAIN_DIR:-}" ] && [ -d "${ASCEND_HOME_PATH}/toolkit/toolchain/hcc" ]; then
   export TOOLCHAIN_DIR="${ASCEND_HOME_PATH}/toolkit/toolchain/hcc"
 fi
-presets build_msopgen/aicpu "ascend910b;ascend310p" opsdk_aicpu
+presets build_msopgen/aicpu "ascend910b;ascend310b" opsdk_aicpu
 package aicpu
 ls build_out/*/custom_opp_*.run
