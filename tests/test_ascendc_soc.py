@@ -92,9 +92,12 @@ def test_cann_project_refuses_a_soc_without_the_kernels_apis(unit: str, api: str
                                                   engine="aicore")
 
 
-def test_cann_project_refuses_bfloat16_cast_where_the_soc_lacks_it() -> None:
+def test_bfloat16_forms_the_soc_lacks() -> None:
     kernel = aicore_kernel(find_operator("Softmax").spec, find_operator("Softmax").folder)
     assert not missing_apis(kernel.source, "Ascend910B3", ["bfloat16"])
+    assert not missing_apis(kernel.source, "Ascend310B1", ["float16", "float32"])
+    assert [w.split(":")[0] for w in missing_apis(kernel.source, "Ascend310B1", ["bfloat16"])] \
+        == ["DataCopyPad of bfloat16_t"]
     assert any("Cast of bfloat16_t" in w for w in
                missing_apis(kernel.source.replace("DataCopyPad", "X"), "Ascend310P3", ["bfloat16"]))
 

@@ -50,8 +50,11 @@
 #ifndef OPSDK_HAS_CompareScalar
 #define OPSDK_HAS_CompareScalar 1
 #endif
-#ifndef OPSDK_HAS_BF16_CAST
-#define OPSDK_HAS_BF16_CAST 1
+#ifndef OPSDK_HAS_BF16_Cast
+#define OPSDK_HAS_BF16_Cast 1
+#endif
+#ifndef OPSDK_HAS_BF16_DataCopyPad
+#define OPSDK_HAS_BF16_DataCopyPad 1
 #endif
 #define OPSDK_STR2(x) #x
 #define OPSDK_STR(x) OPSDK_STR2(x)

@@ -493,6 +493,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
                         const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+    static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
+                  "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     dst.CheckAligned("DataCopyPad", "dstLocal");
     if (p.blockLen % sizeof(T) != 0) {
@@ -529,6 +531,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
 // DataCopyPad UB -> GM: srcStride in 32-byte blocks (UB), blockLen and dstStride in bytes (GM).
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+    static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
+                  "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     src.CheckAligned("DataCopyPad", "srcLocal");
     if (p.blockLen % sizeof(T) != 0) {

@@ -123,7 +123,7 @@ template <typename T1, typename T2>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
                  const uint32_t calCount) {
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
-    static_assert(OPSDK_HAS_BF16_CAST || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
+    static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     dst.CheckAligned("Cast", "dstLocal");
@@ -140,7 +140,7 @@ template <typename T1, typename T2, bool isSetMask = true>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
                  const uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p) {
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
-    static_assert(OPSDK_HAS_BF16_CAST || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
+    static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     using W = std::conditional_t<(sizeof(T1) > sizeof(T2)), T1, T2>;  // the wider type sets the repeat
