@@ -138,3 +138,15 @@ def test_generated_tanh_and_bfloat16_constant(tmp_path) -> None:  # type: ignore
     want = np.tanh(x.astype(np.float64)) * 1.0078125  # the constant rounds to nearest even
     rel = np.abs(y - want) / np.maximum(np.abs(want), 1e-30)
     assert rel.max() < 4e-7, (x[np.argmax(rel)], rel.max())
+
+
+def test_cli_refuses_the_aicore_engine_on_310p_and_takes_aicpu(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    from opsdk.cli import main
+
+    folder = str(find_operator("ThresholdedRelu").folder)
+    cmd = ["cann", folder, "--soc", "Ascend310P3", "--cann", "8.1.RC1"]
+    assert main([*cmd, "-o", str(tmp_path / "a"), "--engine", "aicore"]) == 1
+    err = capsys.readouterr().err
+    assert "ascend310p: DataCopyPad: not in the Ascend C" in err and "--engine aicpu" in err
+    assert main([*cmd, "-o", str(tmp_path / "b"), "--engine", "aicpu"]) == 0
