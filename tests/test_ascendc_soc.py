@@ -150,3 +150,12 @@ def test_cli_refuses_the_aicore_engine_on_310p_and_takes_aicpu(
     err = capsys.readouterr().err
     assert "ascend310p: DataCopyPad: not in the Ascend C" in err and "--engine aicpu" in err
     assert main([*cmd, "-o", str(tmp_path / "b"), "--engine", "aicpu"]) == 0
+
+
+def test_default_engine_is_aicpu_where_a_soc_lacks_the_kernels_apis() -> None:
+    from opsdk.ascend.project._project import default_engine
+
+    gelu = find_operator("Gelu")
+    assert default_engine(gelu.spec, gelu.folder, ["ascend910b"])[0] == "both"
+    engine, why = default_engine(gelu.spec, gelu.folder, ["ascend910b", "ascend310b"])
+    assert engine == "aicpu" and "ascend310b: Erf: not in the Ascend C" in why

@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from ..naming import check_vendor_name
 
     target = resolve_cann(args.cann)
-    engine, why = (args.engine, "--engine") if args.engine else default_engine(spec, info.folder)
+    engine, why = ((args.engine, "--engine") if args.engine
+                   else default_engine(spec, info.folder, socs))
     op_type = args.op_type or spec.name
     clash = builtin_clash(op_type)
     if clash:
