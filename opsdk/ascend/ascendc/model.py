@@ -1,11 +1,12 @@
 """Run an operator's AI Core kernel (Ascend C) on opsdk's CPU model of the Ascend C API.
 
 The kernel source (hand-written in ``op_kernel/`` or generated from the decomposition) is
-compiled with the host compiler against ``opsdk/include/opsdk/ascendc`` once per dtype
-combination (``-DDTYPE_<X>=half`` as CANN's build does), into a content-addressed cache.
-Each call computes the host tiling from the SoC's Unified Buffer size and core count
-(data/socs.json), then launches the blocks in a shuffled order. A documented constraint the
-kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel, block, API,
+compiled with the host compiler against ``opsdk/ascend/ascendc/include`` once per dtype
+(``-DDTYPE_<X>=half`` as CANN's build does) and SoC family (its ``__CCE_AICORE__``, UB
+layout and the APIs it has, from :mod:`opsdk.ascend.aicore_apis`), into a content-addressed
+cache. Each call computes the host tiling from the SoC's Unified Buffer size and core count
+(data/socs.json ``soc_facts``), then launches the blocks in a shuffled order. A documented
+constraint the kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel, block, API,
 argument and limit.
 
 A pass means that the kernel's tiling, indexing and API use are right by the Ascend C
