@@ -6,8 +6,8 @@ compiled with the host compiler against ``opsdk/ascend/ascendc/include`` once pe
 layout and the APIs it has, from :mod:`opsdk.ascend.aicore_apis`), into a content-addressed
 cache. Each call computes the host tiling from the SoC's Unified Buffer size and core count
 (data/socs.json ``soc_facts``), then launches the blocks in a shuffled order. A documented
-constraint the kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel, block, API,
-argument and limit.
+constraint the kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel,
+block, API, argument and limit.
 
 A pass means that the kernel's tiling, indexing and API use are right by the Ascend C
 documentation. It does not mean that an NPU ran the kernel.
