@@ -52,6 +52,8 @@ _AIC_VERSIONS = {"AIC-C-100": 100, "AIC-M-200": 200, "AIC-C-220": 220, "AIC-M-30
 
 #: Select writes 32 (ONE_BLK_SIZE) elements of at most 4 bytes at TMP_UB_OFFSET
 #: (basic_api/impl/dav_*/kernel_operator_vec_cmpsel_impl.h, VselImpl / VselIntrinsicsImplPre).
+#: On 200, Brcb uses it too; on 300, also ReduceMax/Min/Sum, Compare, GatherMask and some
+#: Casts (dav_m200/m300 *_impl.h), but there TMP_UB_OFFSET is the end of the 248 KB UB.
 SELECT_SCRATCH_BYTES = 128
 
 #: Unified Buffer bytes at its top that AI Core tilings leave alone: TMP_UB_OFFSET is 8 KB
