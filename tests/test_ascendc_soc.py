@@ -159,3 +159,14 @@ def test_default_engine_is_aicpu_where_a_soc_lacks_the_kernels_apis() -> None:
     assert default_engine(gelu.spec, gelu.folder, ["ascend910b"])[0] == "both"
     engine, why = default_engine(gelu.spec, gelu.folder, ["ascend910b", "ascend310b"])
     assert engine == "aicpu" and "ascend310b: Erf: not in the Ascend C" in why
+
+
+@pytest.mark.parametrize("op", ["Gelu", "ThresholdedRelu"])
+def test_generated_high_level_calls_pass_a_shared_tmp_buffer(op: str) -> None:
+    """Never the tmp-buffer stack: its size is whatever the tiling leaves, possibly 0."""
+    import re
+
+    source = aicore_kernel(find_operator(op).spec).source
+    calls = re.findall(r"\b(Erfc?|Tanh)\(([^;]*)\);", source)
+    assert all(args.count(",") == 3 and "apiTmpBuf_.Get<uint8_t>()" in args for _, args in calls)
+    assert ("apiTmpBuf_" in source) == bool(calls)
