@@ -91,7 +91,7 @@ def test_build_sh_puts_ai_cpu_into_the_ai_core_run(tmp_path: Path) -> None:
     project = tmp_path / "pkg"
     entries = [PackageOp(find_operator("ThresholdedRelu").spec, "both", "ThresholdedReluCustom"),
                PackageOp(find_operator("GridSample").spec, "aicpu")]
-    write_package(entries, project, vendor="acme", socs=["ascend910b", "ascend310p"])
+    write_package(entries, project, vendor="acme", socs=["ascend910b", "ascend310b"])
     listing, calls = _run_build(project, _toolkit(tmp_path), tmp_path)
     aicore = [c for c in calls if " -c ai_core-" in c]
     assert len(aicore) == 1 and "-op ThresholdedReluCustom" in aicore[0]
@@ -104,7 +104,7 @@ def test_build_sh_puts_ai_cpu_into_the_ai_core_run(tmp_path: Path) -> None:
     presets = json.loads((project / "build_msopgen/aicore/CMakePresets.json").read_text())
     cache = presets["configurePresets"][0]["cacheVariables"]
     assert cache["vendor_name"]["value"] == "acme"
-    assert cache["ASCEND_COMPUTE_UNIT"]["value"] == "ascend910b;ascend310p"
+    assert cache["ASCEND_COMPUTE_UNIT"]["value"] == "ascend910b;ascend310b"
     # the operator with both engines has its op proto in the AI Core package only
     assert not (project / "build_msopgen/aicpu/op_proto/thresholded_relu_custom.cc").exists()
     assert (project / "build_msopgen/aicpu/op_proto/grid_sample.cc").is_file()

@@ -80,7 +80,7 @@ def test_default_rules_are_cann8_without_a_toolkit_and_target_must_agree() -> No
 
 def test_toolkit_release_sets_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "compiler").mkdir()
-    (tmp_path / "compiler" / "version.info").write_text("Version=7.0.0\n")
+    (tmp_path / "compiler" / "version.info").write_text("Version=7.0.0\nversion_dir=7.0.0\n")
     monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
     assert codes(diagnose(grid_sample16())) == ["opset-range", "unsupported-op"]
 

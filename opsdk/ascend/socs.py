@@ -14,6 +14,7 @@ __all__ = [
     "check_soc_version",
     "compute_unit",
     "core_resources",
+    "soc_facts",
     "soc_version_of",
     "precision_modes",
     "precision_modes_v2",
@@ -116,18 +117,34 @@ def compute_unit(name: str) -> str:
     )
 
 
-def core_resources(soc: str) -> tuple[int, int]:
-    """``(Unified Buffer bytes per core, vector cores)`` of a SoC version or compute unit.
+def soc_facts(soc: str) -> dict[str, Any]:
+    """The platform facts of a SoC version, or of a compute unit's first SoC version:
+    ``aic_version``, ``ub_bytes``, ``ai_cores``, ``cube_cores``, ``vector_cores`` (from the
+    toolkit's ``data/platform_config/<SoC>.ini``).
 
     Example:
-        >>> core_resources("Ascend910B3")
-        (196608, 40)
+        >>> soc_facts("Ascend910B1")["vector_cores"], soc_facts("Ascend310B1")["ub_bytes"]
+        (48, 253952)
     """
-    unit = compute_unit(soc)
-    info = _data()["compute_units"].get(unit)
+    facts = _data()["soc_facts"]
+    version = soc if soc in facts else soc_version_of(compute_unit(soc))
+    info = facts.get(version)
     if not isinstance(info, dict):
-        raise CannArgError(f"no Unified Buffer size is recorded for {unit!r} (data/socs.json)")
-    return int(info["ub_bytes"]), int(info["vector_cores"])
+        raise CannArgError(f"no platform facts are recorded for {soc!r} (data/socs.json)")
+    return dict(info)
+
+
+def core_resources(soc: str) -> tuple[int, int]:
+    """``(Unified Buffer bytes per core, cores a kernel runs on)`` of a SoC version or compute
+    unit (a compute unit stands for its first SoC version). The cores are what the generated
+    TilingFunc takes: ``GetCoreNumAiv()``, or 1 where the SoC has no vector cores.
+
+    Example:
+        >>> core_resources("Ascend910B3"), core_resources("ascend910b")
+        ((196608, 40), (196608, 48))
+    """
+    info = soc_facts(soc)
+    return int(info["ub_bytes"]), max(1, int(info["vector_cores"]))
 
 
 def soc_version_of(unit: str) -> str:

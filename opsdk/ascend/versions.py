@@ -187,8 +187,8 @@ def toolkit_version(root: Path) -> CannVersion | None:
     ``toolkit/``, ``runtime/``, ``opp/``: ``version_dir=8.1.RC1``; their ``Version=`` is the
     component's own number, 7.7.0.1.238 in CANN 8.1.RC1, not the release),
     ``<arch>-linux/ascend_toolkit_install.info`` (``version=8.1.RC1``; the host's arch first,
-    then any), ``version.cfg``, and last a component's ``Version=`` (older toolkits).
-    Every file is read with :func:`read_small_text`.
+    then any), ``version.cfg``. A component's ``Version=`` alone is never taken for the
+    release. Every file is read with :func:`read_small_text`.
 
     Raises:
         CannArgError: one of these files is a FIFO, a device or too large (naming it).
@@ -209,7 +209,6 @@ def toolkit_version(root: Path) -> CannVersion | None:
                        if p not in installs)
     lookups = [(p, "version_dir") for p in components]
     lookups += [(p, "version") for p in installs] + [(root / "version.cfg", "version")]
-    lookups += [(p, "Version") for p in components]
     for path, key in lookups:
         try:
             text = read_small_text(path)

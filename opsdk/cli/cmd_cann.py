@@ -138,7 +138,8 @@ def _op_types(args: argparse.Namespace, infos: list[Any]) -> dict[str, str]:
     return out
 
 
-def _entries(args: argparse.Namespace, infos: list[Any]) -> list[tuple[Any, str, str]]:
+def _entries(args: argparse.Namespace, infos: list[Any],
+             socs: list[str]) -> list[tuple[Any, str, str]]:
     """(PackageOp, engine reason, warning or "") of each operator."""
     from ..ascend import CannArgError, PackageOp, builtin_clash, default_engine
 
@@ -150,7 +151,7 @@ def _entries(args: argparse.Namespace, infos: list[Any]) -> list[tuple[Any, str,
     for info in infos:
         spec = info.spec
         engine, why = ((args.engine, "--engine") if args.engine
-                       else default_engine(spec, info.folder))
+                       else default_engine(spec, info.folder, socs))
         op_type = types.get(spec.name)
         entry = PackageOp(spec, engine, op_type, _keys(args, spec), info.folder)
         out.append((entry, why, builtin_clash(op_type or spec.name) or ""))
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
     vendor = check_vendor_name(args.vendor)
     target = resolve_cann(args.cann)
-    planned = _entries(args, infos)
+    planned = _entries(args, infos, socs)
     warnings = [w for _, _, w in planned if w]
     for w in warnings:
         print(f"opsdk cann: warning: {w}", file=sys.stderr)

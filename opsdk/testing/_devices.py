@@ -56,7 +56,9 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         from ..ascend.ascendc.model import AscendcModel
 
         threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
-        return AscendcModel(folder, spec, seed=int(options.get("seed") or 0), threads=threads)
+        soc = os.environ.get("OPSDK_ASCEND_SOC", "Ascend910B1")
+        return AscendcModel(folder, spec, soc=soc, seed=int(options.get("seed") or 0),
+                            threads=threads)
     if device in ("ascendc-cpu", "ascendc-sim"):
         from ..ascend.ascendc.toolkit import open_toolkit_device
 

@@ -6,7 +6,10 @@ import math
 
 from opsdk.ascend.ascendc import Tiling, TilingField
 
-# Unified Buffer bytes per element of a tile: 3 queues x 2 buffers of T, 3 float32 temporaries.
+# The top 8 KB of the Unified Buffer stay free (TMP_UB_OFFSET, where Select and, on some SoC
+# families, reductions write scratch: opsdk.ascend.aicore_apis.UB_RESERVED), and 1 KB for
+# the small buffers. Unified Buffer bytes per element of a tile:
+# 3 queues x 2 buffers of T, 3 float32 temporaries.
 TILING = Tiling(
     "LayerNormalization",
     fields=(TilingField("rowLength"), TilingField("blockRows"), TilingField("lastBlockRows"),
@@ -17,7 +20,7 @@ TILING = Tiling(
         ("blockRows", "ceildiv(rows, coreNum)"),
         ("usedCores", "max2(1, ceildiv(rows, blockRows))"),
         ("lastBlockRows", "rows - (usedCores - 1) * blockRows"),
-        ("fitTile", "aligndown(floordiv(ubBytes - 1024, 6 * typeBytes + 12), 64)"),
+        ("fitTile", "aligndown(floordiv(ubBytes - 9216, 6 * typeBytes + 12), 64)"),
         ("tileLength", "max2(64, min2(fitTile, alignup(rowLength, 64)))"),
         ("tileNum", "ceildiv(rowLength, tileLength)"),
     ),

@@ -4,7 +4,10 @@ model run and printed as the op_host TilingFunc of the CANN project."""
 
 from opsdk.ascend.ascendc import Tiling, TilingField
 
-# Unified Buffer bytes per element of a tile: 2 x 2 queue buffers of T, 3 float32 temporaries.
+# The top 8 KB of the Unified Buffer stay free (TMP_UB_OFFSET, where Select and, on some SoC
+# families, reductions write scratch: opsdk.ascend.aicore_apis.UB_RESERVED), and 1 KB for
+# the small buffers. Unified Buffer bytes per element of a tile:
+# 2 x 2 queue buffers of T, 3 float32 temporaries.
 TILING = Tiling(
     "Softmax",
     fields=(TilingField("rowLength"), TilingField("blockRows"), TilingField("lastBlockRows"),
@@ -15,7 +18,7 @@ TILING = Tiling(
         ("blockRows", "ceildiv(rows, coreNum)"),
         ("usedCores", "max2(1, ceildiv(rows, blockRows))"),
         ("lastBlockRows", "rows - (usedCores - 1) * blockRows"),
-        ("fitTile", "aligndown(floordiv(ubBytes - 1024, 4 * typeBytes + 12), 64)"),
+        ("fitTile", "aligndown(floordiv(ubBytes - 9216, 4 * typeBytes + 12), 64)"),
         ("tileLength", "max2(64, min2(fitTile, alignup(rowLength, 64)))"),
         ("tileNum", "ceildiv(rowLength, tileLength)"),
     ),

@@ -30,6 +30,7 @@ from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 
 from ...errors import SpecError
 from ...spec import Input, OpSpec, Output
+from ..aicore_apis import UB_RESERVED
 from ._tiling import Tiling, TilingField
 
 __all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET"]
@@ -86,6 +87,7 @@ class _Gen:
     temps: int = 0
     masks: int = 0
     scratch: bool = False
+    api_tmp: bool = False  # the kernel calls a high-level API that takes apiTmpBuf_
     indent: str = "        "
 
     def refuse(self, why: str) -> GenerateRefused:
@@ -148,8 +150,15 @@ def _constant(g: _Gen, node: NodeProto) -> _Val:
 _CMP = {"Greater": "GT", "Less": "LT", "Equal": "EQ", "GreaterOrEqual": "GE", "LessOrEqual": "LE"}
 _FLIP = {"GT": "LT", "LT": "GT", "EQ": "EQ", "GE": "LE", "LE": "GE"}
 _CMP_CPP = {"GT": ">", "LT": "<", "EQ": "==", "GE": ">=", "LE": "<="}
-_UNARY = {"Exp": "Exp", "Log": "Ln", "Abs": "Abs", "Sqrt": "Sqrt", "Relu": "Relu",
-          "Tanh": "Tanh", "Erf": "Erf"}
+_UNARY = {"Exp": "Exp", "Log": "Ln", "Abs": "Abs", "Sqrt": "Sqrt", "Relu": "Relu"}
+#: High-level APIs given ``apiTmpBuf_`` as their sharedTmpBuffer (never the tmp-buffer stack).
+_HIGH_LEVEL = {"Erf": "Erf"}
+#: Bytes of ``apiTmpBuf_``: Erfc on float computes in chunks of tmp / 4 / 5 elements
+#: (highlevel_api/impl/math/erfc/erfc_common_impl.h), so 512 elements per pass; Erf, 853.
+API_TMP_BYTES = 5 * 4 * 512
+#: tanh(x) for |x| < 0.25: x (1 + x^2 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835)))),
+#: relative error below 1e-8 there; the real Tanh, (e^2x - 1) / (e^2x + 1), loses ~1e-3 near 0.
+_TANH_SERIES = (62.0 / 2835.0, -17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0, 1.0)
 _BINARY = {"Add": ("Add", "Adds"), "Mul": ("Mul", "Muls"), "Max": ("Max", "Maxs"),
            "Min": ("Min", "Mins")}
 _SCALAR_OPS = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
@@ -194,7 +203,8 @@ def _arith(g: _Gen, op: str, a: _Val, b: _Val) -> _Val:
         if e.erf_of is not None:  # 1 + erf(u) == erfc(-u), without its cancellation
             neg = _unary(g, "Neg", e.erf_of)
             out = g.temp()
-            g.emit(f"Erfc({_t(out)}, {_t(neg)}, m);")
+            g.api_tmp = True
+            g.emit(f"Erfc({_t(out)}, {_t(neg)}, apiTmpBuf_.Get<uint8_t>(), m);")
             return out
     out = g.temp()
     if op in _BINARY:
@@ -222,9 +232,14 @@ def _unary(g: _Gen, op: str, a: _Val) -> _Val:
         return _Val("scalar", expr=f"(-{a.expr})", const=None if a.const is None else -a.const)
     if a.kind != "tensor":
         raise g.refuse(f"{op} of a constant; fold it into a Constant in spec.py")
+    if op == "Tanh":
+        return _tanh(g, a)
     out = g.temp()
     if op in _UNARY:
         g.emit(f"{_UNARY[op]}({_t(out)}, {_t(a)}, m);")
+    elif op in _HIGH_LEVEL:
+        g.api_tmp = True
+        g.emit(f"{_HIGH_LEVEL[op]}({_t(out)}, {_t(a)}, apiTmpBuf_.Get<uint8_t>(), m);")
         out.erf_of = a if op == "Erf" else None
     elif op == "Neg":
         g.emit(f"Muls({_t(out)}, {_t(a)}, -1.0f, m);")
@@ -237,6 +252,29 @@ def _unary(g: _Gen, op: str, a: _Val) -> _Val:
         g.emit(f"Adds({_t(out)}, {_t(out)}, 1.0f, m);")
         one = _as_tensor(g, _Val("scalar", expr="1.0f"))
         g.emit(f"Div({_t(out)}, {_t(one)}, {_t(out)}, m);")
+    return out
+
+
+def _tanh(g: _Gen, x: _Val) -> _Val:
+    """tanh in float32 to within a few ulp: a series near 0, (e^2x - 1) / (e^2x + 1) elsewhere."""
+    x2, p = g.temp(), g.temp()
+    g.emit(f"Mul({_t(x2)}, {_t(x)}, {_t(x)}, m);")
+    g.emit(f"Muls({_t(p)}, {_t(x2)}, {_literal(_TANH_SERIES[0])}, m);")
+    for c in _TANH_SERIES[1:]:
+        g.emit(f"Adds({_t(p)}, {_t(p)}, {_literal(c)}, m);")
+        g.emit(f"Mul({_t(p)}, {_t(p)}, {_t(x2) if c != 1.0 else _t(x)}, m);")
+    e, f = g.temp(), g.temp()
+    g.emit(f"Mins({_t(e)}, {_t(x)}, 9.0f, m);")
+    g.emit(f"Maxs({_t(e)}, {_t(e)}, -9.0f, m);")
+    g.emit(f"Muls({_t(e)}, {_t(e)}, 2.0f, m);")
+    g.emit(f"Exp({_t(e)}, {_t(e)}, m);")
+    g.emit(f"Adds({_t(f)}, {_t(e)}, -1.0f, m);")
+    g.emit(f"Adds({_t(e)}, {_t(e)}, 1.0f, m);")
+    g.emit(f"Div({_t(f)}, {_t(f)}, {_t(e)}, m);")
+    g.emit(f"Abs({_t(e)}, {_t(x)}, m);")
+    near = _compare(g, "LT", e, _Val("scalar", expr="0.25f"))
+    out = g.temp()
+    g.emit(f"Select({_t(out)}, {_t(near)}, {_t(p)}, {_t(f)}, SELMODE::VSEL_TENSOR_TENSOR_MODE, m);")
     return out
 
 
@@ -305,7 +343,7 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
         return _compare(g, _CMP[op], args[0], args[1])
     if op in ("Add", "Sub", "Mul", "Div", "Max", "Min") and len(args) == 2:
         out = _arith(g, op, args[0], args[1])
-    elif op in _UNARY or op in ("Neg", "Reciprocal", "Sigmoid"):
+    elif op in _UNARY or op in _HIGH_LEVEL or op in ("Neg", "Reciprocal", "Sigmoid", "Tanh"):
         out = _unary(g, op, args[0])
     elif op == "Pow":
         out = _pow(g, args[0], args[1])
@@ -463,7 +501,20 @@ constexpr int32_t BUFFER_NUM = %(buffers)d;
 constexpr uint32_t GRANULE = %(granule)d;  // elements of one 256-byte float32 repeat
 
 template <typename T> __aicore__ inline float OpsdkRound(float v) { return static_cast<float>(static_cast<T>(v)); }
-template <> __aicore__ inline float OpsdkRound<bfloat16_t>(float v) { return ToFloat(ToBfloat16(v)); }
+// float -> bfloat16 -> float, round to nearest even on the bits (the scalar ToBfloat16
+// truncates, and exists on __CCE_AICORE__ 220 and 300 only).
+template <> __aicore__ inline float OpsdkRound<bfloat16_t>(float v)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = v;
+    if ((b.u & 0x7fffffffu) <= 0x7f800000u) {
+        b.u = (b.u + 0x7fffu + ((b.u >> 16) & 1u)) & 0xffff0000u;
+    }
+    return b.f;
+}
 template <> __aicore__ inline float OpsdkRound<float>(float v) { return v; }
 
 __aicore__ inline bool OpsdkStrEq(const uint8_t* a, const char* b)
@@ -640,14 +691,16 @@ def _compute_lines(g: _Gen, spec: OpSpec, func: FunctionProto) -> list[str]:
 
 
 def _tiling(spec: OpSpec, g: _Gen) -> Tiling:
+    """Tiles filling the Unified Buffer below UB_RESERVED (Select's scratch) after apiTmpBuf_."""
     io = len(spec.inputs) + len(spec.outputs)
+    fixed = 32 * (g.masks + 8) + UB_RESERVED + (API_TMP_BYTES if g.api_tmp else 0)
     per8 = f"8 * ({BUFFER_NUM * io} * typeBytes + {4 * (g.temps + (1 if g.scratch else 0))}) + {g.masks}"
     steps = (
         ("blockLength", f"alignup(ceildiv(totalLength, coreNum), {GRANULE})"),
         ("usedCores", "max2(1, ceildiv(totalLength, blockLength))"),
         ("lastBlockLength", "totalLength - (usedCores - 1) * blockLength"),
         ("bytesPer8", per8),
-        ("fitTile", f"aligndown(floordiv((ubBytes - {32 * (g.masks + 8)}) * 8, bytesPer8), {GRANULE})"),
+        ("fitTile", f"aligndown(floordiv((ubBytes - {fixed}) * 8, bytesPer8), {GRANULE})"),
         ("tileLength", f"max2({GRANULE}, min2(fitTile, alignup(blockLength, {GRANULE})))"),
         ("tileNum", "ceildiv(blockLength, tileLength)"),
     )
@@ -690,6 +743,9 @@ def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str) 
         extra.append(f"        pipe_.InitBuffer(maskBuf_, {g.masks} * MaskStride());\n")
         members.append("    TBuf<QuePosition::VECCALC> maskBuf_;\n")
         members.append("    __aicore__ inline uint32_t MaskStride() const { return (td_.tileLength / 8 + 31) / 32 * 32; }\n")
+    if g.api_tmp:
+        extra.append(f"        pipe_.InitBuffer(apiTmpBuf_, {API_TMP_BYTES});  // sharedTmpBuffer of Erf/Erfc\n")
+        members.append("    TBuf<QuePosition::VECCALC> apiTmpBuf_;\n")
     if g.scratch:
         extra.append("        pipe_.InitBuffer(scratchBuf_, td_.tileLength * sizeof(float));\n")
         members.append("    TBuf<QuePosition::VECCALC> scratchBuf_;\n")

@@ -13,7 +13,7 @@ import importlib.util
 import json
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from ._tiling import Tiling, cpp_tiling
 
 __all__ = [
     "aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tiling_slots",
-    "project_sources", "write_kernel_files",
+    "project_sources", "write_kernel_files", "check_socs_have",
 ]
 
 
@@ -210,6 +210,7 @@ def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:
         kernel = aicore_kernel(spec, folder)
     except GenerateRefused:
         return {}, ""
+    check_socs_have(spec, kernel, op.socs)
     source = re.sub(rf"__aicore__ void {kernel.snake}\(", f"__aicore__ void {op.snake}(",
                     kernel.source)
     if kernel.origin != "generated":
@@ -219,6 +220,37 @@ def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:
     files = {f"op_kernel/{op.snake}.cpp": source,
              f"op_host/{op.snake}_tiling.h": tiling_header(spec, kernel, op)}
     return files, cpp_tiling(kernel.tiling)
+
+
+def check_socs_have(spec: OpSpec, kernel: AicoreKernel, socs: Sequence[str]) -> None:
+    """Refuse (CannArgError) when a SoC lacks an Ascend C API the kernel calls for one of the
+    operator's dtypes, naming each API, the SoC and the header that says so.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> spec = find_operator("Gelu").spec
+        >>> check_socs_have(spec, aicore_kernel(spec), ["ascend310b"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        opsdk.ascend.socs.CannArgError: Gelu: its AI Core kernel ... Erf: not in the Ascend C ...
+    """
+    from ..aicore_apis import missing_apis
+    from ..socs import CannArgError
+
+    dtypes = sorted({d for p in spec.inputs for d in spec.allowed_dtypes(p.type)} |
+                    {d for o in spec.outputs for d in spec.allowed_dtypes(o.type)})
+    problems = []
+    for soc in socs:
+        try:
+            why = missing_apis(kernel.source, soc, dtypes)
+        except CannArgError as e:
+            why = [str(e)]
+        problems += [f"{soc}: {w}" for w in why]
+    if problems:
+        raise CannArgError(
+            f"{spec.name}: its AI Core kernel ({kernel.origin}) calls Ascend C APIs that "
+            "these SoCs lack:\n  " + "\n  ".join(problems) + "\nBuild for those SoCs with "
+            "--engine aicpu (or drop them from --soc).")
 
 
 def _attr_value(slot: TilingSlot, value: Any) -> list[Any]:

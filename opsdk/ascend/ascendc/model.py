@@ -1,12 +1,13 @@
 """Run an operator's AI Core kernel (Ascend C) on opsdk's CPU model of the Ascend C API.
 
 The kernel source (hand-written in ``op_kernel/`` or generated from the decomposition) is
-compiled with the host compiler against ``opsdk/include/opsdk/ascendc`` once per dtype
-combination (``-DDTYPE_<X>=half`` as CANN's build does), into a content-addressed cache.
-Each call computes the host tiling from the SoC's Unified Buffer size and core count
-(data/socs.json), then launches the blocks in a shuffled order. A documented constraint the
-kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel, block, API,
-argument and limit.
+compiled with the host compiler against ``opsdk/ascend/ascendc/include`` once per dtype
+(``-DDTYPE_<X>=half`` as CANN's build does) and SoC family (its ``__CCE_AICORE__``, UB
+layout and the APIs it has, from :mod:`opsdk.ascend.aicore_apis`), into a content-addressed
+cache. Each call computes the host tiling from the SoC's Unified Buffer size and core count
+(data/socs.json ``soc_facts``), then launches the blocks in a shuffled order. A documented
+constraint the kernel breaks raises :class:`~opsdk.errors.KernelError` naming the kernel,
+block, API, argument and limit.
 
 A pass means that the kernel's tiling, indexing and API use are right by the Ascend C
 documentation. It does not mean that an NPU ran the kernel.
@@ -99,7 +100,8 @@ class AscendcModel:
         except GenerateRefused as e:
             raise DeviceUnavailable(f"{self.device}: {e}; the operator runs on AI CPU") from e
         self.soc = compute_unit(soc)
-        self.ub_bytes, self.cores = core_resources(self.soc)
+        self.soc_name = soc
+        self.ub_bytes, self.cores = core_resources(soc)
         self.seed, self.threads = seed, threads
         self._libs: dict[str, Any] = {}
         self._calls = 0
@@ -111,8 +113,19 @@ class AscendcModel:
     def _lib(self, dtype: str) -> Any:
         lib = self._libs.get(dtype)
         if lib is None:
+            self._check_apis(dtype)
             lib = self._libs[dtype] = self._load(self._build(dtype))
         return lib
+
+    def _check_apis(self, dtype: str) -> None:
+        from ..aicore_apis import missing_apis
+
+        why = missing_apis(self.kernel.source, self.soc_name, [dtype])
+        if why:
+            raise DeviceUnavailable(
+                f"{self.device}: {self.kernel.op}'s AI Core kernel cannot build for "
+                f"{self.soc_name} ({dtype}): " + "; ".join(why) + " (on this SoC the operator "
+                "runs on AI CPU: opsdk cann --engine aicpu)")
 
     def _build(self, dtype: str) -> Path:
         from ._kernels import tiling_header
@@ -121,6 +134,7 @@ class AscendcModel:
         header = tiling_header(self.spec, k)
         tc = toolchain()
         macros = [f"-D{k.dtype_macro}={_CPP[dtype]}"] if k.dtype_macro else []
+        macros += _arch_macros(self.soc_name)
         key = hashlib.sha256("\0".join(
             [k.source, header, _model_hash(), " ".join(macros), tc.cxx, tc.cxx_version]
         ).encode()).hexdigest()[:20]
@@ -222,6 +236,16 @@ class AscendcModel:
                               err, len(err))
         if rc:
             raise KernelError(f"ascendc-model: {err.value.decode(errors='replace')}")
+
+
+def _arch_macros(soc: str) -> list[str]:
+    """The model's per-SoC-family macros: ``__CCE_AICORE__``, the UB layout, the APIs it has."""
+    from ..aicore_apis import aicore_arch, api_flags
+
+    arch = aicore_arch(soc)
+    return [f"-DOPSDK_AICORE_ARCH={arch.cce_aicore}", f"-DOPSDK_TMP_UB_OFFSET={arch.tmp_ub_offset}",
+            f"-DOPSDK_UB_STACK_END={arch.stack_end}",
+            *(f"-DOPSDK_HAS_{api}={flag}" for api, flag in api_flags(soc).items())]
 
 
 def _errors(stderr: str, limit: int = 30) -> str:

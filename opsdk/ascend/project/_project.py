@@ -444,22 +444,27 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
     return todo, report
 
 
-def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str, str]:
+def default_engine(spec: OpSpec, folder: str | Path | None = None,
+                   socs: Sequence[str] = ()) -> tuple[str, str]:
     """The engine ``opsdk cann`` builds when none is given, and why: ``both`` once the
     operator has an AI Core kernel (hand-written or generated; GE runs it where its op info
-    allows and the AI CPU kernel elsewhere), ``aicpu`` until then.
+    allows and the AI CPU kernel elsewhere) that every SoC of ``socs`` can build,
+    ``aicpu`` otherwise.
 
     Example:
         >>> from opsdk.registry import find_operator
         >>> default_engine(find_operator("GridSample").spec)[0]
         'aicpu'
+        >>> default_engine(find_operator("Gelu").spec, socs=["ascend310p"])[0]
+        'aicpu'
     """
     from ..ascendc._gen import GenerateRefused
-    from ..ascendc._kernels import aicore_kernel
+    from ..ascendc._kernels import aicore_kernel, check_socs_have
 
     try:
         kernel = aicore_kernel(spec, folder)
-    except GenerateRefused as e:
+        check_socs_have(spec, kernel, socs)
+    except (GenerateRefused, CannArgError) as e:
         return "aicpu", str(e)
     how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
     return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"

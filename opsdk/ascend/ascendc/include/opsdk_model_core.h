@@ -16,6 +16,55 @@
 #include <type_traits>
 #include <vector>
 
+// The SoC family the model compiles for (opsdk/ascend/aicore_apis.py passes them; the
+// defaults are 910B's, basic_api/impl/utils/kernel_utils_constants.h for __CCE_AICORE__ 220).
+#ifndef OPSDK_AICORE_ARCH
+#define OPSDK_AICORE_ARCH 220
+#endif
+#ifndef OPSDK_TMP_UB_OFFSET
+#define OPSDK_TMP_UB_OFFSET (184 * 1024)
+#endif
+#ifndef OPSDK_UB_STACK_END
+#define OPSDK_UB_STACK_END (192 * 1024 - 128)
+#endif
+
+// OPSDK_HAS_<API>: whether the SoC family has the API (0 makes a call a compile error naming it).
+#ifndef OPSDK_HAS_ToBfloat16
+#define OPSDK_HAS_ToBfloat16 1
+#endif
+#ifndef OPSDK_HAS_ToFloat
+#define OPSDK_HAS_ToFloat 1
+#endif
+#ifndef OPSDK_HAS_Erf
+#define OPSDK_HAS_Erf 1
+#endif
+#ifndef OPSDK_HAS_Erfc
+#define OPSDK_HAS_Erfc 1
+#endif
+#ifndef OPSDK_HAS_Tanh
+#define OPSDK_HAS_Tanh 1
+#endif
+#ifndef OPSDK_HAS_DataCopyPad
+#define OPSDK_HAS_DataCopyPad 1
+#endif
+#ifndef OPSDK_HAS_CompareScalar
+#define OPSDK_HAS_CompareScalar 1
+#endif
+#ifndef OPSDK_HAS_BF16_Cast
+#define OPSDK_HAS_BF16_Cast 1
+#endif
+#ifndef OPSDK_HAS_BF16_DataCopyPad
+#define OPSDK_HAS_BF16_DataCopyPad 1
+#endif
+#define OPSDK_STR2(x) #x
+#define OPSDK_STR(x) OPSDK_STR2(x)
+// An API the SoC family lacks: any call is a compile error naming it.
+#define OPSDK_UNAVAILABLE(NAME)                                                                    \
+    template <typename... A> inline void NAME(A&&...) {                                           \
+        static_assert(opsdk_ascendc::kNever<A...>, #NAME " is not in the Ascend C of this SoC family " \
+                      "(__CCE_AICORE__ = " OPSDK_STR(OPSDK_AICORE_ARCH) "; see opsdk/ascend/aicore_apis.py)"); \
+    }
+
 #define __aicore__
 #define __global__
 #define __gm__
@@ -45,6 +94,8 @@ struct bfloat16_t {
 };
 
 namespace opsdk_ascendc {
+
+template <typename... A> constexpr bool kNever = false;
 
 class ModelError : public std::runtime_error {
 public:
@@ -115,6 +166,29 @@ inline Block& Cur() {
 }
 
 inline std::string S(uint64_t v) { return std::to_string(v); }
+
+// Select (and the chip's other users of TMP_UB_OFFSET) writes `bytes` of scratch at the fixed
+// Unified Buffer offset TMP_UB_OFFSET, whatever the kernel keeps there: a TPipe whose buffers
+// reach it is an error; otherwise the scratch is clobbered, as on the chip.
+inline void ClobberScratch(const std::string& api, uint64_t bytes) {
+    Block& b = Cur();
+    const uint64_t at = OPSDK_TMP_UB_OFFSET;
+    if (b.ubUsed > at) {
+        Fail(api, "writes its " + S(bytes) + "-byte scratch at the fixed Unified Buffer offset TMP_UB_OFFSET = " +
+                      S(at) + " (__CCE_AICORE__ = " + S(OPSDK_AICORE_ARCH) + "), inside the " + S(b.ubUsed) +
+                      " bytes this TPipe's buffers take: that data would be overwritten. Keep every buffer below " +
+                      S(at) + " bytes (reserve ubBytes - TMP_UB_OFFSET in the tiling)");
+    }
+    for (uint64_t i = at; i < at + bytes && i < b.ub.size(); ++i) b.ub[i] = 0xA5;
+}
+
+// Bytes of the tmp-buffer stack a high-level API without sharedTmpBuffer uses: the Unified
+// Buffer from the end of the TPipe's buffers to GetEndAddress() (kernel_pop_stack_buffer.h).
+inline uint64_t StackBytes() {
+    Block& b = Cur();
+    const uint64_t end = std::min<uint64_t>(OPSDK_UB_STACK_END, b.ub.size());
+    return b.ubUsed < end ? end - b.ubUsed : 0;
+}
 
 constexpr uint64_t kBlockBytes = 32;     // one data block
 constexpr uint64_t kRepeatBytes = 256;   // one repeat of a vector instruction

@@ -58,6 +58,10 @@ public:
         return t;
     }
     uint32_t GetSize() const { return size_; }
+    T* GetPhyAddr() const { return reinterpret_cast<T*>(Span("LocalTensor::GetPhyAddr", "tensor", 0, 0)); }
+    T* GetPhyAddr(const uint32_t offset) const {
+        return reinterpret_cast<T*>(Span("LocalTensor::GetPhyAddr", "offset", offset, 0));
+    }
     T GetValue(uint32_t i) const {
         T v;
         std::memcpy(&v, Elem("LocalTensor::GetValue", i), sizeof(T));
@@ -150,7 +154,13 @@ public:
 
 class TPipe;
 enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
-using event_t = int32_t;
+// Event ids (tools/tikicpulib/lib/include/stub_fun.h: EVENT_ID4..7 for __CCE_AICORE__ >= 200).
+enum event_t : int32_t {
+    EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3,
+#if OPSDK_AICORE_ARCH >= 200
+    EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7,
+#endif
+};
 
 template <TPosition POS, int32_t DEPTH = 1> class TQue {
 public:
@@ -221,6 +231,10 @@ public:
     opsdk_ascendc::Slot* fifo_[kMax] = {};
     uint32_t num_ = 0, head_ = 0, count_ = 0;
 };
+
+// TQueBind<src, dst, depth>: a queue from one position to another (TQue<pos> is one of these
+// in the real headers); the model treats it as a TQue at src.
+template <TPosition SRC, TPosition DST, int32_t DEPTH, auto MASK = 0> class TQueBind : public TQue<SRC, DEPTH> {};
 
 template <TPosition POS = TPosition::VECCALC> class TBuf {
 public:
@@ -302,10 +316,17 @@ public:
         opsdk_ascendc::Cur().ubUsed = 0;
         opsdk_ascendc::Cur().buffers = 0;
     }
+    // Releases every buffer; the TPipe hands out none after it.
+    void Destroy() {
+        Reset();
+        destroyed_ = true;
+    }
 
 private:
+    bool destroyed_ = false;
     opsdk_ascendc::Slot Take(const char* api, uint32_t len, const void* owner) {
         opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        if (destroyed_) opsdk_ascendc::Fail(api, "the TPipe was destroyed (TPipe::Destroy); it hands out no buffers");
         if (len == 0) opsdk_ascendc::Fail(api, "len is 0 bytes; a buffer needs at least 32 bytes");
         uint64_t bytes = (static_cast<uint64_t>(len) + 31) / 32 * 32;
         if (b.buffers + 1 > opsdk_ascendc::kMaxBuffers) {
@@ -452,11 +473,28 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     }
 }
 
+#if OPSDK_HAS_DataCopyPad
+// DataCopyParams form UB -> UB: blockLen and strides in 32-byte blocks.
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+    opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
+    dst.CheckAligned("DataCopy", "dstLocal");
+    src.CheckAligned("DataCopy", "srcLocal");
+    const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        uint8_t* s = src.Span("DataCopy", "srcLocal", i * (p.blockLen + p.srcStride) * e, len);
+        uint8_t* d = dst.Span("DataCopy", "dstLocal", i * (p.blockLen + p.dstStride) * e, len);
+        std::memmove(d, s, len * sizeof(T));
+    }
+}
+
 // DataCopyPad GM -> UB: blockLen and srcStride in bytes (GM), dstStride in 32-byte blocks
 // (UB); each block lands 32-byte aligned, the gap up to it is padding.
 template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
                         const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+    static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
+                  "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     dst.CheckAligned("DataCopyPad", "dstLocal");
     if (p.blockLen % sizeof(T) != 0) {
@@ -493,6 +531,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
 // DataCopyPad UB -> GM: srcStride in 32-byte blocks (UB), blockLen and dstStride in bytes (GM).
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+    static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
+                  "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     src.CheckAligned("DataCopyPad", "srcLocal");
     if (p.blockLen % sizeof(T) != 0) {
@@ -511,6 +551,10 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
         std::memcpy(d, s, p.blockLen);
     }
 }
+
+#else
+OPSDK_UNAVAILABLE(DataCopyPad)
+#endif
 
 }  // namespace AscendC
 

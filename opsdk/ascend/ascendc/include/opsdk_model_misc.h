@@ -103,6 +103,12 @@ template <typename D, typename S> inline void CheckCastMode(AscendC::RoundMode m
         Fail("Cast", std::string("round_mode CAST_NONE for ") + TypeName<S>() + " -> " + TypeName<D>() +
                          ": name the rounding (CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND or CAST_TRUNC)");
     }
+    if (std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t> && m == RoundMode::CAST_NONE) {
+        // basic_api/impl/dav_c220/kernel_operator_vec_vconv_impl.h asserts on this mode
+        Fail("Cast", "round_mode CAST_NONE for float -> bfloat16_t is not supported on the chip "
+                     "(\"CAST_NONE from float to bfloat16_t not supported on current device\"); name the "
+                     "rounding, e.g. CAST_RINT");
+    }
     if (m == RoundMode::CAST_ODD && !(std::is_same_v<S, float> && std::is_same_v<D, half>)) {
         Fail("Cast", std::string("round_mode CAST_ODD is for float -> half only, not ") + TypeName<S>() + " -> " +
                          TypeName<D>());
@@ -117,6 +123,8 @@ template <typename T1, typename T2>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
                  const uint32_t calCount) {
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
+    static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
+                  "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     dst.CheckAligned("Cast", "dstLocal");
     src.CheckAligned("Cast", "srcLocal");
@@ -132,6 +140,8 @@ template <typename T1, typename T2, bool isSetMask = true>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
                  const uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p) {
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
+    static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
+                  "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     using W = std::conditional_t<(sizeof(T1) > sizeof(T2)), T1, T2>;  // the wider type sets the repeat
     const uint64_t m[2] = {mask, 0};
@@ -148,8 +158,24 @@ inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const R
     });
 }
 
-inline bfloat16_t ToBfloat16(const float& fVal) { return bfloat16_t(fVal); }
+// Scalar conversions as basic_api/impl/kernel_utils.h has them: ToBfloat16 keeps the upper
+// 16 bits of the float (it truncates toward zero; it does not round to nearest).
+#if OPSDK_HAS_ToBfloat16
+inline bfloat16_t ToBfloat16(const float& fVal) {
+    uint32_t u;
+    std::memcpy(&u, &fVal, 4);
+    bfloat16_t b;
+    b.bits = static_cast<uint16_t>(u >> 16);
+    return b;
+}
+#else
+OPSDK_UNAVAILABLE(ToBfloat16)
+#endif
+#if OPSDK_HAS_ToFloat
 inline float ToFloat(const bfloat16_t& bVal) { return static_cast<float>(bVal); }
+#else
+OPSDK_UNAVAILABLE(ToFloat)
+#endif
 
 }  // namespace AscendC
 
@@ -205,6 +231,7 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
     });
 }
 
+#if OPSDK_HAS_CompareScalar
 template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
                           uint32_t calCount) {
@@ -218,6 +245,10 @@ inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0,
     });
 }
 
+#else
+OPSDK_UNAVAILABLE(CompareScalar)
+#endif
+
 // Select, tensor-tensor: bit i of selMask set -> src0[i], else src1[i].
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
@@ -228,6 +259,7 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
     }
     opsdk_ascendc::CheckCmpCount<T>("Select", calCount);
     dst.CheckAligned("Select", "dstLocal");
+    opsdk_ascendc::ClobberScratch("Select", 32 * sizeof(uint32_t));  // the mask address, 32 x uint32_t
     uint8_t* m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
     uint8_t* a = src0.Span("Select", "src0Local", 0, calCount);
     uint8_t* b = src1.Span("Select", "src1Local", 0, calCount);
@@ -248,6 +280,7 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
     }
     opsdk_ascendc::CheckCmpCount<T>("Select", calCount);
     dst.CheckAligned("Select", "dstLocal");
+    opsdk_ascendc::ClobberScratch("Select", 32 * sizeof(T));  // the scalar, duplicated 32 times
     uint8_t* m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
     uint8_t* a = src0.Span("Select", "src0Local", 0, calCount);
     uint8_t* d = dst.Span("Select", "dstLocal", 0, calCount);

@@ -37,6 +37,16 @@ enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR, VSEL_TENSOR_SCALAR_MODE, VSEL_T
 
 namespace opsdk_ascendc {
 
+// Exp, Div, Sqrt and Ln flush a subnormal result to zero on the chip (CANN's Ascend C
+// repository, issue 1604 of cann/asc-devkit: "Exp/Div/Sqrt/Log/Ln ... Flush to zero").
+template <typename F> inline F Ftz(F v) {
+    if constexpr (std::is_floating_point_v<F>) {
+        return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(F(0), v) : v;
+    } else {
+        return v;
+    }
+}
+
 template <typename T, typename... Ok> constexpr bool OneOf = (std::is_same_v<T, Ok> || ...);
 template <typename T> constexpr bool kFloat = OneOf<T, half, float>;
 template <typename T> constexpr bool kArith = OneOf<T, half, float, int16_t, int32_t>;
@@ -253,14 +263,14 @@ using opsdk_ascendc::kFloat;
 OPSDK_BINARY(Add, kArith<T>, "half, float, int16_t, int32_t", x + y)
 OPSDK_BINARY(Sub, kArith<T>, "half, float, int16_t, int32_t", x - y)
 OPSDK_BINARY(Mul, kArith<T>, "half, float, int16_t, int32_t", x * y)
-OPSDK_BINARY(Div, kFloat<T>, "half, float", x / y)
+OPSDK_BINARY(Div, kFloat<T>, "half, float", opsdk_ascendc::Ftz(x / y))
 OPSDK_BINARY(Max, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y))
 OPSDK_BINARY(Min, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
 
-OPSDK_UNARY(Exp, kFloat<T>, "half, float", std::exp(x))
-OPSDK_UNARY(Ln, kFloat<T>, "half, float", std::log(x))
+OPSDK_UNARY(Exp, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::exp(x)))
+OPSDK_UNARY(Ln, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::log(x)))
 OPSDK_UNARY(Abs, kFloat<T>, "half, float", std::fabs(x))
-OPSDK_UNARY(Sqrt, kFloat<T>, "half, float", std::sqrt(x))
+OPSDK_UNARY(Sqrt, kFloat<T>, "half, float", opsdk_ascendc::Ftz(std::sqrt(x)))
 OPSDK_UNARY(Rsqrt, kFloat<T>, "half, float", 1.0f / std::sqrt(x))
 OPSDK_UNARY(Reciprocal, kFloat<T>, "half, float", 1.0f / x)
 OPSDK_UNARY(Relu, (opsdk_ascendc::OneOf<T, half, float, int32_t>), "half, float, int32_t", (std::isnan(x) ? x : (x > 0 ? x : 0 * x)))
@@ -271,25 +281,116 @@ OPSDK_SCALAR(Maxs, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) ||
 OPSDK_SCALAR(Mins, kArith<T>, "half, float, int16_t, int32_t", (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
 OPSDK_SCALAR(LeakyRelu, kFloat<T>, "half, float", (x >= 0 ? x : x * y))
 
-// Advanced math API (count form; the sharedTmpBuffer overload checks the buffer is valid).
-#define OPSDK_ADV_UNARY(NAME, EXPR)                                                                    \
-    template <typename T, bool isReuseSource = false>                                                  \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {  \
-        static_assert(kFloat<T>, OPSDK_DTYPES_MSG(NAME, "half, float"));                               \
-        opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [](T a) {                              \
-            return opsdk_ascendc::Arith1<T>(a, [](auto x) { return EXPR; });                           \
-        });                                                                                            \
-    }                                                                                                  \
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// The high-level Tanh, Erf and Erfc as CANN 8.1.RC1 implements them
+// (highlevel_api/impl/math/{tanh,erf,erfc}/*_common_impl.h): float arithmetic step by step.
+inline float TanhChip(float x) {  // (e^2x - 1) / (e^2x + 1), x clipped to [-8.8, 8.8]
+    float c = x > 8.8f ? 8.8f : x;
+    c = c < -8.8f ? -8.8f : c;
+    const float e = Ftz(std::exp(c * 2.0f));
+    return Ftz((e - 1.0f) / (e + 1.0f));
+}
+
+inline float ErfChip(float x) {  // P(x) / Q(x), x clipped to [-3.92, 3.92]
+    float c = x > 3.92f ? 3.92f : x;
+    c = c < -3.92f ? -3.92f : c;
+    const float x2 = c * c;
+    float p = x2 * 0.053443748819f + 0.75517016694e1f;
+    p = x2 * p + 0.10162808918e3f;
+    p = x2 * p + 0.13938061484e4f;
+    p = x2 * p + 0.50637915060e4f;
+    p = x2 * p + 0.29639384698e5f;
+    p = c * p;
+    float q = x2 + 0.31212858877e2f;
+    q = x2 * q + 0.39856963806e3f;
+    q = x2 * q + 0.30231248150e4f;
+    q = x2 * q + 0.13243365831e5f;
+    q = x2 * q + 0.26267224157e5f;
+    return Ftz(p / q);
+}
+
+inline float ErfcChip(float x) {  // exp(-z^2) R(z) / S(z) at z = |x|, reflected for x < 0
+    float c = x < 10.0f ? x : 10.0f;
+    c = c > -10.0f ? c : -10.0f;
+    const float z = std::fabs(c) + 2.168404344971009e-19f;
+    const float sign = Ftz(c / z);
+    const float rk[] = {0.2517003236e-4f, -0.3848015171e-3f, 0.5681528564e0f, 0.5245623129e1f,
+                        0.2107740710e2f, 0.4212761755e2f, 0.4380524149e2f};
+    float r = z * 0.1735313680e-7f + -0.9856738394e-6f;
+    for (float k : rk) r = z * r + k;
+    float s = z + 0.9349684299e1f;
+    const float s0[] = {0.3756930664e2f, 0.8058268949e2f, 0.9155653738e2f, 0.4380524152e2f};
+    for (float k : s0) s = z * s + k;
+    const float e = Ftz(std::exp(-(z * z)));
+    const float v = e * Ftz(r / s);
+    return v * sign + (1.0f - sign);
+}
+
+// The chunk (elements per pass) the API computes with `bytes` of tmp space, by the formulas
+// of the implementation; 0 is an error there (CheckTmpBufferSize asserts, the NPU divides by 0).
+template <typename T>
+inline void CheckTmp(const char* api, uint64_t bytes, uint32_t perHalf, uint32_t perFloat, bool inFloats,
+                     const char* where) {
+    const uint64_t units = inFloats ? bytes / sizeof(float) : bytes / sizeof(T);
+    const uint32_t k = sizeof(T) == 2 ? perHalf : perFloat;
+    const uint64_t chunk = units / k / 32 * 32;
+    if (chunk == 0) {
+        const uint64_t need = uint64_t(k) * 32 * (inFloats ? sizeof(float) : sizeof(T));
+        Fail(api, std::string("has ") + S(bytes) + " bytes of tmp space (" + where + "), a chunk of 0 " +
+                      TypeName<T>() + " elements; it needs at least " + S(need) +
+                      " bytes: pass a sharedTmpBuffer from a TBuf of that size (size it with Get" + api +
+                      "MaxMinTmpSize) or leave that much Unified Buffer free after the TPipe's buffers");
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+// Advanced math API (count form), with and without sharedTmpBuffer; without it the API uses
+// the tmp-buffer stack (the Unified Buffer after the TPipe's buffers).
+#define OPSDK_ADV_UNARY(NAME, FN, PER_HALF, PER_FLOAT, IN_FLOATS)                                      \
     template <typename T, bool isReuseSource = false>                                                  \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                             \
                      const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount) {           \
+        static_assert(kFloat<T>, OPSDK_DTYPES_MSG(NAME, "half, float"));                               \
         sharedTmpBuffer.Check(#NAME, "sharedTmpBuffer");                                               \
-        NAME<T, isReuseSource>(dst, src, calCount);                                                    \
+        opsdk_ascendc::CheckTmp<T>(#NAME, sharedTmpBuffer.GetSize(), PER_HALF, PER_FLOAT, IN_FLOATS,   \
+                                   "the sharedTmpBuffer");                                             \
+        opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [](T a) {                              \
+            return opsdk_ascendc::FromF<T>(opsdk_ascendc::FN(opsdk_ascendc::ToF(a)));                  \
+        });                                                                                            \
+        std::memset(sharedTmpBuffer.Span(#NAME, "sharedTmpBuffer", 0, sharedTmpBuffer.GetSize()),      \
+                    0xff, sharedTmpBuffer.GetSize());                                                  \
+    }                                                                                                  \
+    template <typename T, bool isReuseSource = false>                                                  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {  \
+        static_assert(kFloat<T>, OPSDK_DTYPES_MSG(NAME, "half, float"));                               \
+        opsdk_ascendc::CheckTmp<T>(#NAME, opsdk_ascendc::StackBytes(), PER_HALF, PER_FLOAT, IN_FLOATS, \
+                                   "the tmp-buffer stack: the Unified Buffer after the TPipe's buffers"); \
+        opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [](T a) {                              \
+            return opsdk_ascendc::FromF<T>(opsdk_ascendc::FN(opsdk_ascendc::ToF(a)));                  \
+        });                                                                                            \
     }
 
-OPSDK_ADV_UNARY(Tanh, std::tanh(x))
-OPSDK_ADV_UNARY(Erf, std::erf(x))
-OPSDK_ADV_UNARY(Erfc, std::erfc(x))
+#if OPSDK_HAS_Tanh
+OPSDK_ADV_UNARY(Tanh, TanhChip, 2, 1, true)
+#else
+OPSDK_UNAVAILABLE(Tanh)
+#endif
+#if OPSDK_HAS_Erf
+OPSDK_ADV_UNARY(Erf, ErfChip, 8, 3, false)
+#else
+OPSDK_UNAVAILABLE(Erf)
+#endif
+#if OPSDK_HAS_Erfc
+OPSDK_ADV_UNARY(Erfc, ErfcChip, 12, 5, false)
+#else
+OPSDK_UNAVAILABLE(Erfc)
+#endif
 
 template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount) {
     static_assert(opsdk_ascendc::OneOf<T, half, float, bfloat16_t, int16_t, uint16_t, int32_t, uint32_t>,

@@ -115,7 +115,7 @@ gen aicore ai_core-Ascend910B1 -lan cpp
 overlay op_host build_msopgen/aicore/op_host
 overlay op_kernel build_msopgen/aicore/op_kernel
 plugins build_msopgen/aicore
-presets build_msopgen/aicore "ascend910b;ascend310p"
+presets build_msopgen/aicore "ascend910b;ascend310b"
 cat >> build_msopgen/aicore/CMakeLists.txt <<CMAKE
 # added by opsdk build.sh: the AI CPU build's kernels, op info and op protos in this package
 install(DIRECTORY "${AICPU_TREE}/op_impl/cpu" DESTINATION packages/vendors/\${vendor_name}/op_impl)

@@ -10,7 +10,20 @@ constexpr int32_t BUFFER_NUM = 2;
 constexpr uint32_t GRANULE = 64;  // elements of one 256-byte float32 repeat
 
 template <typename T> __aicore__ inline float OpsdkRound(float v) { return static_cast<float>(static_cast<T>(v)); }
-template <> __aicore__ inline float OpsdkRound<bfloat16_t>(float v) { return ToFloat(ToBfloat16(v)); }
+// float -> bfloat16 -> float, round to nearest even on the bits (the scalar ToBfloat16
+// truncates, and exists on __CCE_AICORE__ 220 and 300 only).
+template <> __aicore__ inline float OpsdkRound<bfloat16_t>(float v)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = v;
+    if ((b.u & 0x7fffffffu) <= 0x7f800000u) {
+        b.u = (b.u + 0x7fffu + ((b.u >> 16) & 1u)) & 0xffff0000u;
+    }
+    return b.f;
+}
 template <> __aicore__ inline float OpsdkRound<float>(float v) { return v; }
 
 __aicore__ inline bool OpsdkStrEq(const uint8_t* a, const char* b)

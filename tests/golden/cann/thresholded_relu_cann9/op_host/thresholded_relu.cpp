@@ -59,7 +59,7 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const uint64_t lastBlockLength = totalLength - (usedCores - 1) * blockLength;
     tiling.set_lastBlockLength(static_cast<uint64_t>(lastBlockLength));
     const uint64_t bytesPer8 = 8 * (4 * typeBytes + 8) + 1;
-    const uint64_t fitTile = aligndown(floordiv((ubBytes - 288) * 8, bytesPer8), 64);
+    const uint64_t fitTile = aligndown(floordiv((ubBytes - 8480) * 8, bytesPer8), 64);
     const uint64_t tileLength = max2(64, min2(fitTile, alignup(blockLength, 64)));
     tiling.set_tileLength(static_cast<uint32_t>(tileLength));
     const uint64_t tileNum = ceildiv(blockLength, tileLength);
@@ -133,7 +133,7 @@ public:
         this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
         this->AICore().SetTiling(optiling::TilingFunc);
         this->AICore().AddConfig("ascend910b");
-        this->AICore().AddConfig("ascend310p");
+        this->AICore().AddConfig("ascend310b");
     }
 };
 
