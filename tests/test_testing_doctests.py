@@ -16,6 +16,7 @@ MODULES = [
     "opsdk.ascend.precision",
     "opsdk.testing._report",
     "opsdk.testing._cann_type",
+    "opsdk._written",
 ]
 
 
