@@ -27,6 +27,7 @@ from ..._written import (
 )
 from ...errors import OpsdkError
 from ...spec import OpSpec
+from .._cpp import cpp_string
 from .._op import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ..ascendc._kernels import project_sources
 from ..versions import CannVersion, check_socs, parse_cann_version
@@ -127,12 +128,14 @@ class WriteReport:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["cpp_string"] = cpp_string
+    return env
 
 
 @dataclass(frozen=True)
