@@ -23,6 +23,7 @@ from .._written import (
     write_file,
     write_record,
 )
+from ..onnx._model import tensor_data_problem
 from . import _target_ascend, _target_cpu
 from ._config import AUTO_MAX_BATCH, BANNER
 from ._errors import TritonConfigError
@@ -140,6 +141,12 @@ def build_repository(
     report = report or (lambda line: None)
     options = _TARGET_MODULES[options.target].resolve(io, options, report)
     proto = onnx.load(str(model))  # read before making room: the model may live there
+    for t in proto.graph.initializer:
+        problem = tensor_data_problem(t)
+        if problem:
+            raise TritonConfigError(
+                f"{model}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
+                "(see `opsdk doctor`): re-export it or store the values")
     proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
     # the config describes the model file written (dims it fixed, names it gave)
     files = render_model(read_graph_io(proto), options, source=model.name)
