@@ -336,7 +336,9 @@ def check_op_type(name: str, what: str = "--op-type") -> str:
 _ORIGIN_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}::[0-9]{1,9}::[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
-def check_origin_op_type(key: str, what: str = "OriginOpType") -> str:
+def check_origin_op_type(
+    key: str, what: str = "OriginOpType key (from --origin-op-type or a node of --onnx-model)"
+) -> str:
     """``key`` if it is an OriginOpType key ``<domain>::<opset>::<OpType>`` of the grammar
     the generated plugin may carry; whatever a model or the command line gives is checked
     here before it becomes a C++ string literal.
@@ -350,10 +352,9 @@ def check_origin_op_type(key: str, what: str = "OriginOpType") -> str:
     """
     if not isinstance(key, str) or not _ORIGIN_KEY.match(key):
         raise CannArgError(
-            f"{what} {key!r} (from --origin-op-type or a node of --onnx-model) is not "
-            "<domain>::<opset>::<OpType>: the domain uses only letters, digits, '_', '.' and "
-            "'-', the opset is a number below 10^9 and the op type an identifier, e.g. "
-            "com.example::1::MyOp"
+            f"{what} {key!r} is not <domain>::<opset>::<OpType>: the domain uses only "
+            "letters, digits, '_', '.' and '-', the opset is a number below 10^9 and the op "
+            "type an identifier, e.g. com.example::1::MyOp"
         )
     return key
 

@@ -37,6 +37,22 @@ _TARGET_MODULES: dict[str, ModuleType] = {"cpu": _target_cpu, "ascend": _target_
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
+#: What Triton's ModelConfig stores them in (model_config.proto): max_batch_size, instance
+#: count and preferred_batch_size are int32, max_queue_delay_microseconds is uint64; a larger
+#: value is one the server cannot parse, so it is refused here, at build time.
+_INT32_MAX = 2**31 - 1
+_UINT64_MAX = 2**64 - 1
+
+
+def _in_range(name: str, value: int | None, low: int, high: int) -> None:
+    if value is not None and not low <= value <= high:
+        kind = "an int32" if high == _INT32_MAX else "a uint64"
+        raise TritonConfigError(
+            f"{name} {value} must be {low} to {high} (Triton stores it as {kind}; the server "
+            "would not parse the config)"
+        )
+
+
 @dataclass(frozen=True)
 class RepositoryOptions:
     """How to serve one model. ``max_batch_size=None`` picks 32 when the model is batchable.
@@ -85,14 +101,12 @@ class RepositoryOptions:
             )
         if self.target not in TARGETS:
             raise TritonConfigError(f"target {self.target!r} is not one of {', '.join(TARGETS)}")
-        if self.max_batch_size is not None and self.max_batch_size < 0:
-            raise TritonConfigError(f"max_batch_size {self.max_batch_size} must be >= 0")
-        if self.instances < 1:
-            raise TritonConfigError(f"instances {self.instances} must be >= 1")
-        if self.threads < 1:
-            raise TritonConfigError(f"threads {self.threads} must be >= 1")
-        if self.max_queue_delay_us < 0:
-            raise TritonConfigError(f"max_queue_delay_us {self.max_queue_delay_us} must be >= 0")
+        _in_range("max_batch_size", self.max_batch_size, 0, _INT32_MAX)
+        _in_range("instances", self.instances, 1, _INT32_MAX)
+        _in_range("threads", self.threads, 1, _INT32_MAX)
+        _in_range("max_queue_delay_us", self.max_queue_delay_us, 0, _UINT64_MAX)
+        for size in self.preferred_batch_sizes:
+            _in_range("preferred batch size", size, 1, _INT32_MAX)
         _TARGET_MODULES[self.target].check(self)
 
 
