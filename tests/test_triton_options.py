@@ -71,3 +71,18 @@ def test_huge_version_in_an_op_project_names_the_manifest(
     err = capsys.readouterr().err
     assert f"--op-project {prj}: {record}: key 'com.opsdk::99999999999999999999999999::" in err
     assert "Value out of range" not in err and "Traceback" not in err
+
+
+def test_empty_strings_are_not_taken_as_not_given(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 14: --precision-mode-v2 '' and `opsdk cann --op-type ''` are errors."""
+    argv = ["triton", "build", str(model), "-o", str(tmp_path / "r"), "--name", "m", "--target",
+            "ascend", "--cann", "8.1.RC1", "--precision-mode-v2", ""]
+    assert main(argv) == 1
+    assert "--precision-mode-v2 '' is not a GE mode" in capsys.readouterr().err
+    argv = ["cann", TR, "-o", str(tmp_path / "p"), "--cann", "8", "--engine", "aicpu",
+            "--op-type", ""]
+    assert main(argv) == 1
+    assert "--op-type '' is not a CANN operator type" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()

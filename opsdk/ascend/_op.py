@@ -285,7 +285,7 @@ def cann_op(
     keys = tuple(check_origin_op_type(k) for k in origin_op_types or ()) or (
         default_origin_op_type(spec),
     )
-    name = check_op_type(op_type) if op_type else spec.name
+    name = check_op_type(op_type) if op_type is not None else spec.name  # '' is no type
     snake = snake_case(name)
     version = cann or parse_cann_version(DEFAULT_CANN)
     return CannOp(
