@@ -31,10 +31,10 @@ def test_symlink_out_of_the_operator_folder_is_refused(tmp_path):
 def test_package_refuses_a_symlink_before_compiling(tmp_path, capsys):
     """Item 4: the CLI refuses with the path, before any build."""
     op = make_op(tmp_path, "PkgLinkCli")
-    (op / "data.json").symlink_to(tmp_path / "elsewhere.json")
+    (op / "helper.h").symlink_to(tmp_path / "elsewhere.h")
     assert main(["package", str(op), "-o", str(tmp_path / "dist"), "-q"]) == 1
     err = capsys.readouterr().err
-    assert f"{op / 'data.json'} is a symlink" in err and "Traceback" not in err
+    assert f"{op / 'helper.h'} is a symlink" in err and "Traceback" not in err
     assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
 
 
@@ -43,15 +43,16 @@ def test_only_sources_docs_tests_and_declared_data_ship(tmp_path):
     op = make_op(tmp_path, "PkgShip")
     for rel in ("id_rsa", "id_rsa.pub", "server.pem", ".env", ".git/config", "notes.bin",
                 "tables/lut.bin", "tests/test_more.py", "tests/golden/y.npy", "README.md",
-                "op_kernel/pkg_ship.cpp", "op_kernel/tiling.py", "LICENSE"):
+                "op_kernel/pkg_ship.cpp", "op_kernel/tiling.py", "LICENSE",
+                "credentials.json", "data/x.npy"):
         (op / rel).parent.mkdir(parents=True, exist_ok=True)
         (op / rel).write_text("x")
     shipped = sorted(operator_files(op))
     assert shipped == ["LICENSE", "README.md", "kernel.cpp", "op_kernel/pkg_ship.cpp",
                        "op_kernel/tiling.py", "reference.py", "spec.py", "tests/golden/y.npy",
                        "tests/test_more.py"]
-    assert left_out_files(op) == ["id_rsa", "id_rsa.pub", "notes.bin", "server.pem",
-                                  "tables/lut.bin"]
+    assert left_out_files(op) == ["credentials.json", "data/x.npy", "id_rsa", "id_rsa.pub",
+                                  "notes.bin", "server.pem", "tables/lut.bin"]
     spec = op / "spec.py"
     spec.write_text(spec.read_text() + '\nPACKAGE_DATA = ["tables/lut.bin"]\n')
     assert "tables/lut.bin" in operator_files(op) and "tables/lut.bin" not in left_out_files(op)

@@ -17,6 +17,7 @@ compared with golden files), then written to a folder::
 
 from __future__ import annotations
 
+import ast
 import keyword
 import os
 import re
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _paths
+from .._written import UnsafePath, check_relative, safe_target, walk_files, write_file
 from ..errors import BuildError, OperatorNotFound, SpecError
 from ..spec import OpSpec
 
@@ -179,13 +181,14 @@ def package_name(name: str | None, version: str, ops: Sequence[OpSource]) -> Pac
     return PackageName(name, import_name, _normalize_version(version))
 
 
-#: What of an operator folder ships (docs/packaging.md, "What a wheel ships"): files with
-#: these suffixes or names, anywhere but in dot folders and build/cache folders, plus the
-#: files spec.py declares in ``PACKAGE_DATA``. Everything else stays behind (dotfiles, keys,
-#: binaries, logs, data files nobody declared).
-_SHIP_SUFFIXES = (".py", ".md", ".rst", ".txt", ".json", ".npy", ".npz", ".onnx", ".pbtxt",
-                  ".cmake", *_CXX_SUFFIXES)
+#: What of an operator folder ships (docs/packaging.md, "What of an operator folder ships"):
+#: code and docs anywhere but in dot folders and build/cache folders, test data inside test
+#: and golden folders, and the files spec.py declares in ``PACKAGE_DATA``. Everything else
+#: stays behind (dotfiles, keys, binaries, logs, data files nobody declared).
+_SHIP_SUFFIXES = (".py", ".md", ".rst", ".txt", ".cmake", *_CXX_SUFFIXES)
 _SHIP_NAMES = ("LICENSE", "NOTICE", "COPYING")
+_TEST_DATA_SUFFIXES = (".json", ".npy", ".npz", ".onnx", ".pbtxt")
+_TEST_DIRS = {"tests", "test", "golden", "goldens", "testdata"}
 _PACKAGE_DATA = "PACKAGE_DATA"
 
 
@@ -200,7 +203,9 @@ def _ships(rel: str, is_dir: bool) -> bool:
     path = Path(rel)
     if _skip(path):
         return False
-    return is_dir or path.suffix in _SHIP_SUFFIXES or path.stem.upper() in _SHIP_NAMES
+    if is_dir or path.suffix in _SHIP_SUFFIXES or path.stem.upper() in _SHIP_NAMES:
+        return True
+    return path.suffix in _TEST_DATA_SUFFIXES and bool(_TEST_DIRS & set(path.parts[:-1]))
 
 
 def declared_data(folder: Path) -> list[str]:
@@ -214,10 +219,6 @@ def declared_data(folder: Path) -> list[str]:
         >>> declared_data(Path("operators/thresholded_relu"))  # doctest: +SKIP
         []
     """
-    import ast
-
-    from .._written import UnsafePath, check_relative
-
     spec = folder / "spec.py"
     tree = ast.parse(spec.read_text(), str(spec))
     assigned = [
@@ -256,8 +257,6 @@ def operator_files(folder: Path) -> dict[str, bytes]:
         >>> sorted(operator_files(Path("operators/thresholded_relu")))  # doctest: +SKIP
         ['README.md', 'kernel.cpp', 'reference.py', 'spec.py', 'test_thresholded_relu.py']
     """
-    from .._written import safe_target, walk_files
-
     rels = set(walk_files(folder, _ships))
     for rel in declared_data(folder):
         safe_target(folder, rel, f"{folder / 'spec.py'}: {_PACKAGE_DATA}")
@@ -384,8 +383,6 @@ def render_project(
 def write_tree(root: Path, files: dict[str, bytes], executable: Iterable[str] = ()) -> None:
     """Write ``files`` under ``root`` with fixed permissions (0644, 0755 for ``executable``),
     so the wheel does not depend on the author's umask."""
-    from .._written import write_file
-
     run = set(executable)
     for rel, data in files.items():
         write_file(root, rel, data, 0o755 if rel in run or rel.endswith(".sh") else 0o644)

@@ -315,10 +315,9 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
         raise ProjectExists(str(e)) from None
     todo: dict[str, str] = {}
     foreign = []
-    for rel, text in [(MANIFEST, ""), *files.items()]:
+    safe_target(folder, MANIFEST)
+    for rel, text in files.items():
         target = safe_target(folder, rel)  # no symlink on the way nor at the file
-        if rel == MANIFEST:
-            continue
         if not target.exists():
             todo[rel] = text
         elif rel not in recorded or not target.is_file():
