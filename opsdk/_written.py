@@ -42,6 +42,7 @@ __all__ = [
     "remove_file",
     "remove_empty_dirs",
     "read_record",
+    "read_record_data",
     "write_record",
     "sha256",
     "walk_files",
