@@ -38,8 +38,12 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
     Example:
         >>> isa_variants(None, "x86_64", "x86-64-v2")
         ['x86-64-v3', 'x86-64-v4']
-        >>> isa_variants(["x86-64-v3"], "aarch64", "armv8-a")
+        >>> isa_variants([], "aarch64", "armv8-a")
         []
+
+    Raises:
+        SpecError: a requested level is unknown, or is not a level of ``machine`` (an x86
+            level asked of an aarch64 wheel is refused, not dropped).
     """
     from ._prebuilt import CPU_LEVELS
 
@@ -51,6 +55,14 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
                 f"among {', '.join(every)}, or pass --isa-variants none for the baseline only"
             )
     known = WIDER_LEVELS.get(machine, ())
+    foreign = [lv for lv in requested or () if lv not in known]
+    if foreign:
+        has = ", ".join(known) if known else "none yet"
+        raise SpecError(
+            f"--isa-variants {','.join(foreign)}: not a CPU level of {machine} (its wheels' "
+            f"levels: {has}); build the {machine} wheel in its own run with --isa-variants "
+            f"{','.join(known) or 'none'}"
+        )
     wanted = known if requested is None else requested
     levels = list(CPU_LEVELS)  # narrowest first
     floor = levels.index(baseline) if baseline in levels else -1

@@ -347,7 +347,10 @@ def test_isa_variants_per_machine_and_baseline():
                                                                             "x86-64-v4"]
     assert isa_variants([], "x86_64", "x86-64-v2") == []
     assert isa_variants(None, "aarch64", "armv8-a") == []
-    assert isa_variants(["x86-64-v3"], "aarch64", "armv8-a") == []  # a level of the other machine
+    # issue 23 item 14: a level of the other machine is refused, not dropped silently
+    with pytest.raises(SpecError, match=r"--isa-variants x86-64-v3: not a CPU level of aarch64 "
+                                        r"\(its wheels' levels: none yet\).*--isa-variants none"):
+        isa_variants(["x86-64-v3"], "aarch64", "armv8-a")
     with pytest.raises(SpecError, match=r"--isa-variants 'avx2' is not a CPU level .* pick among "
                                         r"x86-64-v3, x86-64-v4, or pass --isa-variants none"):
         isa_variants(["avx2"], "x86_64", "x86-64-v2")

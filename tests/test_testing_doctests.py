@@ -21,6 +21,7 @@ MODULES = [
     "opsdk.ascend.parser",
     "opsdk.ascend.socs",
     "opsdk.onnx._rewrite",
+    "opsdk._written",
 ]
 
 

@@ -253,8 +253,10 @@ def cann_op(
         CannParam(o.name, n, tuple(spec.output_dtype(o, c[0]) for c in cols), False, o.type)
         for n, o in enumerate(spec.outputs)
     )
-    keys = tuple(origin_op_types) if origin_op_types else (default_origin_op_type(spec),)
-    name = check_op_type(op_type) if op_type else spec.name
+    keys = tuple(check_origin_op_type(k) for k in origin_op_types or ()) or (
+        default_origin_op_type(spec),
+    )
+    name = check_op_type(op_type) if op_type is not None else spec.name  # '' is no type
     snake = snake_case(name)
     version = cann or parse_cann_version(DEFAULT_CANN)
     return CannOp(
@@ -298,6 +300,34 @@ def check_op_type(name: str, what: str = "--op-type") -> str:
             "digits, e.g. ThresholdedReluCustom"
         )
     return name
+
+
+#: ``<domain>::<opset>::<OpType>`` as the GE ONNX parser builds an OriginOpType key: an ONNX
+#: domain (letters, digits, '_', '.', '-'), an opset that fits an int32, an identifier.
+_ORIGIN_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}::[0-9]{1,9}::[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def check_origin_op_type(
+    key: str, what: str = "OriginOpType key (from --origin-op-type or a node of --onnx-model)"
+) -> str:
+    """``key`` if it is an OriginOpType key ``<domain>::<opset>::<OpType>`` of the grammar
+    the generated plugin may carry; whatever a model or the command line gives is checked
+    here before it becomes a C++ string literal.
+
+    Raises:
+        CannArgError: naming the key and the rule.
+
+    Example:
+        >>> check_origin_op_type("com.example::1::MyOp")
+        'com.example::1::MyOp'
+    """
+    if not isinstance(key, str) or not _ORIGIN_KEY.match(key):
+        raise CannArgError(
+            f"{what} {key!r} is not <domain>::<opset>::<OpType>: the domain uses only "
+            "letters, digits, '_', '.' and '-', the opset is a number below 10^9 and the op "
+            "type an identifier, e.g. com.example::1::MyOp"
+        )
+    return key
 
 
 _REG_OP = re.compile(r"^[ \t]*REG_OP\([ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)", re.M)

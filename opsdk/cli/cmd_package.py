@@ -55,6 +55,9 @@ def register(sub: Any) -> None:
                         "x86-64-v3,x86-64-v4)")
     p.add_argument("--no-onnx", action="store_true", help="leave out the ONNX artefacts")
     p.add_argument("--no-cann", action="store_true", help="leave out the CANN projects")
+    p.add_argument("--opset", type=int, metavar="N",
+                   help="ai.onnx opset of the fallback functions (default: the lowest they "
+                        "need, 15 or more)")
     p.add_argument("--exclude-sources", action="store_true",
                    help="do not ship the C++ kernel sources in the wheel")
     p.add_argument("--keep-project", metavar="DIR",
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         platforms=args.platform, python=args.python, socs=args.soc or ("ascend910b",),
         cpu_baseline=args.cpu_baseline, isa=_isa_levels(args.isa_variants),
         onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,
-        keep_project=args.keep_project, force=args.force, progress=progress,
+        keep_project=args.keep_project, force=args.force, progress=progress, opset=args.opset,
     )
     for b in res.builds:
         state = "unchanged (identical wheel already there)" if b.unchanged else "built"

@@ -257,7 +257,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
     session = list(args.session_option)
-    if args.precision_mode_v2:
+    if args.precision_mode_v2 is not None:  # an empty mode is refused, not ignored
         from ..ascend import precision_modes_v2
 
         if args.precision_mode_v2 not in precision_modes_v2():

@@ -33,6 +33,7 @@ from ._functions import (
     attach_function,
     build_function,
     evaluate_function,
+    function_opset,
 )
 from ._model import ModelError, OutputExistsError, load_model, save_model
 from ._rewrite import (
@@ -73,6 +74,7 @@ __all__ = [
     "attach_function",
     "build_function",
     "evaluate_function",
+    "function_opset",
     "check_model",
     "constant_node_value",
     "export_model",

@@ -135,6 +135,31 @@ class FunctionBuilder:
         self.domains[domain] = version
 
 
+def function_opset(spec: OpSpec, at_least: int) -> int:
+    """The lowest ai.onnx opset, ``at_least`` or above, the fallback function builds for.
+
+    Raises:
+        SpecError: the function builds for no opset up to the newest ONNX knows (the error
+            of ``at_least``, which names the operator and what it needs).
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> function_opset(find_operator("GridSample").spec, 15)
+        16
+    """
+    newest = int(onnx.defs.onnx_opset_version())
+    first_error: SpecError | None = None
+    for opset in range(at_least, max(at_least, newest) + 1):
+        try:
+            build_function(spec, opset)
+        except SpecError as e:
+            first_error = first_error or e
+            continue
+        return opset
+    assert first_error is not None
+    raise first_error
+
+
 def _first_version(op_type: str) -> int | None:
     try:
         versions = [

@@ -125,6 +125,38 @@ def save_model(model: ModelProto, path: str | os.PathLike[str], *, force: bool =
 
 
 # ------------------------------------------------------------------------- naming
+_DATA_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data",
+                "uint64_data")
+
+
+def tensor_data_problem(t: onnx.TensorProto) -> str | None:
+    """Why an initializer holds no usable data (ONNX's checker and ONNX Runtime reject it),
+    or None: it must carry its ``prod(dims)`` values in exactly one field (or externally).
+
+    Example:
+        >>> import numpy as np
+        >>> t = onnx.numpy_helper.from_array(np.ones(4, np.float32), "w")
+        >>> tensor_data_problem(t) is None
+        True
+        >>> t.ClearField("raw_data"); tensor_data_problem(t)
+        "initializer 'w' (shape [4]) has no data: 4 values expected, none stored"
+    """
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    count = 1
+    for d in t.dims:
+        count *= d
+    stored = ["raw_data"] if t.HasField("raw_data") else []
+    stored += [f for f in _DATA_FIELDS if len(getattr(t, f))]
+    shape = list(t.dims)
+    if count > 0 and not stored:
+        return (f"initializer {t.name!r} (shape {shape}) has no data: {count} values expected, "
+                "none stored")
+    if len(stored) > 1:
+        return f"initializer {t.name!r} stores its values in several fields ({', '.join(stored)})"
+    return None
+
+
 def node_label(node: NodeProto, index: int | None = None) -> str:
     """How errors name a node: ``'conv1' (Conv)`` or ``#3 (com.x::MyOp)``.
 

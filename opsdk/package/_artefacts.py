@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildError, OpsdkError
+from ..errors import BuildError, OpsdkError, SpecError
 from ..spec import OpSpec
 from ._project import BANNER
 
-__all__ = ["Artefacts", "generate_artefacts", "schema_dict"]
+__all__ = ["Artefacts", "generate_artefacts", "schema_dict", "package_opset"]
 
 
 @dataclass
@@ -83,16 +83,48 @@ def schema_dict(spec: OpSpec) -> dict[str, Any]:
     }
 
 
-def _onnx_files(spec: OpSpec) -> tuple[dict[str, bytes], int]:
-    from opsdk.onnx import DEFAULT_OPSET, build_function
+def package_opset(specs: Sequence[OpSpec], opset: int | None = None) -> int:
+    """The ai.onnx opset of the wheel's fallback functions: ``opset`` when given (checked
+    against each function), else the lowest from opsdk's default up that every one needs.
+
+    Example:
+        >>> from opsdk.registry import find_operator
+        >>> package_opset([find_operator("GridSample").spec])
+        16
+    """
+    from opsdk.onnx import DEFAULT_OPSET, build_function, function_opset
+
+    if opset is not None:
+        newest = onnx_newest()
+        if not newest >= opset >= 1:
+            raise SpecError(f"--opset {opset}: ai.onnx opsets run from 1 to {newest}")
+        for spec in specs:
+            if spec.function is not None:
+                try:
+                    build_function(spec, opset)
+                except SpecError as e:
+                    raise SpecError(f"{e} -- pass a higher --opset to opsdk package") from None
+        return opset
+    need = [function_opset(s, DEFAULT_OPSET) for s in specs if s.function is not None]
+    return max([int(DEFAULT_OPSET), *need])
+
+
+def onnx_newest() -> int:
+    import onnx
+
+    return int(onnx.defs.onnx_opset_version())
+
+
+def _onnx_files(spec: OpSpec, opset: int) -> dict[str, bytes]:
+    from opsdk.onnx import build_function
 
     text = json.dumps(schema_dict(spec), indent=2, sort_keys=True) + "\n"
     files = {"onnx/schema.json": text.encode()}
     if spec.function is not None:
-        files["onnx/function.onnx"] = build_function(spec, DEFAULT_OPSET).SerializeToString(
+        files["onnx/function.onnx"] = build_function(spec, opset).SerializeToString(
             deterministic=True
         )
-    return files, int(DEFAULT_OPSET)
+    return files
 
 
 def _cann_files(spec: OpSpec, socs: Sequence[str], folder: Path | None) -> dict[str, bytes]:
@@ -107,20 +139,24 @@ def _available(kind: str) -> str | None:
     import importlib
 
     try:
-        importlib.import_module(f"opsdk.{kind}")
+        module = {"cann": "opsdk.ascend"}.get(kind, f"opsdk.{kind}")
+        importlib.import_module(module)
     except ImportError as e:
-        return f"opsdk.{kind} is not available ({e})"
+        return f"{module} is not available ({e})"
     return None
 
 
 def generate_artefacts(
     specs: Sequence[OpSpec], *, onnx: bool = True, cann: bool = True,
     socs: Sequence[str] = ("ascend910b",), folders: Sequence[Path] | None = None,
+    opset: int | None = None,
 ) -> Artefacts:
     """Generate the ONNX and CANN artefacts of each spec (keyed by snake name).
 
     ``folders`` (one per spec) are the operators' source folders, whose kernel.cpp the CANN
-    project's AI CPU kernel compiles; by default the registry finds them.
+    project's AI CPU kernel compiles; by default the registry finds them. ``opset`` is the
+    ai.onnx opset of the fallback functions (default: the lowest every function needs, from
+    opsdk's default up, see :func:`package_opset`).
 
     Example:
         >>> a = generate_artefacts([spec], cann=False)  # doctest: +SKIP
@@ -133,11 +169,12 @@ def generate_artefacts(
         reason = "disabled (--no-" + kind + ")" if not want else _available(kind)
         if reason:
             out.skipped[kind] = reason
+    if "onnx" not in out.skipped:
+        out.onnx_opset = package_opset(specs, opset)
     for n, spec in enumerate(specs):
         try:
-            if "onnx" not in out.skipped:
-                files, out.onnx_opset = _onnx_files(spec)
-                out.files[spec.snake_name].update(files)
+            if out.onnx_opset is not None:
+                out.files[spec.snake_name].update(_onnx_files(spec, out.onnx_opset))
             if "cann" not in out.skipped:
                 folder = folders[n] if folders is not None else None
                 out.files[spec.snake_name].update(_cann_files(spec, socs, folder))

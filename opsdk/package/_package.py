@@ -22,6 +22,7 @@ from ._project import (
     OpSource,
     PackageName,
     copy_tree,
+    left_out_files,
     package_name,
     render_project,
     resolve_operators,
@@ -342,12 +343,14 @@ def package_operators(
     keep_project: str | os.PathLike[str] | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    opset: int | None = None,
 ) -> PackageResult:
     """Build wheels of the given operators with prebuilt, portable kernels: one per
     platform (default: manylinux2014 of this machine) and CPython version (default: this
     interpreter's). Each kernel is compiled for ``cpu_baseline`` and for the wider levels
     ``isa`` (default: all above the baseline, x86-64-v3 and x86-64-v4 on x86_64; ``[]``:
-    the baseline only); the loader picks the widest one the CPU supports.
+    the baseline only); the loader picks the widest one the CPU supports. ``opset`` is the
+    ai.onnx opset of the fallback functions (default: the lowest they all need, 15 or more).
 
     Example:
         >>> res = package_operators(["operators/my_op", "operators/other"], "dist",
@@ -361,6 +364,10 @@ def package_operators(
     t0 = time.perf_counter()
     say = progress or (lambda _msg: None)
     ops = resolve_operators(operators)
+    for op in ops:  # what ships, checked before anything is compiled (symlinks refused)
+        left = left_out_files(op.folder)
+        if left:
+            say(f"{op.spec.name}: not shipped (see docs/packaging.md): {', '.join(left)}")
     pkg = package_name(name, version, ops)
     if keep_project is not None and Path(keep_project).exists():
         raise BuildError(f"--keep-project {keep_project}: it exists; opsdk never overwrites a "
@@ -368,7 +375,7 @@ def package_operators(
     targets = _targets(platforms, python, cpu_baseline, isa, say)
     unit_socs = _socs(socs)
     arts = generate_artefacts([o.spec for o in ops], onnx=onnx, cann=cann, socs=unit_socs,
-                              folders=[o.folder for o in ops])
+                              folders=[o.folder for o in ops], opset=opset)
     builds = []
     for wt in targets:
         keep = None if keep_project is None else Path(keep_project)

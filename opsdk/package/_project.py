@@ -17,6 +17,7 @@ compared with golden files), then written to a folder::
 
 from __future__ import annotations
 
+import ast
 import keyword
 import os
 import re
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _paths
+from .._written import UnsafePath, check_relative, safe_target, walk_files, write_file
 from ..errors import BuildError, OperatorNotFound, SpecError
 from ..spec import OpSpec
 
@@ -38,6 +40,8 @@ __all__ = [
     "resolve_operators",
     "package_name",
     "operator_files",
+    "left_out_files",
+    "declared_data",
     "render_project",
     "write_tree",
 ]
@@ -177,6 +181,17 @@ def package_name(name: str | None, version: str, ops: Sequence[OpSource]) -> Pac
     return PackageName(name, import_name, _normalize_version(version))
 
 
+#: What of an operator folder ships (docs/packaging.md, "What of an operator folder ships"):
+#: code and docs anywhere but in dot folders and build/cache folders, test data inside test
+#: and golden folders, and the files spec.py declares in ``PACKAGE_DATA``. Everything else
+#: stays behind (dotfiles, keys, binaries, logs, data files nobody declared).
+_SHIP_SUFFIXES = (".py", ".md", ".rst", ".txt", ".cmake", *_CXX_SUFFIXES)
+_SHIP_NAMES = ("LICENSE", "NOTICE", "COPYING")
+_TEST_DATA_SUFFIXES = (".json", ".npy", ".npz", ".onnx", ".pbtxt")
+_TEST_DIRS = {"tests", "test", "golden", "goldens", "testdata"}
+_PACKAGE_DATA = "PACKAGE_DATA"
+
+
 def _skip(rel: Path) -> bool:
     return (
         any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts)
@@ -184,19 +199,85 @@ def _skip(rel: Path) -> bool:
     )
 
 
+def _ships(rel: str, is_dir: bool) -> bool:
+    path = Path(rel)
+    if _skip(path):
+        return False
+    if is_dir or path.suffix in _SHIP_SUFFIXES or path.stem.upper() in _SHIP_NAMES:
+        return True
+    return path.suffix in _TEST_DATA_SUFFIXES and bool(_TEST_DIRS & set(path.parts[:-1]))
+
+
+def declared_data(folder: Path) -> list[str]:
+    """The extra files spec.py declares with ``PACKAGE_DATA = ["tables/lut.bin", ...]``.
+
+    Raises:
+        SpecError: the declaration is not a list of strings, or names a path outside the
+            folder or a file that does not exist.
+
+    Example:
+        >>> declared_data(Path("operators/thresholded_relu"))  # doctest: +SKIP
+        []
+    """
+    spec = folder / "spec.py"
+    tree = ast.parse(spec.read_text(), str(spec))
+    assigned = [
+        node.value for node in tree.body if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == _PACKAGE_DATA for t in node.targets)
+    ]
+    if not assigned:
+        return []
+    try:
+        value = ast.literal_eval(assigned[-1])  # the last assignment, as Python runs it
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ValueError("not a list of strings")
+        out = [check_relative(v, f"{spec}: {_PACKAGE_DATA}") for v in value]
+    except (ValueError, UnsafePath) as e:
+        raise SpecError(
+            f"{spec}: {_PACKAGE_DATA} must be a list of paths inside the operator folder, "
+            f"e.g. {_PACKAGE_DATA} = ['tables/lut.bin'] ({e})"
+        ) from None
+    missing = [v for v in out if not (folder / v).is_file()]
+    if missing:
+        raise SpecError(f"{spec}: {_PACKAGE_DATA} lists {', '.join(missing)}, which is not a "
+                        "file in the operator folder")
+    return out
+
+
 def operator_files(folder: Path) -> dict[str, bytes]:
-    """The files of an operator folder that go into a package (no caches, builds, binaries).
+    """The files of an operator folder that go into a package: sources, headers, Python,
+    docs, test data and what spec.py declares in ``PACKAGE_DATA`` (see docs/packaging.md);
+    never dotfiles, caches, builds, binaries or undeclared files.
+
+    Raises:
+        UnsafePath: a file or folder that would ship is a symlink (named): opsdk never
+            follows a symlink out of the operator folder.
 
     Example:
         >>> sorted(operator_files(Path("operators/thresholded_relu")))  # doctest: +SKIP
         ['README.md', 'kernel.cpp', 'reference.py', 'spec.py', 'test_thresholded_relu.py']
     """
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if path.is_file() and not _skip(rel):
-            files[rel.as_posix()] = path.read_bytes()
-    return files
+    rels = set(walk_files(folder, _ships))
+    for rel in declared_data(folder):
+        safe_target(folder, rel, f"{folder / 'spec.py'}: {_PACKAGE_DATA}")
+        rels.add(rel)
+    return {rel: (folder / rel).read_bytes() for rel in sorted(rels)}
+
+
+def left_out_files(folder: Path) -> list[str]:
+    """The files of an operator folder that do not ship (dot folders and builds not listed).
+
+    Example:
+        >>> left_out_files(Path("operators/thresholded_relu"))  # doctest: +SKIP
+        []
+    """
+    shipped = set(operator_files(folder))
+    out = []
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        base = Path(here).relative_to(folder)
+        dirs[:] = sorted(d for d in dirs if not _skip(base / d))
+        out += [(base / f).as_posix() for f in files if not _skip(base / f)]
+    return sorted(rel for rel in out if rel not in shipped)
 
 
 @lru_cache(maxsize=1)
@@ -304,10 +385,7 @@ def write_tree(root: Path, files: dict[str, bytes], executable: Iterable[str] = 
     so the wheel does not depend on the author's umask."""
     run = set(executable)
     for rel, data in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o755 if rel in run or rel.endswith(".sh") else 0o644)
+        write_file(root, rel, data, 0o755 if rel in run or rel.endswith(".sh") else 0o644)
 
 
 def copy_tree(src: Path, dst: Path) -> None:

@@ -121,9 +121,12 @@ def parse_pythons(text: str | Sequence[str] | None) -> list[str]:
         >>> parse_pythons("3.12,3.10")
         ['3.10', '3.12']
     """
-    if not text:
+    if text is None:
         return [f"{sys.version_info[0]}.{sys.version_info[1]}"]
     items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
+    if not any(i.strip() for i in items):
+        raise SpecError(f"--python {text!r}: name at least one CPython version, e.g. 3.11 "
+                        "(leave the option out for this interpreter's)")
     found = set()
     for item in (i.strip() for i in items if i.strip()):
         m = re.fullmatch(r"(?:cp|python)?(\d)\.?(\d+)", item)

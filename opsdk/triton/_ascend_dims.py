@@ -124,10 +124,12 @@ def _shift_for_batching(model: ModelProto, named: list[tuple[str, int, str]], la
                         ) -> list[str]:
     """When batching, npu_ge reads the name of config dim ``c`` (ONNX dim ``c + 1``) at ONNX
     dim ``c``: its source indexes the ONNX names, batch axis included, with the config dims,
-    which leave it out. So each variable output dim's name is written one dim to the left."""
+    which leave it out. So each variable output dim's name is written one dim to the left.
+    The batch axis itself (ONNX dim 0) is not a config dim: npu_ge reads no name for it, and
+    its name (``--output-dims y=batch,...``) moves nowhere (there is no dim -1)."""
     moves: dict[str, dict[int, str]] = {}
     for output, axis, name in named:
-        if not name.isdigit():
+        if axis >= 1 and not name.isdigit():
             moves.setdefault(output, {})[axis] = name
     notes = []
     for o in model.graph.output:

@@ -1,10 +1,11 @@
 """`opsdk triton check REPO/NAME`: what an npu_ge model folder meets before a host loads it.
 
-Four checks, each what the backend or GE does with the folder: the folder holds one model
-file; GE's ONNX parser rules of the target CANN accept it, with the plugin keys `opsdk cann`
-registers; ONNX Runtime 1.23.2 with no custom ops opens and runs it, and its outputs (the
-fallback functions) match opsdk's graph executor (the operators' own kernels); the output
-dims npu_ge computes from their symbolic names are the ones that run gives.
+Five checks, each what the backend or GE does with the folder: the folder holds one model
+file; config.pbtxt agrees with it (names, data types, dims, max_batch_size); GE's ONNX
+parser rules of the target CANN accept it, with the plugin keys `opsdk cann` registers;
+ONNX Runtime 1.23.2 with no custom ops opens and runs it, and its outputs (the fallback
+functions) match opsdk's graph executor (the operators' own kernels); the output dims
+npu_ge computes from their symbolic names are the ones that run gives.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from ..onnx._probe import probe_feeds
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
+from ._config_check import config_problems, parse_config
 from ._errors import TritonConfigError
+from ._onnx_io import read_graph_io
 from ._ort_check import run_like_npu_ge
 from ._target_ascend import MODEL_FILE, check_folder
 
@@ -95,7 +98,16 @@ def check_npu_ge_folder(
     if not path.is_file():
         report.problems.append(f"{path} is missing; rebuild the folder with opsdk triton build")
         return report
-    model = onnx.load(str(path))
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:  # a truncated or corrupt file: DecodeError and friends
+        report.problems.append(f"{path} is not a readable ONNX model ({type(e).__name__}: "
+                               f"{e}); rebuild the folder with opsdk triton build")
+        return report
+    try:
+        report.problems += config_problems(parse_config(config), read_graph_io(model))
+    except TritonConfigError as e:
+        report.problems.append(str(e))
     registered = project_plugin_keys(op_projects)
     specs = custom_specs(model, folder.name)
     keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)] for s in specs}

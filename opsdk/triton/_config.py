@@ -27,6 +27,13 @@ def _pbstr(value: str) -> str:
     return json.dumps(str(value))
 
 
+def _comment(value: object) -> str:
+    """Text for a ``#`` comment line: a newline or other control character in a name read
+    from the model is escaped, so it cannot end the comment and add config lines."""
+    text = str(value)
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def template_env() -> jinja2.Environment:
     """The Jinja environment of the templates/ folder (strict, no autoescape)."""
     env = jinja2.Environment(
@@ -39,6 +46,7 @@ def template_env() -> jinja2.Environment:
     )
     env.filters["pbstr"] = _pbstr
     env.filters["pystr"] = repr
+    env.filters["comment"] = _comment
     return env
 
 

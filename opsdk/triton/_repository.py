@@ -6,7 +6,6 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,17 @@ from types import ModuleType
 
 import onnx
 
+from .._written import (
+    read_record,
+    remove_empty_dirs,
+    remove_file,
+    safe_target,
+    sha256,
+    walk_files,
+    write_file,
+    write_record,
+)
+from ..onnx._model import tensor_data_problem
 from . import _target_ascend, _target_cpu
 from ._config import AUTO_MAX_BATCH, BANNER
 from ._errors import TritonConfigError
@@ -25,6 +35,22 @@ __all__ = ["RepositoryOptions", "build_repository", "render_model", "BANNER", "T
 TARGETS = ("cpu", "ascend")
 _TARGET_MODULES: dict[str, ModuleType] = {"cpu": _target_cpu, "ascend": _target_ascend}
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+#: What Triton's ModelConfig stores them in (model_config.proto): max_batch_size, instance
+#: count and preferred_batch_size are int32, max_queue_delay_microseconds is uint64; a larger
+#: value is one the server cannot parse, so it is refused here, at build time.
+_INT32_MAX = 2**31 - 1
+_UINT64_MAX = 2**64 - 1
+
+
+def _in_range(name: str, value: int | None, low: int, high: int) -> None:
+    if value is not None and not low <= value <= high:
+        kind = "an int32" if high == _INT32_MAX else "a uint64"
+        raise TritonConfigError(
+            f"{name} {value} must be {low} to {high} (Triton stores it as {kind}; the server "
+            "would not parse the config)"
+        )
 
 
 @dataclass(frozen=True)
@@ -78,14 +104,12 @@ class RepositoryOptions:
             )
         if self.target not in TARGETS:
             raise TritonConfigError(f"target {self.target!r} is not one of {', '.join(TARGETS)}")
-        if self.max_batch_size is not None and self.max_batch_size < 0:
-            raise TritonConfigError(f"max_batch_size {self.max_batch_size} must be >= 0")
-        if self.instances < 1:
-            raise TritonConfigError(f"instances {self.instances} must be >= 1")
-        if self.threads < 1:
-            raise TritonConfigError(f"threads {self.threads} must be >= 1")
-        if self.max_queue_delay_us < 0:
-            raise TritonConfigError(f"max_queue_delay_us {self.max_queue_delay_us} must be >= 0")
+        _in_range("max_batch_size", self.max_batch_size, 0, _INT32_MAX)
+        _in_range("instances", self.instances, 1, _INT32_MAX)
+        _in_range("threads", self.threads, 1, _INT32_MAX)
+        _in_range("max_queue_delay_us", self.max_queue_delay_us, 0, _UINT64_MAX)
+        for size in self.preferred_batch_sizes:
+            _in_range("preferred batch size", size, 1, _INT32_MAX)
         _TARGET_MODULES[self.target].check(self)
 
 
@@ -134,6 +158,12 @@ def build_repository(
     report = report or (lambda line: None)
     options = _TARGET_MODULES[options.target].resolve(io, options, report)
     proto = onnx.load(str(model))  # read before making room: the model may live there
+    for t in proto.graph.initializer:
+        problem = tensor_data_problem(t)
+        if problem:
+            raise TritonConfigError(
+                f"{model}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
+                "(see `opsdk doctor`): re-export it or store the values")
     proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
     # the config describes the model file written (dims it fixed, names it gave)
     files = render_model(read_graph_io(proto), options, source=model.name)
@@ -143,22 +173,17 @@ def build_repository(
     copied = {rel: src.read_bytes()
               for rel, src in _TARGET_MODULES[options.target].copies(io, options).items()}
     _make_room(target, force)
-    (target / "1").mkdir(parents=True)
-    onnx.save(proto, str(target / "1" / "model.onnx"))  # with external data, saved as one file
-    for rel, text in files.items():
-        (target / rel).write_text(text)
-    _copy(copied, target, options.name, report)
-    written = sorted(["1/model.onnx", *files, *copied])
-    (target / MANIFEST).write_text(json.dumps({"written_by": "opsdk", "files": written}) + "\n")
+    target.mkdir(parents=True)
+    data: dict[str, str | bytes] = {"1/model.onnx": proto.SerializeToString(), **files, **copied}
+    for rel, content in data.items():  # the model's external data is inlined
+        write_file(target, rel, content)
+    _report_copies(copied, options.name, report)
+    write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()})
     return target
 
 
-def _copy(files: dict[str, bytes], target: Path, name: str, report: Callable[[str], None],
-          ) -> None:
-    """Write ``{relative path: content}`` into the model folder (the cpu target's operators)."""
-    for rel, data in files.items():
-        (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        (target / rel).write_bytes(data)
+def _report_copies(files: dict[str, bytes], name: str, report: Callable[[str], None]) -> None:
+    """Say which operator folders were copied into the model folder (the cpu target's)."""
     folders = sorted({"/".join(Path(rel).parts[:2]) for rel in files})
     if folders:
         report(f"{name}: copied {', '.join(folders)} into the model folder (OPSDK_OPERATORS_PATH "
@@ -170,19 +195,23 @@ _LEGACY_FILES = ("config.pbtxt", "1/model.onnx", "1/model.py")  # before the man
 
 
 def _ours(target: Path) -> list[str] | None:
-    """The files opsdk wrote in ``target`` (from its manifest), or None if it did not."""
+    """The files opsdk wrote in ``target`` (from its record), or None if it did not.
+
+    A record listing a path outside ``target`` (absolute, ``..``) is refused, naming it."""
     config = target / "config.pbtxt"
-    if not config.is_file() or "generated by opsdk" not in config.read_text().split("\n", 1)[0]:
+    if config.is_symlink() or not config.is_file():
         return None
-    try:
-        listed = json.loads((target / MANIFEST).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+    with open(config, "rb") as f:
+        if b"generated by opsdk" not in f.read(4096).split(b"\n", 1)[0]:
+            return None
+    if not (target / MANIFEST).exists() and not (target / MANIFEST).is_symlink():
         return list(_LEGACY_FILES)
-    return [str(f) for f in listed if isinstance(f, str) and ".." not in Path(f).parts]
+    return list(read_record(target, MANIFEST))
 
 
 def _make_room(target: Path, force: bool) -> None:
-    """Remove the model folder opsdk wrote at ``target`` (``force``), never another file."""
+    """Remove the model folder opsdk wrote at ``target`` (``force``), never another file:
+    nothing outside ``target`` and nothing through a symlink (``1/`` linked elsewhere)."""
     if not target.exists() and not target.is_symlink():
         return
     ours = _ours(target) if target.is_dir() and not target.is_symlink() else None
@@ -196,12 +225,10 @@ def _make_room(target: Path, force: bool) -> None:
             f"{target} exists and its config.pbtxt has no opsdk banner; refusing to replace a "
             "folder opsdk did not write: remove it yourself or pick another --name / -o"
         )
-    keep = {Path(f) for f in [*ours, MANIFEST]}
-    foreign = sorted(
-        p.relative_to(target).as_posix()
-        for p in target.rglob("*")
-        if (p.is_file() or p.is_symlink()) and p.relative_to(target) not in keep
-    )
+    keep = {*ours, MANIFEST}
+    for rel in sorted(keep):
+        safe_target(target, rel, str(target / MANIFEST))  # no symlink on the way, before any delete
+    foreign = [rel for rel in walk_files(target) if rel not in keep]
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         shown = ", ".join(foreign[:3]) + more
@@ -209,8 +236,7 @@ def _make_room(target: Path, force: bool) -> None:
             f"{target} holds files opsdk did not write ({shown}); --force replaces only opsdk's "
             "own files: move those away or pick another --name / -o"
         )
-    for rel in keep:
-        (target / rel).unlink(missing_ok=True)
-    for d in sorted((p for p in target.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-        d.rmdir()
+    for rel in sorted(keep):
+        remove_file(target, rel, str(target / MANIFEST))
+    remove_empty_dirs(target)
     target.rmdir()

@@ -74,6 +74,13 @@ def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
     ]
     if io.custom_ops:
         params.append(("opsdk_custom_ops", ",".join(io.custom_ops)))
+    ours = {key for key, _ in params}
+    for key, _ in opts.extra_parameters:
+        if key in ours:
+            raise TritonConfigError(
+                f"--parameter {key}=...: opsdk writes the parameter {key!r} itself (model.py "
+                "reads it); a second one would contradict it. Drop it (use --operators or "
+                "--threads for those)")
     return params + list(opts.extra_parameters)
 
 

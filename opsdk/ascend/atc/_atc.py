@@ -230,8 +230,23 @@ def project_plugin_keys(projects: Sequence[str | Path]) -> dict[str, list[str]]:
                 f"--op-project {prj}: no opsdk manifest; pass a folder written by `opsdk cann`"
             )
         for op in man.get("ops") or [man]:
-            keys.setdefault(op["op"], []).extend(op.get("origin_op_types", []))
+            name, found = _manifest_keys(Path(prj), op)
+            keys.setdefault(name, []).extend(found)
     return keys
+
+
+def _manifest_keys(prj: Path, man: dict[str, Any]) -> tuple[str, list[str]]:
+    """The operator and its plugin keys from a project manifest, each checked against the
+    key grammar (a hand-edited or foreign manifest is refused naming the file)."""
+    from .._op import check_origin_op_type
+    from ..project._project import MANIFEST
+
+    where = f"--op-project {prj}: {prj / MANIFEST}"
+    op, found = man.get("op"), man.get("origin_op_types", [])
+    if not isinstance(op, str) or not isinstance(found, list):
+        raise CannArgError(f"{where} has no operator name or key list; regenerate the project "
+                           "with `opsdk cann`")
+    return op, [check_origin_op_type(k, f"{where}: key") for k in found]
 
 
 def _precision_flags(

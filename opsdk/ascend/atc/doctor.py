@@ -30,6 +30,7 @@ from ...onnx._model import (
     load_model,
     node_label,
     opset_version,
+    tensor_data_problem,
 )
 from ...onnx._probe import runnable_shapes
 from ...spec import OpSpec
@@ -203,22 +204,53 @@ def _invalid_model(m: ModelProto) -> list[Finding]:
         if vi.name not in defined:
             out.append(Finding("invalid-model", "error", None, None,
                                f"graph output {vi.name!r} is never defined", fix))
+    for t in m.graph.initializer:
+        problem = tensor_data_problem(t)
+        if problem:
+            out.append(Finding("invalid-model", "error", None, None, problem,
+                               fix + ": re-export the model, or store the values "
+                               "(onnx.numpy_helper.from_array)"))
     return out
 
 
 def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> None:
+    """Each ``--input-shape`` names an input, has its rank and agrees with its fixed dims."""
     inits = {t.name for t in m.graph.initializer}
-    names = [vi.name for vi in m.graph.input if vi.name not in inits]
+    inputs = {vi.name: vi for vi in m.graph.input if vi.name not in inits}
     for name, dims in shapes.items():
-        if name not in names:
+        given = f"--input-shape {name}={','.join(map(str, dims))}"
+        if name not in inputs:
             raise SpecError(
                 f"--input-shape {name}=...: the model has no input {name!r}; its inputs are "
-                f"{', '.join(names) or 'none'}"
+                f"{', '.join(inputs) or 'none'}"
             )
         if not all(isinstance(d, int) and d >= 0 for d in dims):
             raise SpecError(
-                f"--input-shape {name}={','.join(map(str, dims))}: ATC needs integer dims "
+                f"{given}: ATC needs integer dims "
                 f"(e.g. --input-shape {name}={','.join('1' for _ in dims)})"
+            )
+        _check_against_model(given, name, list(dims), inputs[name])
+
+
+def _check_against_model(given: str, name: str, dims: list[int],
+                         vi: onnx.ValueInfoProto) -> None:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return
+    model = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or "?")
+             for d in t.shape.dim]  # 0 or negative (as paddle2onnx and others write) is dynamic
+    shown = f"[{','.join(map(str, model))}]"
+    example = ",".join(str(d) if isinstance(d, int) else "1" for d in model)
+    if len(dims) != len(model):
+        raise SpecError(
+            f"{given}: input {name!r} has {len(model)} dims {shown} in the model, the shape "
+            f"gives {len(dims)}; give one size per dim, e.g. --input-shape {name}={example}"
+        )
+    for axis, (want, got) in enumerate(zip(model, dims, strict=True)):
+        if isinstance(want, int) and want != got:
+            raise SpecError(
+                f"{given}: input {name!r} dim {axis} is fixed to {want} in the model "
+                f"{shown}, the shape gives {got}; e.g. --input-shape {name}={example}"
             )
 
 

@@ -11,7 +11,6 @@ files: a file the author edited is kept, a file opsdk did not write is never tou
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,8 +20,18 @@ from typing import Any
 
 import jinja2
 
+from ..._written import (
+    UnsafePath,
+    read_record,
+    read_record_data,
+    safe_target,
+    sha256,
+    write_file,
+    write_record,
+)
 from ...errors import OpsdkError
 from ...spec import OpSpec
+from .._cpp import cpp_string
 from .._op import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
 from ..ascendc._kernels import project_sources
 from ..socs import CannArgError
@@ -133,12 +142,14 @@ class WriteReport:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["cpp_string"] = cpp_string
+    return env
 
 
 @dataclass(frozen=True)
@@ -393,27 +404,18 @@ def copied_sources(op: CannOp, folder: Path | None) -> dict[str, Path]:
     return out
 
 
-def _sha(text: str | bytes) -> str:
-    data = text.encode() if isinstance(text, str) else text
-    return hashlib.sha256(data).hexdigest()
-
-
 def _read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST
-    if not path.is_file():
-        return {}
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ProjectExists(
-            f"{path}: unreadable opsdk manifest ({e}); remove it or pick another folder"
-        ) from None
-    return data if isinstance(data, dict) else {}
+        return read_record_data(folder, MANIFEST)
+    except UnsafePath as e:
+        raise ProjectExists(str(e)) from None
 
 
 def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, str], WriteReport]:
+    """What to write: new files and opsdk's own unedited ones. A path that goes through a
+    symlink inside ``folder`` (or is one) is refused before anything is written."""
     report = WriteReport(folder)
-    if folder.exists() and not folder.is_dir():
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ProjectExists(f"{folder} exists and is not a folder; choose another -o path")
     existing = [p for p in folder.iterdir()] if folder.is_dir() else []
     if existing and not force:
@@ -421,18 +423,22 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
             f"{folder} is not empty; pass --force to regenerate opsdk's files in it "
             "(files you edited and files opsdk did not write are left alone)"
         )
-    recorded: dict[str, str] = _read_manifest(folder).get("files", {})
+    try:
+        recorded = read_record(folder, MANIFEST)
+    except UnsafePath as e:
+        raise ProjectExists(str(e)) from None
     todo: dict[str, str] = {}
     foreign = []
+    safe_target(folder, MANIFEST)
     for rel, text in files.items():
-        target = folder / rel
+        target = safe_target(folder, rel)  # no symlink on the way nor at the file
         if not target.exists():
             todo[rel] = text
-        elif rel not in recorded:
+        elif rel not in recorded or not target.is_file():
             foreign.append(rel)
-        elif _sha(target.read_bytes()) != recorded[rel]:
+        elif sha256(target.read_bytes()) != recorded[rel]:
             report.kept_edited.append(rel)
-        elif recorded[rel] == _sha(text):
+        elif recorded[rel] == sha256(text):
             report.unchanged.append(rel)
         else:
             todo[rel] = text
@@ -539,7 +545,8 @@ def project_files(
     return package_files([entry], socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
 
 
-def _manifest(pkg: CannPackage, entries: Sequence[PackageOp], hashes: dict[str, str]) -> dict:
+def _manifest(pkg: CannPackage, entries: Sequence[PackageOp],
+              hashes: dict[str, str | None]) -> dict:
     ops = [
         {"op": e.spec.name, "op_type": list(e.spec.op_type), "cann_op_type": op.name,
          "engine": op.engine, "origin_op_types": list(op.origin_op_types)}
@@ -577,19 +584,17 @@ def write_package(
     folder = Path(folder)
     files = package_files(entries, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
     todo, report = _plan(folder, files, force)
-    old = _read_manifest(folder).get("files", {})
+    old = read_record(folder, MANIFEST)
     for rel, text in todo.items():
-        target = folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        if rel == "build.sh":
-            target.chmod(0o755)
+        write_file(folder, rel, text, 0o755 if rel == "build.sh" else None)
         report.written.append(rel)
     hashes = {
-        rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
+        rel: old[rel] if rel in report.kept_edited else sha256(text) for rel, text in files.items()
     }
     pkg = _package(entries, socs, vendor, cann)
-    (folder / MANIFEST).write_text(json.dumps(_manifest(pkg, entries, hashes), indent=2) + "\n")
+    meta = _manifest(pkg, entries, hashes)
+    write_record(folder, MANIFEST, meta.pop("files"), **{k: v for k, v in meta.items()
+                                                         if k != "generator"})
     return report
 
 

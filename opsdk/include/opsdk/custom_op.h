@@ -178,7 +178,8 @@ template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; 
 
 // ------------------------------------------------------------------------ errors
 // Thrown by the context's checks; any std::exception thrown by a kernel reaches Python
-// as opsdk.errors.KernelError naming the operator. The process never aborts.
+// as opsdk.errors.KernelError naming the operator. The process never aborts. The messages
+// do not repeat the operator's name: whoever runs the kernel puts it in front, once.
 class OpError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -349,16 +350,16 @@ class CustomOpKernelContext {
 
   const Tensor& input(size_t i) const {
     if (i >= inputs_.size())
-      throw OpError(detail::cat(op_, ": input index ", i, " out of range (", inputs_.size(),
+      throw OpError(detail::cat("input index ", i, " out of range (", inputs_.size(),
                                 " inputs)"));
     if (!present_[i])
-      throw OpError(detail::cat(op_, ": optional input '", inputs_[i].name(),
+      throw OpError(detail::cat("optional input '", inputs_[i].name(),
                                 "' was not given; check ctx.has_input(", i, ") first"));
     return inputs_[i];
   }
   Tensor& output(size_t i) const {
     if (i >= outputs_.size())
-      throw OpError(detail::cat(op_, ": output index ", i, " out of range (", outputs_.size(),
+      throw OpError(detail::cat("output index ", i, " out of range (", outputs_.size(),
                                 " outputs)"));
     return outputs_[i];
   }
@@ -369,7 +370,7 @@ class CustomOpKernelContext {
   // ints -> std::vector<int64_t>, floats -> std::vector<double>.
   template <class T> T attr(const std::string& name) const {
     const AttrValue* v = find(name);
-    if (!v) throw OpError(detail::cat(op_, ": attribute '", name, "' is not declared"));
+    if (!v) throw OpError(detail::cat("attribute '", name, "' is not declared"));
     return convert<T>(name, *v);
   }
   template <class T> T attr(const std::string& name, T default_value) const {
@@ -404,7 +405,7 @@ class CustomOpKernelContext {
     } else if constexpr (std::is_same_v<T, std::vector<float>>) {
       if (auto p = std::get_if<std::vector<double>>(&v)) return T(p->begin(), p->end());
     }
-    throw OpError(detail::cat(op_, ": attribute '", name, "' is of type ", attr_value_type(v),
+    throw OpError(detail::cat("attribute '", name, "' is of type ", attr_value_type(v),
                               " and cannot be read as the requested C++ type"));
   }
 
