@@ -9,6 +9,7 @@ compared with golden files), then written to a folder::
     cmake/OpsdkOperator.cmake   copies of the opsdk CMake module and C++ API, so the
     opsdk_api/include/...       project builds on its own (and paths never leak into
     opsdk_api/csrc/entry.cpp    the binaries)
+    opsdk_api/csrc/py/*.h
     opsdk_api/csrc/runtime.cpp
     src/<pkg>/__init__.py       operator_folders(): the entry point
     src/<pkg>/opsdk_manifest.json
@@ -218,6 +219,8 @@ def _api_files() -> dict[str, bytes]:
         if header.is_file() and header.suffix in (".h", ".hpp", ".inc"):
             files[f"opsdk_api/include/{header.relative_to(inc).as_posix()}"] = header
     files["opsdk_api/csrc/entry.cpp"] = _paths.entry_source()
+    for part in _paths.entry_parts():
+        files[f"opsdk_api/csrc/py/{part.name}"] = part
     files["opsdk_api/csrc/runtime.cpp"] = _paths.runtime_source()
     missing = [str(p) for p in files.values() if not p.is_file()]
     if missing:
