@@ -49,6 +49,8 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
     for (const auto& r : opsdk::registry()) out.append(describe(*r));
     return out;
   });
+  m.def("declare_spec", &declare_spec, py::arg("op"), py::arg("type_vars"), py::arg("inputs"),
+        py::arg("outputs"), py::arg("attrs"));
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
   m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
         py::arg("kernels"), py::arg("attrs"), py::arg("fallback"),

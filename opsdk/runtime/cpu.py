@@ -28,7 +28,7 @@ import numpy as np
 from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
-from ._registration import KernelEntry, dispatch_table
+from ._registration import KernelEntry, dispatch_table, registrations
 
 __all__ = [
     "Operator",
@@ -163,7 +163,7 @@ class Operator:
         self.folder = folder
         self.module = module
         self._table: dict[tuple[str, ...], KernelEntry] = dispatch_table(
-            spec, module.registrations()
+            spec, registrations(spec, module)
         )
         self._run = module.run
         self._n_inputs = len(spec.inputs)

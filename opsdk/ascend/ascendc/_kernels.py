@@ -167,10 +167,10 @@ _FORMATS = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "float": "f", "uin
 
 def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> list[TilingSlot]:
     """Every field of the kernel's tiling struct: the project's fields plus the kernel's."""
-    from ..project._project import _tiling_fields
+    from ..project._tiling import tiling_fields
 
     op = op if op is not None else cann_op(spec)
-    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in _tiling_fields(op)]
+    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in tiling_fields(op)]
     have = {s.name for s in base}
     extra = [TilingSlot(f.name, f.ctype, _SIZES[f.ctype]) for f in kernel.tiling.fields
              if f.name not in have]
@@ -179,11 +179,11 @@ def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -
 
 def tiling_header(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> str:
     """op_host/<op>_tiling.h with every field the kernel reads."""
-    from ..project._project import _env
+    from ..._generated import render
 
     op = op if op is not None else cann_op(spec)
-    return _env().get_template("op_host_tiling.h.jinja").render(
-        op=op, fields=tiling_slots(spec, kernel, op))
+    return render("ascend/project/templates/op_host_tiling.h.jinja",
+                  op=op, fields=tiling_slots(spec, kernel, op))
 
 
 def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:

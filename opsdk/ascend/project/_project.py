@@ -11,18 +11,18 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
+from ..._generated import render
 from ...errors import OpsdkError
+from ...runtime._registration import spec_registration_cpp
 from ...spec import OpSpec
-from .._op import GE_DTYPES, TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from .._op import GE_DTYPES, CannOp, cann_op
 from ..ascendc._kernels import project_sources
 from ..versions import CannVersion, check_socs, parse_cann_version
 from ._msopgen import msopgen_json
+from ._tiling import tiling_fields
 
 __all__ = [
     "default_engine",
@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 MANIFEST = ".opsdk-manifest.json"
-_TEMPLATES = Path(__file__).parent / "templates"
+#: This wing's templates, by their path inside the package (see opsdk._generated.render).
+_TEMPLATE_DIR = "ascend/project/templates"
 
 #: (template, path in the project); ``{s}`` is the CANN operator type in snake_case.
 #: Every project: the msopgen IR JSON's build script, the REG_OP prototype, the ONNX plugin.
@@ -117,43 +118,6 @@ class WriteReport:
         }
 
 
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    ctype: str
-    size: int
-    length: int = 0
-
-
-def _tiling_fields(op: CannOp) -> list[_Field]:
-    """Tiling fields sorted by element size (8, 4, 1 bytes) so each is naturally aligned."""
-    fields = [_Field("totalLength", "uint64_t", 8), _Field("tileNum", "uint32_t", 4)]
-    for a in op.attrs:
-        if a.type == "int":
-            fields.append(_Field(a.name, "int64_t", 8))
-        elif a.type == "float":
-            fields.append(_Field(a.name, "float", 4))
-        elif a.type == "bool":
-            fields.append(_Field(a.name, "uint8_t", 1))
-        elif a.type == "string":
-            fields.append(_Field(a.name, "uint8_t", 1, TILING_STR_BYTES))
-        else:
-            ctype, size = ("int64_t", 8) if a.type == "ints" else ("float", 4)
-            fields.append(_Field(a.name, ctype, size, TILING_LIST_MAX))
-            fields.append(_Field(a.name + "_len", "uint32_t", 4))
-    return sorted(fields, key=lambda f: -f.size)
-
-
 def _presets(op: CannOp) -> str:
     def var(kind: str, value: str) -> dict[str, str]:
         return {"type": kind, "value": value}
@@ -223,10 +187,12 @@ def render_project(
     check_socs(list(op.socs), parse_cann_version(op.cann), engine)
     table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
     aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
-    ctx = {"op": op, "fields": _tiling_fields(op), "dtype_table": table,
-           "aicore_tiling": aicore_tiling}
+    ctx = {"op": op, "fields": tiling_fields(op), "dtype_table": table,
+           "aicore_tiling": aicore_tiling,
+           "spec_registration": spec_registration_cpp(spec, op.snake) if op.aicpu else ""}
     files = {
-        path.format(s=op.snake): _env().get_template(t).render(**ctx) for t, path in _templates(op)
+        path.format(s=op.snake): render(f"{_TEMPLATE_DIR}/{t}", **ctx)
+        for t, path in _templates(op)
     }
     files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
     if op.aicore and op.layout == "cmake-modules":

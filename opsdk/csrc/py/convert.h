@@ -38,6 +38,9 @@ py::dict describe(const opsdk::OpRegistration& r) {
   d["attrs"] = attrs;
   d["accepts_strided"] = r.accepts_strided();
   d["has_kernel"] = static_cast<bool>(r.kernel());
+  py::list columns;  // Kernels<...> columns still waiting for declare_spec
+  for (const auto& c : r.pending_columns()) columns.append(py::cast(c.dtypes));
+  d["columns"] = columns;
   return d;
 }
 
@@ -86,6 +89,34 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
   if (type == "ints") return v.cast<std::vector<int64_t>>();
   if (type == "floats") return v.cast<std::vector<double>>();
   throw py::value_error("unknown attribute type " + type);
+}
+
+}  // namespace
+
+namespace {
+
+// `module.declare_spec(op, type_vars, inputs, outputs, attrs)`: spec.py's facts for the
+// Kernels<...> registrations (inputs/outputs: (name, type, optional); attrs: (name, type,
+// has_default, default)). Returns the number of registrations declared.
+size_t declare_spec(const std::string& op, const std::vector<std::string>& type_vars,
+                    const py::list& inputs, const py::list& outputs, const py::list& attrs) {
+  opsdk::SpecDecl d{op, type_vars, {}, {}, {}};
+  auto args = [](const py::list& v, std::vector<opsdk::SpecArg>& out) {
+    for (const auto& a : v) {
+      auto t = a.cast<py::tuple>();
+      out.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<bool>()});
+    }
+  };
+  args(inputs, d.inputs);
+  args(outputs, d.outputs);
+  for (const auto& a : attrs) {
+    auto t = a.cast<py::tuple>();
+    const auto type = t[1].cast<std::string>();
+    const bool has_default = t[2].cast<bool>();
+    d.attrs.push_back({t[0].cast<std::string>(), type, has_default,
+                       has_default ? attr_from_py(t[3], type) : opsdk::AttrValue{}});
+  }
+  return opsdk::declare_spec(d);
 }
 
 }  // namespace
