@@ -26,7 +26,7 @@ from typing import Any
 
 from . import _paths
 from ._decomposition import decomposition_source
-from .dtypes import ALL_DTYPES, ATTR_TYPES
+from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings
 from .spec import Attr, Input, OpSpec, Output
@@ -165,20 +165,6 @@ def _cpp_literal(a: Attr) -> str:
     }[a.type]
 
 
-_CPP_TYPES = {
-    "float16": "opsdk::half",
-    "bfloat16": "opsdk::bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "bool": "bool",
-}
-
-
 def _py_literal(value: Any) -> str:
     """A default as Python source; lists become tuples (no mutable defaults)."""
     return repr(tuple(value)) if isinstance(value, list) else repr(value)
@@ -191,11 +177,11 @@ def _kernel_types(spec: OpSpec) -> dict[str, Any]:
     params = {v: f"T{k}" for k, v in enumerate(tvars)}
 
     def cpp(type_name: str) -> str:
-        return params.get(type_name) or _CPP_TYPES[spec.resolve_type(type_name, {})]
+        return params.get(type_name) or DTYPES[spec.resolve_type(type_name, {})].cpp
 
     columns = []
     for values in itertools.product(*(spec.types[v] for v in tvars)):
-        types = [_CPP_TYPES[d] for d in values]
+        types = [DTYPES[d].cpp for d in values]
         columns.append(types[0] if len(types) == 1 else f"opsdk::Types<{', '.join(types)}>")
     return {
         "kernel_params": ", ".join(f"class {p}" for p in params.values()) or "class...",

@@ -8,7 +8,6 @@ Goldens live in tests/golden/package/; regenerate them with OPSDK_UPDATE_GOLDEN=
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import sysconfig
@@ -17,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers.golden import check_golden
 
 import opsdk
+from opsdk import _prebuilt as _manifest
 from opsdk._isa import ISA_ENV, isa_variants
 from opsdk.cli import main
 from opsdk.errors import BuildError, ManifestError, OperatorNotFound, SpecError
 from opsdk.package import (
     BANNER,
     MANIFEST_NAME,
-    _manifest,
     default_cpu_baseline,
     generate_artefacts,
     host_environment,
@@ -41,7 +41,6 @@ from opsdk.package._project import operator_files, resolve_operators
 from opsdk.package._targets import zig_cpu
 from opsdk.registry import find_operator, find_operators
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "package"
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
 
 SPEC_PY = '''\
@@ -71,15 +70,6 @@ def make_op(root: Path, name: str, domain: str = "com.example.pkgtest") -> Path:
     (folder / "reference.py").write_text(REFERENCE_PY)
     (folder / "kernel.cpp").write_text(KERNEL_CPP)
     return folder
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("OPSDK_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"missing golden {path}; run with OPSDK_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{name} changed; regenerate with OPSDK_UPDATE_GOLDEN=1"
 
 
 # ----------------------------------------------------------------------------- names
@@ -183,7 +173,7 @@ def test_generated_project_matches_goldens(tmp_path):
     for name in ("pyproject.toml", "CMakeLists.txt", "README.md", "src/acme_ops/__init__.py"):
         text = files[name].decode()
         assert BANNER in text.splitlines()[0], f"{name} lacks the banner"
-        check_golden(name.replace("/", "__") + ".golden", text)
+        check_golden("package/" + name.replace("/", "__") + ".golden", text)
 
 
 def test_generated_project_is_self_contained(tmp_path):

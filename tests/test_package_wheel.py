@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from opsdk import _prebuilt as _manifest
 from opsdk._isa import WIDER_LEVELS
 from opsdk.naming import snake_case
 from opsdk.package import (
     PackageResult,
-    _manifest,
     default_cpu_baseline,
     package_operators,
     wheel_contents,

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.golden import check_golden
+from _helpers.triton_models import mlp_model, parse_config
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
-from test_triton_build import check_golden, mlp_model, parse_config
 
 from opsdk.ascend import check_parser_rules, default_origin_op_type
 from opsdk.ascend.versions import parse_cann_version
@@ -85,11 +86,11 @@ def ort_1232() -> Path:
 def test_two_custom_ops_build_golden_and_pass_parser_rules(tmp_path: Path) -> None:
     folder = build(tmp_path, two_op_model(), max_batch_size=8)
     config = (folder / "config.pbtxt").read_text()
-    check_golden("ascend_two_ops/config.pbtxt", config)
+    check_golden("triton/ascend_two_ops/config.pbtxt", config)
     parsed = parse_config(config)
     assert list(parsed.dynamic_batching.preferred_batch_size) == [2, 4, 8]  # type: ignore[attr-defined]
     model = onnx.load(str(folder / "1" / "model.onnx"))
-    check_golden("ascend_two_ops/model.txt", onnx.printer.to_text(model))
+    check_golden("triton/ascend_two_ops/model.txt", onnx.printer.to_text(model))
     assert sorted(f.name for f in model.functions) == ["Softmax", "ThresholdedRelu"]
     assert "do not edit" in {p.key: p.value for p in model.metadata_props}["opsdk"]
     keys = {op: [default_origin_op_type(find_operator(f"com.opsdk::{op}").spec)]
@@ -303,7 +304,7 @@ def test_backend_parameters_from_the_cli(tmp_path: Path, capsys: pytest.CaptureF
                "--parameter", "graph.ge.exec.x=1"])
     assert rc == 0
     text = (tmp_path / "repo" / "m" / "config.pbtxt").read_text()
-    check_golden("ascend_parameters/config.pbtxt", text)
+    check_golden("triton/ascend_parameters/config.pbtxt", text)
     params = {k: v.string_value for k, v in parse_config(text).parameters.items()}  # type: ignore[attr-defined]
     assert params == {
         "device_ids": "0,1", "device_exec_blocks": "2", "instance_exec_blocks": "3",

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.golden import check_golden
+from _helpers.triton_models import parse_config
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
-from test_triton_build import check_golden, parse_config
 
 from opsdk.cli import main
 from opsdk.errors import DeviceUnavailable
@@ -222,7 +223,7 @@ def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
         "net", target="ascend", cann="8.1.RC1"), report=notes.append)
     assert out_dims(folder) == ["n", 4, "(h+1)/2", "(w+1)/2"]
     config = (folder / "config.pbtxt").read_text()
-    check_golden("ascend_derived/config.pbtxt", config)
+    check_golden("triton/ascend_derived/config.pbtxt", config)
     assert parse_config(config).max_batch_size == 0  # type: ignore[attr-defined]
     assert any("max_batch_size 0" in n for n in notes)
     assert any("checked with ONNX Runtime on 2 probes (n=1, h=64, w=96; n=2, h=96, w=160)" in n

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from ..ascend._op import DEFAULT_SOCS
+
 HELP = """\
 examples:
   opsdk cann MyOp -o build/cann/my_op                      # AI CPU, CANN of this host or 8.x
@@ -44,7 +46,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="SOC",
-        help="compute unit or SoC version, repeatable (default ascend910b)",
+        help=f"compute unit or SoC version, repeatable (default {DEFAULT_SOCS[0]})",
     )
     p.add_argument("--onnx-model", metavar="MODEL", help="register the keys this ONNX model needs")
     p.add_argument(
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     info = find_operator(args.name)
     spec = info.spec
-    socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
+    socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or DEFAULT_SOCS)))
     from ..naming import check_vendor_name
 
     target = resolve_cann(args.cann)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._generated import render
+from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...runtime._registration import spec_registration_cpp
 from ...spec import OpSpec
@@ -70,21 +71,6 @@ _AICPU_FILES: tuple[tuple[str, str], ...] = (
     ("op_proto.h.jinja", "aicpu/op_proto/{s}.h"),
     ("aicpu_proto.cc.jinja", "aicpu/op_proto/{s}.cc"),
 )
-#: opsdk::DType enumerator of each opsdk dtype (custom_op.h).
-_OPSDK_DTYPES: dict[str, str] = {
-    "float16": "Float16",
-    "bfloat16": "BFloat16",
-    "float32": "Float32",
-    "float64": "Float64",
-    "int8": "Int8",
-    "int16": "Int16",
-    "int32": "Int32",
-    "int64": "Int64",
-    "uint8": "UInt8",
-    "bool": "Bool",
-}
-
-
 def _templates(op: CannOp) -> list[tuple[str, str]]:
     files = list(_COMMON_FILES)
     if op.aicore:
@@ -185,7 +171,7 @@ def render_project(
         shape_header=shape_header,
     )
     check_socs(list(op.socs), parse_cann_version(op.cann), engine)
-    table = [(d, _OPSDK_DTYPES[d], GE_DTYPES[d]) for d in _OPSDK_DTYPES]
+    table = [(d.name, d.enum, GE_DTYPES[d.name]) for d in DTYPES.values()]
     aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
     ctx = {"op": op, "fields": tiling_fields(op), "dtype_table": table,
            "aicore_tiling": aicore_tiling,
