@@ -187,3 +187,23 @@ def test_aicpu_needs_the_operators_kernel(tmp_path: Path) -> None:
         write_project(rich_op(), tmp_path / "b", kernel_folder=tmp_path)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     assert "aicpu/opsdk/kernel.cpp" in write_project(thresholded_relu(), tmp_path / "c").written
+
+
+def test_write_project_describes_the_operator_once(tmp_path: Path, monkeypatch) -> None:
+    """`opsdk cann` builds the CannOp once and hands it to every generator."""
+    import opsdk.ascend.ascendc._kernels as kernels
+    import opsdk.ascend.project._msopgen as msopgen
+    import opsdk.ascend.project._project as project
+
+    calls = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(args[0])
+        return cann_op(*args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (project, msopgen, kernels):
+        monkeypatch.setattr(module, "cann_op", counted)
+    write_project(thresholded_relu(), tmp_path / "p", engine="both")
+    assert len(calls) == 1
+    manifest = json.loads((tmp_path / "p" / MANIFEST).read_text())
+    assert manifest["cann_op_type"] == "ThresholdedRelu" and manifest["engine"] == "both"

@@ -54,7 +54,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("run", &run, py::arg("index"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"));
   m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
         py::arg("kernels"), py::arg("attrs"), py::arg("fallback"),
-        py::arg("planner") = py::none());
+        py::arg("planner") = py::none(), py::arg("on_error") = py::none());
   m.def("vectorcall_subclass", &vectorcall_subclass, py::arg("base"));
   m.def("enable_vectorcall", &enable_vectorcall, py::arg("op"));
   m.def("empty", &empty, py::arg("shape"), py::arg("dtype"));

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..._generated import BANNER
 from ...errors import SpecError
 from ...spec import OpSpec
 from .._op import CannOp, cann_op
@@ -64,7 +65,7 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None))
-    return generate(spec, cann_op(spec).banner)
+    return generate(spec, BANNER)
 
 
 _KERNEL_MANIFEST = ".opsdk-manifest.json"

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ...spec import OpSpec
-from .._op import MSOPGEN_DTYPES, CannParam, cann_op
+from .._op import MSOPGEN_DTYPES, CannOp, CannParam, cann_op
 
 __all__ = ["msopgen_json", "msopgen_data", "MSOPGEN_ATTR_TYPES", "MSOPGEN_IO_TYPES"]
 
@@ -46,7 +46,9 @@ def _default(attr_type: str, value: Any) -> Any:
     return value
 
 
-def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any]]:
+def msopgen_data(
+    spec: OpSpec, op_type: str | None = None, *, op: CannOp | None = None
+) -> list[dict[str, Any]]:
     """The msopgen IR description as Python data (a one-element list, as msopgen reads it).
 
     Example:
@@ -57,7 +59,7 @@ def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any
         >>> d["input_desc"][0]["type"], d["attr"][0]["type"], d["attr"][0]["default_value"]
         (['fp16', 'float'], 'list_int', [1, 1])
     """
-    op = cann_op(spec, op_type=op_type)
+    op = op if op is not None else cann_op(spec, op_type=op_type)
     attrs = []
     for a in op.attrs:
         item: dict[str, Any] = {
@@ -79,7 +81,7 @@ def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any
     return [entry]
 
 
-def msopgen_json(spec: OpSpec, op_type: str | None = None) -> str:
+def msopgen_json(spec: OpSpec, op_type: str | None = None, *, op: CannOp | None = None) -> str:
     """The msopgen IR JSON text (``msopgen gen -i <snake>.json -f onnx -c ai_core-<soc> -lan cpp``).
 
     Example:
@@ -89,4 +91,4 @@ def msopgen_json(spec: OpSpec, op_type: str | None = None) -> str:
         >>> '"op": "MyOp"' in msopgen_json(s)
         True
     """
-    return json.dumps(msopgen_data(spec, op_type), indent=4) + "\n"
+    return json.dumps(msopgen_data(spec, op_type, op=op), indent=4) + "\n"

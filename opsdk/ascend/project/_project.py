@@ -146,6 +146,7 @@ def render_project(
     cann: CannVersion | None = None,
     op_type: str | None = None,
     shape_header: bool = False,
+    op: CannOp | None = None,
 ) -> dict[str, str]:
     """Every generated file of the project as ``{relative path: text}``.
 
@@ -155,6 +156,8 @@ def render_project(
     CMake modules (see :mod:`opsdk.ascend.versions`). ``shape_header``: the operator has a C++
     shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
     kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
+    ``op``: the operator's description when the caller has built it (the other arguments are
+    then not read).
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
@@ -166,11 +169,12 @@ def render_project(
         >>> "op_host/my_op.cpp" in render_project(s, engine="aicore")
         True
     """
-    op = cann_op(
-        spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
-        shape_header=shape_header,
-    )
-    check_socs(list(op.socs), parse_cann_version(op.cann), engine)
+    if op is None:
+        op = cann_op(
+            spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
+            shape_header=shape_header,
+        )
+    check_socs(list(op.socs), parse_cann_version(op.cann), op.engine)
     table = [(d.name, d.enum, GE_DTYPES[d.name]) for d in DTYPES.values()]
     aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
     ctx = {"op": op, "fields": tiling_fields(op), "dtype_table": table,
@@ -183,7 +187,7 @@ def render_project(
     files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
     if op.aicore and op.layout == "cmake-modules":
         files["CMakePresets.json"] = _presets(op)
-    files[f"{op.snake}.json"] = msopgen_json(spec, op_type=op.name)
+    files[f"{op.snake}.json"] = msopgen_json(spec, op=op)
     return dict(sorted(files.items()))
 
 
@@ -328,13 +332,31 @@ def project_files(
         >>> "aicpu/opsdk/kernel.cpp" in files and "aicpu/opsdk/include/opsdk/custom_op.h" in files
         True
     """
+    op, folder = _describe(spec, socs, origin_op_types, vendor, engine, cann, op_type,
+                           kernel_folder)
+    return _files(spec, op, folder)
+
+
+def _describe(
+    spec: OpSpec,
+    socs: Sequence[str],
+    origin_op_types: Sequence[str] | None,
+    vendor: str,
+    engine: str,
+    cann: CannVersion | None,
+    op_type: str | None,
+    kernel_folder: str | Path | None,
+) -> tuple[CannOp, Path | None]:
+    """The operator's description (built once per project) and its folder."""
     folder = _operator_folder(spec, kernel_folder, need_kernel=engine in ("aicpu", "both"))
     shape_header = folder is not None and (folder / "shape.h").is_file()
-    files = render_project(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
-        shape_header=shape_header,
-    )
-    op = cann_op(spec, op_type=op_type, engine=engine)
+    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann,
+                 shape_header=shape_header)
+    return op, folder
+
+
+def _files(spec: OpSpec, op: CannOp, folder: Path | None) -> dict[str, str]:
+    files = render_project(spec, op=op)
     files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
     return dict(sorted(files.items()))
 
@@ -364,10 +386,9 @@ def write_project(
         True
     """
     folder = Path(folder)
-    files = project_files(
-        spec, socs, origin_op_types, vendor, engine=engine, cann=cann, op_type=op_type,
-        kernel_folder=kernel_folder,
-    )
+    op, op_folder = _describe(spec, socs, origin_op_types, vendor, engine, cann, op_type,
+                              kernel_folder)
+    files = _files(spec, op, op_folder)
     todo, report = _plan(folder, files, force)
     old = _read_manifest(folder).get("files", {})
     for rel, text in todo.items():
@@ -380,7 +401,6 @@ def write_project(
     hashes = {
         rel: old[rel] if rel in report.kept_edited else _sha(text) for rel, text in files.items()
     }
-    op = cann_op(spec, socs, origin_op_types, vendor, op_type=op_type, engine=engine, cann=cann)
     manifest = {
         "generator": "opsdk",
         "op": spec.name,

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,8 +34,9 @@ namespace {
 // function stays the one description of the rule) returned for these input dtypes, input
 // shapes and attribute values, kept in a small cache so a repeated call does no Python work.
 // A planner error (an axis out of range, a Scale that does not broadcast, ...) is the
-// checked path's own SpecError, raised as is. Anything else the fast path does not take
-// (other arguments, a kernel error) goes to the Python executor, which checks everything
+// checked path's own SpecError, raised as is. An exception from the kernel is handed to
+// `on_error` (the executor's KernelError, so the kernel runs once); anything else the fast
+// path does not take (other arguments) goes to the Python executor, which checks everything
 // and raises the precise error.
 constexpr Py_ssize_t kMaxFastInputs = 8;
 constexpr const char* kCallerCapsule = "opsdk.fast_caller";
@@ -43,9 +45,9 @@ constexpr size_t kMaxPlans = 16;  // output-shape plans kept per operator (oldes
 class FastCaller {
  public:
   FastCaller(size_t n_required, size_t n_inputs, const py::list& kernels, const py::list& attrs,
-             py::object fallback, py::object planner)
+             py::object fallback, py::object planner, py::object on_error)
       : n_required_(n_required), n_inputs_(n_inputs), fallback_(std::move(fallback)),
-        planner_(std::move(planner)) {
+        planner_(std::move(planner)), on_error_(std::move(on_error)) {
     for (const auto& a : attrs) {
       auto t = a.cast<py::tuple>();
       AttrSpec spec{t[0].cast<std::string>(), t[1].cast<std::string>(), py::str(t[0]), {}, false};
@@ -350,8 +352,9 @@ class FastCaller {
     try {
       invoke(*k->reg, std::move(ins), std::move(present), std::move(outs), k->attr_order,
              std::move(values));
-    } catch (const std::runtime_error&) {
-      return fallback(args, n, kwnames);  // the Python path re-runs and raises KernelError
+    } catch (const std::runtime_error& e) {
+      if (on_error_.is_none()) return fallback(args, n, kwnames);  // re-runs, raises there
+      return kernel_failed(e.what());
     }
     if (n_out == 1) return py::object(results[0]).release().ptr();
     return results.release().ptr();
@@ -360,7 +363,23 @@ class FastCaller {
   size_t n_required_, n_inputs_;
   std::vector<Kernel> kernels_;
   std::vector<AttrSpec> attrs_;
+  // The kernel threw: on_error_(message) raises the executor's KernelError. nullptr with
+  // that error set.
+  PyObject* kernel_failed(const char* what) const {
+    PyObject* message = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)),
+                                             "replace");
+    if (!message) return nullptr;
+    PyObject* r = PyObject_CallOneArg(on_error_.ptr(), message);
+    Py_DECREF(message);
+    if (r) {  // on_error returned instead of raising
+      Py_DECREF(r);
+      PyErr_SetString(PyExc_RuntimeError, what);
+    }
+    return nullptr;
+  }
+
   py::object fallback_, planner_;  // planner_: None for elementwise ops
+  py::object on_error_;            // None: kernel errors take the fallback
   const Kernel* last_ = nullptr;
   std::vector<Plan> plans_;
   size_t next_plan_ = 0;
@@ -369,13 +388,14 @@ class FastCaller {
 // The callable behind Operator.__call__: a builtin function (vectorcall) bound to a capsule
 // that owns the FastCaller.
 py::object fast_caller(size_t n_required, size_t n_inputs, const py::list& kernels,
-                       const py::list& attrs, py::object fallback, py::object planner) {
+                       const py::list& attrs, py::object fallback, py::object planner,
+                       py::object on_error) {
   static PyMethodDef def = {
       "opsdk_call",
       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FastCaller::entry)),
       METH_FASTCALL | METH_KEYWORDS, "op(*inputs, **attrs): run the kernel"};
   auto* fc = new FastCaller(n_required, n_inputs, kernels, attrs, std::move(fallback),
-                            std::move(planner));
+                            std::move(planner), std::move(on_error));
   PyObject* capsule = PyCapsule_New(fc, kCallerCapsule, [](PyObject* c) {
     delete static_cast<FastCaller*>(PyCapsule_GetPointer(c, kCallerCapsule));
   });
