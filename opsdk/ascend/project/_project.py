@@ -19,7 +19,7 @@ from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...runtime._registration import spec_registration_cpp
 from ...spec import OpSpec
-from .._op import GE_DTYPES, CannOp, cann_op
+from .._op import DEFAULT_SOCS, GE_DTYPES, CannOp, cann_op
 from ..ascendc._kernels import project_sources
 from ..versions import CannVersion, check_socs, parse_cann_version
 from ._msopgen import msopgen_json
@@ -138,7 +138,7 @@ def _presets(op: CannOp) -> str:
 
 def render_project(
     spec: OpSpec,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     *,
@@ -309,7 +309,7 @@ def default_engine(spec: OpSpec, folder: str | Path | None = None) -> tuple[str,
 
 def project_files(
     spec: OpSpec,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     *,
@@ -365,7 +365,7 @@ def write_project(
     spec: OpSpec,
     folder: str | Path,
     *,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     force: bool = False,
