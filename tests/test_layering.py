@@ -162,3 +162,16 @@ def test_cann_alias_warns_and_gives_the_ascend_names() -> None:
             mod = importlib.import_module(old)
         assert mod.__all__ == new.__all__
         assert all(getattr(mod, n) is getattr(new, n) for n in new.__all__)
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in tests/_helpers or conftest.py, not in test modules."""
+    root = PKG.parent
+    offenders = []
+    for path in sorted([*(root / "tests").rglob("test_*.py"), *(root / "operators").rglob("test_*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(root)} imports {n}" for n in names
+                          if n.split(".")[-1].startswith("test_")]
+    assert not offenders, "\n".join(offenders)
