@@ -1,15 +1,18 @@
 """How each Ascend interface spells opsdk's dtypes: one table (a fact of the ascend wing).
 
-Columns: GE's ``ge::DataType`` enumerator (graph/types.h; AI CPU's ``aicpu::DataType`` in
-cpu_types.h uses the same enumerator names), ACL's ``aclDataType`` number (acl/acl_base.h),
-msopgen's IR JSON ``type`` (INPUT_OUTPUT_DTYPE_MAP keys) and the Ascend C type of the AI
-Core kernels opsdk generates (``None`` where opsdk generates none).
+Columns: GE's ``ge::DataType`` enumerator (graph/types.h), ACL's ``aclDataType`` number
+(acl/acl_base.h), msopgen's IR JSON ``type`` (INPUT_OUTPUT_DTYPE_MAP keys), the Ascend C
+type of the AI Core kernels opsdk generates (``None`` where opsdk generates none), and AI
+CPU's ``aicpu::DataType`` enumerator (cpu_types.h) where it differs from GE's: CANN 8.1.RC1
+spells bfloat16 ``DT_BF16`` in graph/types.h but ``DT_BFLOAT16`` in aicpu/cpu_types.h.
 
 Example:
     >>> SPELLINGS["float16"].ge, SPELLINGS["float16"].acl, SPELLINGS["float16"].msopgen
     ('DT_FLOAT16', 1, 'fp16')
     >>> ASCENDC_TYPES
     {'float16': 'half', 'bfloat16': 'bfloat16_t', 'float32': 'float'}
+    >>> SPELLINGS["bfloat16"].ge, SPELLINGS["bfloat16"].aicpu
+    ('DT_BF16', 'DT_BFLOAT16')
 """
 
 from __future__ import annotations
@@ -18,27 +21,31 @@ from dataclasses import dataclass
 
 from ..dtypes import ALL_DTYPES
 
-__all__ = ["Spelling", "SPELLINGS", "GE_DTYPES", "ACL_DTYPES", "MSOPGEN_DTYPES", "ASCENDC_TYPES"]
+__all__ = [
+    "Spelling", "SPELLINGS", "GE_DTYPES", "ACL_DTYPES", "MSOPGEN_DTYPES", "ASCENDC_TYPES",
+    "AICPU_DTYPES",
+]
 
 
 @dataclass(frozen=True)
 class Spelling:
-    """One dtype as GE (and AI CPU), ACL, msopgen and Ascend C spell it."""
+    """One dtype as GE, ACL, msopgen, Ascend C and AI CPU spell it."""
 
     ge: str
     acl: int
     msopgen: str
     ascendc: str | None = None
+    aicpu_name: str | None = None  # when AI CPU's differs from GE's
 
     @property
     def aicpu(self) -> str:
-        """The ``aicpu::DataType`` enumerator (GE's name)."""
-        return self.ge
+        """The ``aicpu::DataType`` enumerator."""
+        return self.aicpu_name or self.ge
 
 
 SPELLINGS: dict[str, Spelling] = {
     "float16": Spelling("DT_FLOAT16", 1, "fp16", "half"),
-    "bfloat16": Spelling("DT_BF16", 27, "bfloat16", "bfloat16_t"),
+    "bfloat16": Spelling("DT_BF16", 27, "bfloat16", "bfloat16_t", "DT_BFLOAT16"),
     "float32": Spelling("DT_FLOAT", 0, "float", "float"),
     "float64": Spelling("DT_DOUBLE", 11, "double"),
     "int8": Spelling("DT_INT8", 2, "int8"),
@@ -58,3 +65,5 @@ ACL_DTYPES: dict[str, int] = {d: s.acl for d, s in SPELLINGS.items()}
 MSOPGEN_DTYPES: dict[str, str] = {d: s.msopgen for d, s in SPELLINGS.items()}
 #: opsdk dtype -> Ascend C element type, for the dtypes opsdk's AI Core kernels take.
 ASCENDC_TYPES: dict[str, str] = {d: s.ascendc for d, s in SPELLINGS.items() if s.ascendc}
+#: opsdk dtype -> aicpu::DataType enumerator.
+AICPU_DTYPES: dict[str, str] = {d: s.aicpu for d, s in SPELLINGS.items()}

@@ -18,7 +18,7 @@ namespace {
 size_t ElementSize(int dtype) {
   switch (dtype) {
     case aicpu::DT_FLOAT: case aicpu::DT_INT32: return 4;
-    case aicpu::DT_FLOAT16: case aicpu::DT_BF16: case aicpu::DT_INT16: return 2;
+    case aicpu::DT_FLOAT16: case aicpu::DT_BFLOAT16: case aicpu::DT_INT16: return 2;
     case aicpu::DT_DOUBLE: case aicpu::DT_INT64: return 8;
     default: return 1;
   }

@@ -19,8 +19,9 @@ from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...runtime._registration import spec_registration_cpp
 from ...spec import OpSpec
-from .._op import DEFAULT_SOCS, GE_DTYPES, CannOp, cann_op
+from .._op import DEFAULT_SOCS, CannOp, cann_op
 from ..ascendc._kernels import project_sources
+from ..spellings import AICPU_DTYPES
 from ..versions import CannVersion, check_socs, parse_cann_version
 from ._msopgen import msopgen_json
 from ._tiling import tiling_fields
@@ -175,7 +176,7 @@ def render_project(
             shape_header=shape_header,
         )
     check_socs(list(op.socs), parse_cann_version(op.cann), op.engine)
-    table = [(d.name, d.enum, GE_DTYPES[d.name]) for d in DTYPES.values()]
+    table = [(d.name, d.enum, AICPU_DTYPES[d.name]) for d in DTYPES.values()]
     aicore, aicore_tiling = project_sources(spec, op) if op.aicore else ({}, "")
     ctx = {"op": op, "fields": tiling_fields(op), "dtype_table": table,
            "aicore_tiling": aicore_tiling,

@@ -41,7 +41,7 @@ opsdk::DType ToOpsdk(aicpu::DataType t)
 {
     switch (t) {
         case aicpu::DT_FLOAT16: return opsdk::DType::Float16;
-        case aicpu::DT_BF16: return opsdk::DType::BFloat16;
+        case aicpu::DT_BFLOAT16: return opsdk::DType::BFloat16;
         case aicpu::DT_FLOAT: return opsdk::DType::Float32;
         case aicpu::DT_DOUBLE: return opsdk::DType::Float64;
         case aicpu::DT_INT8: return opsdk::DType::Int8;
