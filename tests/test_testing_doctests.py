@@ -16,6 +16,11 @@ MODULES = [
     "opsdk.ascend.precision",
     "opsdk.testing._report",
     "opsdk.testing._cann_type",
+    "opsdk.runtime._registration",
+    "opsdk.runtime._devices",
+    "opsdk.ascend.spellings",
+    "opsdk._generated",
+    "opsdk.dtypes",
 ]
 
 

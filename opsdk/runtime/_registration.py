@@ -49,7 +49,8 @@ def spec_declaration(spec: OpSpec) -> SpecDeclaration:
 
     Example:
         >>> from opsdk.spec import Attr, Input, OpSpec, Output
-        >>> s = OpSpec("Relu6", inputs=[Input("x", "T")], outputs=[Output("y", "T")],
+        >>> s = OpSpec("Relu6", domain="com.example", inputs=[Input("x", "T")],
+        ...            outputs=[Output("y", "T")],
         ...            attrs=[Attr("cap", "float", 6.0)], types={"T": ("float32",)})
         >>> spec_declaration(s).type_vars, spec_declaration(s).attrs
         (('T',), (('cap', 'float', True, 6.0),))
@@ -190,7 +191,8 @@ def spec_registration_cpp(spec: OpSpec, snake: str) -> str:
 
     Example:
         >>> from opsdk.spec import Input, OpSpec, Output
-        >>> s = OpSpec("Neg", inputs=[Input("x", "T")], outputs=[Output("y", "T")],
+        >>> s = OpSpec("Neg", domain="com.example", inputs=[Input("x", "T")],
+        ...            outputs=[Output("y", "T")],
         ...            types={"T": ("float32",)})
         >>> print(spec_registration_cpp(s, "neg").splitlines()[1])
         static const ::opsdk::SpecRegistration opsdk_spec_neg({
