@@ -18,6 +18,19 @@ from typing import Any
 
 from .errors import ManifestError, SpecError
 
+#: /proc/cpuinfo flags each x86-64 micro-architecture level needs (cumulative).
+_X86_V2 = ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")
+_X86_V3 = _X86_V2 + ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
+_X86_V4 = _X86_V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+CPU_LEVELS: dict[str, tuple[str, ...]] = {
+    "x86-64": (),
+    "x86-64-v2": _X86_V2,
+    "x86-64-v3": _X86_V3,
+    "x86-64-v4": _X86_V4,
+    "armv8-a": (),
+}
+
+
 __all__ = ["ISA_ENV", "ISA_DIR", "WIDER_LEVELS", "isa_variants", "pick_variant"]
 
 #: The environment variable that forces a variant: a level of the manifest, or ``baseline``.
@@ -45,8 +58,6 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
         SpecError: a requested level is unknown, or is not a level of ``machine`` (an x86
             level asked of an aarch64 wheel is refused, not dropped).
     """
-    from ._prebuilt import CPU_LEVELS
-
     every = [lv for levels in WIDER_LEVELS.values() for lv in levels]
     for level in requested or ():
         if level not in every:
@@ -70,8 +81,6 @@ def isa_variants(requested: Sequence[str] | None, machine: str, baseline: str) -
 
 
 def _supported(level: str, flags: frozenset[str] | None) -> bool:
-    from ._prebuilt import CPU_LEVELS
-
     needed = CPU_LEVELS.get(level)
     return needed is not None and flags is not None and set(needed) <= flags
 

@@ -31,6 +31,11 @@ def entry_source() -> Path:
     return PACKAGE_DIR / "csrc" / "entry.cpp"
 
 
+def entry_parts() -> list[Path]:
+    """The headers ``entry.cpp`` includes from ``csrc/py/`` (one concern each), sorted."""
+    return sorted((PACKAGE_DIR / "csrc" / "py").glob("*.h"))
+
+
 def runtime_source() -> Path:
     """The Python-free runtime (thread pool, invocation core) linked next to every kernel."""
     return PACKAGE_DIR / "csrc" / "runtime.cpp"

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ._isa import ISA_ENV, pick_variant
+from ._isa import CPU_LEVELS, ISA_ENV, pick_variant
 from .errors import ManifestError
 
 __all__ = [
@@ -42,18 +42,6 @@ __all__ = [
 
 MANIFEST_NAME = "opsdk_manifest.json"
 FORMAT = 1
-
-#: /proc/cpuinfo flags each x86-64 micro-architecture level needs (cumulative).
-_X86_V2 = ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")
-_X86_V3 = _X86_V2 + ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
-_X86_V4 = _X86_V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
-CPU_LEVELS: dict[str, tuple[str, ...]] = {
-    "x86-64": (),
-    "x86-64-v2": _X86_V2,
-    "x86-64-v3": _X86_V3,
-    "x86-64-v4": _X86_V4,
-    "armv8-a": (),
-}
 
 #: The files of an operator folder whose hashes identify the sources a kernel was built from.
 _HASHED_SUFFIXES = (".py", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh", ".inc")

@@ -116,6 +116,7 @@ def toolchain(cxxflags: str | None = None) -> Toolchain:
     cxx = _find_cxx()
     api = sorted(_paths.include_dir().rglob("*.h")) + [
         _paths.entry_source(),
+        *_paths.entry_parts(),
         _paths.runtime_source(),
         _cmake_module(),
     ]

@@ -13,11 +13,14 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "DType",
+    "DTYPES",
     "ALL_DTYPES",
     "TFloat",
     "TFloatBf",
@@ -31,18 +34,41 @@ __all__ = [
     "ATTR_TYPES",
 ]
 
-ALL_DTYPES: tuple[str, ...] = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "bool",
-)
+@dataclass(frozen=True)
+class DType:
+    """Every spelling of one dtype outside the backends (those are in opsdk.ascend.spellings).
+
+    ``numpy``: NumPy's name (bfloat16 is ml_dtypes'); ``onnx``: the ``onnx.TensorProto``
+    element type and ``onnx_type`` its schema string; ``cpp``: the C++ type a kernel reads
+    (custom_op.h); ``enum``: the ``opsdk::DType`` enumerator.
+    """
+
+    name: str
+    numpy: str
+    onnx: int
+    onnx_type: str
+    cpp: str
+    enum: str
+
+
+#: The dtype table: one row per dtype opsdk kernels take, in opsdk::DType's order.
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("float16", "float16", 10, "tensor(float16)", "opsdk::half", "Float16"),
+        DType("bfloat16", "bfloat16", 16, "tensor(bfloat16)", "opsdk::bfloat16", "BFloat16"),
+        DType("float32", "float32", 1, "tensor(float)", "float", "Float32"),
+        DType("float64", "float64", 11, "tensor(double)", "double", "Float64"),
+        DType("int8", "int8", 3, "tensor(int8)", "int8_t", "Int8"),
+        DType("int16", "int16", 5, "tensor(int16)", "int16_t", "Int16"),
+        DType("int32", "int32", 6, "tensor(int32)", "int32_t", "Int32"),
+        DType("int64", "int64", 7, "tensor(int64)", "int64_t", "Int64"),
+        DType("uint8", "uint8", 2, "tensor(uint8)", "uint8_t", "UInt8"),
+        DType("bool", "bool", 9, "tensor(bool)", "bool", "Bool"),
+    )
+}
+
+ALL_DTYPES: tuple[str, ...] = tuple(DTYPES)
 
 TFloat: tuple[str, ...] = ("float16", "float32")
 TFloatBf: tuple[str, ...] = ("float16", "bfloat16", "float32")
@@ -55,18 +81,7 @@ ATTR_TYPES: tuple[str, ...] = ("int", "float", "bool", "string", "ints", "floats
 
 _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 
-_ONNX_ELEM = {
-    "float32": 1,
-    "uint8": 2,
-    "int8": 3,
-    "int16": 5,
-    "int32": 6,
-    "int64": 7,
-    "bool": 9,
-    "float16": 10,
-    "float64": 11,
-    "bfloat16": 16,
-}
+_ONNX_ELEM = {d.name: d.onnx for d in DTYPES.values()}
 
 
 def _bfloat16() -> Any:

@@ -18,6 +18,22 @@ from .errors import ScaffoldError
 __all__ = ["Spellings", "spellings", "snake_case", "check_op_name", "check_vendor_name"]
 
 
+#: An op type: UpperCamelCase letters and digits.
+OP_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+#: C++ keywords and common macros an op or field name must not collide with.
+CPP_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
+    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable
+    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+    register reinterpret_cast requires return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq NULL""".split()
+)
+
+
 #: longest op type: it becomes folder, file, C++ and ONNX names (255-byte file name limits)
 MAX_OP_NAME = 64
 
@@ -49,8 +65,6 @@ def check_op_name(name: str) -> None:
         ...
         opsdk.errors.ScaffoldError: invalid op name 'my_op': ...
     """
-    from .spec import CPP_KEYWORDS, OP_NAME_RE
-
     why = None
     if not name:
         why = "it is empty"

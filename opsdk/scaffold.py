@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -25,7 +26,7 @@ from typing import Any
 
 from . import _paths
 from ._decomposition import decomposition_source
-from .dtypes import ALL_DTYPES, ATTR_TYPES
+from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings
 from .spec import Attr, Input, OpSpec, Output
@@ -164,45 +165,34 @@ def _cpp_literal(a: Attr) -> str:
     }[a.type]
 
 
-_CPP_TYPES = {
-    "float16": "opsdk::half",
-    "bfloat16": "opsdk::bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "bool": "bool",
-}
-
-
 def _py_literal(value: Any) -> str:
     """A default as Python source; lists become tuples (no mutable defaults)."""
     return repr(tuple(value)) if isinstance(value, list) else repr(value)
 
 
+def _kernel_types(spec: OpSpec) -> dict[str, Any]:
+    """The C++ side of the template kernel: one template parameter per type variable (in
+    the order a dtype column binds them), each argument's C++ type, the dtype columns."""
+    tvars = list(dict.fromkeys(i.type for i in spec.inputs if i.type in spec.types))
+    params = {v: f"T{k}" for k, v in enumerate(tvars)}
+
+    def cpp(type_name: str) -> str:
+        return params.get(type_name) or DTYPES[spec.resolve_type(type_name, {})].cpp
+
+    columns = []
+    for values in itertools.product(*(spec.types[v] for v in tvars)):
+        types = [DTYPES[d].cpp for d in values]
+        columns.append(types[0] if len(types) == 1 else f"opsdk::Types<{', '.join(types)}>")
+    return {
+        "kernel_params": ", ".join(f"class {p}" for p in params.values()) or "class...",
+        "first_cpp": cpp(spec.inputs[0].type) if spec.inputs else "float",
+        "out_cpp": [cpp(o.type) for o in spec.outputs],
+        "columns": ", ".join(columns) if tvars else "opsdk::Types<>",
+    }
+
+
 def _context(spec: OpSpec, like_doc: str) -> dict[str, Any]:
     s = spellings(spec.name)
-    regs = []
-    for combo in spec.dtype_combinations():
-        binding = spec.bind_types(combo)
-        outs = [spec.output_dtype(o, binding) for o in spec.outputs]
-        regs.append(
-            {
-                "inputs": [
-                    {"name": i.name, "dtype": d, "optional": i.optional}
-                    for i, d in zip(spec.inputs, combo)
-                ],
-                "outputs": [
-                    {"name": o.name, "dtype": d, "same_as_first": d == combo[0]}
-                    for o, d in zip(spec.outputs, outs)
-                ],
-                "first_cpp": _CPP_TYPES[combo[0]],
-                "out_cpp": [_CPP_TYPES[d] for d in outs],
-            }
-        )
     params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
     kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
     signature = ", ".join(params + (["*"] + kw if kw else []))
@@ -233,7 +223,7 @@ def _context(spec: OpSpec, like_doc: str) -> dict[str, Any]:
                 for a in spec.attrs
             ],
             "types": {k: repr(tuple(v)) for k, v in spec.types.items()},
-            "registrations": regs,
+            **_kernel_types(spec),
             "signature": signature,
             "shapes": ", ".join(shapes),
         },

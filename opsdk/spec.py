@@ -30,6 +30,7 @@ import numpy as np
 
 from .dtypes import ALL_DTYPES, ATTR_TYPES, TFloat, TFloatAll, TFloatBf, TInt, TNumeric
 from .errors import SpecError
+from .naming import CPP_KEYWORDS, OP_NAME_RE
 
 __all__ = [
     "OpSpec",
@@ -47,24 +48,11 @@ __all__ = [
     "broadcast_shapes",
 ]
 
-OP_NAME_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 #: What an operator computes on: the AI Core's Vector unit or its matrix (Cube) unit.
 #: ATC's precision modes treat matrix operators differently (docs/validation.md).
 COMPUTE_KINDS = ("vector", "cube")
-
-#: C++ keywords and common macros an op or field name must not collide with.
-CPP_KEYWORDS = frozenset(
-    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
-    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
-    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
-    enum explicit export extern false float for friend goto if inline int long mutable
-    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
-    register reinterpret_cast requires return short signed sizeof static static_assert
-    static_cast struct switch template this thread_local throw true try typedef typeid
-    typename union unsigned using virtual void volatile wchar_t while xor xor_eq NULL""".split()
-)
 
 
 class _Required:

@@ -149,6 +149,44 @@ def test_missing_dtype_kernel_is_named(cache, tmp_path):
         load(op_dir, build_operator(op_dir).module)
 
 
+SHORT_FORM = 'REGISTER_CUSTOM_OP("ThresholdedRelu").Kernels<float, opsdk::half>(OPSDK_KERNEL_TEMPLATE(trelu));\n'
+
+
+def short_form(kernel: Path, registration: str = SHORT_FORM) -> None:
+    """Replace the long-form registrations of KERNEL by ``registration``."""
+    text = kernel.read_text()
+    kernel.write_text(text[: text.index("REGISTER_CUSTOM_OP")] + registration)
+
+
+def test_short_form_takes_names_optionality_and_attributes_from_the_spec(cache, tmp_path):
+    op_dir = copy_op(tmp_path)
+    short_form(op_dir / "kernel.cpp")
+    op = load(op_dir, build_operator(op_dir).module)
+    regs = op.module.registrations()
+    assert [(r["inputs"], r["outputs"]) for r in regs] == [
+        ([(0, "x", "float32", False)], [(0, "y", "float32", False)]),
+        ([(0, "x", "float16", False)], [(0, "y", "float16", False)]),
+    ]
+    assert regs[0]["attrs"] == [("alpha", "float", True, 1.0)] and not regs[0]["columns"]
+    x = np.array([0.5, 2.0], np.float16)
+    assert list(op(x)) == [0.0, 2.0] and list(op(x.astype(np.float32), alpha=0.25)) == [0.5, 2.0]
+
+
+@pytest.mark.parametrize(("registration", "match"), [
+    ('REGISTER_CUSTOM_OP("ThresholdedRelu").Kernels<opsdk::Types<float, float>>('
+     "[](const CustomOpKernelContext&, auto, auto) {});\n",
+     r"the dtype columns of Kernels<...>: REGISTER_CUSTOM_OP says a column of 2 type\(s\) "
+     r"\(float32, float32\), spec.py says 1 type variable\(s\) \(T\)"),
+    ('REGISTER_CUSTOM_OP("ThresholdedRelu").Kernels<float>(OPSDK_KERNEL_TEMPLATE(trelu));\n',
+     r"spec.py allows x=float16 but kernel.cpp registers no kernel for it"),
+])
+def test_short_form_checked_against_spec(cache, tmp_path, registration, match):
+    op_dir = copy_op(tmp_path)
+    short_form(op_dir / "kernel.cpp", registration)
+    with pytest.raises(RegistrationMismatch, match=match):
+        load(op_dir, build_operator(op_dir).module)
+
+
 BUILD_SCRIPT = textwrap.dedent(
     """
     import json, sys

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_cann_specs import ROOT, shipped
+from _helpers.specs import ROOT, shipped
 
 from opsdk.ascend import write_project
 from opsdk.ascend.project.headers import aicpu_include

@@ -19,7 +19,7 @@ from typing import Any
 import onnx
 import onnx.helper as oh
 import pytest
-from test_cann_specs import ROOT, rich_op, shipped
+from _helpers.specs import ROOT, rich_op, shipped
 
 from opsdk.ascend import write_project
 from opsdk.ascend.npu.executor import ACL_DTYPES, SIGNATURES

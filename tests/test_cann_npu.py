@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cann_specs import thresholded_relu
+from _helpers.specs import thresholded_relu
 
 from opsdk.ascend.npu.executor import NpuOperator, npu_available
 from opsdk.errors import DeviceUnavailable

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_cann_specs import ROOT
+from _helpers.specs import ROOT
 
 from opsdk.ascend import (
     CannArgError,

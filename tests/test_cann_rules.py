@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.ascend_repo import build as build_ascend
+from _helpers.ascend_repo import two_op_model
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
-from test_triton_ascend import build as build_ascend
-from test_triton_ascend import two_op_model
 
 from opsdk.ascend import CannArgError, compute_unit, normalize_default_domain, plan_atc
 from opsdk.ascend.atc._atc import write_model_copy

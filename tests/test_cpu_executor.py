@@ -80,6 +80,20 @@ def test_cpp_exception_becomes_kernel_error_naming_the_op(probe):
     assert probe(x)[3] == 3  # and the process goes on
 
 
+def test_a_throwing_kernel_runs_once_and_raises_kernel_error(probe):
+    x = np.zeros(3, np.float32)
+    before = probe(x, mode="thrown")[0]
+    for n in (1, 2):
+        with pytest.raises(KernelError, match=r"^Probe: boom on purpose -- raised by the C\+\+ "
+                           r"kernel of Probe \(.*kernel\.cpp\)$") as info:
+            probe(x, mode="throw")
+        assert isinstance(info.value.__cause__, RuntimeError)
+        assert probe(x, mode="thrown")[0] == before + n  # once per call, not re-run
+    with pytest.raises(KernelError, match="boom on purpose"):  # the checked path: once too
+        probe.run([x], {"mode": "throw"})
+    assert probe(x, mode="thrown")[0] == before + 3
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "match"),
     [

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.doctor_models import build, x_input
 from onnx import TensorProto, helper, numpy_helper
-from test_cann_doctor import build, x_input
 
 from opsdk.ascend.atc.doctor import diagnose
 from opsdk.cli import main

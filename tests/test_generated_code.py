@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import onnx.helper as oh
 import pytest
-from test_cann_specs import thresholded_relu
+from _helpers.specs import thresholded_relu
 
 from opsdk.ascend import CannArgError, render_project
 from opsdk.ascend._op import check_origin_op_type

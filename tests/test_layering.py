@@ -1,14 +1,76 @@
-"""The package layers: onnx/ stays target-neutral (ascend/ and triton/ import it, never the
-reverse), and no module inside the package imports the package face (opsdk/__init__)."""
+"""The package layers (docs/architecture.md): the import graph has no cycle and no arrow
+running back up the floors beyond an explicit allow-list; onnx/ stays target-neutral; no
+module inside the package imports the package face (opsdk/__init__)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from _helpers.import_graph import (
+    ALLOWED_BACK_ARROWS,
+    FLOORS,
+    back_arrows,
+    cycles,
+    floor,
+    graph,
+    imports,
+    modules,
+)
 
 PKG = Path(__file__).resolve().parents[1] / "opsdk"
+
+
+def test_every_module_is_on_a_floor() -> None:
+    for m in modules():
+        floor(m)  # KeyError names the module and where to place it
+
+
+def test_no_import_cycle() -> None:
+    found = cycles(graph())
+    assert not found, "import cycles (deferred imports count):\n" + "\n".join(
+        " -> ".join(c) for c in found)
+
+
+def test_no_arrow_runs_back_up_beyond_the_allow_list() -> None:
+    assert len(ALLOWED_BACK_ARROWS) <= 2
+    arrows = back_arrows(graph())
+    new = [f"{a} (floor {floor(a)}) imports {b} (floor {floor(b)})"
+           for a, b in arrows if (a, b) not in ALLOWED_BACK_ARROWS]
+    assert not new, "arrows back up the floors:\n" + "\n".join(new)
+    stale = set(ALLOWED_BACK_ARROWS) - set(arrows)
+    assert not stale, f"allow-listed arrows that no longer exist; drop them: {sorted(stale)}"
+
+
+def test_the_graph_counts_deferred_imports_and_skips_type_checking(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..triton import _config\n"
+        "def f():\n    from ..package import _wheel\n    import opsdk.cli\n",
+        encoding="utf-8")
+    found = imports(probe, modules(), "opsdk.runtime.probe")
+    assert found == {"opsdk.package._wheel", "opsdk.cli"}
+    assert back_arrows({"opsdk.spec": {"opsdk.cli"}}) == [("opsdk.spec", "opsdk.cli")]
+    assert cycles({"opsdk.a": {"opsdk.b"}, "opsdk.b": {"opsdk.a"}}) == [["opsdk.a", "opsdk.b"]]
+    assert floor("opsdk.ascend.precision") < floor("opsdk.testing") < floor("opsdk.ascend")
+    assert FLOORS[0][:5] == ("spec", "dtypes", "errors", "naming", "_version")
+
+
+def test_the_ascend_facts_import_no_generator() -> None:
+    """opsdk.ascend's face is lazy: the floors below may read the wing's facts."""
+    code = ("import sys, opsdk.ascend.precision, opsdk.ascend.versions, opsdk.ascend._op\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('opsdk.ascend.project', "
+            "'opsdk.ascend.atc', 'opsdk.ascend.ascendc', 'opsdk.onnx', 'opsdk.triton'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=PKG.parent, check=True).stdout
+    assert out.strip() == "[]"
+    import opsdk.ascend
+
+    assert opsdk.ascend.render_project.__module__ == "opsdk.ascend.project._project"
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -100,3 +162,16 @@ def test_cann_alias_warns_and_gives_the_ascend_names() -> None:
             mod = importlib.import_module(old)
         assert mod.__all__ == new.__all__
         assert all(getattr(mod, n) is getattr(new, n) for n in new.__all__)
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in tests/_helpers or conftest.py, not in test modules."""
+    root = PKG.parent
+    offenders = []
+    for path in sorted([*(root / "tests").rglob("test_*.py"), *(root / "operators").rglob("test_*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(root)} imports {n}" for n in names
+                          if n.split(".")[-1].startswith("test_")]
+    assert not offenders, "\n".join(offenders)

@@ -87,7 +87,7 @@ def test_a_library_that_does_not_load_is_named(toolkit: Path) -> None:
 
 
 def _spec():  # type: ignore[no-untyped-def]
-    from test_cann_specs import thresholded_relu
+    from _helpers.specs import thresholded_relu
 
     return thresholded_relu()
 

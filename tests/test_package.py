@@ -8,7 +8,6 @@ Goldens live in tests/golden/package/; regenerate them with OPSDK_UPDATE_GOLDEN=
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import sysconfig
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers.golden import check_golden
+from _helpers.op_folders import make_op
 
 import opsdk
 from opsdk import _prebuilt as _manifest
@@ -41,45 +42,10 @@ from opsdk.package._project import operator_files, resolve_operators
 from opsdk.package._targets import zig_cpu
 from opsdk.registry import find_operator, find_operators
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "package"
 EXT = sysconfig.get_config_var("EXT_SUFFIX")
 
-SPEC_PY = '''\
-"""{name}: a test operator."""
-
-from opsdk.spec import Input, OpSpec, Output, TFloat
-
-SPEC = OpSpec(
-    "{name}",
-    domain="{domain}",
-    inputs=[Input("x", "T")],
-    outputs=[Output("y", "T")],
-    types={{"T": TFloat}},
-)
-'''
-REFERENCE_PY = "def reference(x):\n    return x.copy()\n"
-KERNEL_CPP = "// not compiled by these tests\n#include <opsdk/custom_op.h>\n"
 
 
-def make_op(root: Path, name: str, domain: str = "com.example.pkgtest") -> Path:
-    """A minimal operator folder (spec.py, reference.py, kernel.cpp) under ``root``."""
-    from opsdk.naming import snake_case
-
-    folder = root / snake_case(name)
-    folder.mkdir(parents=True)
-    (folder / "spec.py").write_text(SPEC_PY.format(name=name, domain=domain))
-    (folder / "reference.py").write_text(REFERENCE_PY)
-    (folder / "kernel.cpp").write_text(KERNEL_CPP)
-    return folder
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("OPSDK_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"missing golden {path}; run with OPSDK_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{name} changed; regenerate with OPSDK_UPDATE_GOLDEN=1"
 
 
 # ----------------------------------------------------------------------------- names
@@ -183,7 +149,7 @@ def test_generated_project_matches_goldens(tmp_path):
     for name in ("pyproject.toml", "CMakeLists.txt", "README.md", "src/acme_ops/__init__.py"):
         text = files[name].decode()
         assert BANNER in text.splitlines()[0], f"{name} lacks the banner"
-        check_golden(name.replace("/", "__") + ".golden", text)
+        check_golden("package/" + name.replace("/", "__") + ".golden", text)
 
 
 def test_generated_project_is_self_contained(tmp_path):

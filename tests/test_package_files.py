@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 import pytest
-from test_package import make_op
+from _helpers.op_folders import make_op
 
 from opsdk._written import UnsafePath
 from opsdk.cli import main

@@ -41,8 +41,9 @@ def test_new_renders_a_consistent_operator(tmp_path):
     assert [(i.name, i.type, i.optional) for i in spec.inputs] == [("x", "T", False), ("w", "T1", False), ("b", "T", True)]
     assert spec.attr_map["mode"].required and spec.attr_map["axes"].default == [1]
     kernel = (path / "kernel.cpp").read_text()
-    assert kernel.count('REGISTER_CUSTOM_OP("MyOp")') == 2
-    assert '.OptionalInput(2, "b", "float16")' in kernel and '.Output(1, "mask", "bool")' in kernel
+    assert kernel.count('REGISTER_CUSTOM_OP("MyOp")') == 1  # one line, a column per dtype
+    assert ".Kernels<opsdk::Types<opsdk::half, float>, opsdk::Types<float, float>>(" in kernel
+    assert "copy_or_zero<T0, bool>" in kernel and '"b"' not in kernel  # names from spec.py
 
 
 @pytest.mark.parametrize("name", ["", "myOp", "My Op", "../Evil", "class", "My-Op", "NULL"])

@@ -22,6 +22,11 @@ MODULES = [
     "opsdk.ascend.socs",
     "opsdk.onnx._rewrite",
     "opsdk._written",
+    "opsdk.runtime._registration",
+    "opsdk.runtime._devices",
+    "opsdk.ascend.spellings",
+    "opsdk._generated",
+    "opsdk.dtypes",
 ]
 
 

@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.ascend_repo import build, two_op_model
+from _helpers.golden import check_golden
+from _helpers.triton_models import mlp_model, parse_config
 from onnx import TensorProto as T
-from onnx import helper, numpy_helper
-from test_triton_build import check_golden, mlp_model, parse_config
+from onnx import helper
 
 from opsdk.ascend import check_parser_rules, default_origin_op_type
 from opsdk.ascend.versions import parse_cann_version
@@ -40,37 +42,8 @@ CANN8 = parse_cann_version("8.1.RC1")
 CANN10 = parse_cann_version("10.0")
 
 
-def two_op_model(custom_version: int = 1, out_dims: tuple[object, ...] = ("N", 8)) -> onnx.ModelProto:
-    """x -> MatMul -> ThresholdedRelu -> Add -> Softmax -> Mul -> y: two custom ops."""
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal((16, 8)).astype(np.float32)
-    b = rng.standard_normal(8).astype(np.float32)
-    nodes = [
-        helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
-        helper.make_node("ThresholdedRelu", ["h"], ["t"], name="trelu", domain="com.opsdk",
-                         alpha=0.25),
-        helper.make_node("Add", ["t", "b"], ["a"], name="add"),
-        helper.make_node("Softmax", ["a"], ["s"], name="softmax", domain="com.opsdk", axis=-1),
-        helper.make_node("Mul", ["s", "two"], ["y"], name="scale"),
-    ]
-    graph = helper.make_graph(
-        nodes, "two_ops", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 16])],
-        [helper.make_tensor_value_info("y", T.FLOAT, list(out_dims))],
-        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b"),
-         numpy_helper.from_array(np.array(2.0, np.float32), "two")],
-    )
-    model = helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("com.opsdk", custom_version)])
-    model.ir_version = 9
-    return model
 
 
-def build(tmp_path: Path, model: onnx.ModelProto, **kw: object) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    src = tmp_path / "src.onnx"
-    onnx.save(model, str(src))
-    opts = RepositoryOptions(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
-    return build_repository(src, tmp_path / "repo", opts)
 
 
 @pytest.fixture(scope="module")
@@ -85,11 +58,11 @@ def ort_1232() -> Path:
 def test_two_custom_ops_build_golden_and_pass_parser_rules(tmp_path: Path) -> None:
     folder = build(tmp_path, two_op_model(), max_batch_size=8)
     config = (folder / "config.pbtxt").read_text()
-    check_golden("ascend_two_ops/config.pbtxt", config)
+    check_golden("triton/ascend_two_ops/config.pbtxt", config)
     parsed = parse_config(config)
     assert list(parsed.dynamic_batching.preferred_batch_size) == [2, 4, 8]  # type: ignore[attr-defined]
     model = onnx.load(str(folder / "1" / "model.onnx"))
-    check_golden("ascend_two_ops/model.txt", onnx.printer.to_text(model))
+    check_golden("triton/ascend_two_ops/model.txt", onnx.printer.to_text(model))
     assert sorted(f.name for f in model.functions) == ["Softmax", "ThresholdedRelu"]
     assert "do not edit" in {p.key: p.value for p in model.metadata_props}["opsdk"]
     keys = {op: [default_origin_op_type(find_operator(f"com.opsdk::{op}").spec)]
@@ -303,7 +276,7 @@ def test_backend_parameters_from_the_cli(tmp_path: Path, capsys: pytest.CaptureF
                "--parameter", "graph.ge.exec.x=1"])
     assert rc == 0
     text = (tmp_path / "repo" / "m" / "config.pbtxt").read_text()
-    check_golden("ascend_parameters/config.pbtxt", text)
+    check_golden("triton/ascend_parameters/config.pbtxt", text)
     params = {k: v.string_value for k, v in parse_config(text).parameters.items()}  # type: ignore[attr-defined]
     assert params == {
         "device_ids": "0,1", "device_exec_blocks": "2", "instance_exec_blocks": "3",

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from test_triton_build import mlp_model
-from test_triton_server import graph_session
+from _helpers.triton_models import graph_session, mlp_model
 
 from opsdk.triton import RepositoryOptions, TritonConfigError, build_repository
 from opsdk.triton.bench import bench_triton, format_table

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import onnx
 import pytest
+from _helpers.dims_repo import _model, build, out_dims
 from onnx import helper
-from test_triton_dims import _model, build, out_dims
 
 from opsdk.cli import main
 from opsdk.errors import DeviceUnavailable

@@ -15,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from _helpers.dims_repo import _model, build, out_dims
+from _helpers.golden import check_golden
+from _helpers.triton_models import parse_config
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
-from test_triton_build import check_golden, parse_config
 
 from opsdk.cli import main
 from opsdk.errors import DeviceUnavailable
@@ -116,14 +118,6 @@ def test_rendered_dims_evaluate_like_the_dims() -> None:
 
 
 # -------------------------------------------------------------------- the propagation
-def _model(nodes: list[onnx.NodeProto], inputs: dict[str, list[object]], out: str = "y",
-           inits: list[onnx.TensorProto] | None = None, opset: int = 17) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(k, T.FLOAT, v) for k, v in inputs.items()],
-        [helper.make_tensor_value_info(out, T.FLOAT, None)], inits or [])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 9
-    return model
 
 
 def _const(name: str, value: object, dtype: object = np.int64) -> onnx.NodeProto:
@@ -203,16 +197,8 @@ def test_a_data_dependent_dim_is_not_determined() -> None:
 
 
 # ------------------------------------------------------------------- the ascend build
-def build(tmp_path: Path, model: onnx.ModelProto, **kw: object) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(tmp_path / "src.onnx"))
-    opts = RepositoryOptions(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
-    return build_repository(tmp_path / "src.onnx", tmp_path / "repo", opts)
 
 
-def out_dims(folder: Path) -> list[object]:
-    out = onnx.load(str(folder / "1" / "model.onnx")).graph.output[0]
-    return [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim]
 
 
 def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
@@ -222,7 +208,7 @@ def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
         "net", target="ascend", cann="8.1.RC1"), report=notes.append)
     assert out_dims(folder) == ["n", 4, "(h+1)/2", "(w+1)/2"]
     config = (folder / "config.pbtxt").read_text()
-    check_golden("ascend_derived/config.pbtxt", config)
+    check_golden("triton/ascend_derived/config.pbtxt", config)
     assert parse_config(config).max_batch_size == 0  # type: ignore[attr-defined]
     assert any("max_batch_size 0" in n for n in notes)
     assert any("checked with ONNX Runtime on 2 probes (n=1, h=64, w=96; n=2, h=96, w=160)" in n

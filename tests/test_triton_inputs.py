@@ -481,7 +481,7 @@ def test_cpu_repository_with_a_custom_op_is_relocatable(tmp_path: Path,
     import json
     import shutil
 
-    from test_triton_build import custom_op_model
+    from _helpers.triton_models import custom_op_model
 
     from opsdk import registry
     from opsdk.triton._target_cpu import OPERATORS_DIR

@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import onnx.helper as oh
 import pytest
-from test_triton_build import mlp_model
+from _helpers.triton_models import mlp_model
 
 from opsdk.cli import main
 

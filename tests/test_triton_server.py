@@ -23,7 +23,7 @@ import onnx
 import pytest
 import tritonclient.grpc as grpc  # noqa: E402
 import tritonclient.http as http  # noqa: E402
-from test_triton_build import custom_op_model, mlp_model
+from _helpers.triton_models import custom_op_model, graph_session, mlp_model
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
 from opsdk.triton import RepositoryOptions, TritonServer, TritonServerError, build_repository
@@ -32,13 +32,6 @@ from opsdk.triton.testing import process_gone, serve_env_or_skip, triton_server 
 pytestmark = pytest.mark.slow
 MAX_BATCH = 8
 SHM = Path("/dev/shm")
-
-
-def graph_session(path: Path) -> Any:
-    """opsdk's graph executor, the reference the server must match."""
-    from opsdk.onnx import Session
-
-    return Session(str(path))
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from test_triton_build import mlp_model
+from _helpers.triton_models import mlp_model
 
 from opsdk._written import (
     UnsafePath,

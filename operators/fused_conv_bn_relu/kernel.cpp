@@ -710,24 +710,4 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-REGISTER_CUSTOM_OP("FusedConvBnRelu")
-    .Input(0, "x", "float16")
-    .Input(1, "w", "float16")
-    .OptionalInput(2, "b", "float16")
-    .Output(0, "y", "float16")
-    .Attr("strides", "ints")
-    .Attr("pads", "ints")
-    .Attr("dilations", "ints")
-    .Attr("group", "int")
-    .KernelFn(fused_conv_bn_relu<half>);
-
-REGISTER_CUSTOM_OP("FusedConvBnRelu")
-    .Input(0, "x", "float32")
-    .Input(1, "w", "float32")
-    .OptionalInput(2, "b", "float32")
-    .Output(0, "y", "float32")
-    .Attr("strides", "ints")
-    .Attr("pads", "ints")
-    .Attr("dilations", "ints")
-    .Attr("group", "int")
-    .KernelFn(fused_conv_bn_relu<float>);
+REGISTER_CUSTOM_OP("FusedConvBnRelu").Kernels<half, float>(OPSDK_KERNEL_TEMPLATE(fused_conv_bn_relu));

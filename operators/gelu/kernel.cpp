@@ -95,20 +95,4 @@ void gelu(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-REGISTER_CUSTOM_OP("Gelu")
-    .Input(0, "X", "float16")
-    .Output(0, "Y", "float16")
-    .Attr("approximate", "string")
-    .KernelFn(gelu<opsdk::half>);
-
-REGISTER_CUSTOM_OP("Gelu")
-    .Input(0, "X", "float32")
-    .Output(0, "Y", "float32")
-    .Attr("approximate", "string")
-    .KernelFn(gelu<float>);
-
-REGISTER_CUSTOM_OP("Gelu")
-    .Input(0, "X", "bfloat16")
-    .Output(0, "Y", "bfloat16")
-    .Attr("approximate", "string")
-    .KernelFn(gelu<opsdk::bfloat16>);
+REGISTER_CUSTOM_OP("Gelu").Kernels<opsdk::half, float, opsdk::bfloat16>(OPSDK_KERNEL_TEMPLATE(gelu));

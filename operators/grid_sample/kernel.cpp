@@ -485,17 +485,7 @@ void grid_sample(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-#define OPSDK_GRID_SAMPLE(TX, TG, CX, CG)    \
-  REGISTER_CUSTOM_OP("GridSample")           \
-      .Input(0, "x", TX)                     \
-      .Input(1, "grid", TG)                  \
-      .Output(0, "y", TX)                    \
-      .Attr("mode", "string")                \
-      .Attr("padding_mode", "string")        \
-      .Attr("align_corners", "int")          \
-      .KernelFn(grid_sample<CX, CG>)
-
-OPSDK_GRID_SAMPLE("float32", "float32", float, float);
-OPSDK_GRID_SAMPLE("float32", "float16", float, half);
-OPSDK_GRID_SAMPLE("float16", "float32", half, float);
-OPSDK_GRID_SAMPLE("float16", "float16", half, half);
+// Columns bind (T, T2): the dtypes of x and of grid.
+REGISTER_CUSTOM_OP("GridSample")
+    .Kernels<opsdk::Types<float, float>, opsdk::Types<float, half>, opsdk::Types<half, float>,
+             opsdk::Types<half, half>>(OPSDK_KERNEL_TEMPLATE(grid_sample));

@@ -218,37 +218,4 @@ void layer_norm(const CustomOpKernelContext& ctx) {
 }  // namespace
 
 REGISTER_CUSTOM_OP("LayerNormalization")
-    .Input(0, "X", "float16")
-    .Input(1, "Scale", "float16")
-    .OptionalInput(2, "B", "float16")
-    .Output(0, "Y", "float16")
-    .Output(1, "Mean", "float32")
-    .Output(2, "InvStdDev", "float32")
-    .Attr("axis", "int")
-    .Attr("epsilon", "float")
-    .Attr("stash_type", "int")
-    .KernelFn(layer_norm<opsdk::half>);
-
-REGISTER_CUSTOM_OP("LayerNormalization")
-    .Input(0, "X", "float32")
-    .Input(1, "Scale", "float32")
-    .OptionalInput(2, "B", "float32")
-    .Output(0, "Y", "float32")
-    .Output(1, "Mean", "float32")
-    .Output(2, "InvStdDev", "float32")
-    .Attr("axis", "int")
-    .Attr("epsilon", "float")
-    .Attr("stash_type", "int")
-    .KernelFn(layer_norm<float>);
-
-REGISTER_CUSTOM_OP("LayerNormalization")
-    .Input(0, "X", "bfloat16")
-    .Input(1, "Scale", "bfloat16")
-    .OptionalInput(2, "B", "bfloat16")
-    .Output(0, "Y", "bfloat16")
-    .Output(1, "Mean", "float32")
-    .Output(2, "InvStdDev", "float32")
-    .Attr("axis", "int")
-    .Attr("epsilon", "float")
-    .Attr("stash_type", "int")
-    .KernelFn(layer_norm<opsdk::bfloat16>);
+    .Kernels<opsdk::half, float, opsdk::bfloat16>(OPSDK_KERNEL_TEMPLATE(layer_norm));

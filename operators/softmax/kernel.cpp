@@ -274,20 +274,4 @@ void softmax(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-REGISTER_CUSTOM_OP("Softmax")
-    .Input(0, "input", "float16")
-    .Output(0, "output", "float16")
-    .Attr("axis", "int")
-    .KernelFn(softmax<opsdk::half>);
-
-REGISTER_CUSTOM_OP("Softmax")
-    .Input(0, "input", "float32")
-    .Output(0, "output", "float32")
-    .Attr("axis", "int")
-    .KernelFn(softmax<float>);
-
-REGISTER_CUSTOM_OP("Softmax")
-    .Input(0, "input", "bfloat16")
-    .Output(0, "output", "bfloat16")
-    .Attr("axis", "int")
-    .KernelFn(softmax<opsdk::bfloat16>);
+REGISTER_CUSTOM_OP("Softmax").Kernels<opsdk::half, float, opsdk::bfloat16>(OPSDK_KERNEL_TEMPLATE(softmax));

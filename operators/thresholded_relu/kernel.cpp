@@ -40,14 +40,4 @@ void thresholded_relu(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-REGISTER_CUSTOM_OP("ThresholdedRelu")
-    .Input(0, "x", "float32")
-    .Output(0, "y", "float32")
-    .Attr("alpha", "float")
-    .KernelFn(thresholded_relu<float>);
-
-REGISTER_CUSTOM_OP("ThresholdedRelu")
-    .Input(0, "x", "float16")
-    .Output(0, "y", "float16")
-    .Attr("alpha", "float")
-    .KernelFn(thresholded_relu<opsdk::half>);
+REGISTER_CUSTOM_OP("ThresholdedRelu").Kernels<float, opsdk::half>(OPSDK_KERNEL_TEMPLATE(thresholded_relu));

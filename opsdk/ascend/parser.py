@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .versions import CannVersion
+from .versions import DEFAULT_CANN, CannVersion
 
 __all__ = [
     "TargetProfile",
@@ -45,7 +45,7 @@ class TargetProfile:
     opset_max: int
     unsupported: Mapping[str, str] = field(default_factory=dict)
     #: the CANN release whose parser rules apply when no ``--cann`` is given
-    cann: str = "8.1.RC1"
+    cann: str = DEFAULT_CANN
 
 
 TARGETS: dict[str, TargetProfile] = {

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from ..ascend._op import DEFAULT_SOCS
+
 HELP = """\
 examples:
   opsdk cann MyOp -o build/cann/my_op                      # AI CPU, CANN of this host or 8.x
@@ -53,7 +55,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="SOC",
-        help="compute unit or SoC version, repeatable (default ascend910b)",
+        help=f"compute unit or SoC version, repeatable (default {DEFAULT_SOCS[0]})",
     )
     p.add_argument("--onnx-model", metavar="MODEL", help="register the keys this ONNX model needs")
     p.add_argument(
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from ..naming import check_vendor_name
 
     infos = _operators(args)
-    socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or ["ascend910b"])))
+    socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or DEFAULT_SOCS)))
     vendor = check_vendor_name(args.vendor)
     target = resolve_cann(args.cann)
     planned = _entries(args, infos, socs)

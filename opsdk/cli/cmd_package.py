@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..ascend._op import DEFAULT_SOCS
+
 HELP = """\
 examples:
   opsdk package operators/my_op -o dist/
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
                         "this interpreter's)")
     p.add_argument("--soc", action="append", metavar="SOC",
                    help="CANN target, repeatable (SoC version or compute unit; "
-                        "default ascend910b)")
+                        f"default {DEFAULT_SOCS[0]})")
     p.add_argument("--cpu-baseline", metavar="ARCH",
                    help="-march of the kernels: x86-64, x86-64-v2 (default), x86-64-v3, "
                         "x86-64-v4, armv8-a; '' for the compiler default")
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     res = package_operators(
         args.ops, args.out, name=args.name, version=args.version,
-        platforms=args.platform, python=args.python, socs=args.soc or ("ascend910b",),
+        platforms=args.platform, python=args.python, socs=args.soc or DEFAULT_SOCS,
         cpu_baseline=args.cpu_baseline, isa=_isa_levels(args.isa_variants),
         onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,
         keep_project=args.keep_project, force=args.force, progress=progress, opset=args.opset,

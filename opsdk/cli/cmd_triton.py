@@ -9,6 +9,7 @@ import sys
 import warnings
 from typing import Any
 
+from ..ascend.versions import DEFAULT_CANN
 from ..errors import OpsdkError
 
 
@@ -77,7 +78,7 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g = b.add_argument_group("ascend (npu_ge) options")
     g.add_argument("--cann", default="auto",
                    help="CANN release whose GE ONNX parser rules the model file follows: "
-                   "auto (the installed toolkit, else 8.1.RC1), 8, 9.1, 8.1.RC1, ...")
+                   f"auto (the installed toolkit, else {DEFAULT_CANN}), 8, 9.1, 8.1.RC1, ...")
     g.add_argument("--op-project", action="append", default=[], metavar="DIR",
                    help="an `opsdk cann` project whose plugin keys the model must use "
                    "(repeatable; default: each operator's spec version)")

@@ -422,6 +422,11 @@ bool matches(const OpRegistration& r, const std::vector<RawTensor>& ins,
 
 const OpRegistration& find_registration(const std::string& op, const std::vector<RawTensor>& ins,
                                         const std::vector<RawTensor>& outs) {
+  {
+    static std::mutex declaring;  // Kernels<...> registrations get their spec once
+    std::lock_guard<std::mutex> lock(declaring);
+    detail::apply_declared_specs();
+  }
   std::vector<const OpRegistration*> named;
   std::vector<std::string> known;
   for (const auto& r : registry()) {
@@ -432,6 +437,10 @@ const OpRegistration& find_registration(const std::string& op, const std::vector
     throw OpError(cat(op, ": no such operator is registered in this library (registered: ",
                       known.empty() ? std::string("none") : join(known),
                       "); link the operator's kernel.cpp and check the REGISTER_CUSTOM_OP name"));
+  for (const auto* r : named)
+    if (!r->pending_columns().empty())
+      throw OpError(cat(op, ": the kernels registered with Kernels<...> have no declared spec; "
+                        "declare its spec (opsdk::SpecRegistration, which opsdk writes from spec.py)"));
   for (const auto* r : named)
     if (matches(*r, ins, outs)) return *r;
   no_match(op, named, ins, outs);

@@ -12,25 +12,14 @@ from typing import Any
 import onnx
 from onnx.defs import OpSchema
 
-from ..dtypes import ALL_DTYPES
+from ..dtypes import ALL_DTYPES, DTYPES
 from ..errors import SpecError
 from ..naming import snake_case
 
 __all__ = ["like_onnx", "ONNX_TYPE_TO_DTYPE"]
 
 #: ONNX type strings -> opsdk dtype names (others have no opsdk kernel type).
-ONNX_TYPE_TO_DTYPE = {
-    "tensor(float16)": "float16",
-    "tensor(bfloat16)": "bfloat16",
-    "tensor(float)": "float32",
-    "tensor(double)": "float64",
-    "tensor(int8)": "int8",
-    "tensor(int16)": "int16",
-    "tensor(int32)": "int32",
-    "tensor(int64)": "int64",
-    "tensor(uint8)": "uint8",
-    "tensor(bool)": "bool",
-}
+ONNX_TYPE_TO_DTYPE = {d.onnx_type: d.name for d in DTYPES.values()}
 _ATTR_TYPES = {
     OpSchema.AttrType.INT: "int",
     OpSchema.AttrType.FLOAT: "float",

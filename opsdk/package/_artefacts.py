@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._generated import BANNER
+from ..ascend._op import DEFAULT_SOCS
 from ..errors import BuildError, OpsdkError, SpecError
 from ..spec import OpSpec
-from ._project import BANNER
 
 __all__ = ["Artefacts", "generate_artefacts", "schema_dict", "package_opset"]
 
@@ -148,7 +149,7 @@ def _available(kind: str) -> str | None:
 
 def generate_artefacts(
     specs: Sequence[OpSpec], *, onnx: bool = True, cann: bool = True,
-    socs: Sequence[str] = ("ascend910b",), folders: Sequence[Path] | None = None,
+    socs: Sequence[str] = DEFAULT_SOCS, folders: Sequence[Path] | None = None,
     opset: int | None = None,
 ) -> Artefacts:
     """Generate the ONNX and CANN artefacts of each spec (keyed by snake name).

@@ -56,10 +56,10 @@ def load(
     from ..registry import find_operator
 
     info = find_operator(name)
-    if device == "npu":
-        from ..ascend.npu.executor import NpuOperator
+    if device == "npu":  # the ascend wing's executor, through the registry
+        from ._devices import open_registered
 
-        return NpuOperator(info.spec, op_type=cann_op_type)
+        return open_registered("npu", info.folder, info.spec, {"cann_op_type": cann_op_type})
     if cann_op_type is not None:
         raise SpecError(
             f"{info.name}: cann_op_type names the CANN operator for device='npu'; the "

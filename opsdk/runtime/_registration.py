@@ -1,6 +1,10 @@
-"""Check the C++ REGISTER_CUSTOM_OP registrations of a module against spec.py.
+"""Declare and check the C++ REGISTER_CUSTOM_OP registrations of a module against spec.py.
 
-The result is the dispatch table the cpu executor uses: input dtypes -> registration.
+Registrations of the short form (``.Kernels<...>(fn)``) name only their dtype columns;
+:func:`registrations` gives them spec.py's inputs, outputs and attributes
+(:func:`spec_declaration`, the same facts opsdk writes as C++ for programs without Python)
+before anything reads them. The result of :func:`dispatch_table` is the table the cpu
+executor uses: input dtypes -> registration.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 from ..errors import RegistrationMismatch
 from ..spec import OpSpec
 
-__all__ = ["KernelEntry", "dispatch_table"]
+__all__ = ["KernelEntry", "SpecDeclaration", "dispatch_table", "registrations", "spec_declaration"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,76 @@ class KernelEntry:
     output_dtypes: tuple[str, ...]
     attr_order: tuple[str, ...]
     accepts_strided: bool
+
+
+@dataclass(frozen=True)
+class SpecDeclaration:
+    """What a ``.Kernels<...>`` registration takes from spec.py (``opsdk::SpecDecl``).
+
+    ``type_vars`` are bound, in order, by the C++ types of one dtype column; an argument's
+    type is a type variable or a dtype name; attributes are (name, type, has_default,
+    default).
+    """
+
+    op: str
+    type_vars: tuple[str, ...]
+    inputs: tuple[tuple[str, str, bool], ...]
+    outputs: tuple[tuple[str, str, bool], ...]
+    attrs: tuple[tuple[str, str, bool, Any], ...]
+
+
+def spec_declaration(spec: OpSpec) -> SpecDeclaration:
+    """The facts of ``spec`` a ``.Kernels<...>`` registration is declared with.
+
+    Example:
+        >>> from opsdk.spec import Attr, Input, OpSpec, Output
+        >>> s = OpSpec("Relu6", domain="com.example", inputs=[Input("x", "T")],
+        ...            outputs=[Output("y", "T")],
+        ...            attrs=[Attr("cap", "float", 6.0)], types={"T": ("float32",)})
+        >>> spec_declaration(s).type_vars, spec_declaration(s).attrs
+        (('T',), (('cap', 'float', True, 6.0),))
+    """
+    tvars = tuple(dict.fromkeys(i.type for i in spec.inputs if i.type in spec.types))
+
+    def typ(name: str) -> str:  # a type variable no input binds resolves as spec.py does
+        return name if name in tvars else spec.resolve_type(name, {})
+
+    return SpecDeclaration(
+        spec.name,
+        tvars,
+        tuple((i.name, typ(i.type), i.optional) for i in spec.inputs),
+        tuple((o.name, typ(o.type), False) for o in spec.outputs),
+        tuple(
+            (a.name, a.type, not a.required, None if a.required else a.default)
+            for a in spec.attrs
+        ),
+    )
+
+
+def registrations(spec: OpSpec, module: Any) -> list[dict[str, Any]]:
+    """The module's registrations, the ``.Kernels<...>`` ones declared from ``spec`` first.
+
+    Raises RegistrationMismatch when a dtype column does not bind the spec's type variables.
+    """
+    regs: list[dict[str, Any]] = module.registrations()
+    pending = [c for r in regs if r["name"] == spec.name for c in r.get("columns", ())]
+    if not pending:
+        return regs
+    decl = spec_declaration(spec)
+    for column in pending:
+        if len(column) != len(decl.type_vars):
+            raise _mismatch(
+                spec,
+                "the dtype columns of Kernels<...>",
+                f"a column of {len(column)} type(s) ({', '.join(column)})",
+                f"{len(decl.type_vars)} type variable(s) ({', '.join(decl.type_vars)}); "
+                "name one C++ type per type variable, opsdk::Types<...> for more than one",
+            )
+    module.declare_spec(
+        decl.op, list(decl.type_vars), list(decl.inputs), list(decl.outputs), list(decl.attrs)
+    )
+    regs = module.registrations()
+    return regs
 
 
 def _mismatch(spec: OpSpec, what: str, cpp: object, py: object) -> RegistrationMismatch:
@@ -107,3 +181,27 @@ def dispatch_table(
             "add a REGISTER_CUSTOM_OP for those dtypes or narrow types= in spec.py"
         )
     return table
+
+
+def spec_registration_cpp(spec: OpSpec, snake: str) -> str:
+    """C++ that declares ``spec`` for programs calling its kernels without Python.
+
+    A static ``opsdk::SpecRegistration`` (see custom_op.h): opsdk::invoke gives the
+    ``.Kernels<...>`` registrations their names and attributes from it on its first call.
+
+    Example:
+        >>> from opsdk.spec import Input, OpSpec, Output
+        >>> s = OpSpec("Neg", domain="com.example", inputs=[Input("x", "T")],
+        ...            outputs=[Output("y", "T")],
+        ...            types={"T": ("float32",)})
+        >>> print(spec_registration_cpp(s, "neg").splitlines()[1])
+        static const ::opsdk::SpecRegistration opsdk_spec_neg({
+    """
+    from .._generated import BANNER, render
+
+    return render(
+        "runtime/templates/spec_registration.inc.jinja",
+        decl=spec_declaration(spec),
+        snake=snake,
+        banner=BANNER,
+    )

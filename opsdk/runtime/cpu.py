@@ -28,7 +28,7 @@ import numpy as np
 from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
-from ._registration import KernelEntry, dispatch_table
+from ._registration import KernelEntry, dispatch_table, registrations
 
 __all__ = [
     "Operator",
@@ -163,7 +163,7 @@ class Operator:
         self.folder = folder
         self.module = module
         self._table: dict[tuple[str, ...], KernelEntry] = dispatch_table(
-            spec, module.registrations()
+            spec, registrations(spec, module)
         )
         self._run = module.run
         self._n_inputs = len(spec.inputs)
@@ -206,12 +206,21 @@ class Operator:
         make = getattr(self.module, "fast_caller", None)  # absent in older wheels' modules
         if make is None:
             return self._slow_call
-        if self.spec.elementwise:
-            caller: Callable[..., Any] = make(n, n, kernels, attrs, self._slow_call)
+        planner = None if self.spec.elementwise else self._fast_plan
+        n_req = n if planner is None else self._n_required
+        caller: Callable[..., Any]
+        try:  # a kernel error raises KernelError from C++: the kernel runs once
+            caller = make(n_req, n, kernels, attrs, self._slow_call, planner,
+                          on_error=self._kernel_failed)
+            return caller
+        except TypeError:  # a module of an older wheel: kernel errors take the fallback
+            pass
+        if planner is None:
+            caller = make(n, n, kernels, attrs, self._slow_call)
             return caller
         try:
-            caller = make(self._n_required, n, kernels, attrs, self._slow_call, self._fast_plan)
-        except TypeError:  # a module of an older wheel: its fast path is for elementwise ops
+            caller = make(n_req, n, kernels, attrs, self._slow_call, planner)
+        except TypeError:  # older still: its fast path is for elementwise ops only
             return self._slow_call
         return caller
 
@@ -349,6 +358,12 @@ class Operator:
         if guarded:
             self._check_guards(outs)
         return outs
+
+    def _kernel_failed(self, message: str) -> None:
+        """Raise the KernelError of a C++ exception the fast path caught (``message`` is
+        ``"<op>: <what>"``), as the checked path does."""
+        cause = RuntimeError(message)
+        raise KernelError(f"{message} -- raised by the C++ kernel of {self._where()}") from cause
 
     def _where(self) -> str:
         return self.spec.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")

@@ -113,6 +113,16 @@ def _core_objects(cxx: str, march: str, root: Path, progress: Progress | None) -
     return objs
 
 
+def _spec_registration(folder: Path) -> str:
+    """The operator's spec as C++, for its ``.Kernels<...>`` registrations (no Python in
+    the harness)."""
+    from ..registry import load_spec
+    from ._registration import spec_registration_cpp
+
+    body = spec_registration_cpp(load_spec(folder), folder.name)
+    return f"#include <string>\n\n#include <opsdk/custom_op.h>\n\n{body}"
+
+
 def build_harness(
     folder: str | os.PathLike[str], arch: str = "aarch64", *, progress: Progress | None = None
 ) -> Path:
@@ -129,7 +139,8 @@ def build_harness(
     cxx = _compiler(t)
     root = cache_dir() / "cross" / t.arch / _toolchain_key(cxx, t.default_march)
     srcs, hdrs = operator_sources(folder)
-    h = hashlib.sha256()
+    declaration = _spec_registration(folder)
+    h = hashlib.sha256(declaration.encode())
     for p in srcs + hdrs:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     exe = root / "ops" / folder.name / h.hexdigest()[:20] / "harness"
@@ -142,7 +153,9 @@ def build_harness(
             if progress:
                 progress(f"cross-compiling {folder.name} for {t.arch} ({Path(cxx).name}) ...")
             tmp = exe.with_name(f".harness.{os.getpid()}")
-            args = [f"-I{folder}", *map(str, srcs), *map(str, core), "-o", str(tmp)]
+            decl = exe.parent / "spec_registration.cpp"
+            decl.write_text(declaration)
+            args = [f"-I{folder}", *map(str, srcs), str(decl), *map(str, core), "-o", str(tmp)]
             _cxx(cxx, t.default_march, args, f"{folder.name}: building the {t.arch} kernel",
                  exe.parent)
             os.replace(tmp, exe)

@@ -50,7 +50,8 @@ class CannTypes:
 
 
 def _parse(value: str) -> tuple[str | None, str]:
-    from ..ascend import CannArgError, check_op_type
+    from ..ascend._op import check_op_type
+    from ..ascend.socs import CannArgError
 
     op, _, typ = value.rpartition("=")
     try:
@@ -73,8 +74,8 @@ def cann_types(values: Sequence[str], projects: Sequence[str]) -> CannTypes:
         >>> cann_types(["GeluCustom"], []).given
         {None: 'GeluCustom'}
     """
-    from ..ascend import CannArgError
     from ..ascend.project._project import project_op_types
+    from ..ascend.socs import CannArgError
 
     given: dict[str | None, str] = {}
     for value in values:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..dtypes import native_order
 from ..errors import DeviceUnavailable
+from ..runtime._devices import open_registered
 from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
@@ -42,28 +43,16 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         if options.get("sanitize") or options.get("isolate") or options.get("timeout"):
             return _isolated(op, folder, spec, options)
         return op
-    if device == "onnxruntime":
-        return _OnnxRuntime(folder, spec)
     if device == "triton":
         return _Triton(spec, options)
-    if device == "npu":
-        return _npu(folder, spec, options)
     if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
         from ..runtime.cross import CrossOperator
 
         return CrossOperator(spec, folder, "aarch64")
-    if device == "ascendc-model":
-        from ..ascend.ascendc.model import AscendcModel
-
-        threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
-        soc = os.environ.get("OPSDK_ASCEND_SOC", "Ascend910B1")
-        return AscendcModel(folder, spec, soc=soc, seed=int(options.get("seed") or 0),
-                            threads=threads)
-    if device in ("ascendc-cpu", "ascendc-sim"):
-        from ..ascend.ascendc.toolkit import open_toolkit_device
-
-        return open_toolkit_device(device, folder, spec)
-    raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    if device not in DEVICES:
+        raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    # onnxruntime, npu, ascendc-*: the wings register their own (opsdk.runtime._devices)
+    return open_registered(device, folder, spec, options)
 
 
 def _isolated(op: Any, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
@@ -78,56 +67,6 @@ def _isolated(op: Any, folder: Path, spec: OpSpec, options: dict[str, Any]) -> A
     built = build_sanitized(folder, sanitizers, name=spec.snake_name)
     env = sanitizer_env(sanitizers)
     return IsolatedOperator(op, timeout=timeout, module=built.module, env=env, guard=False)
-
-
-def _npu(folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
-    """The operator on the NPU, under the CANN type the options give (see ._cann_type)."""
-    from ._cann_type import cann_types
-
-    try:
-        import opsdk.ascend.npu.executor  # noqa: F401
-    except ImportError as e:
-        raise DeviceUnavailable(
-            f"npu unavailable: opsdk.ascend.npu.executor cannot be imported ({e})"
-        ) from e
-    from ..runtime._load import load
-
-    types = cann_types(options.get("cann_op_type") or [], options.get("cann_project") or [])
-    return load(str(folder), device="npu", cann_op_type=types.for_spec(spec))
-
-
-class _OnnxRuntime:
-    """The operator as a custom-domain node in an ONNX graph, run by ONNX Runtime
-    through :class:`opsdk.onnx.Session` (one session per input signature and attrs)."""
-
-    def __init__(self, folder: Path, spec: OpSpec) -> None:
-        try:
-            from opsdk.onnx import Session
-        except ImportError as e:
-            raise DeviceUnavailable(
-                f"onnxruntime unavailable: opsdk.onnx.Session cannot be imported ({e})"
-            ) from e
-        from ..runtime._load import load
-
-        self._session_cls: Any = Session
-        self.spec = spec
-        self._kernels = {f"{spec.domain}::{spec.name}": load(str(folder))}
-        self._sessions: dict[Any, Any] = {}
-
-    def run(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
-        attrs = dict(attrs or {})
-        key = (
-            tuple(None if a is None else (a.dtype.str, a.ndim) for a in inputs),
-            tuple(sorted((k, repr(v)) for k, v in attrs.items())),
-        )
-        sess = self._sessions.get(key)
-        if sess is None:
-            sess = self._session_cls.for_op(
-                self.spec, attrs=attrs, inputs=list(inputs), kernels=self._kernels
-            )
-            self._sessions[key] = sess
-        feed = {d.name: a for d, a in zip(self.spec.inputs, inputs, strict=False) if a is not None}
-        return [np.asarray(o) for o in sess.run(None, feed)]
 
 
 class _Triton:

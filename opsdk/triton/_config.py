@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from .._generated import environment
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, TensorIO
 
@@ -35,18 +36,13 @@ def _comment(value: object) -> str:
 
 
 def template_env() -> jinja2.Environment:
-    """The Jinja environment of the templates/ folder (strict, no autoescape)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+    """The templates/ folder through an overlay of opsdk's one Jinja environment
+    (:func:`opsdk._generated.environment`) that trims block lines, as these templates
+    are written."""
+    env = environment().overlay(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)), trim_blocks=True, lstrip_blocks=True
     )
-    env.filters["pbstr"] = _pbstr
-    env.filters["pystr"] = repr
-    env.filters["comment"] = _comment
+    env.filters = {**env.filters, "pbstr": _pbstr, "pystr": repr, "comment": _comment}
     return env
 
 

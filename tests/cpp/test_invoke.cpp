@@ -46,6 +46,22 @@ REGISTER_CUSTOM_OP("NeedsAttr")
     .Attr("k", "int")
     .KernelFn([](const CustomOpKernelContext&) {});
 
+// The short form: dtype columns only, names and attributes from the spec, declared here
+// ahead of the kernels (opsdk writes this declaration from spec.py).
+static const opsdk::SpecRegistration twice_spec({"Twice", {"T"}, {{"x", "T", false}},
+                                                 {{"y", "T", false}},
+                                                 {{"factor", "float", true, 2.0}}});
+
+template <class T> void twice(const CustomOpKernelContext& ctx) {
+  const T* px = ctx.input(0).data<T>();
+  T* py = ctx.output(0).mutable_data<T>();
+  const T f = static_cast<T>(ctx.attr<double>("factor"));
+  for (int64_t i = 0; i < ctx.input(0).numel(); ++i) py[i] = f * px[i];
+}
+
+REGISTER_CUSTOM_OP("Twice").Kernels<float, double>(OPSDK_KERNEL_TEMPLATE(twice));
+REGISTER_CUSTOM_OP("Undeclared").Kernels<float>([](const CustomOpKernelContext&, auto) {});
+
 static int failures = 0;
 static int checks = 0;
 
@@ -127,6 +143,22 @@ int main() {
                                    {RawTensor{yi.data(), DType::Int32, {2}}}, {}); },
                "NeedsAttr: required attribute 'k' (int) was not given and has no registered "
                "default");
+  // Kernels<float, double>: one registration per column, declared from the spec.
+  std::vector<float> yt(4);
+  opsdk::invoke("Twice", {f32(a, {4})}, {f32(yt, {4})}, {});
+  expect(yt == std::vector<float>({2, 4, 6, 8}), "short form: the spec's default factor");
+  std::vector<double> xd = {1, 2}, yd(2);
+  opsdk::invoke("Twice", {RawTensor{xd.data(), DType::Float64, {2}}},
+                {RawTensor{yd.data(), DType::Float64, {2}}}, {{"factor", 3.0}});
+  expect(yd == std::vector<double>({3, 6}), "short form: the float64 column");
+  expect_error([&] { opsdk::invoke("Twice", {RawTensor{xi.data(), DType::Int32, {2}}},
+                                   {f32(y, {2})}, {}); },
+               "Twice: input 'x' has dtype int32, expected float32 or float64");
+  expect_error([&] { opsdk::invoke("Undeclared", {f32(a, {4})}, {f32(y, {4})}, {}); },
+               "Undeclared: the kernels registered with Kernels<...> have no declared spec");
+  expect_error([&] { opsdk::declare_spec({"Undeclared", {"T", "T2"}, {}, {}, {}}); },
+               "Undeclared: a Kernels<...> column names 1 type(s) (float32) but spec.py has 2 "
+               "type variable(s) (T, T2)");
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -31,6 +31,7 @@ from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 from ...errors import SpecError
 from ...spec import Input, OpSpec, Output
 from ..aicore_apis import UB_RESERVED
+from ..spellings import ASCENDC_TYPES as _CPP_TYPES
 from ._tiling import Tiling, TilingField
 
 __all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET"]
@@ -42,7 +43,6 @@ BUFFER_NUM = 2
 #: The ai.onnx opset the decomposition is built for.
 OPSET = 21
 
-_CPP_TYPES = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t"}
 
 
 def _io(spec: OpSpec) -> list[Input | Output]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..._generated import BANNER
 from ..._written import UnsafePath, read_record, safe_target, sha256, write_file, write_record
 from ...errors import SpecError
 from ...spec import OpSpec
@@ -63,7 +64,7 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None))
-    return generate(spec, cann_op(spec).banner)
+    return generate(spec, BANNER)
 
 
 _KERNEL_MANIFEST = ".opsdk-manifest.json"
@@ -158,10 +159,10 @@ _FORMATS = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "float": "f", "uin
 
 def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> list[TilingSlot]:
     """Every field of the kernel's tiling struct: the project's fields plus the kernel's."""
-    from ..project._project import _tiling_fields
+    from ..project._tiling import tiling_fields
 
     op = op if op is not None else cann_op(spec)
-    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in _tiling_fields(op)]
+    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in tiling_fields(op)]
     have = {s.name for s in base}
     extra = [TilingSlot(f.name, f.ctype, _SIZES[f.ctype]) for f in kernel.tiling.fields
              if f.name not in have]
@@ -170,11 +171,11 @@ def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -
 
 def tiling_header(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> str:
     """op_host/<op>_tiling.h with every field the kernel reads."""
-    from ..project._project import _env
+    from ..._generated import render
 
     op = op if op is not None else cann_op(spec)
-    return _env().get_template("op_host_tiling.h.jinja").render(
-        op=op, fields=tiling_slots(spec, kernel, op))
+    return render("ascend/project/templates/op_host_tiling.h.jinja",
+                  op=op, fields=tiling_slots(spec, kernel, op))
 
 
 def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:

@@ -38,6 +38,7 @@ import numpy as np
 from ...dtypes import dtype_name, native_order, to_numpy
 from ...errors import DeviceUnavailable, KernelError, SpecError
 from ...spec import OpSpec, TensorType
+from ..spellings import ACL_DTYPES
 from ._acl import SYMBOLS, Bound, OpApi, cann_home, find_op_api, load_libraries
 
 __all__ = [
@@ -45,19 +46,6 @@ __all__ = [
     "ACLNN_ATTR_ABI", "aclnn_prototype",
 ]
 
-#: opsdk dtype -> aclDataType (acl/acl_base.h).
-ACL_DTYPES: dict[str, int] = {
-    "float32": 0,
-    "float16": 1,
-    "int8": 2,
-    "int32": 3,
-    "uint8": 4,
-    "int16": 6,
-    "int64": 9,
-    "float64": 11,
-    "bool": 12,
-    "bfloat16": 27,
-}
 ACL_DT_UNDEFINED = -1
 ACL_FORMAT_ND = 2
 ACL_FORMAT_UNDEFINED = -1

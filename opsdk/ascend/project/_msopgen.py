@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...spec import OpSpec
-from .._op import MSOPGEN_DTYPES, CannParam, cann_op
+from .._op import MSOPGEN_DTYPES, CannOp, CannParam, cann_op
 
 __all__ = ["msopgen_json", "msopgen_json_many", "msopgen_data", "MSOPGEN_ATTR_TYPES",
            "MSOPGEN_IO_TYPES"]
@@ -48,7 +48,9 @@ def _default(attr_type: str, value: Any) -> Any:
     return value
 
 
-def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any]]:
+def msopgen_data(
+    spec: OpSpec, op_type: str | None = None, *, op: CannOp | None = None
+) -> list[dict[str, Any]]:
     """The msopgen IR description as Python data (a one-element list, as msopgen reads it).
 
     Example:
@@ -59,7 +61,7 @@ def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any
         >>> d["input_desc"][0]["type"], d["attr"][0]["type"], d["attr"][0]["default_value"]
         (['fp16', 'float'], 'list_int', [1, 1])
     """
-    op = cann_op(spec, op_type=op_type)
+    op = op if op is not None else cann_op(spec, op_type=op_type)
     attrs = []
     for a in op.attrs:
         item: dict[str, Any] = {
@@ -81,7 +83,7 @@ def msopgen_data(spec: OpSpec, op_type: str | None = None) -> list[dict[str, Any
     return [entry]
 
 
-def msopgen_json(spec: OpSpec, op_type: str | None = None) -> str:
+def msopgen_json(spec: OpSpec, op_type: str | None = None, *, op: CannOp | None = None) -> str:
     """The msopgen IR JSON text (``msopgen gen -i <snake>.json -f onnx -c ai_core-<soc> -lan cpp``).
 
     Example:
@@ -91,21 +93,22 @@ def msopgen_json(spec: OpSpec, op_type: str | None = None) -> str:
         >>> '"op": "MyOp"' in msopgen_json(s)
         True
     """
-    return json.dumps(msopgen_data(spec, op_type), indent=4) + "\n"
+    return json.dumps(msopgen_data(spec, op_type, op=op), indent=4) + "\n"
 
 
-def msopgen_json_many(ops: Sequence[tuple[OpSpec, str]]) -> str:
-    """The msopgen IR JSON of several operators (``(spec, CANN type)`` each), in order; the
-    package's build.sh runs ``msopgen gen -op <type>`` once per operator (``-m 1`` after the
-    first) because msopgen generates one operator per run.
+def msopgen_json_many(ops: Sequence[tuple[OpSpec, CannOp]]) -> str:
+    """The msopgen IR JSON of several operators (each a spec and its CANN description), in
+    order; the package's build.sh runs ``msopgen gen -op <type>`` once per operator (``-m 1``
+    after the first) because msopgen generates one operator per run.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, TFloat
         >>> a = OpSpec("OpA", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
         >>> import json
-        >>> [e["op"] for e in json.loads(msopgen_json_many([(a, "OpA"), (a, "OpACustom")]))]
+        >>> ops = [(a, cann_op(a)), (a, cann_op(a, op_type="OpACustom"))]
+        >>> [e["op"] for e in json.loads(msopgen_json_many(ops))]
         ['OpA', 'OpACustom']
     """
-    data = [entry for spec, name in ops for entry in msopgen_data(spec, op_type=name)]
+    data = [entry for spec, op in ops for entry in msopgen_data(spec, op=op)]
     return json.dumps(data, indent=4) + "\n"

@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
+from ..._generated import environment, render
 from ..._written import (
     UnsafePath,
     read_record,
@@ -29,16 +27,19 @@ from ..._written import (
     write_file,
     write_record,
 )
+from ...dtypes import DTYPES
 from ...errors import OpsdkError
+from ...runtime._registration import spec_registration_cpp
 from ...spec import OpSpec
 from .._cpp import cpp_string
-from .._op import TILING_LIST_MAX, TILING_STR_BYTES, CannOp, cann_op
+from .._op import DEFAULT_SOCS, CannOp, cann_op
 from ..ascendc._kernels import project_sources
 from ..socs import CannArgError
-from ..spellings import AICPU_DTYPES, OPSDK_DTYPES
+from ..spellings import AICPU_DTYPES
 from ..versions import CannVersion, check_socs, parse_cann_version
 from ._msopgen import msopgen_json_many
 from ._package import CannPackage, check_package
+from ._tiling import tiling_fields
 
 __all__ = [
     "PackageOp",
@@ -56,7 +57,8 @@ __all__ = [
 ]
 
 MANIFEST = ".opsdk-manifest.json"
-_TEMPLATES = Path(__file__).parent / "templates"
+#: This wing's templates, by their path inside the package (see opsdk._generated.render).
+_TEMPLATE_DIR = "ascend/project/templates"
 
 #: (template, path in the project) of each operator; ``{s}`` is its CANN type in snake_case.
 #: Every operator: the REG_OP prototype and the ONNX plugin.
@@ -140,43 +142,10 @@ class WriteReport:
         }
 
 
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["cpp_string"] = cpp_string
-    return env
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    ctype: str
-    size: int
-    length: int = 0
-
-
-def _tiling_fields(op: CannOp) -> list[_Field]:
-    """Tiling fields sorted by element size (8, 4, 1 bytes) so each is naturally aligned."""
-    fields = [_Field("totalLength", "uint64_t", 8), _Field("tileNum", "uint32_t", 4)]
-    for a in op.attrs:
-        if a.type == "int":
-            fields.append(_Field(a.name, "int64_t", 8))
-        elif a.type == "float":
-            fields.append(_Field(a.name, "float", 4))
-        elif a.type == "bool":
-            fields.append(_Field(a.name, "uint8_t", 1))
-        elif a.type == "string":
-            fields.append(_Field(a.name, "uint8_t", 1, TILING_STR_BYTES))
-        else:
-            ctype, size = ("int64_t", 8) if a.type == "ints" else ("float", 4)
-            fields.append(_Field(a.name, ctype, size, TILING_LIST_MAX))
-            fields.append(_Field(a.name + "_len", "uint32_t", 4))
-    return sorted(fields, key=lambda f: -f.size)
+def _render(template: str, **context: Any) -> str:
+    """One of this folder's templates, through opsdk's one Jinja environment."""
+    environment().filters.setdefault("cpp_string", cpp_string)
+    return render(f"{_TEMPLATE_DIR}/{template}", **context)
 
 
 def _presets(pkg: CannPackage) -> str:
@@ -260,11 +229,12 @@ def _aicore_sources(entry: PackageOp, op: CannOp, skeleton: bool) -> tuple[dict[
 
 def render_package(
     entries: Sequence[PackageOp],
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     vendor: str = "opsdk",
     *,
     cann: CannVersion | None = None,
     aicore_skeleton: bool = False,
+    pkg: CannPackage | None = None,
 ) -> dict[str, str]:
     """Every generated file of one package of operators as ``{relative path: text}``.
 
@@ -290,31 +260,31 @@ def render_package(
         ...     "aicpu/cpukernel/op_info_cfg/aicpu_kernel/op_b.ini"]
         True
     """
-    pkg = _package(entries, socs, vendor, cann)
-    table = [(AICPU_DTYPES[d], OPSDK_DTYPES[d]) for d in OPSDK_DTYPES]
+    pkg = pkg if pkg is not None else _package(entries, socs, vendor, cann)
+    table = [(AICPU_DTYPES[d], DTYPES[d].enum) for d in DTYPES]
     files: dict[str, str] = {}
     for entry, op in zip(entries, pkg.ops, strict=True):
         aicore, tiling = _aicore_sources(entry, op, aicore_skeleton) if op.aicore else ({}, "")
-        ctx = {"op": op, "pkg": pkg, "fields": _tiling_fields(op), "dtype_table": table,
-               "aicore_tiling": tiling}
+        ctx = {"op": op, "pkg": pkg, "fields": tiling_fields(op), "dtype_table": table,
+               "aicore_tiling": tiling,
+               "spec_registration": spec_registration_cpp(entry.spec, op.snake) if op.aicpu else ""}
         for t, path in _op_templates(op):
-            files[path.format(s=op.snake)] = _env().get_template(t).render(**ctx)
+            files[path.format(s=op.snake)] = _render(t, **ctx)
         files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
     for t, path in _package_templates(pkg):
-        files[path] = _env().get_template(t).render(pkg=pkg, op=pkg.ops[0])
+        files[path] = _render(t, pkg=pkg, op=pkg.ops[0])
     if pkg.aicore_ops and pkg.layout == "cmake-modules":
         files["CMakePresets.json"] = _presets(pkg)
     for rel, ops in ((MSOPGEN_AICPU_JSON, pkg.aicpu_ops), (MSOPGEN_AICORE_JSON, pkg.aicore_ops)):
         if ops:
-            chosen = [(e.spec, op.name) for e, op in zip(entries, pkg.ops, strict=True)
-                      if op in ops]
+            chosen = [(e.spec, op) for e, op in zip(entries, pkg.ops, strict=True) if op in ops]
             files[rel] = msopgen_json_many(chosen)
     return dict(sorted(files.items()))
 
 
 def render_project(
     spec: OpSpec,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     *,
@@ -332,6 +302,8 @@ def render_project(
     CMake modules (see :mod:`opsdk.ascend.versions`). ``shape_header``: the operator has a C++
     shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
     kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
+    ``op``: the operator's description when the caller has built it (the other arguments are
+    then not read).
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
@@ -488,11 +460,12 @@ def _resolved(entries: Sequence[PackageOp]) -> list[tuple[PackageOp, Path | None
 
 def package_files(
     entries: Sequence[PackageOp],
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     vendor: str = "opsdk",
     *,
     cann: CannVersion | None = None,
     aicore_skeleton: bool = False,
+    pkg: CannPackage | None = None,
 ) -> dict[str, str]:
     """Every file of the package: :func:`render_package`'s, and for the AI CPU engine copies
     of what it compiles from elsewhere (:func:`copied_sources`: each operator's kernel.cpp and
@@ -510,17 +483,18 @@ def package_files(
         ['aicpu/opsdk/kernels/grid_sample.cpp', 'aicpu/opsdk/kernels/thresholded_relu.cpp']
     """
     resolved = _resolved(entries)
-    files = render_package([e for e, _ in resolved], socs, vendor, cann=cann,
-                           aicore_skeleton=aicore_skeleton)
-    for e, folder in resolved:
-        op = cann_op(e.spec, op_type=e.op_type, engine=e.engine)
+    ready = [e for e, _ in resolved]
+    pkg = pkg if pkg is not None else _package(ready, socs, vendor, cann)
+    files = render_package(ready, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton,
+                           pkg=pkg)
+    for (_, folder), op in zip(resolved, pkg.ops, strict=True):
         files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
     return dict(sorted(files.items()))
 
 
 def project_files(
     spec: OpSpec,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     *,
@@ -565,7 +539,7 @@ def write_package(
     entries: Sequence[PackageOp],
     folder: str | Path,
     *,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     vendor: str = "opsdk",
     force: bool = False,
     cann: CannVersion | None = None,
@@ -582,7 +556,10 @@ def write_package(
         True
     """
     folder = Path(folder)
-    files = package_files(entries, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
+    # the operators' description, built once and handed to every generator
+    pkg = _package([e for e, _ in _resolved(entries)], socs, vendor, cann)
+    files = package_files(entries, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton,
+                          pkg=pkg)
     todo, report = _plan(folder, files, force)
     old = read_record(folder, MANIFEST)
     for rel, text in todo.items():
@@ -591,7 +568,6 @@ def write_package(
     hashes = {
         rel: old[rel] if rel in report.kept_edited else sha256(text) for rel, text in files.items()
     }
-    pkg = _package(entries, socs, vendor, cann)
     meta = _manifest(pkg, entries, hashes)
     write_record(folder, MANIFEST, meta.pop("files"), **{k: v for k, v in meta.items()
                                                          if k != "generator"})
@@ -602,7 +578,7 @@ def write_project(
     spec: OpSpec,
     folder: str | Path,
     *,
-    socs: Sequence[str] = ("ascend910b",),
+    socs: Sequence[str] = DEFAULT_SOCS,
     origin_op_types: Sequence[str] | None = None,
     vendor: str = "opsdk",
     force: bool = False,

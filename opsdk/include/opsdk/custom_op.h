@@ -1,21 +1,40 @@
 // opsdk custom operator API.
 //
-// A kernel registers itself with the builder the Ascend ecosystem knows:
+// A kernel registers its dtype columns in one line; input and output names, optionality
+// and attributes come from spec.py when opsdk loads the module:
+//
+//   template <class T> void threshold(const opsdk::CustomOpKernelContext& ctx) {
+//     const auto& x = ctx.input(0);
+//     auto& y = ctx.output(0);
+//     const float t = ctx.attr<float>("threshold");
+//     const T* px = x.data<T>();
+//     T* py = y.mutable_data<T>();
+//     ctx.parallel_for(x.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+//       for (int64_t i = b; i < e; ++i) py[i] = opsdk::to_float(px[i]) > t ? px[i] : T{};
+//     });
+//   }
+//   REGISTER_CUSTOM_OP("MyOp").Kernels<opsdk::half, float>(OPSDK_KERNEL_TEMPLATE(threshold));
+//
+// A column is one C++ type per type variable of the spec (in the order the inputs first
+// use them): `float` for a spec with one, `opsdk::Types<float, opsdk::half>` for two. The
+// kernel is a function template (through OPSDK_KERNEL_TEMPLATE) or a generic lambda taking
+// the context and one opsdk::type_tag per type variable:
+//
+//   .Kernels<float, opsdk::half>([](const opsdk::CustomOpKernelContext& ctx, auto t) {
+//     using T = typename decltype(t)::type;  ...
+//   });
+//
+// The long form spells one registration per dtype out; opsdk checks it against spec.py:
 //
 //   REGISTER_CUSTOM_OP("MyOp")
 //       .Input(0, "x", "float32")
 //       .Output(0, "y", "float32")
 //       .Attr("threshold", "float")
-//       .KernelFn([](const opsdk::CustomOpKernelContext& ctx) {
-//         const auto& x = ctx.input(0);
-//         auto& y = ctx.output(0);
-//         const float t = ctx.attr<float>("threshold");
-//         const float* px = x.data<float>();
-//         float* py = y.mutable_data<float>();
-//         ctx.parallel_for(x.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-//           for (int64_t i = b; i < e; ++i) py[i] = px[i] > t ? px[i] : 0.f;
-//         });
-//       });
+//       .KernelFn(threshold<float>);
+//
+// Programs that call kernels without Python (opsdk::invoke) declare the spec once with
+// opsdk::declare_spec; opsdk writes that declaration for the AI CPU adapter and the
+// cross-build harness.
 //
 // This header has no Python or pybind11 dependency, so kernels compile in about a second.
 // Outputs are allocated by opsdk from the spec's shape inference (destination passing).
@@ -438,6 +457,22 @@ class KernelFunc {
   void (*call_)(void*, const CustomOpKernelContext&) = nullptr;
 };
 
+// The C++ types of one dtype column of Kernels<...>, one per type variable of the spec.
+template <class... Ts> struct Types {};
+// Handed to a generic kernel for each type variable: typename decltype(tag)::type.
+template <class T> struct type_tag {
+  using type = T;
+};
+
+namespace detail {
+template <class C> struct column {
+  using types = Types<C>;
+};
+template <class... Ts> struct column<Types<Ts...>> {
+  using types = Types<Ts...>;
+};
+}  // namespace detail
+
 struct ArgDecl {
   int index;
   std::string name;
@@ -493,6 +528,30 @@ class OpRegistration {
     fn_ = std::move(fn);
     return *this;
   }
+  // One kernel per dtype column, names and attributes from the spec (see the top of this
+  // file). Call it last: the columns become registrations of their own when the spec is
+  // declared (opsdk::declare_spec), each with this one's AcceptsStrided.
+  template <class... Columns, class F> OpRegistration& Kernels(F fn) {
+    static_assert(sizeof...(Columns) > 0, "Kernels<...>: name at least one dtype column");
+    (add_column(typename detail::column<Columns>::types{}, fn), ...);
+    return *this;
+  }
+
+  // A registration made by Kernels<...> whose spec has not been declared yet.
+  struct Column {
+    std::vector<std::string> dtypes;  // one per type variable
+    KernelFunc fn;
+  };
+  const std::vector<Column>& pending_columns() const { return columns_; }
+  // Declares this registration from the spec (used by declare_spec).
+  void declare(std::vector<ArgDecl> inputs, std::vector<ArgDecl> outputs,
+               std::vector<AttrDecl> attrs, KernelFunc fn) {
+    inputs_ = std::move(inputs);
+    outputs_ = std::move(outputs);
+    attrs_ = std::move(attrs);
+    fn_ = std::move(fn);
+    columns_.clear();
+  }
 
   const std::string& name() const { return name_; }
   const std::vector<ArgDecl>& inputs() const { return inputs_; }
@@ -502,11 +561,22 @@ class OpRegistration {
   const KernelFunc& kernel() const { return fn_; }
 
  private:
+  template <class... Ts, class F> void add_column(Types<Ts...>, const F& fn) {
+    static_assert(((dtype_of<Ts>::value != DType::Invalid) && ...),
+                  "Kernels<...>: a column type is not an opsdk dtype (opsdk::half, "
+                  "opsdk::bfloat16, float, double, int8_t ... int64_t, uint8_t, bool)");
+    columns_.push_back({{dtype_name(dtype_of<Ts>::value)...},
+                        KernelFunc([fn](const CustomOpKernelContext& ctx) {
+                          fn(ctx, type_tag<Ts>{}...);
+                        })});
+  }
+
   std::string name_;
   std::vector<ArgDecl> inputs_, outputs_;
   std::vector<AttrDecl> attrs_;
   bool strided_ = false;
   KernelFunc fn_;
+  std::vector<Column> columns_;
 };
 
 inline std::vector<std::unique_ptr<OpRegistration>>& registry() {
@@ -519,7 +589,94 @@ inline OpRegistration& register_op(const char* name) {
   return *registry().back();
 }
 
+// One argument as spec.py declares it: `type` is a type variable of the spec (bound by
+// each dtype column) or a dtype name.
+struct SpecArg {
+  std::string name;
+  std::string type;
+  bool optional = false;
+};
+
+// What spec.py says about an operator, for the registrations made by Kernels<...>.
+struct SpecDecl {
+  std::string op;
+  std::vector<std::string> type_vars;  // in the order a column binds them
+  std::vector<SpecArg> inputs, outputs;
+  std::vector<AttrDecl> attrs;
+};
+
+// Gives every Kernels<...> registration of `spec.op` its inputs, outputs and attributes:
+// each dtype column becomes a registration of its own. Idempotent; throws OpError when a
+// column does not bind exactly the spec's type variables. Returns the number of
+// registrations declared.
+inline size_t declare_spec(const SpecDecl& spec) {
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  auto args = [&spec](const std::vector<SpecArg>& v, const std::vector<std::string>& column) {
+    std::vector<ArgDecl> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string dtype = v[i].type;
+      for (size_t k = 0; k < spec.type_vars.size(); ++k)
+        if (spec.type_vars[k] == dtype) dtype = column[k];
+      out.push_back({static_cast<int>(i), v[i].name, dtype, v[i].optional});
+    }
+    return out;
+  };
+  size_t declared = 0;
+  const size_t n = registry().size();
+  for (size_t r = 0; r < n; ++r) {
+    OpRegistration& reg = *registry()[r];
+    if (reg.name() != spec.op || reg.pending_columns().empty()) continue;
+    const std::vector<OpRegistration::Column> columns = reg.pending_columns();
+    for (const auto& c : columns)
+      if (c.dtypes.size() != spec.type_vars.size())
+        throw OpError(detail::cat(spec.op, ": a Kernels<...> column names ", c.dtypes.size(),
+                                  " type(s) (", join(c.dtypes), ") but spec.py has ",
+                                  spec.type_vars.size(), " type variable(s) (",
+                                  join(spec.type_vars), "); use opsdk::Types<...> with one "
+                                  "C++ type per type variable"));
+    for (size_t c = 0; c < columns.size(); ++c) {
+      OpRegistration& target = c == 0 ? reg : register_op(spec.op.c_str());
+      target.AcceptsStrided(reg.accepts_strided());
+      target.declare(args(spec.inputs, columns[c].dtypes), args(spec.outputs, columns[c].dtypes),
+                     spec.attrs, columns[c].fn);
+      ++declared;
+    }
+  }
+  return declared;
+}
+
+// Specs declared ahead of their kernels (a static SpecRegistration may run before or
+// after the kernel's REGISTER_CUSTOM_OP): opsdk::invoke applies them on its first call.
+inline std::vector<SpecDecl>& declared_specs() {
+  static std::vector<SpecDecl> specs;
+  return specs;
+}
+
+// `static const opsdk::SpecRegistration spec({...});` -- what opsdk writes from spec.py
+// into programs that call kernels without Python (the AI CPU adapter, the harness).
+struct SpecRegistration {
+  explicit SpecRegistration(SpecDecl d) { declared_specs().push_back(std::move(d)); }
+};
+
+namespace detail {
+// Declares the pending Kernels<...> registrations whose spec was registered. The caller
+// serialises calls (opsdk::invoke holds a lock).
+inline void apply_declared_specs() {
+  for (const auto& s : declared_specs()) declare_spec(s);  // appends to registry()
+}
+}  // namespace detail
+
 }  // namespace opsdk
+
+// A function template as the kernel of Kernels<...>: fn<T...>(ctx) for each dtype column.
+#define OPSDK_KERNEL_TEMPLATE(fn)                                            \
+  [](const ::opsdk::CustomOpKernelContext& opsdk_ctx, auto... opsdk_types) { \
+    fn<typename decltype(opsdk_types)::type...>(opsdk_ctx);                  \
+  }
 
 #define OPSDK_CONCAT_INNER(a, b) a##b
 #define OPSDK_CONCAT(a, b) OPSDK_CONCAT_INNER(a, b)

@@ -40,28 +40,19 @@ void copy_or_zero(const opsdk::Tensor& x, opsdk::Tensor& y, bool copy) {
   });
 }
 
-template <class T{% for o in cookiecutter._op.outputs %}, class O{{ loop.index0 }}{% endfor %}>
+template <{{ cookiecutter._op.kernel_params }}>
 void {{ cookiecutter.snake_name }}_kernel(const CustomOpKernelContext& ctx) {
 {%- for a in cookiecutter._op.attrs %}
   [[maybe_unused]] const {{ a.cpp }} {{ a.name }} = ctx.attr<{{ a.cpp }}>("{{ a.name }}");
 {%- endfor %}
   const opsdk::Tensor& x = ctx.input(0);
 {%- for o in cookiecutter._op.outputs %}
-  copy_or_zero<T, O{{ loop.index0 }}>(x, ctx.output({{ loop.index0 }}), {{ "true" if o.type == cookiecutter._op.inputs[0].type else "false" }});
+  copy_or_zero<{{ cookiecutter._op.first_cpp }}, {{ cookiecutter._op.out_cpp[loop.index0] }}>(x, ctx.output({{ loop.index0 }}), {{ "true" if o.type == cookiecutter._op.inputs[0].type else "false" }});
 {%- endfor %}
 }
 
 }  // namespace
-{% for r in cookiecutter._op.registrations %}
+
+// One kernel per dtype column; names, optionality and attributes come from spec.py.
 REGISTER_CUSTOM_OP("{{ cookiecutter.op_name }}")
-{%- for i in r.inputs %}
-    .{{ "OptionalInput" if i.optional else "Input" }}({{ loop.index0 }}, "{{ i.name }}", "{{ i.dtype }}")
-{%- endfor %}
-{%- for o in r.outputs %}
-    .Output({{ loop.index0 }}, "{{ o.name }}", "{{ o.dtype }}")
-{%- endfor %}
-{%- for a in cookiecutter._op.attrs %}
-    .Attr("{{ a.name }}", "{{ a.type }}")
-{%- endfor %}
-    .KernelFn({{ cookiecutter.snake_name }}_kernel<{{ r.first_cpp }}{% for c in r.out_cpp %}, {{ c }}{% endfor %}>);
-{% endfor %}
+    .Kernels<{{ cookiecutter._op.columns }}>(OPSDK_KERNEL_TEMPLATE({{ cookiecutter.snake_name }}_kernel));

@@ -10,7 +10,15 @@ void probe(const CustomOpKernelContext& ctx) {
   const opsdk::Tensor& x = ctx.input(0);
   int64_t* out = ctx.output(0).mutable_data<int64_t>();
   const std::string mode = ctx.attr<std::string>("mode");
-  if (mode == "throw") throw std::runtime_error("boom on purpose");
+  static int thrown = 0;  // how many times mode "throw" ran (read back with mode "thrown")
+  if (mode == "throw") {
+    ++thrown;
+    throw std::runtime_error("boom on purpose");
+  }
+  if (mode == "thrown") {
+    out[0] = thrown;
+    return;
+  }
   if (mode == "bounds") out[0] = static_cast<int64_t>(x.at<T>({1000000}));
   if (mode == "wrong_type") out[0] = static_cast<int64_t>(x.data<int8_t>()[0]);
   if (mode == "absent") out[0] = ctx.input(1).numel();

@@ -13,7 +13,7 @@ import pytest
 import opsdk
 from opsdk.errors import SpecError
 
-FOLDER = Path(__file__).resolve().parents[1] / "operators" / "fused_conv_bn_relu"
+FOLDER = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 import opsdk
 from opsdk.errors import SpecError
 
-FOLDER = Path(__file__).resolve().parents[1] / "operators" / "grid_sample"
+FOLDER = Path(__file__).resolve().parent
 MODES = ("linear", "nearest", "cubic")
 PADDINGS = ("zeros", "border", "reflection")
 
