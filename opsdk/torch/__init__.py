@@ -30,21 +30,22 @@ from __future__ import annotations
 from typing import Any
 
 from ._autograd import gradient_source
-from ._check import OpcheckReport, opcheck
+from ._check import GradcheckResult, OpcheckReport, gradcheck, opcheck
 from ._npu import npu_unavailable
 from ._onnx_export import export, onnx_translations
-from ._register import OpsNamespace, Registered, register, register_all, registered
+from ._register import OPS, Registered, register, register_all, registered
 from ._replace import ReplaceReport, replace
 from ._schema import namespace, schema
 
 __all__ = [
     "ops", "load", "register", "register_all", "registered", "Registered", "schema",
-    "namespace", "opcheck", "OpcheckReport", "gradient_source", "export",
+    "namespace", "opcheck", "OpcheckReport", "gradcheck", "GradcheckResult",
+    "gradient_source", "export",
     "onnx_translations", "replace", "ReplaceReport", "npu_unavailable",
 ]
 
 #: ``ops.<namespace>.<Name>`` is ``torch.ops.<namespace>.<Name>``, registered on first use.
-ops = OpsNamespace()
+ops = OPS
 
 
 def load(name: str) -> Any:

@@ -8,13 +8,15 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec import OpSpec
 from ._autograd import gradient_source
 
-__all__ = ["OpcheckResult", "OpcheckReport", "opcheck", "sample_inputs"]
+__all__ = ["OpcheckResult", "OpcheckReport", "opcheck", "sample_inputs", "GradcheckResult",
+           "gradcheck", "FLOAT32_TOLERANCES"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,59 @@ def _verdict(value: Any) -> str:
     if value == "SUCCESS":
         return "SUCCESS"
     return f"{type(value).__name__}: {str(value).splitlines()[0] if str(value) else ''}"
+
+
+@dataclass(frozen=True)
+class GradcheckResult:
+    """``torch.autograd.gradcheck`` of one operator: passed (None: no backward to check)."""
+
+    op: str
+    source: str  # 'backward', 'decomposition' or 'none'
+    dtype: str
+    passed: bool | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        verdict = {True: "passed", False: "FAILED", None: "not run"}[self.passed]
+        return (f"{self.op}: gradcheck {verdict} ({self.source} gradient, {self.dtype})"
+                + (f": {self.detail}" if self.detail else ""))
+
+
+#: gradcheck's tolerances when the kernel has no float64: central differences in float32
+FLOAT32_TOLERANCES = {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}
+
+
+def gradcheck(name: str, seed: int = 0) -> GradcheckResult:
+    """``torch.autograd.gradcheck`` of the operator's backward against its kernel: in float64
+    when the kernel has it, else in float32 with :data:`FLOAT32_TOLERANCES`.
+
+    Example:
+        >>> print(gradcheck("Softmax"))  # doctest: +SKIP
+        Softmax: gradcheck passed (decomposition gradient, float32)
+    """
+    import torch
+
+    from ._register import register
+
+    reg = register(name)
+    spec = reg.spec
+    source = gradient_source(spec)
+    samples = sample_inputs(spec, seed)
+    for wanted in (torch.float64, torch.float32):
+        picked = [s for s in samples if s[1][0].dtype == wanted]
+        if picked:
+            break
+    if source == "none" or not picked:
+        why = "the operator has no backward" if source == "none" else "no float32/64 sample"
+        return GradcheckResult(spec.name, source, "-", None, why)
+    _, args, attrs = picked[0]
+    tol = {} if wanted == torch.float64 else FLOAT32_TOLERANCES
+    try:
+        with warnings.catch_warnings():  # float32 on purpose: the kernel has no float64
+            warnings.filterwarnings("ignore", "Input #", UserWarning)
+            ok = torch.autograd.gradcheck(lambda *xs: reg.packet(*xs, **attrs), tuple(args),
+                                          **tol)
+        return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), ok)
+    except Exception as e:  # gradcheck raises GradcheckError naming the mismatch
+        return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), False,
+                               f"{type(e).__name__}: {str(e).splitlines()[0]}")

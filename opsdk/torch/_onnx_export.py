@@ -87,9 +87,36 @@ def _ts_symbolic(spec: OpSpec) -> Callable[..., Any]:
             desc, suffix = _TS_ATTRS[a.type]
             value = sh._parse_arg(v, desc)
             attrs[f"{a.name}_{suffix}"] = int(value) if a.type == "bool" else value
-        return g.op(f"{spec.domain}::{spec.name}", *inputs, outputs=len(spec.outputs), **attrs)
+        outs = g.op(f"{spec.domain}::{spec.name}", *inputs, outputs=len(spec.outputs), **attrs)
+        _set_types(spec, inputs, outs if isinstance(outs, (tuple, list)) else [outs], args[n:])
+        return outs
 
     return symbolic
+
+
+def _set_types(spec: OpSpec, inputs: list[Any], outs: list[Any], attr_values: Any) -> None:
+    """Give the TorchScript graph the outputs' dtypes and static shapes from the spec."""
+    from torch.onnx import symbolic_helper as sh
+
+    from ..spec import TensorType
+    from ._schema import dtype_name, torch_dtype
+
+    types = []
+    for v in inputs:
+        sizes, dtype = sh._get_tensor_sizes(v), v.type().dtype()
+        name = dtype_name(dtype) if dtype is not None else None
+        if sh._is_none(v):
+            types.append(None)
+        elif sizes is None or name is None or any(d is None for d in sizes):
+            return  # not static: the exporter's own inference stands
+        else:
+            types.append(TensorType(tuple(sizes), name))
+    attrs = {a.name: sh._parse_arg(v, _TS_ATTRS[a.type][0])
+             for a, v in zip(spec.attrs, attr_values)}
+    for out, t in zip(outs, spec.infer(types, spec.resolve_attrs(attrs))):
+        if all(isinstance(d, int) for d in t.shape):
+            out.setType(inputs[0].type().with_dtype(torch_dtype(t.dtype))
+                        .with_sizes(list(t.shape)))
 
 
 def register_torchscript_symbolic(reg: Registered) -> None:
@@ -102,7 +129,8 @@ def register_torchscript_symbolic(reg: Registered) -> None:
 def _custom_opsets() -> dict[str, int]:
     from ._register import registered
 
-    return {reg.spec.domain: reg.spec.version for reg in registered()}
+    # version 1 is what the exporter writes for a domain it is not told about
+    return {r.spec.domain: r.spec.version for r in registered() if r.spec.version != 1}
 
 
 def export(model: Any, args: tuple[Any, ...], f: str | os.PathLike[str], *,

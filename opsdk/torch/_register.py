@@ -24,7 +24,7 @@ from ._convert import from_numpy, to_numpy
 from ._fake import make_fake
 from ._schema import namespace, qualified_name, schema
 
-__all__ = ["Registered", "register", "register_all", "registered", "OpsNamespace"]
+__all__ = ["Registered", "register", "register_all", "registered", "OpsNamespace", "OPS"]
 
 
 @dataclass
@@ -109,8 +109,12 @@ def register(name: str | OperatorInfo) -> Registered:
                 "operator, so restart Python to pick up the changed spec.py"
             )
         return prev
-    _REGISTERED[key] = _define(info)
-    return _REGISTERED[key]
+    reg = _REGISTERED[key] = _define(info)
+    # plain attributes, so that torch.compile reads ops.<namespace>.<Name> without tracing
+    # the lookup below
+    ns = OPS.__dict__.setdefault(namespace(info.domain), _Namespace(namespace(info.domain)))
+    setattr(ns, info.name, reg.packet)
+    return reg
 
 
 def register_all() -> list[Registered]:
@@ -162,3 +166,7 @@ class OpsNamespace:
 
     def __dir__(self) -> list[str]:
         return sorted({namespace(o.domain) for o in find_operators()})
+
+
+#: ``opsdk.torch.ops``
+OPS = OpsNamespace()
