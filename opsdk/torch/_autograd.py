@@ -47,7 +47,8 @@ def _vjp(spec: OpSpec, inputs: Sequence[Any], grads: Sequence[Any],
             full[i] = x
         return tuple(evaluate(spec, full, attrs))
 
-    outs, vjp_fn = torch.func.vjp(forward, *[inputs[i] for i in diff])
+    vjp = torch.func.vjp(forward, *[inputs[i] for i in diff])
+    outs, vjp_fn = vjp[0], vjp[1]
     cotangents = tuple(
         torch.zeros_like(o) if g is None else g.to(o.dtype) for g, o in zip(grads, outs)
     )
@@ -85,7 +86,7 @@ def _backward_fn(spec: OpSpec) -> Callable[..., Any]:
 def _save(spec: OpSpec, ctx: Any, inputs: Sequence[Any], attrs: dict[str, Any],
           output: Any) -> None:
     slots: list[int | None] = []
-    tensors = []
+    tensors: list[Any] = []
     for t in inputs:
         slots.append(None if t is None else len(tensors))
         if t is not None:

@@ -118,9 +118,10 @@ class GradcheckResult:
 FLOAT32_TOLERANCES = {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}
 
 
-def gradcheck(name: str, seed: int = 0) -> GradcheckResult:
+def gradcheck(name: str, seed: int = 0, *, fast_mode: bool = True) -> GradcheckResult:
     """``torch.autograd.gradcheck`` of the operator's backward against its kernel: in float64
-    when the kernel has it, else in float32 with :data:`FLOAT32_TOLERANCES`.
+    when the kernel has it, else in float32 with :data:`FLOAT32_TOLERANCES`; ``fast_mode``
+    (torch's) compares random projections of the Jacobians instead of every entry.
 
     Example:
         >>> print(gradcheck("Softmax"))  # doctest: +SKIP
@@ -142,12 +143,12 @@ def gradcheck(name: str, seed: int = 0) -> GradcheckResult:
         why = "the operator has no backward" if source == "none" else "no float32/64 sample"
         return GradcheckResult(spec.name, source, "-", None, why)
     _, args, attrs = picked[0]
-    tol = {} if wanted == torch.float64 else FLOAT32_TOLERANCES
+    tol: dict[str, Any] = {} if wanted == torch.float64 else FLOAT32_TOLERANCES
     try:
         with warnings.catch_warnings():  # float32 on purpose: the kernel has no float64
             warnings.filterwarnings("ignore", "Input #", UserWarning)
             ok = torch.autograd.gradcheck(lambda *xs: reg.packet(*xs, **attrs), tuple(args),
-                                          **tol)
+                                          fast_mode=fast_mode, **tol)
         return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), ok)
     except Exception as e:  # gradcheck raises GradcheckError naming the mismatch
         return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), False,

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["onnx_translations", "register_torchscript_symbolic", "export"]
 
 #: opsdk attribute type -> the TorchScript symbolic's parse descriptor and g.op suffix
-_TS_ATTRS = {"int": ("i", "i"), "bool": ("b", "i"), "float": ("f", "f"), "string": ("s", "s"),
-             "ints": ("is", "i"), "floats": ("fs", "f")}
+_TS_ATTRS: dict[str, tuple[Any, str]] = {
+    "int": ("i", "i"), "bool": ("b", "i"), "float": ("f", "f"), "string": ("s", "s"),
+    "ints": ("is", "i"), "floats": ("fs", "f"),
+}
 
 
 def _onnx_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +90,8 @@ def _ts_symbolic(spec: OpSpec) -> Callable[..., Any]:
             value = sh._parse_arg(v, desc)
             attrs[f"{a.name}_{suffix}"] = int(value) if a.type == "bool" else value
         outs = g.op(f"{spec.domain}::{spec.name}", *inputs, outputs=len(spec.outputs), **attrs)
-        _set_types(spec, inputs, outs if isinstance(outs, (tuple, list)) else [outs], args[n:])
+        _set_types(spec, inputs, list(outs) if isinstance(outs, (tuple, list)) else [outs],
+                   args[n:])
         return outs
 
     return symbolic
@@ -101,7 +104,7 @@ def _set_types(spec: OpSpec, inputs: list[Any], outs: list[Any], attr_values: An
     from ..spec import TensorType
     from ._schema import dtype_name, torch_dtype
 
-    types = []
+    types: list[TensorType | None] = []
     for v in inputs:
         sizes, dtype = sh._get_tensor_sizes(v), v.type().dtype()
         name = dtype_name(dtype) if dtype is not None else None

@@ -93,7 +93,8 @@ def _swap_layer(child: Any, kinds: dict[str, Any]) -> tuple[Any, str]:
 
     nn = torch.nn
     if isinstance(child, nn.GELU):
-        return kinds["Gelu"](child.approximate), f"{_DOMAIN}::Gelu (approximate={child.approximate!r})"
+        detail = f"{_DOMAIN}::Gelu (approximate={child.approximate!r})"
+        return kinds["Gelu"](child.approximate), detail
     if isinstance(child, nn.LayerNorm):
         if child.weight is not None and child.weight.dtype == torch.float64:
             return None, "float64 parameters; LayerNormalization has float16/bfloat16/float32"
