@@ -15,29 +15,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
+import torch
 
 __all__ = ["to_numpy", "from_numpy"]
+
+_BF16 = torch.bfloat16
+_NP_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def to_numpy(t: Any) -> np.ndarray:
     """A NumPy view of CPU tensor ``t`` (a contiguous copy first when it is strided)."""
-    import torch
-
-    t = t.detach()
+    if t.requires_grad:
+        t = t.detach()
     if not t.is_contiguous():
         t = t.contiguous()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype is _BF16:
+        return t.view(torch.int16).numpy().view(_NP_BF16)
     return t.numpy()
 
 
 def from_numpy(a: np.ndarray) -> Any:
     """A tensor over the memory of kernel output ``a`` (no copy)."""
-    import torch
-
-    if a.dtype.name == "bfloat16":
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if a.dtype == _NP_BF16:
+        return torch.from_numpy(a.view(np.int16)).view(_BF16)
     return torch.from_numpy(a)

@@ -64,7 +64,9 @@ def registered() -> list[Registered]:
 def _cpu_impl(spec: OpSpec, kernel: Callable[[], Any]) -> Callable[..., Any]:
     def cpu(*inputs: Any, **attrs: Any) -> Any:
         out = kernel()(*[None if t is None else to_numpy(t) for t in inputs], **attrs)
-        return tuple(from_numpy(o) for o in out) if isinstance(out, tuple) else from_numpy(out)
+        if type(out) is tuple:
+            return tuple(from_numpy(o) for o in out)
+        return from_numpy(out)
 
     cpu.__name__ = spec.name
     return cpu
