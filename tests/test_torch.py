@@ -306,3 +306,22 @@ def test_npu_implementation_needs_torch_npu() -> None:
     x = torch.randn(4, 16)
     got = ot.ops.com_opsdk.Softmax(x.to("npu"), axis=-1).cpu()
     torch.testing.assert_close(got, ot.ops.com_opsdk.Softmax(x, axis=-1), rtol=1e-3, atol=1e-3)
+
+
+def test_an_operator_torch_cannot_spell_is_left_out_of_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opsdk.torch._register import FAILED
+
+    folder = tmp_path / "quote_op"
+    folder.mkdir()
+    (folder / "spec.py").write_text(
+        "from opsdk.spec import Attr, Input, OpSpec, Output\n"
+        "SPEC = OpSpec('QuoteOp', domain='com.quote', inputs=[Input('x', 'float32')],\n"
+        "              outputs=[Output('y', 'float32')], attrs=[Attr('s', 'string', \"it's\")])\n")
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(tmp_path))
+    assert "com.quote::QuoteOp" not in {r.info.qualified for r in ot.register_all(strict=False)}
+    assert "QuoteOp: the default \"it's\" of attribute 's' holds a quote" in \
+        FAILED["com.quote::QuoteOp"]
+    with pytest.raises(SpecError, match="holds a quote"):
+        ot.load("QuoteOp")

@@ -59,4 +59,4 @@ def load(name: str) -> Any:
     return register(name).packet
 
 
-register_all()
+register_all(strict=False)

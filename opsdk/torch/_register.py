@@ -119,9 +119,25 @@ def register(name: str | OperatorInfo) -> Registered:
     return reg
 
 
-def register_all() -> list[Registered]:
-    """Register every operator opsdk finds (source folders, installed wheels, shipped ones)."""
-    return [register(info) for info in find_operators()]
+#: operators :func:`register_all` could not register, with the error (``MyOp: ...``)
+FAILED: dict[str, str] = {}
+
+
+def register_all(strict: bool = True) -> list[Registered]:
+    """Register every operator opsdk finds (source folders, installed wheels, shipped ones).
+
+    With ``strict=False`` (what ``import opsdk.torch`` does) an operator that cannot be
+    registered is left out and its error kept in :data:`FAILED`; using it raises that error.
+    """
+    done = []
+    for info in find_operators():
+        try:
+            done.append(register(info))
+        except SpecError as e:
+            if strict:
+                raise
+            FAILED[info.qualified] = str(e)
+    return done
 
 
 class _Namespace:

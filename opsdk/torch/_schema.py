@@ -51,12 +51,12 @@ def qualified_name(spec: OpSpec) -> str:
     return f"{namespace(spec.domain)}::{spec.name}"
 
 
-def _default(a: Attr) -> str:
+def _default(op: str, a: Attr) -> str:
     v = a.default
     if a.type == "string":
-        if "'" in v or "\\" in v:
+        if "'" in v or '"' in v or "\\" in v:
             raise SpecError(
-                f"{a.name}: the default {v!r} of attribute {a.name!r} holds a quote or a "
+                f"{op}: the default {v!r} of attribute {a.name!r} holds a quote or a "
                 "backslash, which a torch schema cannot spell; pick another default"
             )
         return f"'{v}'"
@@ -74,7 +74,7 @@ def schema(spec: OpSpec) -> str:
         args.append("*")
     for a in spec.attrs:
         decl = f"{TORCH_ATTR_TYPES[a.type]} {a.name}"
-        args.append(decl if a.required else f"{decl}={_default(a)}")
+        args.append(decl if a.required else f"{decl}={_default(spec.name, a)}")
     outs = "Tensor" if len(spec.outputs) == 1 else \
         "(" + ", ".join("Tensor" for _ in spec.outputs) + ")"
     return f"({', '.join(args)}) -> {outs}"
