@@ -100,3 +100,15 @@ def test_cann_alias_warns_and_gives_the_ascend_names() -> None:
             mod = importlib.import_module(old)
         assert mod.__all__ == new.__all__
         assert all(getattr(mod, n) is getattr(new, n) for n in new.__all__)
+
+
+def test_only_the_cli_reaches_up_into_opsdk_torch() -> None:
+    """opsdk.torch sits on top (it needs torch); below it only the CLI imports it, lazily."""
+    offenders = [
+        f"{p.relative_to(PKG.parent)} imports {m}"
+        for p in sorted(PKG.rglob("*.py"))
+        if PKG / "torch" not in p.parents and PKG / "cli" not in p.parents
+        for m in sorted(_imported_modules(p))
+        if m == "opsdk.torch" or m.startswith("opsdk.torch.")
+    ]
+    assert not offenders, "\n".join(offenders)

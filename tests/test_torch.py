@@ -325,3 +325,12 @@ def test_an_operator_torch_cannot_spell_is_left_out_of_the_import(
         FAILED["com.quote::QuoteOp"]
     with pytest.raises(SpecError, match="holds a quote"):
         ot.load("QuoteOp")
+
+
+@pytest.mark.parametrize("name", ["opsdk.torch._schema", "opsdk.torch._convert"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
