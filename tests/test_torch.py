@@ -334,3 +334,45 @@ def test_docstring_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.slow
+def test_opsdk_check_runs_opcheck_and_gradcheck(capsys: pytest.CaptureFixture[str]) -> None:
+    from opsdk.cli import main
+
+    assert main(["check", "ThresholdedRelu"]) == 0
+    out = capsys.readouterr().out
+    assert "ThresholdedRelu: torch.library.opcheck passed on 2 sample(s)" in out
+    assert "ThresholdedRelu: gradcheck passed (decomposition gradient, float32)" in out
+    assert main(["check", "ThresholdedRelu", "--no-torch"]) == 0
+    assert "opcheck" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_exported_model_builds_for_the_ascend_triton_target(tmp_path: Path) -> None:
+    """A PyTorch model calling shipped operators (which have decompositions) exports, builds
+    as an npu_ge model and passes `opsdk triton check` under CANN 8.1.RC1's parser rules.
+
+    The commands run in their own process, as a user runs them: the check loads the ONNX
+    Runtime release npu_ge pins, which must not share a process with torch's libraries."""
+    pytest.importorskip("onnxscript", reason="the dynamo ONNX exporter needs onnxscript")
+
+    def opsdk_cmd(*args: str) -> None:
+        proc = subprocess.run([sys.executable, "-m", "opsdk", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x: Any) -> Any:
+            return ot.ops.com_opsdk.Softmax(torch.relu(self.fc(x)), axis=-1)
+
+    path = tmp_path / "net.onnx"
+    ot.export(Net().eval(), (torch.randn(4, 8),), path, opset_version=18)
+    assert [n.op_type for n in onnx.load(str(path)).graph.node] == ["Gemm", "Relu", "Softmax"]
+    repo = tmp_path / "repo"
+    opsdk_cmd("triton", "build", str(path), "-o", str(repo), "--name", "net", "--target", "ascend")
+    opsdk_cmd("triton", "check", str(repo / "net"), "--cann", "8.1.RC1")
