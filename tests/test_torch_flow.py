@@ -23,7 +23,12 @@ torch = pytest.importorskip(
 pytest.importorskip("onnxscript", reason="the dynamo ONNX exporter needs onnxscript")
 
 import opsdk.torch as ot  # noqa: E402
-from opsdk.ascend import normalize_default_domain  # noqa: E402
+from opsdk.ascend import (  # noqa: E402
+    check_plugin_keys,
+    default_origin_op_type,
+    normalize_default_domain,
+    origin_op_types,
+)
 from opsdk.ascend.atc.doctor import diagnose  # noqa: E402
 from opsdk.cli import main  # noqa: E402
 from opsdk.errors import SpecError  # noqa: E402
@@ -70,11 +75,16 @@ def _exports(net: Any, x: Any, tmp_path: Path, op_name: str) -> dict[str, Path]:
     return paths
 
 
-def _doctor(path: Path) -> None:
+def _doctor(path: Path, op_name: str) -> None:
     """CANN 8's ATC: the one finding is the mixed default domain (ATC error E16005), which the
-    copy opsdk makes for ATC resolves; that copy has no findings."""
+    copy opsdk makes for ATC resolves; that copy has no findings, and the node's plugin key
+    is the one `opsdk cann` registers."""
     assert [f.code for f in diagnose(str(path), "ascend-cann8")] == ["mixed-default-domain"]
-    assert diagnose(normalize_default_domain(onnx.load(str(path))), "ascend-cann8") == []
+    for_atc = normalize_default_domain(onnx.load(str(path)))
+    assert diagnose(for_atc, "ascend-cann8") == []
+    key = default_origin_op_type(ot.register(op_name).spec)
+    assert origin_op_types(for_atc) == {op_name: [key]} == {op_name: ["com.example::1::" + op_name]}
+    assert check_plugin_keys(for_atc, {op_name: [key]}) == []
 
 
 def _serve(path: Path, tmp_path: Path, start: Callable[..., Any], x: np.ndarray) -> Any:
@@ -116,7 +126,7 @@ def test_scaffolded_operator_from_a_torch_module_to_triton(
     assert torch.autograd.gradcheck(net64, (x.double().requires_grad_(),))
     paths = _exports(net, x, tmp_path, "TorchFlowOp")
     for path in paths.values():
-        _doctor(path)
+        _doctor(path, "TorchFlowOp")
         feed = {onnx.load(str(path)).graph.input[0].name: x.numpy()}
         [got] = Session(str(path)).run(None, feed)
         np.testing.assert_allclose(got, eager.numpy(), rtol=1e-5, atol=1e-5)
