@@ -191,7 +191,17 @@ def _kernel_types(spec: OpSpec) -> dict[str, Any]:
     }
 
 
-def _context(spec: OpSpec, like_doc: str) -> dict[str, Any]:
+def _backward_context(spec: OpSpec) -> dict[str, Any]:
+    """What the template's backward needs: the outputs the kernel copies input 0 into."""
+    copies = [k for k, o in enumerate(spec.outputs) if o.type == spec.inputs[0].type]
+    return {
+        "copies": copies,
+        "copies_names": ", ".join(spec.outputs[k].name for k in copies),
+        "others": len(spec.inputs) - 1,
+    }
+
+
+def _context(spec: OpSpec, like_doc: str, backward: bool = False) -> dict[str, Any]:
     s = spellings(spec.name)
     params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
     kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
@@ -226,6 +236,7 @@ def _context(spec: OpSpec, like_doc: str) -> dict[str, Any]:
             **_kernel_types(spec),
             "signature": signature,
             "shapes": ", ".join(shapes),
+            "backward": _backward_context(spec) if backward else {},
         },
     }
 
@@ -241,11 +252,14 @@ def new_operator(
     doc: str = "",
     onnx_op: str | None = None,
     decomposition: str | None = None,
+    backward: bool = False,
 ) -> Path:
     """Create ``<root>/<snake_name>/`` from the operator template; return its path.
 
     With ``decomposition`` (an expression, see :mod:`opsdk._decomposition`), spec.py gets
-    the ``@SPEC.register_function`` block and reference.py evaluates it.
+    the ``@SPEC.register_function`` block and reference.py evaluates it. With ``backward``,
+    spec.py gets a ``@SPEC.register_backward`` block (the template kernel's derivative, for
+    autograd through ``opsdk.torch``); a decomposition gives gradients by itself.
     """
     s = spellings(name)
     target = Path(root) / s.snake
@@ -271,11 +285,16 @@ def new_operator(
         raise ScaffoldError(str(e)) from None
     if spec.inputs[0].optional:
         raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
+    if backward and decomposition:
+        raise ScaffoldError(
+            f"{name}: --backward and --decomposition together: the decomposition already "
+            "gives opsdk.torch its gradients; drop --backward"
+        )
     extra = None
     if decomposition:
         extra = decomposition_source(decomposition, [i.name for i in spec.inputs],
                                      {a.name: a.type for a in spec.attrs})
-    _render(target, _context(spec, doc))
+    _render(target, _context(spec, doc, backward))
     if extra is not None:
         with open(target / "spec.py", "a") as fh:
             fh.write(extra)

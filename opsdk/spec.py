@@ -196,6 +196,7 @@ class OpSpec:
         self._shape_fn: Callable[..., Any] | None = None
         self._reference: Callable[..., Any] | None = None
         self._function: Callable[..., Any] | None = None
+        self._backward: Callable[..., Any] | None = None
         self.elementwise = elementwise if elementwise is not None else True
         self.validate()
 
@@ -319,6 +320,21 @@ class OpSpec:
         """Attach a decomposition into standard ONNX ops (see opsdk.onnx)."""
         self._function = fn
         return fn
+
+    def register_backward(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Attach the operator's own backward; usable as a decorator.
+
+        ``fn(inputs, outputs, grads, **attrs)`` gets lists of torch tensors (an absent
+        optional input is None) and the resolved attributes, and returns one gradient per
+        input (None where there is none). ``opsdk.torch`` uses it for autograd in place of
+        differentiating the decomposition.
+        """
+        self._backward = fn
+        return fn
+
+    @property
+    def backward(self) -> Callable[..., Any] | None:
+        return self._backward
 
     @property
     def reference(self) -> Callable[..., Any] | None:

@@ -175,3 +175,15 @@ def test_no_test_module_imports_another() -> None:
             offenders += [f"{path.relative_to(root)} imports {n}" for n in names
                           if n.split(".")[-1].startswith("test_")]
     assert not offenders, "\n".join(offenders)
+
+
+def test_only_the_cli_reaches_up_into_opsdk_torch() -> None:
+    """opsdk.torch sits on top (it needs torch); below it only the CLI imports it, lazily."""
+    offenders = [
+        f"{p.relative_to(PKG.parent)} imports {m}"
+        for p in sorted(PKG.rglob("*.py"))
+        if PKG / "torch" not in p.parents and PKG / "cli" not in p.parents
+        for m in sorted(_imported_modules(p))
+        if m == "opsdk.torch" or m.startswith("opsdk.torch.")
+    ]
+    assert not offenders, "\n".join(offenders)

@@ -78,8 +78,27 @@ def test_fresh_operator_builds_and_passes_its_generated_tests(tmp_path):
     assert re.match(r"^\d+ passed", summary) and "failed" not in summary, summary
 
 
+def test_backward_flag_writes_the_template_kernels_derivative(tmp_path, capsys):
+    """`--backward`: spec.py registers the derivative of what the template kernel does (x
+    copied to the outputs of its type, summed back over broadcast axes; none for the rest)."""
+    assert main(["new", "GradOp", "--inputs", "x", "w:float32", "--outputs", "y", "mask:bool",
+                 "--dir", str(tmp_path), "--backward"]) == 0
+    spec = load_spec(tmp_path / "grad_op")
+    assert spec.backward is not None
+    source = (tmp_path / "grad_op" / "spec.py").read_text()
+    assert "grad = grads[0]\n" in source and "[None] * 1" in source
+    assert main(["new", "PlainOp", "--dir", str(tmp_path)]) == 0
+    assert load_spec(tmp_path / "plain_op").backward is None
+    capsys.readouterr()
+    assert main(["new", "BothOp", "--dir", str(tmp_path), "--backward",
+                 "--decomposition", "Mul(x, x)"]) == 1
+    assert "the decomposition already gives opsdk.torch its gradients" in capsys.readouterr().err
+    assert not (tmp_path / "both_op").exists()
+
+
 def test_generated_python_is_lint_clean(tmp_path):
     new_operator("LintOp", inputs=parse_io(["x"]), attrs=parse_attrs(["axes:ints=0,1"]), root=tmp_path)
+    new_operator("LintGradOp", inputs=parse_io(["x", "b?"]), root=tmp_path, backward=True)
     ruff = Path(sys.executable).with_name("ruff")
     if not ruff.exists():
         pytest.skip("ruff is not installed in this environment (pip install -e .[dev])")

@@ -27,6 +27,8 @@ def register(sub: Any) -> None:
     p.add_argument("--no-isolate", action="store_true",
                    help="run the kernel in this process instead of a worker process (a "
                    "crashing kernel then ends the command)")
+    p.add_argument("--no-torch", action="store_true",
+                   help="skip torch.library.opcheck and gradcheck (run when torch is installed)")
     p.set_defaults(func=run)
 
 
@@ -47,4 +49,21 @@ def run(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 1
     print(report)
-    return 0
+    return 0 if args.no_torch else _torch_checks(args.op)
+
+
+def _torch_checks(name: str) -> int:
+    """torch.library.opcheck and gradcheck of the operator through opsdk.torch, when torch
+    is installed (one line saying so otherwise)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        print("torch is not installed: torch.library.opcheck and gradcheck not run")
+        return 0
+    from ..torch import gradcheck, opcheck
+
+    report = opcheck(name)
+    grad = gradcheck(name)
+    print(report)
+    print(grad)
+    return 0 if report.ok and grad.passed is not False else 1

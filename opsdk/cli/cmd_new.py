@@ -40,6 +40,10 @@ def register(sub: Any) -> None:
         help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
         "spec.py gets the decomposition, reference.py evaluates it, and op_kernel/ gets the "
         "generated AI Core kernel (Ascend C) when the decomposition is elementwise")
+    p.add_argument(
+        "--backward", action="store_true",
+        help="spec.py gets a backward (@SPEC.register_backward) for autograd through "
+        "opsdk.torch, the template kernel's derivative to replace with the real one")
     p.set_defaults(func=run)
 
 
@@ -85,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         doc=doc,
         onnx_op=onnx_op,
         decomposition=args.decomposition,
+        backward=args.backward,
     )
     print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
     if args.decomposition:

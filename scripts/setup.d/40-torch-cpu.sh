@@ -3,12 +3,18 @@
 # torch.nn.functional.grid_sample) and the exporter of the corpus's PyTorch model. Installed
 # into the project venv from a local CPU wheel (pip's find-links, /opt/wheels on CI
 # machines), about 20 s; never from the index, whose Linux torch is the multi-GB CUDA build.
-# Tests that need torch skip with the reason when this fails.
+# Tests that need torch skip with the reason when this fails. onnxscript (from the index, pure
+# Python) is what torch's dynamo ONNX exporter writes its graphs with (opsdk.torch's export).
 set -euo pipefail
+ensure_onnxscript() {
+  python -c "import onnxscript" 2>/dev/null || python -m pip install -q "onnxscript>=0.5"
+  python -c "import onnxscript; print('    onnxscript', onnxscript.__version__)"
+}
 TORCH_VERSION="${OPSDK_TORCH_VERSION:-2.13.0}"
 if python -c "import sys, torch; sys.exit(torch.__version__ != '${TORCH_VERSION}+cpu')" 2>/dev/null
 then
   echo "    torch ${TORCH_VERSION}+cpu already installed"
+  ensure_onnxscript
   exit 0
 fi
 wheel=""
@@ -24,3 +30,4 @@ if [ -z "$wheel" ]; then
 fi
 python -m pip install -q "$wheel"
 python -c "import torch; print('    torch', torch.__version__)"
+ensure_onnxscript

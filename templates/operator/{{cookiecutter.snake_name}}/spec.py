@@ -34,3 +34,20 @@ SPEC = OpSpec(
     onnx_op="{{ cookiecutter._op.onnx_op }}",
 {%- endif %}
 )
+{%- if cookiecutter._op.backward %}
+
+
+@SPEC.register_backward
+def _backward(inputs, outputs, grads, **attrs):  # type: ignore[no-untyped-def]
+    """The inputs' gradients from the outputs' (torch tensors; opsdk.torch calls it for
+    autograd). The template's kernel copies {{ cookiecutter._op.inputs[0].name }} (broadcast) to{% if cookiecutter._op.backward.copies %} {{ cookiecutter._op.backward.copies_names }}{% else %} no output{% endif %},
+    so its gradient is theirs summed over the broadcast axes and the other inputs get none.
+    Replace it with the derivative of the real math; `opsdk check` runs gradcheck on it."""
+    {{ cookiecutter._op.inputs[0].name }} = inputs[0]
+{%- if cookiecutter._op.backward.copies %}
+    grad = {% for i in cookiecutter._op.backward.copies %}{% if not loop.first %} + {% endif %}grads[{{ i }}]{% endfor %}
+    return [grad.sum_to_size({{ cookiecutter._op.inputs[0].name }}.shape)] + [None] * {{ cookiecutter._op.backward.others }}
+{%- else %}
+    return [{{ cookiecutter._op.inputs[0].name }}.new_zeros({{ cookiecutter._op.inputs[0].name }}.shape)] + [None] * {{ cookiecutter._op.backward.others }}
+{%- endif %}
+{%- endif %}

@@ -1,0 +1,77 @@
+"""What calling an opsdk operator through torch costs: the torch op, ``op(x)``, native torch.
+
+For Gelu, LayerNormalization, Softmax, GridSample and ThresholdedRelu at 4 output elements
+and at 1M (float32), one interleaved run of: the operator through ``opsdk.torch`` on CPU
+tensors (``torch.ops.com_opsdk.<Op>``), ``op(x)`` on NumPy views of the same tensors, and
+the nearest native torch function (``F.gelu``, ``F.layer_norm``, ``F.softmax``,
+``F.grid_sample``, ``torch.where``). Reports medians and the ratios to ``op(x)``; nothing
+here asserts on time.
+
+    python benchmarks/torch_overhead.py [--repeat N] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+import opsdk
+import opsdk.torch as ot
+from opsdk.bench import fmt_seconds, format_markdown, format_rows, measure
+from opsdk.torch._convert import to_numpy
+
+#: op -> (shapes at 4 elements, shapes at 1M, attrs, native torch equivalent)
+CASES: dict[str, tuple[list[tuple[int, ...]], list[tuple[int, ...]], dict[str, Any],
+                       Callable[..., Any]]] = {
+    "Gelu": ([(4,)], [(1024, 1024)], {}, lambda x: F.gelu(x)),
+    "LayerNormalization": ([(1, 4), (4,), (4,)], [(1024, 1024), (1024,), (1024,)], {},
+                           lambda x, s, b: F.layer_norm(x, s.shape, s, b, 1e-5)),
+    "Softmax": ([(1, 4)], [(1024, 1024)], {"axis": -1}, lambda x: F.softmax(x, dim=-1)),
+    "GridSample": ([(1, 1, 2, 2), (1, 2, 2, 2)], [(1, 1, 1024, 1024), (1, 1024, 1024, 2)],
+                   {}, lambda x, g: F.grid_sample(x, g, align_corners=False)),
+    "ThresholdedRelu": ([(4,)], [(1024, 1024)], {"alpha": 0.5},
+                        lambda x: torch.where(x > 0.5, x, 0.0)),
+}
+
+
+def run_case(name: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
+             native: Callable[..., Any], repeat: int) -> list[str]:
+    gen = torch.Generator().manual_seed(0)
+    tensors = [torch.rand(s, generator=gen) * 2 - 1 for s in shapes]
+    arrays = [to_numpy(t) for t in tensors]
+    torch_op, op = ot.load(name), opsdk.load(name)
+    t = measure({
+        "torch op": lambda: torch_op(*tensors, **attrs),
+        "op(x)": lambda: op(*arrays, **attrs),
+        "native torch": lambda: native(*tensors),
+    }, repeat=repeat, settle=0.05)
+    base = t["op(x)"].median
+    size = "x".join(map(str, shapes[0]))
+    return [f"{name} {size}", *(fmt_seconds(v.median) for v in t.values()),
+            f"{t['torch op'].median / base:.2f}", f"{t['native torch'].median / base:.2f}",
+            f"{os.getloadavg()[0]:.1f}"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--repeat", type=int, default=11)
+    p.add_argument("--markdown", action="store_true")
+    args = p.parse_args()
+    rows = [run_case(name, shapes, attrs, native, args.repeat)
+            for name, (small, large, attrs, native) in CASES.items()
+            for shapes in (small, large)]
+    header = ["op, float32", "torch op", "op(x)", "native torch", "torch op / op(x)",
+              "native / op(x)", "load"]
+    print(format_markdown(header, rows) if args.markdown else format_rows(header, rows))
+    print(f"\nmedians of {args.repeat} interleaved rounds; torch threads "
+          f"{torch.get_num_threads()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
