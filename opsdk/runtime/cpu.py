@@ -342,10 +342,15 @@ class Operator:
             ]
         guarded = self.guard and outputs is None
         outs = _guarded_outputs(out_specs) if guarded else self._outputs(out_specs, outputs)
+        # an output overlapping an input or another output: compute apart, then copy (as NumPy)
+        work = outs if outputs is None else _apart(outs, arrays, self.spec.elementwise)
         try:
-            self._run(entry.index, arrays, outs, [resolved[n] for n in entry.attr_order])
+            self._run(entry.index, arrays, work, [resolved[n] for n in entry.attr_order])
         except RuntimeError as e:
             raise KernelError(f"{e} -- raised by the C++ kernel of {self._where()}") from e
+        for dst, src in zip(outs, work):
+            if dst is not src:
+                dst[...] = src
         if guarded:
             self._check_guards(outs)
         return outs
@@ -382,6 +387,34 @@ class Operator:
                     f"expected contiguous {np.dtype(dt)}{list(shape)}"
                 )
         return list(given)
+
+
+def _apart(
+    outs: list[np.ndarray], inputs: list[np.ndarray | None], elementwise: bool
+) -> list[np.ndarray]:
+    """``outs``, with a temporary in place of each output whose memory may overlap an input
+    or an earlier output (NumPy's bounds check). An elementwise kernel may write over an input
+    it exactly aliases (same address, shape and strides: ``Session``'s in-place runs); a
+    partial overlap, or any overlap of another op (a Softmax reads its row after writing
+    it), would let the kernel read what it already wrote.
+    """
+    work = list(outs)
+    for i, o in enumerate(outs):
+        clash = any(
+            x is not None and np.may_share_memory(o, x) and not (elementwise and _same_view(o, x))
+            for x in inputs
+        )
+        if clash or any(np.may_share_memory(o, p) for p in outs[:i]):
+            work[i] = np.empty_like(o)
+    return work
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.shape == b.shape
+        and a.strides == b.strides
+    )
 
 
 _GUARD_BYTES = 64
