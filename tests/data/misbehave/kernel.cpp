@@ -5,6 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include <signal.h>
+#include <unistd.h>
+
 namespace {
 
 template <class T>
@@ -32,6 +35,12 @@ void misbehave(const CustomOpKernelContext& ctx) {
   if (what == "far_past_end") y[n + 100000] = 1.0;
   if (what == "read_past_end") sink = x[n + 2];
   if (what == "write_input") const_cast<double*>(x)[0] = 42.0;
+  if (what == "exit0") std::exit(0);
+  if (what == "_exit0") _exit(0);
+  if (what == "fork" && fork() == 0) {  // a child that outlives the call, holding stdout
+    for (;;) pause();
+  }
+  if (what == "segv_on_13" && n > 0 && x[0] == 13.0) raise(SIGSEGV);
   if (what == "int_overflow") {
     volatile int big = 2147483647;
     sink = big + static_cast<int>(n);  // signed overflow: undefined behaviour
