@@ -15,9 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #if defined(__linux__)
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -861,6 +863,21 @@ void enable_vectorcall(const py::object& op) {
   *slot = &forward_call;
 }
 
+// In opsdk's worker processes (opsdk/runtime/_procs.py): a thread that waits for EOF on the
+// lifeline pipe (the parent ended) or a new parent pid, then kills the worker's process
+// group. Native, so a kernel that never returns and holds the GIL cannot keep it from running.
+void watch_lifeline(int fd, int parent) {
+  std::thread([fd, parent] {
+    char c;
+    while (getppid() == parent) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 1000) > 0 && read(fd, &c, 1) == 0) break;
+    }
+    if (getpgrp() == getpid()) kill(0, SIGKILL);
+    kill(getpid(), SIGKILL);
+  }).detach();
+}
+
 // The operator modules of one process share the first one's thread pool (invoke.h).
 void share_thread_pool() {
   const std::string key = opsdk::detail::thread_pool_key();
@@ -919,6 +936,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
   m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
   m.def("park_workers", [] { opsdk::park_workers(); });
+  m.def("watch_lifeline", &watch_lifeline, py::arg("fd"), py::arg("parent"));
   m.def("thread_pool_id",
         [] { return reinterpret_cast<uintptr_t>(opsdk::detail::thread_pool_handle()); });
 }

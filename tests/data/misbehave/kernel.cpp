@@ -29,8 +29,13 @@ void misbehave(const CustomOpKernelContext& ctx) {
   const int64_t n = ctx.output(0).numel();
   if (what == "segv") *reinterpret_cast<volatile int*>(std::getenv("OPSDK_NO_SUCH_VARIABLE")) = 1;
   if (what == "abort") std::abort();
-  if (what == "loop")
+  if (what == "loop" || what == "fork_loop") {
+    if (what == "fork_loop" && fork() == 0)
+      for (;;) pause();
+    const char line[] = "misbehave: looping\n";  // tests wait for this line
+    if (write(2, line, sizeof line - 1) < 0) sink = -1;
     for (;;) sink = sink + 1;
+  }
   if (what == "past_end") y[n] = 1.0;
   if (what == "far_past_end") y[n + 100000] = 1.0;
   if (what == "read_past_end") sink = x[n + 2];
