@@ -116,8 +116,12 @@ std::atomic<int> g_interrupts{0};
 std::atomic<const char*> g_kernel_name{""};
 struct sigaction g_prev_sigint;
 
+// Where messages go: stderr, or a copy of the terminal's made before output capture began
+// (set_message_fd: pytest captures fd 2 into a file that is lost when the process dies).
+std::atomic<int> g_say_fd{2};
+
 void say(const char* text) {
-  ssize_t ignored = write(2, text, strlen(text));
+  ssize_t ignored = write(g_say_fd.load(std::memory_order_relaxed), text, strlen(text));
   (void)ignored;
 }
 
@@ -937,6 +941,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
   m.def("park_workers", [] { opsdk::park_workers(); });
   m.def("watch_lifeline", &watch_lifeline, py::arg("fd"), py::arg("parent"));
+  m.def("set_message_fd", [](int fd) { g_say_fd.store(fd); }, py::arg("fd"));
   m.def("thread_pool_id",
         [] { return reinterpret_cast<uintptr_t>(opsdk::detail::thread_pool_handle()); });
 }

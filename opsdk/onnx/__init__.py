@@ -34,6 +34,7 @@ from ._functions import (
     build_function,
     evaluate_function,
 )
+from ._isolated import IsolatedSession
 from ._model import ModelError, OutputExistsError, load_model, save_model
 from ._rewrite import (
     FUSIONS,
@@ -62,6 +63,7 @@ __all__ = [
     "GraphConstants",
     "FunctionBuilder",
     "IOInfo",
+    "IsolatedSession",
     "ModelError",
     "OutputExistsError",
     "ReferenceKernel",

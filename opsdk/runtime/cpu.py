@@ -42,6 +42,8 @@ __all__ = [
 _MODULES: dict[str, ModuleType] = {}
 #: the spin time given to set_spin_microseconds, for modules loaded later (empty: default)
 _SPIN_US: list[int] = []
+#: the fd given to set_message_fd, for modules loaded later (empty: stderr)
+_MESSAGE_FD: list[int] = []
 
 
 def load_module(path: Path) -> ModuleType:
@@ -62,7 +64,24 @@ def load_module(path: Path) -> ModuleType:
     _MODULES[key] = module
     if _SPIN_US and hasattr(module, "set_spin_microseconds"):
         module.set_spin_microseconds(_SPIN_US[-1])
+    if _MESSAGE_FD and hasattr(module, "set_message_fd"):
+        module.set_message_fd(_MESSAGE_FD[-1])
     return module
+
+
+def set_message_fd(fd: int) -> None:
+    """Where kernel modules write their last words (a fatal signal or an ``exit`` inside a
+    kernel names the operator): stderr by default. A test runner that captures fd 2 into a
+    file gives a copy of the real stderr made before capture began, so the message outlives
+    the process. Applies to every loaded operator module and to those loaded later.
+
+    Example:
+        >>> set_message_fd(os.dup(2))  # doctest: +SKIP
+    """
+    _MESSAGE_FD[:] = [int(fd)]
+    for module in _MODULES.values():
+        if hasattr(module, "set_message_fd"):
+            module.set_message_fd(int(fd))
 
 
 def set_spin_microseconds(us: int) -> None:
