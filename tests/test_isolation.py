@@ -321,3 +321,16 @@ def test_ctrl_c_outside_a_kernel_is_a_keyboard_interrupt_as_usual(probe: Operato
     p = subprocess.run([sys.executable, "-c", code, str(Path(OP_DIR).parent / "probe")],
                        capture_output=True, text=True, timeout=CAP_S)
     assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr and "not reached" not in p.stdout
+
+
+def test_the_cross_harness_run_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Issue 23 item 5: a harness whose kernel left a child running returns (the child holds
+    no pipe of ours) and the child is killed with the harness's process group."""
+    from opsdk.runtime.cross import _run_harness
+
+    token = uuid.uuid4().hex
+    env = {**os.environ, "OPSDK_TEST_TOKEN": token}
+    code, out = _run_harness(["sh", "-c", "sleep 600 & echo started; exit 3"], env,
+                             tmp_path / "log.txt")
+    assert (code, out) == (3, "started\n")
+    _gone(token)
