@@ -334,3 +334,34 @@ def test_the_cross_harness_run_leaves_no_process_behind(tmp_path: Path) -> None:
                              tmp_path / "log.txt")
     assert (code, out) == (3, "started\n")
     _gone(token)
+
+
+def test_an_isolated_session_survives_a_crashing_kernel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 3 (what the Triton CPU model runs): a graph whose kernel segfaults on
+    one value fails that call naming the operator; the next call runs in a fresh worker."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    from opsdk.onnx import IsolatedSession
+
+    monkeypatch.setenv("OPSDK_MISBEHAVE", "segv_on_13")
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(OP_DIR.parent))
+    g = helper.make_graph(
+        [helper.make_node("Misbehave", ["x"], ["y"], domain="com.opsdk.test")], "g",
+        [helper.make_tensor_value_info("x", T.DOUBLE, ["n"])],
+        [helper.make_tensor_value_info("y", T.DOUBLE, ["n"])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("com.opsdk.test", 1)]),
+              str(tmp_path / "m.onnx"))
+    sess = IsolatedSession(tmp_path / "m.onnx", threads=1)
+    try:
+        np.testing.assert_array_equal(sess.run(None, {"x": np.arange(3.0)})[0], [0, 1, 2])
+        with pytest.raises(KernelCrash, match=re.escape(
+                "the kernel of Misbehave crashed with SIGSEGV (signal 11); its worker process "
+                "was restarted")):
+            sess.run(None, {"x": np.full(3, 13.0)})
+        np.testing.assert_array_equal(sess.run(["y"], {"x": np.ones(2)})[0], [1, 1])
+    finally:
+        sess.close()

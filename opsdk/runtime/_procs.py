@@ -44,10 +44,10 @@ class Lifeline:
         self.read_fd, self._write_fd = os.pipe()  # not inherited by other children
 
     def popen_kwargs(self) -> dict[str, Any]:
-        """Popen arguments: own process group, the read end passed on, its number and our
-        pid in the environment (``OPSDK_LIFELINE=fd:pid``)."""
+        """Popen arguments: own session (so own process group), the read end passed on,
+        its number and our pid in the environment (``OPSDK_LIFELINE=fd:pid``)."""
         env = {**os.environ, "OPSDK_LIFELINE": f"{self.read_fd}:{os.getpid()}"}
-        return {"process_group": 0, "pass_fds": [self.read_fd], "env": env}
+        return {"start_new_session": True, "pass_fds": [self.read_fd], "env": env}
 
     def started(self) -> None:
         """Close our copy of the read end once the worker has it."""

@@ -213,7 +213,7 @@ def _run_harness(cmd: list[str], env: dict[str, str], log: Path) -> tuple[int, s
     forked cannot hold a pipe open), and kill the group when it ends or we are interrupted."""
     with open(log, "w+b") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                process_group=0)
+                                start_new_session=True)
         try:
             code = proc.wait()
         finally:
