@@ -365,3 +365,17 @@ def test_an_isolated_session_survives_a_crashing_kernel(
         np.testing.assert_array_equal(sess.run(["y"], {"x": np.ones(2)})[0], [1, 1])
     finally:
         sess.close()
+
+
+def test_the_cross_harness_dies_with_its_parent(tmp_path: Path) -> None:
+    """Issue 23 item 5: a harness (here a stand-in that never ends) whose caller is killed
+    is killed too."""
+    code = ("from opsdk.runtime.cross import _run_harness; import os, sys, pathlib; "
+            "_run_harness(['sh', '-c', 'echo up; exec sleep 600'], dict(os.environ), "
+            "pathlib.Path(sys.argv[1]))")
+    log = tmp_path / "log.txt"
+    with _tracked([sys.executable, "-c", code, str(log)], "") as (proc, token):
+        _wait_for("the harness starting", lambda: log.is_file() and b"up" in log.read_bytes(),
+                  proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        _gone(token)

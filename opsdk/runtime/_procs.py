@@ -28,12 +28,14 @@ import ctypes
 import os
 import select
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Lifeline", "arm_worker", "kill_group", "stop_children"]
+__all__ = ["Lifeline", "arm_worker", "kill_group", "parent_death_command", "stop_children"]
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -158,3 +160,24 @@ def stop_children() -> int:
             except ChildProcessError:
                 pass
     return len(found)
+
+
+def parent_death_command(cmd: list[str]) -> list[str]:
+    """``cmd`` behind a trampoline that asks Linux for SIGKILL when we (its parent) end,
+    then execs it: for a program with no watcher of its own (the C++ harness). Start it from
+    a thread that waits for it (Linux sends the signal when that *thread* ends)."""
+    return [sys.executable, "-m", "opsdk.runtime._procs", str(os.getpid()), *cmd]
+
+
+def _trampoline(argv: list[str]) -> None:
+    parent, cmd = int(argv[0]), argv[1:]
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before we asked
+        sys.exit(1)
+    os.execvp(cmd[0], cmd)
+
+
+if __name__ == "__main__":
+    _trampoline(sys.argv[1:])

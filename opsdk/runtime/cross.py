@@ -40,7 +40,7 @@ from ..dtypes import dtype_name
 from ..errors import BuildError, DeviceUnavailable, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._harness_io import Call, read_results, write_cases
-from ._procs import kill_group
+from ._procs import kill_group, parent_death_command
 
 __all__ = ["CrossOperator", "cross_available", "build_harness"]
 
@@ -210,10 +210,11 @@ class CrossOperator:
 
 def _run_harness(cmd: list[str], env: dict[str, str], log: Path) -> tuple[int, str]:
     """Run the harness in its own process group, its output in a file (a process a kernel
-    forked cannot hold a pipe open), and kill the group when it ends or we are interrupted."""
+    forked cannot hold a pipe open), and kill the group when it ends or we are interrupted;
+    it is killed when we end (``PR_SET_PDEATHSIG``, see ``parent_death_command``)."""
     with open(log, "w+b") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(parent_death_command(cmd), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=out, env=env, start_new_session=True)
         try:
             code = proc.wait()
         finally:
