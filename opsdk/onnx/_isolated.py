@@ -66,7 +66,7 @@ class IsolatedSession:
         conn = self._ready()
         try:
             conn.send((list(output_names) if output_names else None, dict(input_feed)))
-            reply = conn.recv()
+            reply = self._reply(conn)
         except (EOFError, OSError):
             raise KernelCrash(self._crash()) from None
         finally:
@@ -131,7 +131,7 @@ class IsolatedSession:
         assert conn is not None
         if self._loaded is not conn:
             try:
-                reply = conn.recv()
+                reply = self._reply(conn)
             except (EOFError, OSError):
                 raise KernelError(f"{self.path}: {self._crash(restart=False)}") from None
             finally:
@@ -141,6 +141,14 @@ class IsolatedSession:
                 raise KernelError(f"the worker could not load {self.path}: {reply[2]}")
             self._loaded = conn
         return conn
+
+    def _reply(self, conn: Connection) -> Any:
+        """The worker's answer; EOFError once it is gone (even if a process its kernel
+        started still holds the other end of the socket)."""
+        while not conn.poll(0.5):
+            if self._proc is None or self._proc.poll() is not None:
+                raise EOFError
+        return conn.recv()
 
     def _crash(self, restart: bool = True) -> str:
         """What ended the worker, naming the operator; a fresh worker is started."""
