@@ -258,9 +258,12 @@ def test_a_model_that_fails_to_load_fails_the_start_loudly(
     (broken / "mlp" / "1" / "model.onnx").unlink()
     before = set(os.listdir(SHM))
     server = TritonServer(broken, venv=env.venv)
-    with pytest.raises(TritonServerError, match=r"(?s)exited with code 1 before it was ready.*"
-                       r"failed to load 'mlp'.*model\.onnx"):
-        server.start()
+    try:
+        with pytest.raises(TritonServerError, match=r"(?s)exited with code 1 before it was "
+                           r"ready.*failed to load 'mlp'.*model\.onnx"):
+            server.start()
+    finally:
+        server.stop()  # a server that did start is not left running (issue 23 item 15)
     assert server.pid is None
     assert set(os.listdir(SHM)) - before == set()
 

@@ -44,8 +44,9 @@ _KERNEL_LINE = re.compile(r"opsdk: the kernel of (\S+) (crashed with \w+|called 
 class IsolatedSession:
     """:class:`~opsdk.onnx.Session` (``path``, ``threads``) run in a worker process.
 
-    The worker starts here and again right after a crash, so a caller that keeps calling
-    keeps being served; :meth:`close` stops it.
+    The worker starts here (a model that fails to load raises :class:`KernelError` here)
+    and again right after a crash, so a caller that keeps calling keeps being served;
+    :meth:`close` stops it.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
@@ -58,6 +59,7 @@ class IsolatedSession:
         self._pos = 0  # how much of the worker's output was read
         self._loaded: Connection | None = None  # the connection whose worker said ready
         self._start()
+        self._ready()  # a model that cannot load fails here, not at the first call
 
     def run(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
