@@ -18,8 +18,9 @@
 #include <thread>
 #include <unordered_map>
 
-#if defined(__linux__)
 #include <poll.h>
+
+#if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
 #endif

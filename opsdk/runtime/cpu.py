@@ -34,6 +34,7 @@ __all__ = [
     "Operator",
     "load_module",
     "output_pool_stats",
+    "set_message_fd",
     "set_output_pool_limit",
     "set_spin_microseconds",
     "park_threads",
@@ -417,13 +418,16 @@ def _apart(
     partial overlap, or any overlap of another op (a Softmax reads its row after writing
     it), would let the kernel read what it already wrote.
     """
-    work = list(outs)
+    work = outs
+    overlap = np.may_share_memory
     for i, o in enumerate(outs):
-        clash = any(
-            x is not None and np.may_share_memory(o, x) and not (elementwise and _same_view(o, x))
-            for x in inputs
-        )
-        if clash or any(np.may_share_memory(o, p) for p in outs[:i]):
+        clash = False
+        for x in inputs:
+            if x is not None and overlap(o, x) and not (elementwise and _same_view(o, x)):
+                clash = True
+                break
+        if clash or any(overlap(o, p) for p in outs[:i]):
+            work = list(work) if work is outs else work
             work[i] = np.empty_like(o)
     return work
 
