@@ -375,6 +375,9 @@ function(_opsdk_module target copts flavour outdir dest entry_objects)
   endif()
   target_include_directories(${target} PRIVATE ${includes})
   target_link_options(${target} PRIVATE ${lopts})
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux")  # exit() in a kernel names it (entry.cpp)
+    target_link_options(${target} PRIVATE "LINKER:--wrap=exit,--wrap=_exit,--wrap=_Exit")
+  endif()
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _opsdk_kernels SUFFIX "${OPSDK_PYTHON_EXT_SUFFIX}"
     LIBRARY_OUTPUT_DIRECTORY "${outdir}")

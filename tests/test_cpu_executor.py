@@ -208,3 +208,22 @@ def test_copies_are_working_operators_over_the_same_module(relu):
     for dup in (copy.copy(relu), copy.deepcopy(relu)):
         assert dup is not relu and dup.module is relu.module and type(dup) is type(relu)
         np.testing.assert_array_equal(dup(x, alpha=1.0), [0.0, 2.0])
+
+
+def test_outputs_overlapping_inputs_give_numpys_result(relu):
+    """Issue 23 item 10: an output buffer that partly overlaps the input (one buffer, shifted
+    by one element; Softmax rows shifted by one row) is computed apart and copied, so the
+    values equal NumPy's; an exactly aliased elementwise output still runs in place."""
+    buf = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32)
+    x = buf[:-1].copy()
+    relu.run([buf[:-1]], {"alpha": 1.0}, outputs=[buf[1:]])
+    np.testing.assert_array_equal(buf[1:], np.where(x > 1.0, x, 0))
+    softmax = opsdk.load("Softmax")
+    rows = np.random.default_rng(1).standard_normal((9, 64)).astype(np.float32)
+    want = softmax(rows[:-1].copy())
+    softmax.run([rows[:-1]], {}, outputs=[rows[1:]])
+    np.testing.assert_array_equal(rows[1:], want)
+    same = x.copy()
+    out = relu.run([same], {"alpha": 1.0}, outputs=[same])
+    assert out[0] is same
+    np.testing.assert_array_equal(same, np.where(x > 1.0, x, 0))

@@ -50,9 +50,9 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
     text = files["1/model.py"]
     check_golden("triton/cpu/model.py", text)
     compile(text, "model.py", "exec")
-    assert "from opsdk.onnx import Session" in text
+    assert "from opsdk.onnx import IsolatedSession" in text  # in a worker (issue 23 item 3)
     assert "InferenceSession" not in text  # no fallback: the model runs in opsdk's executor
-    assert 'Session(str(path), threads=int(params.get("threads", "1")))' in text
+    assert 'IsolatedSession(str(path), threads=int(params.get("threads", "1")))' in text
 
 
 def test_ascend_static_golden() -> None:

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..testing._standards import STANDARDS
-from .cmd_test import DEFAULT_TIMEOUT_S, _seconds
+from .cmd_test import DEFAULT_TIMEOUT_S, _seconds, check_isolation
 
 
 def register(sub: Any) -> None:
@@ -19,14 +19,16 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated samples")
     p.add_argument("--standard", choices=sorted(STANDARDS), default=None,
                    help="precision standard for every output (default: spec.py, then dtype)")
-    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=DEFAULT_TIMEOUT_S,
-                   help=f"a kernel call running longer fails (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=None,
+                   help="a kernel call running longer fails and its worker is stopped "
+                   f"(default {DEFAULT_TIMEOUT_S:g}; refused with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=None,
                    help="build the kernel with these sanitizers (a separate cache entry) and "
                    "report an out-of-bounds access with its file:line")
     p.add_argument("--no-isolate", action="store_true",
                    help="run the kernel in this process instead of a worker process (a "
-                   "crashing kernel then ends the command)")
+                   "crashing kernel then ends the command; --timeout and --sanitize need the "
+                   "worker and are refused with it)")
     p.add_argument("--no-torch", action="store_true",
                    help="skip torch.library.opcheck and gradcheck (run when torch is installed)")
     p.set_defaults(func=run)
@@ -37,11 +39,13 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime._load import load
     from ..testing import check
 
+    check_isolation(args.no_isolate, args.sanitize, args.timeout)
     op = load(args.op)
     if not args.no_isolate:
         from ..testing import open_device
 
-        options = {"isolate": True, "timeout": args.timeout, "sanitize": args.sanitize}
+        timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
+        options = {"isolate": True, "timeout": timeout, "sanitize": args.sanitize}
         op = open_device("cpu", op.folder, op.spec, options)
     try:
         report = check(op, seed=args.seed, standard=args.standard)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
+from ..errors import OpsdkError
 from ..testing._devices import DEVICES
 from ..testing._standards import STANDARDS
 
@@ -47,7 +48,8 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
-                   help=f"cpu: a case running longer fails (default {DEFAULT_TIMEOUT_S:g})")
+                   help=f"cpu: a case running longer fails and its worker is stopped (default "
+                   f"{DEFAULT_TIMEOUT_S:g}; none with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
@@ -58,7 +60,38 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
                    help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
                    help="cpu: run kernels in the pytest process instead of a worker process "
-                   "(a crashing kernel then ends the run)")
+                   "(a crashing kernel then ends the run; --timeout and --sanitize need the "
+                   "worker and are refused with it)")
+
+
+class IsolationArgError(ValueError, OpsdkError):
+    """An option that needs a worker process was given with ``--no-isolate``."""
+
+
+def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
+    """Refuse ``--sanitize`` and ``--timeout`` with ``--no-isolate``: both need the worker.
+
+    A sanitizer build runs only in a worker (it needs its runtime preloaded), and a time
+    limit can only stop a kernel by stopping the process it runs in.
+
+    Example:
+        >>> check_isolation(True, "address", None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        opsdk.cli.cmd_test.IsolationArgError: --sanitize address needs ... drop --no-isolate ...
+    """
+    if not no_isolate:
+        return
+    if sanitize:
+        raise IsolationArgError(
+            f"--sanitize {sanitize} needs a worker process (the sanitizer build runs with "
+            "its runtime preloaded there), but --no-isolate runs the kernel in this process; "
+            "drop --no-isolate, or drop --sanitize")
+    if timeout is not None:
+        raise IsolationArgError(
+            f"--timeout {timeout:g} needs a worker process (only a worker can be stopped "
+            "when a kernel runs too long), but --no-isolate runs the kernel in this process; "
+            "drop --no-isolate, or drop --timeout")
 
 
 def _seconds(text: str) -> float:
@@ -126,17 +159,19 @@ def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
     """The pytest command line for ``args`` (options may follow the operator name)."""
     own, rest = _late_options(args)
     argv = [str(target)]
+    no_isolate = bool(own.no_isolate or getattr(args, "no_isolate", None))
+    check_isolation(no_isolate, _option(args, "sanitize"), _option(args, "timeout"))
     for k in _OPTIONS:
         v = getattr(own, k) if getattr(own, k) is not None else getattr(args, k, None)
-        if k == "timeout" and v is None:
-            v = DEFAULT_TIMEOUT_S
+        if k == "timeout" and v is None and not no_isolate:
+            v = DEFAULT_TIMEOUT_S  # the plugin's --opsdk-timeout implies a worker
         if v is not None:
             argv.append(f"--opsdk-{k.replace('_', '-')}={v}")
     for k in _LISTS:
         argv += [f"--opsdk-{k.replace('_', '-')}={v}" for v in _listed(args, k)]
     if own.standard_only or getattr(args, "standard_only", None):
         argv.append("--opsdk-standard-only")
-    if not (own.no_isolate or getattr(args, "no_isolate", None)):
+    if not no_isolate:
         argv.append("--opsdk-isolate")
     if not _plugin_registered():
         argv[:0] = ["-p", "opsdk.testing.plugin"]

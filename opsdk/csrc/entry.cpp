@@ -11,6 +11,7 @@
 // One concern per file in csrc/py/, all compiled here as one translation unit:
 //   convert.h      registrations described for Python; arrays as Tensors; attributes
 //   interrupt.h    Ctrl-C while a kernel runs
+//   process_guards.h  a kernel that ends the process; the validation worker's lifeline
 //   call.h         the checked path's `run` and the shared `invoke` (GIL released)
 //   output_pool.h  output arrays and the pool of large output blocks
 //   fast_call.h    the fast path: `op(*inputs, **attrs)` through vectorcall
@@ -25,6 +26,7 @@
 #include "py/fast_call.h"
 #include "py/interrupt.h"
 #include "py/output_pool.h"
+#include "py/process_guards.h"
 #include "py/vectorcall.h"
 
 namespace {
@@ -43,6 +45,7 @@ void share_thread_pool() {
 PYBIND11_MODULE(_opsdk_kernels, m) {
   m.doc() = "opsdk operator kernels";
   install_sigint_handler();
+  install_exit_guards();
   share_thread_pool();
   m.def("registrations", [] {
     py::list out;
@@ -65,6 +68,8 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
   m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
   m.def("park_workers", [] { opsdk::park_workers(); });
+  m.def("watch_lifeline", &watch_lifeline, py::arg("fd"), py::arg("parent"));
+  m.def("set_message_fd", [](int fd) { g_say_fd.store(fd); }, py::arg("fd"));
   m.def("thread_pool_id",
         [] { return reinterpret_cast<uintptr_t>(opsdk::detail::thread_pool_handle()); });
 }

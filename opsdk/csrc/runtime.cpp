@@ -482,8 +482,37 @@ struct Arg {
   const RawTensor* raw = nullptr;  // set when scratch must be scattered back (outputs)
 };
 
+// The bytes [first, last) a tensor's elements span (empty for no elements).
+std::pair<const char*, const char*> byte_span(const RawTensor& t) {
+  const auto item = static_cast<int64_t>(dtype_size(t.dtype));
+  const auto strides = t.strides.empty() ? contiguous_strides(t.shape) : t.strides;
+  if (strides.size() != t.shape.size()) return {nullptr, nullptr};  // make_arg explains
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] <= 0) return {nullptr, nullptr};
+    const int64_t reach = (t.shape[d] - 1) * strides[d] * item;
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const char* base = static_cast<const char*>(t.data);
+  return {base + lo, base + hi + item};
+}
+
+// True when output `i` may share memory with an input or an earlier output.
+bool overlaps(const std::vector<RawTensor>& inputs, const std::vector<RawTensor>& outputs,
+              size_t i) {
+  const auto o = byte_span(outputs[i]);
+  auto hit = [&](const RawTensor& t) {
+    const auto s = byte_span(t);
+    return t.present && t.data && o.first < s.second && s.first < o.second;
+  };
+  return o.first && (std::any_of(inputs.begin(), inputs.end(), hit) ||
+                     std::any_of(outputs.begin(), outputs.begin() + i, hit));
+}
+
+// `apart`: an output that overlaps another argument is computed in scratch and copied back,
+// so the kernel never reads what it already wrote (NumPy's rule for overlapping operands).
 Arg make_arg(const std::string& op, const RawTensor& t, const ArgDecl& decl, bool output,
-             bool strided_ok) {
+             bool strided_ok, bool apart = false) {
   const char* kind = output ? "output" : "input";
   if (!t.strides.empty() && t.strides.size() != t.shape.size())
     throw OpError(cat(op, ": ", kind, " '", decl.name, "' has ", t.shape.size(), " dims but ",
@@ -502,7 +531,7 @@ Arg make_arg(const std::string& op, const RawTensor& t, const ArgDecl& decl, boo
   Arg a;
   std::vector<int64_t> strides = t.strides.empty() ? dense : t.strides;
   Tensor probe(t.data, t.dtype, t.shape, strides, decl.name, output);
-  if (strided_ok || probe.is_contiguous() || numel == 0) {
+  if ((strided_ok || probe.is_contiguous() || numel == 0) && !apart) {
     a.view = std::move(probe);
     return a;
   }
@@ -582,7 +611,8 @@ void invoke(const std::string& op, const std::vector<RawTensor>& inputs,
                                    in_decl[i].name, false), {}, nullptr});
   }
   for (size_t i = 0; i < out_decl.size(); ++i)
-    outs.push_back(make_arg(op, outputs[i], out_decl[i], true, r.accepts_strided()));
+    outs.push_back(make_arg(op, outputs[i], out_decl[i], true, r.accepts_strided(),
+                            overlaps(inputs, outputs, i)));
   std::vector<std::string> names;
   std::vector<AttrValue> values = resolve_attrs(op, r, attrs, names);
   std::vector<Tensor> in_views, out_views;
@@ -595,7 +625,8 @@ void invoke(const std::string& op, const std::vector<RawTensor>& inputs,
   for (auto& a : outs)
     if (a.raw)
       copy_strided(static_cast<char*>(a.raw->data), a.scratch.data(), a.raw->shape,
-                   a.raw->strides, dtype_size(a.raw->dtype), false);
+                   a.raw->strides.empty() ? contiguous_strides(a.raw->shape) : a.raw->strides,
+                   dtype_size(a.raw->dtype), false);
 }
 
 }  // namespace opsdk

@@ -35,6 +35,7 @@ from ._functions import (
     evaluate_function,
     function_opset,
 )
+from ._isolated import IsolatedSession
 from ._model import ModelError, OutputExistsError, load_model, save_model
 from ._rewrite import (
     FUSIONS,
@@ -63,6 +64,7 @@ __all__ = [
     "GraphConstants",
     "FunctionBuilder",
     "IOInfo",
+    "IsolatedSession",
     "ModelError",
     "OutputExistsError",
     "ReferenceKernel",

@@ -34,6 +34,7 @@ __all__ = [
     "Operator",
     "load_module",
     "output_pool_stats",
+    "set_message_fd",
     "set_output_pool_limit",
     "set_spin_microseconds",
     "park_threads",
@@ -42,6 +43,8 @@ __all__ = [
 _MODULES: dict[str, ModuleType] = {}
 #: the spin time given to set_spin_microseconds, for modules loaded later (empty: default)
 _SPIN_US: list[int] = []
+#: the fd given to set_message_fd, for modules loaded later (empty: stderr)
+_MESSAGE_FD: list[int] = []
 
 
 def load_module(path: Path) -> ModuleType:
@@ -62,7 +65,24 @@ def load_module(path: Path) -> ModuleType:
     _MODULES[key] = module
     if _SPIN_US and hasattr(module, "set_spin_microseconds"):
         module.set_spin_microseconds(_SPIN_US[-1])
+    if _MESSAGE_FD and hasattr(module, "set_message_fd"):
+        module.set_message_fd(_MESSAGE_FD[-1])
     return module
+
+
+def set_message_fd(fd: int) -> None:
+    """Where kernel modules write their last words (a fatal signal or an ``exit`` inside a
+    kernel names the operator): stderr by default. A test runner that captures fd 2 into a
+    file gives a copy of the real stderr made before capture began, so the message outlives
+    the process. Applies to every loaded operator module and to those loaded later.
+
+    Example:
+        >>> set_message_fd(os.dup(2))  # doctest: +SKIP
+    """
+    _MESSAGE_FD[:] = [int(fd)]
+    for module in _MODULES.values():
+        if hasattr(module, "set_message_fd"):
+            module.set_message_fd(int(fd))
 
 
 def set_spin_microseconds(us: int) -> None:
@@ -351,10 +371,15 @@ class Operator:
             ]
         guarded = self.guard and outputs is None
         outs = _guarded_outputs(out_specs) if guarded else self._outputs(out_specs, outputs)
+        # an output overlapping an input or another output: compute apart, then copy (as NumPy)
+        work = outs if outputs is None else _apart(outs, arrays, self.spec.elementwise)
         try:
-            self._run(entry.index, arrays, outs, [resolved[n] for n in entry.attr_order])
+            self._run(entry.index, arrays, work, [resolved[n] for n in entry.attr_order])
         except RuntimeError as e:
             raise KernelError(f"{e} -- raised by the C++ kernel of {self._where()}") from e
+        for dst, src in zip(outs, work):
+            if dst is not src:
+                dst[...] = src
         if guarded:
             self._check_guards(outs)
         return outs
@@ -397,6 +422,37 @@ class Operator:
                     f"expected contiguous {np.dtype(dt)}{list(shape)}"
                 )
         return list(given)
+
+
+def _apart(
+    outs: list[np.ndarray], inputs: list[np.ndarray | None], elementwise: bool
+) -> list[np.ndarray]:
+    """``outs``, with a temporary in place of each output whose memory may overlap an input
+    or an earlier output (NumPy's bounds check). An elementwise kernel may write over an input
+    it exactly aliases (same address, shape and strides: ``Session``'s in-place runs); a
+    partial overlap, or any overlap of another op (a Softmax reads its row after writing
+    it), would let the kernel read what it already wrote.
+    """
+    work = outs
+    overlap = np.may_share_memory
+    for i, o in enumerate(outs):
+        clash = False
+        for x in inputs:
+            if x is not None and overlap(o, x) and not (elementwise and _same_view(o, x)):
+                clash = True
+                break
+        if clash or any(overlap(o, p) for p in outs[:i]):
+            work = list(work) if work is outs else work
+            work[i] = np.empty_like(o)
+    return work
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.shape == b.shape
+        and a.strides == b.strides
+    )
 
 
 _GUARD_BYTES = 64

@@ -40,6 +40,7 @@ from ..dtypes import dtype_name
 from ..errors import BuildError, DeviceUnavailable, KernelError, SpecError
 from ..spec import OpSpec, TensorType
 from ._harness_io import Call, read_results, write_cases
+from ._procs import kill_group, parent_death_command
 
 __all__ = ["CrossOperator", "cross_available", "build_harness"]
 
@@ -197,12 +198,12 @@ class CrossOperator:
             cases, results = Path(tmp) / "cases.bin", Path(tmp) / "results.bin"
             with open(cases, "wb") as f:
                 write_cases(f, calls)
-            proc = subprocess.run([*prefix, str(self.harness), str(cases), str(results)],
-                                  capture_output=True, text=True, env=env)
-            if proc.returncode:
+            code, stderr = _run_harness([*prefix, str(self.harness), str(cases), str(results)],
+                                        env, Path(tmp) / "stderr.txt")
+            if code:
                 raise KernelError(
                     f"{self.spec.name}: the {self.target.arch} harness exited with status "
-                    f"{proc.returncode}: {proc.stderr.strip()[-2000:]}"
+                    f"{code}: {stderr.strip()[-2000:]}"
                 )
             with open(results, "rb") as f:
                 return read_results(f, calls)
@@ -218,3 +219,19 @@ class CrossOperator:
         if isinstance(result, str):
             raise KernelError(f"{result} -- raised by the {self.target.arch} kernel")
         return result
+
+
+def _run_harness(cmd: list[str], env: dict[str, str], log: Path) -> tuple[int, str]:
+    """Run the harness in its own process group, its output in a file (a process a kernel
+    forked cannot hold a pipe open), and kill the group when it ends or we are interrupted;
+    it is killed when we end (``PR_SET_PDEATHSIG``, see ``parent_death_command``)."""
+    with open(log, "w+b") as out:
+        proc = subprocess.Popen(parent_death_command(cmd), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=out, env=env, start_new_session=True)
+        try:
+            code = proc.wait()
+        finally:
+            kill_group(proc.pid)
+            proc.wait()
+        out.seek(0)
+        return code, out.read().decode(errors="replace")

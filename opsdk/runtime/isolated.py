@@ -1,10 +1,13 @@
 """The cpu executor in a worker process, for validation runs (``opsdk test``, ``opsdk check``).
 
-A kernel that segfaults, aborts, trips a sanitizer, writes past its outputs or never
-returns takes only the worker down: :meth:`IsolatedOperator.run` raises
-:class:`~opsdk.errors.KernelCrash` naming the signal (and the sanitizer's ``file:line``)
-and the next call starts a fresh worker. Ctrl-C in the caller stops the worker at once.
-In-process calls (``op(x)``) do not use this: it costs a round trip per call.
+A kernel that segfaults, aborts, trips a sanitizer, writes past its outputs, never
+returns, calls ``exit``/``_exit`` or forks takes only the worker down: :meth:`IsolatedOperator.run`
+raises :class:`~opsdk.errors.KernelCrash` naming the operator and what happened (the signal,
+the sanitizer's ``file:line``, the exit call, the child process) and the next call starts a
+fresh worker. The worker dies with its caller and takes what its kernel started with it
+(:mod:`opsdk.runtime._procs`); Ctrl-C in the caller stops it at once. What the kernel prints
+(stdout and stderr) is passed on to the caller's stderr. In-process calls (``op(x)``) do not
+use this: it costs a round trip per call.
 
 Example:
     >>> import numpy as np, opsdk
@@ -16,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -32,12 +34,14 @@ import numpy as np
 
 from .. import errors
 from ..errors import KernelCrash, KernelError
+from ._procs import Lifeline, arm_worker, kill_group, stop_children
 
 __all__ = ["IsolatedOperator"]
 
 _POLL_S = 0.05
-_LOAD_LIMIT_S = 120.0
+_LOAD_LIMIT_S = 600.0  # a hung load only: importing takes seconds, more under load
 _SANITIZER_LINE = re.compile(r"(SUMMARY: \w+Sanitizer: .*|\S+:\d+:\d+: runtime error: .*)")
+_EXIT_LINE = re.compile(r"opsdk: the kernel of \S+ called (\w+\(-?\d+\))")
 
 
 class IsolatedOperator:
@@ -68,6 +72,7 @@ class IsolatedOperator:
         self._env = dict(env or {})
         self._guard = guard
         self._proc: subprocess.Popen[bytes] | None = None
+        self._lifeline: Lifeline | None = None
         self._conn: Connection | None = None
         self._log: Any = None
         self._log_pos = 0
@@ -114,14 +119,17 @@ class IsolatedOperator:
         return outs
 
     def close(self) -> None:
-        """Stop the worker (a new one starts on the next call)."""
+        """Stop the worker and everything its kernel started (a new one starts on the next call)."""
         proc, self._proc = self._proc, None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        if proc is not None:
+            kill_group(proc.pid)
             proc.wait()
+        if self._lifeline is not None:
+            self._lifeline.close()
+            self._lifeline = None
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -142,12 +150,18 @@ class IsolatedOperator:
         ours, theirs = socket.socketpair()
         self._log = tempfile.TemporaryFile()
         self._log_pos = 0
-        env = {**os.environ, **self._env}
+        self._lifeline = Lifeline()
+        kw = self._lifeline.popen_kwargs()
+        kw["env"].update(self._env)
+        kw["pass_fds"].append(theirs.fileno())
         cmd = [sys.executable, "-m", "opsdk.runtime.isolated", str(theirs.fileno())]
+        # stdout too goes to the log: a process the kernel started must not hold the
+        # caller's stdout (`opsdk check X | cat` would never end)
         self._proc = subprocess.Popen(
-            cmd, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stderr=self._log, env=env
+            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, **kw
         )
         theirs.close()
+        self._lifeline.started()
         self._conn = Connection(ours.detach())
         self._conn.send((str(self.folder), str(self._module), self._guard))
         reply = self._wait(self._conn, limit=_LOAD_LIMIT_S)
@@ -185,22 +199,23 @@ class IsolatedOperator:
             proc.kill()
             code = proc.wait()
         self._proc = None
-        detail = self._sanitizer_report()
+        kill_group(proc.pid)  # whatever the kernel started dies with the worker
+        text = self._new_stderr(echo=False)
+        sanitizer, exited = _SANITIZER_LINE.findall(text), _EXIT_LINE.findall(text)
+        detail = sanitizer[0] if sanitizer else ""
         if code < 0:
             how = f"crashed with {_signal_name(-code)} (signal {-code})"
         elif detail:
             how = f"failed a sanitizer check (worker exit status {code})"
+        elif exited:
+            how = (f"called {exited[0]}, which ended the worker process (a kernel must return "
+                   "or throw, never end the process)")
         else:
             how = f"ended the worker process with exit status {code}"
         return f"{self._where()}: the kernel {how}" + (f": {detail}" if detail else "")
 
     def _where(self) -> str:
         return self.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")
-
-    def _sanitizer_report(self) -> str:
-        text = self._new_stderr(echo=False)
-        found = _SANITIZER_LINE.findall(text)
-        return found[0] if found else ""
 
     def _new_stderr(self, echo: bool) -> str:
         if self._log is None:
@@ -245,7 +260,16 @@ def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any]) -> tuple[Any, ..
     """One call in the worker: outputs, and any input the kernel modified."""
     inputs = [_unpack(x) for x in packed]
     before = [None if x is None else x.copy() for x in inputs]
-    outs = op.run(inputs, attrs)
+    try:
+        outs = op.run(inputs, attrs)
+    finally:
+        forked = stop_children()
+    if forked:
+        where = op.name + (f" ({op.folder / 'kernel.cpp'})" if op.folder else "")
+        raise KernelCrash(
+            f"{where}: the kernel started {forked} child process{'es' * (forked > 1)} (fork), "
+            "stopped after the call; a kernel must not fork (use ctx.parallel_for for threads)"
+        )
     changed = {
         i: x for i, (x, b) in enumerate(zip(inputs, before))
         if x is not None and b is not None and x.tobytes() != b.tobytes()
@@ -263,6 +287,7 @@ def _signal_name(num: int) -> str:
 def _serve(fd: int) -> None:
     """The worker: load the operator, then answer ``(inputs, attrs)`` requests until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
+    lifeline, parent = arm_worker()
     conn = Connection(fd)
     folder, module, guard = conn.recv()
     try:
@@ -274,6 +299,9 @@ def _serve(fd: int) -> None:
     except Exception as e:
         conn.send(("error", type(e).__name__, str(e)))
         return
+    watch = getattr(op.module, "watch_lifeline", None)
+    if lifeline >= 0 and watch is not None:
+        watch(lifeline, parent)  # natively: a kernel holding the GIL cannot stop the watcher
     conn.send(("ready",))
     while True:
         try:

@@ -85,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Reject an unusable precision setting (e.g. a missing list file) or CANN type option
     before collection."""
     sess = session_of(config)
+    _keep_last_words()
     sess.precision_mode  # noqa: B018 - raises pytest.UsageError
     sess.cann_types  # noqa: B018 - raises pytest.UsageError
     if sess.options.get("report"):
@@ -92,6 +93,21 @@ def pytest_configure(config: pytest.Config) -> None:
             Report.check_path(sess.options["report"])
         except ValueError as e:  # before the suite runs, not after
             raise pytest.UsageError(str(e)) from None
+
+
+def _keep_last_words() -> None:
+    """A kernel that ends this process in-process (``--no-isolate``) names its operator on
+    a copy of stderr made now, as pytest's faulthandler does: fd 2 is captured into a file
+    while a test runs, and that file is lost with the process."""
+    import os
+    import sys
+
+    from ..runtime.cpu import set_message_fd
+
+    try:
+        set_message_fd(os.dup(sys.__stderr__.fileno() if sys.__stderr__ else 2))
+    except (OSError, ValueError):  # pragma: no cover - no usable stderr
+        pass
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

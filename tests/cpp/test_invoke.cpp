@@ -110,6 +110,17 @@ int main() {
   opsdk::invoke("AddScaled", {f32(m, {3, 2}, {1, 3})}, {f32(t, {3, 2})}, {{"scale", 1.0}});
   expect(t == std::vector<float>({1, 4, 2, 5, 3, 6}), "transposed input");
 
+  // Issue 23 item 10: an output one element past its input in one buffer (y = buf[1:],
+  // a = buf[:-1]) is computed apart and copied back: NumPy's result, not a cascade.
+  std::vector<float> buf(1001);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i % 7);
+  std::vector<float> want(buf.begin(), buf.end() - 1);
+  for (auto& v : want) v += 1;
+  opsdk::invoke("AddScaled", {RawTensor{buf.data(), DType::Float32, {1000}}},
+                {RawTensor{buf.data() + 1, DType::Float32, {1000}}},
+                {{"scale", 1.0}, {"bias", int64_t{1}}});
+  expect(std::vector<float>(buf.begin() + 1, buf.end()) == want, "output overlapping its input");
+
   std::vector<double> d(4);
   RawTensor f64{d.data(), DType::Float64, {4}};
   expect_error([&] { opsdk::invoke("Nope", {f32(a, {4})}, {f32(y, {4})}, {}); },

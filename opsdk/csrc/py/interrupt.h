@@ -21,8 +21,12 @@ std::atomic<int> g_interrupts{0};
 std::atomic<const char*> g_kernel_name{""};
 struct sigaction g_prev_sigint;
 
+// Where messages go: stderr, or a copy of the terminal's made before output capture began
+// (set_message_fd: pytest captures fd 2 into a file that is lost when the process dies).
+std::atomic<int> g_say_fd{2};
+
 void say(const char* text) {
-  ssize_t ignored = write(2, text, strlen(text));
+  ssize_t ignored = write(g_say_fd.load(std::memory_order_relaxed), text, strlen(text));
   (void)ignored;
 }
 

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include <signal.h>
+#include <unistd.h>
+
 namespace {
 
 template <class T>
@@ -26,12 +29,23 @@ void misbehave(const CustomOpKernelContext& ctx) {
   const int64_t n = ctx.output(0).numel();
   if (what == "segv") *reinterpret_cast<volatile int*>(std::getenv("OPSDK_NO_SUCH_VARIABLE")) = 1;
   if (what == "abort") std::abort();
-  if (what == "loop")
+  if (what == "loop" || what == "fork_loop") {
+    if (what == "fork_loop" && fork() == 0)
+      for (;;) pause();
+    const char line[] = "misbehave: looping\n";  // tests wait for this line
+    if (write(2, line, sizeof line - 1) < 0) sink = -1;
     for (;;) sink = sink + 1;
+  }
   if (what == "past_end") y[n] = 1.0;
   if (what == "far_past_end") y[n + 100000] = 1.0;
   if (what == "read_past_end") sink = x[n + 2];
   if (what == "write_input") const_cast<double*>(x)[0] = 42.0;
+  if (what == "exit0") std::exit(0);
+  if (what == "_exit0") _exit(0);
+  if (what == "fork" && fork() == 0) {  // a child that outlives the call, holding stdout
+    for (;;) pause();
+  }
+  if (what == "segv_on_13" && n > 0 && x[0] == 13.0) raise(SIGSEGV);
   if (what == "int_overflow") {
     volatile int big = 2147483647;
     sink = big + static_cast<int>(n);  // signed overflow: undefined behaviour

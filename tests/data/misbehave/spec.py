@@ -1,8 +1,10 @@
 """Misbehave: a test-only copy operator whose float64 kernel misbehaves on request.
 
-``$OPSDK_MISBEHAVE`` picks what the float64 kernel does: ``segv``, ``abort``, ``loop``,
+``$OPSDK_MISBEHAVE`` picks what the float64 kernel does: ``segv``, ``abort``, ``loop`` (says ``misbehave: looping`` on stderr first),
 ``past_end`` (writes one element past its output), ``far_past_end`` (100000 past),
-``read_past_end``, ``write_input``, ``int_overflow``; unset, it copies like the float32 kernel.
+``read_past_end``, ``write_input``, ``int_overflow``, ``exit0`` (``exit(0)``), ``_exit0``,
+``fork`` (leaves a child running), ``fork_loop`` (forks, then loops), ``segv_on_13`` (a SIGSEGV when the first element is 13);
+unset, it copies like the float32 kernel.
 """
 
 from opsdk.spec import Input, OpSpec, Output

@@ -1,0 +1,250 @@
+"""``IsolatedSession``: :class:`~opsdk.onnx.Session` in a worker process that a crash cannot
+take down with its caller.
+
+A server (the Triton CPU target's ``model.py``) runs its graph through this: a kernel that
+segfaults, aborts, calls ``exit`` or forks ends only the worker. The call that did it
+raises :class:`~opsdk.errors.KernelCrash` naming the operator (from the line the operator
+module's fatal-signal and exit hooks write, see entry.cpp), a fresh worker starts at once,
+and the next call runs in it. The worker dies with its caller and takes whatever its
+kernels started with it (:mod:`opsdk.runtime._procs`). One call costs a round trip to the
+worker (inputs and outputs are pickled through a socket pair).
+
+Example:
+    >>> import numpy as np
+    >>> from opsdk.onnx import IsolatedSession
+    >>> sess = IsolatedSession("model_with_custom_op.onnx", threads=1)  # doctest: +SKIP
+    >>> y, = sess.run(None, {"x": np.ones((2, 4), np.float32)})  # doctest: +SKIP
+    >>> sess.close()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import errors
+from ..errors import KernelCrash, KernelError
+from ..runtime._procs import Lifeline, arm_worker, kill_group, stop_children
+
+__all__ = ["IsolatedSession"]
+
+_KERNEL_LINE = re.compile(r"opsdk: the kernel of (\S+) (crashed with \w+|called \w+\(-?\d+\))")
+
+
+class IsolatedSession:
+    """:class:`~opsdk.onnx.Session` (``path``, ``threads``) run in a worker process.
+
+    The worker starts here (a model that fails to load raises :class:`KernelError` here)
+    and again right after a crash, so a caller that keeps calling keeps being served;
+    :meth:`close` stops it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
+        self.path = str(path)
+        self.threads = threads
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._lifeline: Lifeline | None = None
+        self._log: Any = None
+        self._pos = 0  # how much of the worker's output was read
+        self._loaded: Connection | None = None  # the connection whose worker said ready
+        self._start()
+        self._ready()  # a model that cannot load fails here, not at the first call
+
+    def run(
+        self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
+    ) -> list[np.ndarray]:
+        """``Session.run`` in the worker; a crash there is :class:`KernelCrash`."""
+        conn = self._ready()
+        try:
+            conn.send((list(output_names) if output_names else None, dict(input_feed)))
+            reply = self._reply(conn)
+        except (EOFError, OSError):
+            raise KernelCrash(self._crash()) from None
+        finally:
+            self._echo()
+        if reply[0] == "ok":
+            outs: list[np.ndarray] = reply[1]
+            return outs
+        cls = getattr(errors, reply[1], None)
+        if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
+            cls = KernelError
+        raise cls(reply[2])
+
+    def close(self) -> None:
+        """Stop the worker and whatever its kernels started."""
+        proc, self._proc = self._proc, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if proc is not None:
+            kill_group(proc.pid)
+            proc.wait()
+        if self._lifeline is not None:
+            self._lifeline.close()
+            self._lifeline = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    # ------------------------------------------------------------------ worker
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        self._log = tempfile.TemporaryFile()
+        self._pos = 0
+        self._lifeline = Lifeline()
+        kw = self._lifeline.popen_kwargs()
+        kw["pass_fds"].append(theirs.fileno())
+        # the opsdk this process runs, also where PYTHONPATH is not passed on (a server)
+        here = str(Path(__file__).resolve().parents[2])
+        kw["env"]["PYTHONPATH"] = os.pathsep.join(
+            p for p in (here, kw["env"].get("PYTHONPATH", "")) if p
+        )
+        cmd = [_python(), "-m", "opsdk.onnx._isolated", str(theirs.fileno())]
+        self._proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, **kw
+        )
+        theirs.close()
+        self._lifeline.started()
+        self._conn = Connection(ours.detach())
+        self._conn.send((self.path, self.threads))
+
+    def _ready(self) -> Connection:
+        """The worker's connection once it has loaded the model (started anew if gone)."""
+        if self._conn is None:
+            self._start()
+        conn = self._conn
+        assert conn is not None
+        if self._loaded is not conn:
+            try:
+                reply = self._reply(conn)
+            except (EOFError, OSError):
+                raise KernelError(f"{self.path}: {self._crash(restart=False)}") from None
+            finally:
+                self._echo()
+            if reply[0] == "error":
+                self.close()
+                raise KernelError(f"the worker could not load {self.path}: {reply[2]}")
+            self._loaded = conn
+        return conn
+
+    def _reply(self, conn: Connection) -> Any:
+        """The worker's answer; EOFError once it is gone (even if a process its kernel
+        started still holds the other end of the socket)."""
+        while not conn.poll(0.5):
+            if self._proc is None or self._proc.poll() is not None:
+                raise EOFError
+        return conn.recv()
+
+    def _crash(self, restart: bool = True) -> str:
+        """What ended the worker, naming the operator; a fresh worker is started."""
+        proc = self._proc
+        assert proc is not None
+        code = proc.wait()
+        text = self._echo(show=False)
+        found = _KERNEL_LINE.findall(text)
+        self.close()
+        if restart:
+            self._start()
+        if found:
+            op, what = found[-1]
+            if code < 0 and what.startswith("crashed"):
+                what = f"crashed with {_signal_name(-code)} (signal {-code})"
+            return f"the kernel of {op} {what}; its worker process was restarted"
+        how = f"ended with {_signal_name(-code)} (signal {-code})" if code < 0 else (
+            f"ended with exit status {code}")
+        return f"the graph's worker process {how}; it was restarted"
+
+    def _echo(self, show: bool = True) -> str:
+        """The worker's new output, passed on to our stderr unless ``show`` is False."""
+        if self._log is None:
+            return ""
+        self._log.seek(self._pos)
+        data = self._log.read()
+        self._pos += len(data)
+        text = data.decode(errors="replace")
+        if show and text:
+            sys.stderr.write(text)
+        return text
+
+
+def _signal_name(num: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _python() -> str:
+    """An interpreter for the worker: ours, or the one of our prefix when we are embedded
+    (a Triton Python-backend stub's sys.executable may not be a Python)."""
+    exe = Path(sys.executable or "")
+    if exe.name.startswith("python") and exe.is_file():
+        return str(exe)
+    return str(Path(sys.prefix) / "bin" / "python3")
+
+
+def _serve(fd: int) -> None:
+    """The worker: load the model, then answer ``(output names, feeds)`` until EOF."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
+    lifeline, parent = arm_worker()
+    conn = Connection(fd)
+    path, threads = conn.recv()
+    try:
+        from ._session import Session
+
+        sess = Session(path, threads=threads)
+    except Exception as e:
+        conn.send(("error", type(e).__name__, str(e)))
+        return
+    _watch_natively(lifeline, parent)
+    conn.send(("ready",))
+    while True:
+        try:
+            names, feeds = conn.recv()
+        except EOFError:
+            return
+        try:
+            outs = sess.run(names, feeds)
+            forked = stop_children()
+            if forked:
+                raise KernelCrash(f"a kernel of {path} started {forked} child process(es) "
+                                  "(fork), stopped after the call; a kernel must not fork")
+            conn.send(("ok", outs))
+        except Exception as e:
+            conn.send(("error", type(e).__name__, str(e)))
+
+
+def _watch_natively(lifeline: int, parent: int) -> None:
+    """Hand the lifeline to a loaded operator module's native watcher (see _procs)."""
+    from ..runtime import cpu
+
+    for module in list(cpu._MODULES.values()):
+        watch = getattr(module, "watch_lifeline", None)
+        if lifeline >= 0 and watch is not None:
+            watch(lifeline, parent)
+            return
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

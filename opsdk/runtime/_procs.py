@@ -1,0 +1,183 @@
+"""Worker processes that die with their parent and take their own children with them.
+
+Used by the validation worker (:mod:`opsdk.runtime.isolated`), the serving worker of the
+Triton CPU target and the cross-built harness. A worker runs in its own process group, so
+stopping it is one ``killpg`` that reaches whatever its kernel started. It holds the read
+end of a *lifeline* pipe whose write end only its parent has, and a watcher thread kills
+the worker's group when the pipe reads EOF (the parent ended, even by SIGKILL) or when the
+worker's parent process changes (the write end leaked into a fork of the parent, say).
+The watcher runs in Python until the operator module is loaded, then natively
+(``watch_lifeline`` in entry.cpp), so a kernel that loops forever holding the GIL is
+stopped too. ``PR_SET_PDEATHSIG`` is not used: it would kill the worker alone, before the
+watcher could reach the processes its kernel started, and Linux sends it when the *thread*
+that started the worker ends. The worker is a child subreaper (``PR_SET_CHILD_SUBREAPER``),
+so a process its kernel forked (and that process's own children) stays its child and is
+found and stopped after the call.
+
+Example:
+    >>> import subprocess, sys
+    >>> lifeline = Lifeline()
+    >>> p = subprocess.Popen([sys.executable, "-c", "pass"], **lifeline.popen_kwargs())
+    >>> p.wait(), lifeline.close()
+    (0, None)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Lifeline", "arm_worker", "kill_group", "parent_death_command", "stop_children"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class Lifeline:
+    """The parent's side: a pipe whose read end a worker inherits (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()  # not inherited by other children
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        """Popen arguments: own session (so own process group), the read end passed on,
+        its number and our pid in the environment (``OPSDK_LIFELINE=fd:pid``)."""
+        env = {**os.environ, "OPSDK_LIFELINE": f"{self.read_fd}:{os.getpid()}"}
+        return {"start_new_session": True, "pass_fds": [self.read_fd], "env": env}
+
+    def started(self) -> None:
+        """Close our copy of the read end once the worker has it."""
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+    def close(self) -> None:
+        """Cut the lifeline: the worker's watcher kills its group."""
+        self.started()
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (the worker and what its kernel started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def arm_worker() -> tuple[int, int]:
+    """In the worker, at start: subreaper, lifeline watcher.
+
+    Returns the lifeline's fd and the parent's pid, for the native watcher (``(-1, 0)`` when
+    the worker was not started with a :class:`Lifeline`).
+    """
+    spec = os.environ.pop("OPSDK_LIFELINE", "")
+    if not spec:
+        return -1, 0
+    fd, parent = (int(v) for v in spec.split(":"))
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before we started watching
+        _end_group()
+    threading.Thread(target=_watch, args=(fd, parent), name="opsdk-lifeline", daemon=True).start()
+    return fd, parent
+
+
+def _watch(fd: int, parent: int) -> None:
+    while os.getppid() == parent:
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if ready and not os.read(fd, 1):
+            break
+    _end_group()
+
+
+def _end_group() -> None:
+    if os.getpgrp() == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover - not Linux
+        return None
+
+
+def _has_children() -> bool:
+    """True when this process has a child (running or exited, not yet reaped): cheap."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _children() -> list[int]:
+    """This process's children (zombies included), from /proc."""
+    me = str(os.getpid())
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2 :].split()[1] == me:  # field 4: the parent's pid
+            pids.append(int(d.name))
+    return pids
+
+
+def stop_children() -> int:
+    """Kill and reap every descendant (they are our children: we are a subreaper).
+
+    Returns how many processes were found; 0 when the kernel started none.
+    """
+    found: set[int] = set()
+    for _ in range(100):
+        kids = _children() if _has_children() else []
+        if not kids:
+            break
+        for pid in kids:
+            found.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    return len(found)
+
+
+def parent_death_command(cmd: list[str]) -> list[str]:
+    """``cmd`` behind a trampoline that asks Linux for SIGKILL when we (its parent) end,
+    then execs it: for a program with no watcher of its own (the C++ harness). Start it from
+    a thread that waits for it (Linux sends the signal when that *thread* ends)."""
+    return [sys.executable, "-m", "opsdk.runtime._procs", str(os.getpid()), *cmd]
+
+
+def _trampoline(argv: list[str]) -> None:
+    parent, cmd = int(argv[0]), argv[1:]
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before we asked
+        sys.exit(1)
+    os.execvp(cmd[0], cmd)
+
+
+if __name__ == "__main__":
+    _trampoline(sys.argv[1:])
