@@ -35,9 +35,10 @@ def _npu(folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
 
 def _ascendc_model(folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
     from .ascendc.model import AscendcModel
+    from .ascendc.toolkit import DEFAULT_SOC
 
     threads = int(os.environ.get("OPSDK_ASCENDC_THREADS", "1"))
-    soc = os.environ.get("OPSDK_ASCEND_SOC", "Ascend910B1")
+    soc = os.environ.get("OPSDK_ASCEND_SOC", DEFAULT_SOC)
     return AscendcModel(folder, spec, soc=soc, seed=int(options.get("seed") or 0),
                         threads=threads)
 

@@ -36,6 +36,7 @@ from ...build import cache_dir, file_lock, toolchain
 from ...dtypes import dtype_name, to_numpy
 from ...errors import BuildError, DeviceUnavailable, KernelError
 from ...spec import OpSpec, TensorType
+from .._op import DEFAULT_SOCS
 from ..spellings import ASCENDC_TYPES as _CPP
 
 __all__ = ["AscendcModel", "model_include_dir"]
@@ -86,8 +87,8 @@ class AscendcModel:
 
     device = "ascendc-model"
 
-    def __init__(self, folder: str | Path, spec: OpSpec | None = None, *, soc: str = "ascend910b",
-                 seed: int = 0, threads: int = 1) -> None:
+    def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
+                 soc: str = DEFAULT_SOCS[0], seed: int = 0, threads: int = 1) -> None:
         from ...registry import load_spec
         from ..socs import compute_unit, core_resources
         from ._gen import GenerateRefused
