@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import errors
 from ..errors import KernelCrash, KernelError
-from ..runtime._procs import Lifeline, arm_worker, kill_group, stop_children
+from ..runtime._procs import Worker, arm_worker, reply_error, signal_name, stop_children
 
 __all__ = ["IsolatedSession"]
 
@@ -52,11 +48,7 @@ class IsolatedSession:
     def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
         self.path = str(path)
         self.threads = threads
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._conn: Connection | None = None
-        self._lifeline: Lifeline | None = None
-        self._log: Any = None
-        self._pos = 0  # how much of the worker's output was read
+        self._worker: Worker | None = None
         self._loaded: Connection | None = None  # the connection whose worker said ready
         self._start()
         self._ready()  # a model that cannot load fails here, not at the first call
@@ -76,26 +68,13 @@ class IsolatedSession:
         if reply[0] == "ok":
             outs: list[np.ndarray] = reply[1]
             return outs
-        cls = getattr(errors, reply[1], None)
-        if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
-            cls = KernelError
-        raise cls(reply[2])
+        raise reply_error(reply)
 
     def close(self) -> None:
         """Stop the worker and whatever its kernels started."""
-        proc, self._proc = self._proc, None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if proc is not None:
-            kill_group(proc.pid)
-            proc.wait()
-        if self._lifeline is not None:
-            self._lifeline.close()
-            self._lifeline = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
 
     def __del__(self) -> None:
         try:
@@ -105,32 +84,18 @@ class IsolatedSession:
 
     # ------------------------------------------------------------------ worker
     def _start(self) -> None:
-        ours, theirs = socket.socketpair()
-        self._log = tempfile.TemporaryFile()
-        self._pos = 0
-        self._lifeline = Lifeline()
-        kw = self._lifeline.popen_kwargs()
-        kw["pass_fds"].append(theirs.fileno())
         # the opsdk this process runs, also where PYTHONPATH is not passed on (a server)
         here = str(Path(__file__).resolve().parents[2])
-        kw["env"]["PYTHONPATH"] = os.pathsep.join(
-            p for p in (here, kw["env"].get("PYTHONPATH", "")) if p
-        )
-        cmd = [_python(), "-m", "opsdk.onnx._isolated", str(theirs.fileno())]
-        self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, **kw
-        )
-        theirs.close()
-        self._lifeline.started()
-        self._conn = Connection(ours.detach())
-        self._conn.send((self.path, self.threads))
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+        self._worker = Worker(_python(), "opsdk.onnx._isolated", {"PYTHONPATH": path})
+        self._worker.conn.send((self.path, self.threads))
 
     def _ready(self) -> Connection:
         """The worker's connection once it has loaded the model (started anew if gone)."""
-        if self._conn is None:
+        if self._worker is None:
             self._start()
-        conn = self._conn
-        assert conn is not None
+        assert self._worker is not None
+        conn = self._worker.conn
         if self._loaded is not conn:
             try:
                 reply = self._reply(conn)
@@ -148,15 +113,14 @@ class IsolatedSession:
         """The worker's answer; EOFError once it is gone (even if a process its kernel
         started still holds the other end of the socket)."""
         while not conn.poll(0.5):
-            if self._proc is None or self._proc.poll() is not None:
+            if self._worker is None or not self._worker.alive():
                 raise EOFError
         return conn.recv()
 
     def _crash(self, restart: bool = True) -> str:
         """What ended the worker, naming the operator; a fresh worker is started."""
-        proc = self._proc
-        assert proc is not None
-        code = proc.wait()
+        assert self._worker is not None
+        code = self._worker.proc.wait()
         text = self._echo(show=False)
         found = _KERNEL_LINE.findall(text)
         self.close()
@@ -165,32 +129,15 @@ class IsolatedSession:
         if found:
             op, what = found[-1]
             if code < 0 and what.startswith("crashed"):
-                what = f"crashed with {_signal_name(-code)} (signal {-code})"
+                what = f"crashed with {signal_name(-code)} (signal {-code})"
             return f"the kernel of {op} {what}; its worker process was restarted"
-        how = f"ended with {_signal_name(-code)} (signal {-code})" if code < 0 else (
+        how = f"ended with {signal_name(-code)} (signal {-code})" if code < 0 else (
             f"ended with exit status {code}")
         return f"the graph's worker process {how}; it was restarted"
 
     def _echo(self, show: bool = True) -> str:
         """The worker's new output, passed on to our stderr unless ``show`` is False."""
-        if self._log is None:
-            return ""
-        self._log.seek(self._pos)
-        data = self._log.read()
-        self._pos += len(data)
-        text = data.decode(errors="replace")
-        if show and text:
-            sys.stderr.write(text)
-        return text
-
-
-def _signal_name(num: int) -> str:
-    import signal
-
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
+        return self._worker.new_output(show) if self._worker is not None else ""
 
 
 def _python() -> str:

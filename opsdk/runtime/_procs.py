@@ -30,10 +30,14 @@ import select
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Lifeline", "arm_worker", "kill_group", "parent_death_command", "stop_children"]
+__all__ = [
+    "Lifeline", "Worker", "arm_worker", "kill_group", "parent_death_command", "reply_error",
+    "signal_name", "stop_children",
+]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -63,6 +67,77 @@ class Lifeline:
         if self._write_fd >= 0:
             os.close(self._write_fd)
             self._write_fd = -1
+
+
+class Worker:
+    """One worker process: ``python -m <module> <fd>`` started with a :class:`Lifeline`, a
+    socket pair to it (``conn``), and its stdout and stderr in a log file read with
+    :meth:`new_output` (so nothing the worker or its kernel starts holds the caller's pipes:
+    ``opsdk check X | cat`` ends). Used by the validation worker and the serving worker.
+    """
+
+    def __init__(self, python: str, module: str, env: Mapping[str, str] | None = None) -> None:
+        import socket
+        import subprocess
+        import tempfile
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        self.log = tempfile.TemporaryFile()
+        self._pos = 0  # how much of the log was read
+        self.lifeline = Lifeline()
+        kw = self.lifeline.popen_kwargs()
+        kw["env"].update(env or {})
+        kw["pass_fds"].append(theirs.fileno())
+        self.proc = subprocess.Popen(
+            [python, "-m", module, str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, **kw,
+        )
+        theirs.close()
+        self.lifeline.started()
+        self.conn = Connection(ours.detach())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def new_output(self, echo: bool) -> str:
+        """What the worker printed since the last call, passed on to our stderr if ``echo``."""
+        if self.log.closed:
+            return ""
+        self.log.seek(self._pos)
+        data = self.log.read()
+        self._pos += len(data)
+        text = str(data.decode(errors="replace"))
+        if echo and text:
+            sys.stderr.write(text)
+        return text
+
+    def close(self) -> None:
+        """Stop the worker and everything its kernel started."""
+        self.conn.close()
+        kill_group(self.proc.pid)
+        self.proc.wait()
+        self.lifeline.close()
+        self.log.close()
+
+
+def reply_error(reply: tuple[Any, ...]) -> Exception:
+    """The exception a worker's ``("error", class name, message)`` reply stands for: that
+    opsdk error class, else :class:`~opsdk.errors.KernelError`."""
+    from .. import errors
+
+    cls = getattr(errors, reply[1], None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
+        cls = errors.KernelError
+    return cls(reply[2])
+
+
+def signal_name(num: int) -> str:
+    """``SIGSEGV`` for 11, ``signal 99`` for a number with no name."""
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
 
 
 def kill_group(pid: int) -> None:

@@ -23,7 +23,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
@@ -32,9 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import errors
 from ..errors import KernelCrash, KernelError
-from ._procs import Lifeline, arm_worker, kill_group, stop_children
+from ._procs import Worker, arm_worker, kill_group, reply_error, signal_name, stop_children
 
 __all__ = ["IsolatedOperator"]
 
@@ -71,11 +69,7 @@ class IsolatedOperator:
         self._module = Path(module or op.module.__file__)
         self._env = dict(env or {})
         self._guard = guard
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lifeline: Lifeline | None = None
-        self._conn: Connection | None = None
-        self._log: Any = None
-        self._log_pos = 0
+        self._worker: Worker | None = None
 
     @property
     def name(self) -> str:
@@ -105,10 +99,7 @@ class IsolatedOperator:
         finally:
             self._forward_stderr()
         if reply[0] == "error":
-            cls = getattr(errors, reply[1], None)
-            if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
-                cls = KernelError
-            raise cls(reply[2])
+            raise reply_error(reply)
         outs: list[np.ndarray] = reply[1]
         for i, changed in reply[2].items():  # the kernel wrote into an input: so do we
             inputs[i][...] = changed
@@ -120,19 +111,9 @@ class IsolatedOperator:
 
     def close(self) -> None:
         """Stop the worker and everything its kernel started (a new one starts on the next call)."""
-        proc, self._proc = self._proc, None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if proc is not None:
-            kill_group(proc.pid)
-            proc.wait()
-        if self._lifeline is not None:
-            self._lifeline.close()
-            self._lifeline = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
 
     def __del__(self) -> None:
         try:
@@ -142,40 +123,23 @@ class IsolatedOperator:
 
     # ------------------------------------------------------------------ worker
     def _start(self) -> Connection:
-        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
-            return self._conn
+        if self._worker is not None and self._worker.alive():
+            return self._worker.conn
         self.close()
-        import socket
-
-        ours, theirs = socket.socketpair()
-        self._log = tempfile.TemporaryFile()
-        self._log_pos = 0
-        self._lifeline = Lifeline()
-        kw = self._lifeline.popen_kwargs()
-        kw["env"].update(self._env)
-        kw["pass_fds"].append(theirs.fileno())
-        cmd = [sys.executable, "-m", "opsdk.runtime.isolated", str(theirs.fileno())]
-        # stdout too goes to the log: a process the kernel started must not hold the
-        # caller's stdout (`opsdk check X | cat` would never end)
-        self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, **kw
-        )
-        theirs.close()
-        self._lifeline.started()
-        self._conn = Connection(ours.detach())
-        self._conn.send((str(self.folder), str(self._module), self._guard))
-        reply = self._wait(self._conn, limit=_LOAD_LIMIT_S)
+        self._worker = Worker(sys.executable, "opsdk.runtime.isolated", self._env)
+        self._worker.conn.send((str(self.folder), str(self._module), self._guard))
+        reply = self._wait(self._worker.conn, limit=_LOAD_LIMIT_S)
         if reply[0] == "error":
             self.close()
             raise KernelError(f"{self.name}: the worker could not load {self._module}: {reply[2]}")
-        return self._conn
+        return self._worker.conn
 
     def _wait(self, conn: Connection, limit: float | None = None) -> Any:
         """The worker's reply; a dead worker or a call past the time limit is KernelCrash."""
         limit = self.timeout if limit is None else limit
         deadline = None if limit is None else time.monotonic() + limit
-        proc = self._proc
-        assert proc is not None
+        assert self._worker is not None
+        proc = self._worker.proc
         while True:
             if conn.poll(_POLL_S):
                 try:
@@ -198,13 +162,12 @@ class IsolatedOperator:
         except subprocess.TimeoutExpired:
             proc.kill()
             code = proc.wait()
-        self._proc = None
         kill_group(proc.pid)  # whatever the kernel started dies with the worker
-        text = self._new_stderr(echo=False)
+        text = self._worker.new_output(echo=False) if self._worker is not None else ""
         sanitizer, exited = _SANITIZER_LINE.findall(text), _EXIT_LINE.findall(text)
         detail = sanitizer[0] if sanitizer else ""
         if code < 0:
-            how = f"crashed with {_signal_name(-code)} (signal {-code})"
+            how = f"crashed with {signal_name(-code)} (signal {-code})"
         elif detail:
             how = f"failed a sanitizer check (worker exit status {code})"
         elif exited:
@@ -217,21 +180,10 @@ class IsolatedOperator:
     def _where(self) -> str:
         return self.name + (f" ({self.folder / 'kernel.cpp'})" if self.folder else "")
 
-    def _new_stderr(self, echo: bool) -> str:
-        if self._log is None:
-            return ""
-        self._log.seek(self._log_pos)
-        data = self._log.read()
-        self._log_pos += len(data)
-        text = data.decode(errors="replace")
-        if echo and text:
-            sys.stderr.write(text)
-        return text
-
     def _forward_stderr(self) -> None:
         """What the kernel printed to stderr, passed on to ours."""
-        if self._proc is not None:
-            self._new_stderr(echo=True)
+        if self._worker is not None:
+            self._worker.new_output(echo=True)
 
 
 def _pack(x: Any) -> Any:
@@ -275,13 +227,6 @@ def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any]) -> tuple[Any, ..
         if x is not None and b is not None and x.tobytes() != b.tobytes()
     }
     return ("ok", outs, changed)
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 def _serve(fd: int) -> None:
