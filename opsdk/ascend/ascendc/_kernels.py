@@ -12,7 +12,6 @@ import importlib.util
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ from ..._written import UnsafePath, read_record, safe_target, sha256, write_file
 from ...errors import SpecError
 from ...spec import OpSpec
 from .._op import CannOp, cann_op
+from ..project._tiling import TilingField as TilingSlot  # one field of the tiling struct
+from ..project._tiling import tiling_fields
 from ._gen import AicoreKernel, GenerateRefused, generate
 from ._tiling import Tiling, cpp_tiling
 
@@ -143,26 +144,14 @@ def write_kernel_files(spec: OpSpec, folder: str | Path) -> list[str]:
     return [f"op_kernel/{rel}" for rel in files]
 
 
-@dataclass(frozen=True)
-class TilingSlot:
-    """One field of the tiling struct, in struct order."""
-
-    name: str
-    ctype: str
-    size: int
-    length: int = 0
-
-
 _SIZES = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "float": 4, "uint8_t": 1}
 _FORMATS = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "float": "f", "uint8_t": "B"}
 
 
 def tiling_slots(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) -> list[TilingSlot]:
     """Every field of the kernel's tiling struct: the project's fields plus the kernel's."""
-    from ..project._tiling import tiling_fields
-
     op = op if op is not None else cann_op(spec)
-    base = [TilingSlot(f.name, f.ctype, f.size, f.length) for f in tiling_fields(op)]
+    base = tiling_fields(op)
     have = {s.name for s in base}
     extra = [TilingSlot(f.name, f.ctype, _SIZES[f.ctype]) for f in kernel.tiling.fields
              if f.name not in have]
