@@ -363,6 +363,9 @@ def test_an_isolated_session_survives_a_crashing_kernel(
                 "was restarted")):
             sess.run(None, {"x": np.full(3, 13.0)})
         np.testing.assert_array_equal(sess.run(["y"], {"x": np.ones(2)})[0], [1, 1])
+        # what the Triton model reads to find rank-0 inputs, as Session gives it
+        assert [(i.name, i.shape) for i in sess.get_inputs()] == [("x", ["n"])]
+        assert [o.name for o in sess.get_outputs()] == ["y"]
     finally:
         sess.close()
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import KernelCrash, KernelError
 from ..runtime._procs import Worker, arm_worker, reply_error, signal_name, stop_children
+from ._session import IOInfo
 
 __all__ = ["IsolatedSession"]
 
@@ -49,6 +50,7 @@ class IsolatedSession:
         self.path = str(path)
         self.threads = threads
         self._worker: Worker | None = None
+        self._io: tuple[list[IOInfo], list[IOInfo]] = ([], [])  # from the worker, once loaded
         self._loaded: Connection | None = None  # the connection whose worker said ready
         self._start()
         self._ready()  # a model that cannot load fails here, not at the first call
@@ -69,6 +71,16 @@ class IsolatedSession:
             outs: list[np.ndarray] = reply[1]
             return outs
         raise reply_error(reply)
+
+    def get_inputs(self) -> list[IOInfo]:
+        """The model inputs, as :meth:`Session.get_inputs <opsdk.onnx.Session.get_inputs>`."""
+        self._ready()
+        return list(self._io[0])
+
+    def get_outputs(self) -> list[IOInfo]:
+        """The model outputs, as :meth:`Session.get_outputs <opsdk.onnx.Session.get_outputs>`."""
+        self._ready()
+        return list(self._io[1])
 
     def close(self) -> None:
         """Stop the worker and whatever its kernels started."""
@@ -107,6 +119,7 @@ class IsolatedSession:
                 self.close()
                 raise KernelError(f"the worker could not load {self.path}: {reply[2]}")
             self._loaded = conn
+            self._io = (reply[1], reply[2])
         return conn
 
     def _reply(self, conn: Connection) -> Any:
@@ -165,7 +178,7 @@ def _serve(fd: int) -> None:
         conn.send(("error", type(e).__name__, str(e)))
         return
     _watch_natively(lifeline, parent)
-    conn.send(("ready",))
+    conn.send(("ready", sess.get_inputs(), sess.get_outputs()))
     while True:
         try:
             names, feeds = conn.recv()
