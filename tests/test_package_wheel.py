@@ -84,7 +84,7 @@ def test_wheel_holds_kernels_specs_tests_artefacts_and_manifest(built: PackageRe
                      f"test_{snake}.py", "onnx/schema.json"):
             assert f"{ops}/{snake}/{name}" in files, f"{snake}/{name} missing"
         if "cann" not in built.skipped:
-            assert f"{ops}/{snake}/cann/{snake}.json" in files
+            assert f"{ops}/{snake}/cann/msopgen/aicpu.json" in files
     assert f"{ops}/thresholded_relu/onnx/function.onnx" in files
     assert not [n for n in files if "__pycache__" in n or n.endswith(".pyc")]
     eps = next(d for n, d in files.items() if n.endswith("entry_points.txt")).decode()
