@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,13 @@ def probe():
     import opsdk
 
     return opsdk.load(str(DATA / "probe"))
+
+
+@pytest.fixture
+def setuptools_keeps_stdlib_distutils(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.compile's inductor probes the CPU's vector ISA through setuptools, whose
+    distutils shim asserts when the standard library's distutils is already imported in
+    this process (another test's package did it); the shim is then told to keep that one."""
+    loaded = sys.modules.get("distutils")
+    if loaded is not None and "_distutils" not in (getattr(loaded, "__file__", "") or ""):
+        monkeypatch.setenv("SETUPTOOLS_USE_DISTUTILS", "stdlib")

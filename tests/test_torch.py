@@ -18,6 +18,8 @@ import numpy as np
 import onnx
 import pytest
 
+pytestmark = pytest.mark.usefixtures("setuptools_keeps_stdlib_distutils")
+
 torch = pytest.importorskip(
     "torch", reason="torch is not installed (scripts/setup.d/40-torch-cpu.sh installs it)")
 
