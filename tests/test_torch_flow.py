@@ -18,8 +18,6 @@ import numpy as np
 import onnx
 import pytest
 
-pytestmark = pytest.mark.usefixtures("setuptools_keeps_stdlib_distutils")
-
 torch = pytest.importorskip(
     "torch", reason="torch is not installed (scripts/setup.d/40-torch-cpu.sh installs it)")
 pytest.importorskip("onnxscript", reason="the dynamo ONNX exporter needs onnxscript")
@@ -41,6 +39,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.usefixtures("setuptools_keeps_stdlib_distutils"),
 ]
 
 
