@@ -27,8 +27,7 @@ def probe():
 @pytest.fixture
 def setuptools_keeps_stdlib_distutils(monkeypatch: pytest.MonkeyPatch) -> None:
     """torch.compile's inductor probes the CPU's vector ISA through setuptools, whose
-    distutils shim asserts when the standard library's distutils is already imported in
-    this process (another test's package did it); the shim is then told to keep that one."""
-    loaded = sys.modules.get("distutils")
-    if loaded is not None and "_distutils" not in (getattr(loaded, "__file__", "") or ""):
+    distutils shim asserted in the full suite (the standard library's distutils.core was
+    already loaded there); on Pythons that still have distutils the shim is told to keep it."""
+    if sys.version_info < (3, 12):
         monkeypatch.setenv("SETUPTOOLS_USE_DISTUTILS", "stdlib")
