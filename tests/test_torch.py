@@ -38,6 +38,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.usefixtures("setuptools_keeps_stdlib_distutils"),
+    pytest.mark.filterwarnings("ignore:Reliance on distutils from stdlib:UserWarning"),
 ]
 
 
