@@ -17,8 +17,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 from opsdk.ascend.parser import ATC_NATIVE_FUSIONS
 from opsdk.cli import main
-from opsdk.onnx import Session, fuse_conv_bn_relu, replace_ops, rewrite
-from opsdk.onnx._rewrite import BN_FOLDED, cpu_refusal
+from opsdk.onnx import (
+    KEEP_BELOW,
+    ModelTiming,
+    Session,
+    fuse_conv_bn_relu,
+    replace_ops,
+    rewrite,
+    time_models,
+)
+from opsdk.onnx._rewrite import BN_FOLDED, WHOLE_MODEL, cpu_refusal
 
 RNG = np.random.default_rng(24)
 
@@ -125,6 +133,97 @@ def test_shape_classes_are_data() -> None:
     assert "grouped" in (cpu_refusal(64, 64, 4) or "") and cpu_refusal(32, 32, 16) is None
     assert "fewer than 8" in (cpu_refusal(3, 64, 1, (7, 7)) or "")
     assert "fewer than 8" in (cpu_refusal(1, 16, 1, (3, 3)) or "")
+
+
+# ------------------------------------------------- item 1: the whole model must get faster
+def _timing(ratio: float, calls: list[tuple[onnx.ModelProto, onnx.ModelProto]]) -> Any:
+    def pays(before: onnx.ModelProto, after: onnx.ModelProto) -> ModelTiming:
+        calls.append((before, after))
+        return ModelTiming(2.0, 2.0 * ratio, 9, {"x": (1, 16, 12, 12)}, None, 1e-7)
+    return pays
+
+
+TWO_CHAINS = [("dw3_", 16, 16, 16, True), ("pw_", 16, 32, 1, True)]  # both in no slower class
+
+
+@pytest.mark.parametrize("ratio, why", [(1.3, "slower"), (0.97, "less than the 5% margin")])
+def test_fusions_that_do_not_make_the_whole_model_faster_are_undone(ratio: float, why: str
+                                                                    ) -> None:
+    """Item 1 (done-when): each chain was in a class measured faster, yet PP-OCR cls with
+    its 6 chains fused took 3.5x the original's time under Session. The whole model is now
+    judged: fusions that do not make it faster by the margin are undone, with the figures."""
+    m = chain_model(TWO_CHAINS)
+    calls: list[tuple[onnx.ModelProto, onnx.ModelProto]] = []
+    result = rewrite(m, fuse=["conv-bn-relu"], pays=_timing(ratio, calls))
+    ((before, after),) = calls
+    assert before is m and [n.op_type for n in after.graph.node] == ["FusedConvBnRelu"] * 2
+    assert result.changed == 0 and result.model is not m
+    assert result.model.SerializeToString() == m.SerializeToString()
+    chains = [r for r in result.records if r.node != WHOLE_MODEL]
+    assert [r.action for r in chains] == ["refused", "refused"]
+    assert all("no class measured slower" in r.detail and f"{ratio:.2f}x" in r.detail
+               for r in chains)
+    (whole,) = [r for r in result.records if r.node == WHOLE_MODEL]
+    assert whole.action == "refused" and "2 fusion(s) undone" in whole.detail
+    assert why in whole.detail and "--force-fuse" in whole.detail
+    assert "medians of 9 interleaved runs on x 1x16x12x12" in whole.detail
+
+
+def test_fusions_that_make_the_whole_model_faster_are_kept() -> None:
+    m = chain_model(TWO_CHAINS)
+    calls: list[tuple[onnx.ModelProto, onnx.ModelProto]] = []
+    result = rewrite(m, fuse=["conv-bn-relu"], pays=_timing(0.6, calls))
+    assert result.changed == 2 and len(calls) == 1
+    (whole,) = [r for r in result.records if r.node == WHOLE_MODEL]
+    assert whole.action == "measured" and "the 2 fusion(s) pay" in whole.detail
+    assert "0.60x" in whole.detail
+    assert_same_as_ort(m, result.model)
+    # nothing fused (ATC's own fusion on the ascend target): nothing to time
+    native = rewrite(m, fuse=["conv-bn-relu"], native=dict(ATC_NATIVE_FUSIONS),
+                     pays=_timing(0.6, calls))
+    assert len(calls) == 1 and native.changed == 0
+    assert not [r for r in native.records if r.node == WHOLE_MODEL]
+
+
+def test_time_models_interleaves_within_its_budget() -> None:
+    m = chain_model(TWO_CHAINS)
+    fused = fuse_conv_bn_relu(m).model
+    ticks = iter(range(10**6))
+    x = RNG.normal(size=(1, 16, 12, 12)).astype(np.float32)
+    t = time_models(m, fused, {"x": x}, clock=lambda: next(ticks) * 1e-3, budget_s=0.0)
+    assert t.runs == 5 and t.original_ms == t.rewritten_ms == 1.0 and not t.pays
+    assert t.shapes == {"x": (1, 16, 12, 12)} and t.max_abs_diff < 1e-4
+    ticks = iter(range(10**6))
+    t = time_models(m, fused, {"x": x}, clock=lambda: next(ticks) * 1e-3, budget_s=100.0)
+    assert t.runs == 41
+
+
+def test_cli_times_the_whole_model_and_decides_by_its_figures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real measurement: whatever this machine's load makes of it, the decision follows
+    the measured figures and the report prints them."""
+    import json
+    import re
+
+    src = tmp_path / "m.onnx"
+    onnx.save(chain_model(TWO_CHAINS), str(src))
+    assert main(["rewrite", str(src), "--fuse", "conv-bn-relu", "--report", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)["records"]
+    (whole,) = [r for r in records if r["node"] == WHOLE_MODEL]
+    ratio = float(re.search(r"\(([0-9.]+)x; medians of (\d+) interleaved runs on x "
+                            r"1x16x12x12", whole["detail"]).group(1))
+    fused = [r for r in records if r["action"] == "fused"]
+    if ratio < KEEP_BELOW:
+        assert whole["action"] == "measured" and len(fused) == 2
+    else:
+        assert whole["action"] == "refused" and not fused
+    assert main(["rewrite", str(src), "--fuse", "conv-bn-relu", "--report", "--no-measure"]) == 0
+    out = capsys.readouterr().out
+    assert "2 fused" in out and WHOLE_MODEL not in out and "decided per convolution only" in out
+    assert main(["rewrite", str(src), "--fuse", "conv-bn-relu", "--report",
+                 "--input-shape", "y=1,16,8,8"]) == 1
+    err = capsys.readouterr().err
+    assert "--input-shape y: the model has no input 'y'; its inputs: x" in err
 
 
 def test_report_names_bn_folded_at_export_and_how_to_keep_it(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -48,3 +49,22 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
         raise OutputPathError(f"{flag} {p}: it is a folder; pass a file path")
     check_output_dir(p.parent if str(p.parent) else ".", f"{flag} {p}: its folder")
     return p
+
+
+def probe_value(text: str) -> tuple[str, float]:
+    """``--probe-values NAME=V`` -> (name, number); an integer stays an integer.
+
+    Example:
+        >>> probe_value("sr=16000")
+        ('sr', 16000)
+    """
+    name, sep, value = text.partition("=")
+    try:
+        number = float(value)
+        if not sep or not name.strip():
+            raise ValueError(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected INPUT=VALUE (an input name and a number, e.g. sr=16000), got {text!r}"
+        ) from None
+    return name.strip(), int(number) if number.is_integer() else number

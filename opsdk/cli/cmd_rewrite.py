@@ -9,8 +9,10 @@ Examples::
 
 A rewrite happens only where it pays: for --target ascend, Conv+BatchNormalization+Relu stays
 as it is (ATC fuses it on the AI Core); for --target cpu (default) a chain is fused only in
-the shape classes where FusedConvBnRelu was measured faster than ONNX Runtime. --report lists
-every candidate with the decision and the reason.
+the shape classes where FusedConvBnRelu was measured faster than ONNX Runtime, and then the
+whole model is timed before and after under opsdk's Session (on --input-shape, else the
+first sizing that runs): the fusions are kept only if the fused model is faster.
+--report lists every candidate with the decision and the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 def register(sub: Any) -> None:
     from ..onnx import FUSIONS
+    from ._io import probe_value
 
     p = sub.add_parser(
         "rewrite",
@@ -38,6 +41,14 @@ def register(sub: Any) -> None:
                    help="list each candidate, the decision and the reason")
     p.add_argument("--force-fuse", action="store_true",
                    help="fuse on the CPU even in the shape classes measured slower")
+    p.add_argument("--no-measure", action="store_true",
+                   help="cpu: decide per convolution only, without timing the whole model")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="cpu: the input shape to time the model on (repeatable; default: "
+                   "the first sizing of its dynamic dims that runs)")
+    p.add_argument("--probe-values", action="append", type=probe_value, default=[],
+                   metavar="NAME=V", help="cpu: the value to fill a value input with when "
+                   "timing (e.g. sr=16000; default: a constant the graph compares it with)")
     p.add_argument("--fuse", action="append", default=[], choices=FUSIONS,
                    help="a fusion to apply (repeatable)")
     p.add_argument("--replace", action="append", default=[], metavar="OP",
@@ -60,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "-o")
     source = load_model(args.model)
+    measure = args.target == "cpu" and args.fuse and not args.force_fuse and not args.no_measure
+    pays = _timer(source, args) if measure else None
     result = rewrite(source, fuse=args.fuse, replace=replace, native=_native(args.target),
-                     force=args.force_fuse)
+                     force=args.force_fuse, pays=pays)
     if args.report and not args.json:
         _print_report(result.records, args.target)
     if not args.output:  # --report alone: nothing written
@@ -93,6 +106,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timer(source: Any, args: argparse.Namespace) -> Any:
+    """The whole-model check: times the model before and after the fusions on the inputs."""
+    from functools import partial
+
+    from ..errors import SpecError
+    from ..onnx import time_models
+    from ..onnx._probe import probe_feeds, runnable_shapes
+    from .cmd_export import parse_shapes
+
+    given = parse_shapes(args.input_shape)
+    inputs = {vi.name: vi for vi in source.graph.input}
+    for name, dims in given.items():
+        if name not in inputs:
+            raise SpecError(f"--input-shape {name}: the model has no input {name!r}; its "
+                            f"inputs: {', '.join(inputs)}")
+        if not all(isinstance(d, int) and d > 0 for d in dims):
+            raise SpecError(f"--input-shape {name}={','.join(map(str, dims))}: give positive "
+                            "integer dims (the shape to time the model on)")
+    values = dict(args.probe_values)
+    shapes = runnable_shapes(source, values, sizes=(224, 64, 32, 640)) or {}
+    shapes.update({k: tuple(int(d) for d in v) for k, v in given.items()})
+    sizes = {(name, axis): int(d) for name, dims in shapes.items() for axis, d in enumerate(dims)}
+    feeds = probe_feeds(source, sizes, values, random=True)
+    return partial(time_models, feeds=feeds)
+
+
 def _native(target: str) -> dict[str, str]:
     """Fusions the target's compiler does itself (kept, not rewritten)."""
     if target != "ascend":
@@ -107,15 +146,16 @@ def _print_report(records: list[Any], target: str) -> None:
     print(f"rewrite report for target {target}:")
     for r in records:
         decision = {"fused": "rewrite", "replaced": "rewrite", "refused": "keep (refused)",
-                    "skipped": "keep (no match)"}.get(r.action, r.action)
+                    "skipped": "keep (no match)",
+                    "measured": "rewrite (the whole model measured faster)"}.get(r.action,
+                                                                                 r.action)
         print(f"  {r.node}\n      decision: {decision}\n      reason:   {r.detail}")
     counts: dict[str, int] = {}
     for r in records:
         counts[r.action] = counts.get(r.action, 0) + 1
     print("  " + ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) if counts
           else "  no candidates")
-    if target == "cpu" and counts.get("fused"):
-        print("  note: the classes decide per convolution; each fused node also splits ONNX "
-              "Runtime's part of the graph under opsdk's Session, which on small tensors can "
-              "cost more than the kernel saves (docs/onnx.md, Rewrites): time the model "
-              "before and after")
+    if target == "cpu" and counts.get("fused") and not counts.get("measured"):
+        print("  note: decided per convolution only (--no-measure or --force-fuse); each fused "
+              "node also splits ONNX Runtime's part of the graph under opsdk's Session, which "
+              "on small tensors can cost more than the kernel saves (docs/onnx.md, Rewrites)")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ascend.versions import DEFAULT_CANN
 from ..errors import OpsdkError
+from ._io import probe_value
 
 
 def register(sub: Any) -> None:
@@ -65,7 +66,7 @@ def register(sub: Any) -> None:
     c.add_argument("--dim", action="append", type=_key_value, default=[], metavar="NAME=SIZE",
                    help="size of a symbolic input dim for the test run (default: sizes "
                    "the model runs on, as the build's dim check probes them)")
-    c.add_argument("--probe-values", action="append", type=_value, default=[],
+    c.add_argument("--probe-values", action="append", type=probe_value, default=[],
                    metavar="INPUT=VALUE",
                    help="the value a value input (e.g. a sample rate) is filled with for the "
                    "test run (repeatable; default: the constant the graph compares it with)")
@@ -110,7 +111,7 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
                    help="input dim sizes the model accepts, one probe per use (repeatable): "
                    "ONNX Runtime runs the model on them to check every output dim name "
                    "(default: the shape gears, else leading dims 1 and 2, others 64, 96, ...)")
-    g.add_argument("--probe-values", action="append", type=_value, default=[],
+    g.add_argument("--probe-values", action="append", type=probe_value, default=[],
                    metavar="INPUT=VALUE",
                    help="the value a value input (e.g. a sample rate) is filled with on the "
                    "probe runs (repeatable; default: the constant the graph compares it "
@@ -153,19 +154,6 @@ def _probe(text: str) -> tuple[tuple[str, int], ...]:
         raise argparse.ArgumentTypeError(
             f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}"
         ) from e
-
-
-def _value(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    try:
-        number = float(value)
-        if not sep or not name.strip():
-            raise ValueError(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected INPUT=VALUE (an input name and a number, e.g. sr=16000), got {text!r}"
-        ) from None
-    return name.strip(), int(number) if number.is_integer() else number
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

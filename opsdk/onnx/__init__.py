@@ -8,7 +8,8 @@
   decomposition into standard ops) as a model-local function any runtime can run.
 - **Graph executor**: :class:`Session` runs a model holding custom nodes, standard parts
   in ONNX Runtime and custom nodes in opsdk kernels, like ``onnxruntime.InferenceSession``.
-- **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`.
+- **Rewrites**: :func:`fuse_conv_bn_relu`, :func:`replace_ops`, :func:`rewrite`; on the
+  CPU :func:`time_models` judges a rewrite on the whole model.
 - **Constants**: :class:`GraphConstants` resolves a value to its constant array whether
   it is an initializer, a ``Constant`` node or an ``Identity``/``Cast`` of one;
   :func:`input_dims` reads graph-input dims (``dim_value`` -1 or 0 is dynamic).
@@ -37,6 +38,7 @@ from ._functions import (
 )
 from ._isolated import IsolatedSession
 from ._model import ModelError, OutputExistsError, load_model, save_model
+from ._pays import KEEP_BELOW, ModelTiming, time_models
 from ._rewrite import (
     FUSIONS,
     RewriteRecord,
@@ -65,6 +67,8 @@ __all__ = [
     "FunctionBuilder",
     "IOInfo",
     "IsolatedSession",
+    "KEEP_BELOW",
+    "ModelTiming",
     "ModelError",
     "OutputExistsError",
     "ReferenceKernel",
@@ -95,6 +99,7 @@ __all__ = [
     "replace_ops",
     "rewrite",
     "save_model",
+    "time_models",
     "to_text",
     "unregister_schema",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -32,6 +32,9 @@ from ._model import (
     value_types,
 )
 from ._schema import node_attrs, register_schema
+
+if TYPE_CHECKING:
+    from ._pays import ModelTiming
 
 __all__ = [
     "RewriteRecord",
@@ -56,7 +59,8 @@ class RewriteRecord:
 
     node: str
     #: "fused" / "replaced" (rewritten), "refused" (a candidate left as it is because the
-    #: rewrite would not pay, the reason says why) or "skipped" (no match, or it cannot be)
+    #: rewrite would not pay, the reason says why), "skipped" (no match, or it cannot be) or
+    #: "measured" (the whole model timed before and after: the fusions paid and were kept)
     action: str
     detail: str
 
@@ -517,6 +521,10 @@ def replace_ops(
     return RewriteResult(out, records)
 
 
+#: The node column of the record of the model-level decision.
+WHOLE_MODEL = "the whole model"
+
+
 def rewrite(
     model: ModelProto,
     *,
@@ -524,22 +532,65 @@ def rewrite(
     replace: Sequence[str] = (),
     native: Mapping[str, str] | None = None,
     force: bool = False,
+    pays: Callable[[ModelProto, ModelProto], ModelTiming] | None = None,
 ) -> RewriteResult:
     """Apply the named fusions, then the replacements; records are concatenated.
 
     ``native`` maps a fusion name to the reason the target's compiler does it itself (the
     chains are then kept); ``force`` fuses even where the CPU kernel was measured slower.
 
+    ``pays`` judges the fusions on the whole model: called with the model before and after
+    them (e.g. ``functools.partial(opsdk.onnx.time_models, feeds=...)``), it returns their
+    :class:`~opsdk.onnx.ModelTiming`; unless that says the fused model is faster
+    (:attr:`ModelTiming.pays`), every fusion is undone and recorded ``refused`` with the
+    figures. Replacements are what the caller asked for by name and are not judged.
+
     Example:
         >>> rewrite(model, fuse=["conv-bn-relu"], replace=["GridSample"])  # doctest: +SKIP
     """
     records: list[RewriteRecord] = []
+    before = model
     for name in fuse:
         if name not in FUSIONS:
             raise SpecError(f"unknown fusion {name!r}; known: {', '.join(FUSIONS)}")
         result = fuse_conv_bn_relu(model, native=(native or {}).get(name), force=force)
         model, records = result.model, records + result.records
+    if pays is not None and any(r.action == "fused" for r in records):
+        model, records = _judge_whole_model(before, model, records, pays)
     if replace:
         result = replace_ops(model, replace)
         model, records = result.model, records + result.records
     return RewriteResult(model, records)
+
+
+def _judge_whole_model(
+    before: ModelProto,
+    fused: ModelProto,
+    records: list[RewriteRecord],
+    pays: Callable[[ModelProto, ModelProto], ModelTiming],
+) -> tuple[ModelProto, list[RewriteRecord]]:
+    """Keep the fusions only if the whole model got faster; else undo them, saying why."""
+    from ._pays import KEEP_BELOW, timing_text
+
+    timing = pays(before, fused)
+    n = sum(1 for r in records if r.action == "fused")
+    figures = timing_text(timing)
+    if timing.pays:
+        return fused, [*records, RewriteRecord(
+            WHOLE_MODEL, "measured", f"the {n} fusion(s) pay for the whole model: {figures}")]
+    if timing.ratio < 1:
+        cause = (f"faster by less than the {1 - KEEP_BELOW:.0%} margin that medians on a "
+                 "shared machine can be trusted to")
+    else:
+        cause = ("slower: each fused node splits ONNX Runtime's part of the graph under "
+                 "Session, and the hand-overs cost more than the kernels saved")
+    why = (f"the chain is in no class measured slower, but with all {n} fusion(s) the whole "
+           f"model was {cause.split(':')[0]}: {figures}")
+    undone = [RewriteRecord(r.node, "refused", why) if r.action == "fused" else r
+              for r in records]
+    kept = ModelProto()
+    kept.CopyFrom(before)  # a copy, as every rewrite returns
+    return kept, [*undone, RewriteRecord(
+        WHOLE_MODEL, "refused",
+        f"{n} fusion(s) undone, the fused model was {cause}: {figures}. --force-fuse keeps "
+        "them anyway; --input-shape times it on the shape it will run on")]
