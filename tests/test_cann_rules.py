@@ -94,9 +94,11 @@ def test_opset_fix_puts_reexport_first_when_the_converter_has_no_adapter() -> No
     assert opset.fix.startswith("re-export at opset 15: torch.onnx.export(..., opset_version=15)")
     assert "No Previous Version of LayerNormalization exists" in opset.fix
     assert "convert_version" not in opset.fix
+    assert "opsdk rewrite model.onnx -o model_opset15.onnx --opset 15" in opset.fix
     gelu = single_op("Gelu", 20, [("x", [2, 8])])
     (opset, *_) = diagnose(gelu, cann="8.1.RC1")
     assert opset.fix.startswith("re-export at opset 18") and "Gelu" in opset.fix
+    assert "--opset 18 (onnx.version_converter alone cannot" in opset.fix
     relu = single_op("Relu", 20, [("x", [2, 8])])
     (opset,) = diagnose(relu, cann="8.1.RC1")
     assert opset.fix.startswith("re-export at opset 18")

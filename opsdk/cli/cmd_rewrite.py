@@ -6,6 +6,7 @@ Examples::
   opsdk rewrite resnet.onnx --fuse conv-bn-relu --report          # decisions only, no file
   opsdk rewrite vit.onnx -o vit_npu.onnx --replace Gelu --target ascend
   opsdk rewrite flow.onnx -o flow_npu.onnx --replace GridSample
+  opsdk rewrite stn_opset20.onnx -o stn18.onnx --opset 18       # for a runtime reading <= 18
 
 A rewrite happens only where it pays: for --target ascend, Conv+BatchNormalization+Relu stays
 as it is (ATC fuses it on the AI Core); for --target cpu (default) a chain is fused only in
@@ -13,6 +14,11 @@ the shape classes where FusedConvBnRelu was measured faster than ONNX Runtime, a
 whole model is timed before and after under opsdk's Session (on --input-shape, else the
 first sizing that runs): the fusions are kept only if the fused model is faster.
 --report lists every candidate with the decision and the reason.
+
+--opset N takes the model down to ai.onnx opset N after the other rewrites (ATC of CANN 8
+reads up to 18): ops the older opset lacks are expanded (Gelu, AffineGrid), GridSample 20
+becomes GridSample 16, the rest goes through onnx.version_converter, and ONNX Runtime must
+give the same outputs for both models on probe inputs.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ def register(sub: Any) -> None:
                    help="a fusion to apply (repeatable)")
     p.add_argument("--replace", action="append", default=[], metavar="OP",
                    help="standard op to replace by the opsdk operator whose spec.onnx_op is OP")
+    p.add_argument("--opset", type=int, metavar="N",
+                   help="take the model down to ai.onnx opset N (after the other rewrites)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     p.set_defaults(func=run)
@@ -63,8 +71,11 @@ def run(args: argparse.Namespace) -> int:
     from ..onnx import ModelError, check_model, load_model, rewrite, save_model
     from ._io import check_output_file
 
-    if not args.fuse and not args.replace:
-        raise SpecError("nothing to do: pass --fuse conv-bn-relu and/or --replace OP")
+    if not args.fuse and not args.replace and args.opset is None:
+        raise SpecError("nothing to do: pass --fuse conv-bn-relu, --replace OP and/or "
+                        "--opset N")
+    if args.opset is not None and not 7 <= args.opset <= onnx_opset():
+        raise SpecError(f"--opset {args.opset}: give an ai.onnx opset from 7 to {onnx_opset()}")
     if not args.output and not args.report:
         raise SpecError("pass -o OUT.onnx to write the rewritten model, or --report alone")
     replace = [op for item in args.replace for op in item.split(",") if op]
@@ -75,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     pays = _timer(source, args) if measure else None
     result = rewrite(source, fuse=args.fuse, replace=replace, native=_native(args.target),
                      force=args.force_fuse, pays=pays)
+    if args.opset is not None:
+        result = _lower(source, result, args)
     if args.report and not args.json:
         _print_report(result.records, args.target)
     if not args.output:  # --report alone: nothing written
@@ -102,8 +115,39 @@ def run(args: argparse.Namespace) -> int:
     if not args.report:
         for r in result.records:
             print(f"{r.action:9} {r.node}: {r.detail}")
-    print(f"wrote {path}: {result.changed} rewrite(s)")
+    lowered = [r for r in result.records if r.action == "converted"]
+    print(f"wrote {path}: {result.changed} rewrite(s)"
+          + (f", {lowered[0].detail}" if lowered else ""))
     return 0
+
+
+def onnx_opset() -> int:
+    import onnx
+
+    return int(onnx.defs.onnx_opset_version())
+
+
+def _lower(source: Any, result: Any, args: argparse.Namespace) -> Any:
+    """--opset: the rewritten model taken down, checked on the original's probe inputs when
+    ONNX Runtime can run the original."""
+    from ..onnx import RewriteRecord, RewriteResult
+    from ..onnx._opset import lower_opset
+    from ..onnx._probe import probe_feeds, runnable_shapes
+
+    values = dict(args.probe_values)
+    shapes = runnable_shapes(source, values)
+    feeds = None
+    if shapes is not None and not result.changed:  # comparable with ONNX Runtime alone
+        sizes = {(k, a): int(d) for k, v in shapes.items() for a, d in enumerate(v)}
+        feeds = probe_feeds(source, sizes, values, random=True)
+    lowered = lower_opset(result.model, args.opset, feeds)
+    records = result.records + lowered.records
+    if feeds is None and any(r.action == "converted" for r in lowered.records):
+        why = ("the model holds opsdk nodes after the other rewrites" if result.changed else
+               "ONNX Runtime runs the original on no probe input (give --probe-values)")
+        records.append(RewriteRecord("the model", "unchecked",
+                                     f"outputs not compared with the original's: {why}"))
+    return RewriteResult(lowered.model, records)
 
 
 def _timer(source: Any, args: argparse.Namespace) -> Any:
@@ -147,8 +191,10 @@ def _print_report(records: list[Any], target: str) -> None:
     for r in records:
         decision = {"fused": "rewrite", "replaced": "rewrite", "refused": "keep (refused)",
                     "skipped": "keep (no match)",
-                    "measured": "rewrite (the whole model measured faster)"}.get(r.action,
-                                                                                 r.action)
+                    "measured": "rewrite (the whole model measured faster)",
+                    "expanded": "rewrite (opset)", "adapted": "rewrite (opset)",
+                    "converted": "rewrite (opset)", "checked": "checked"}.get(r.action,
+                                                                               r.action)
         print(f"  {r.node}\n      decision: {decision}\n      reason:   {r.detail}")
     counts: dict[str, int] = {}
     for r in records:

@@ -38,6 +38,7 @@ from ._functions import (
 )
 from ._isolated import IsolatedSession
 from ._model import ModelError, OutputExistsError, load_model, save_model
+from ._opset import lower_opset
 from ._pays import KEEP_BELOW, ModelTiming, time_models
 from ._rewrite import (
     FUSIONS,
@@ -90,6 +91,7 @@ __all__ = [
     "insert_after",
     "like_onnx",
     "load_model",
+    "lower_opset",
     "make_node",
     "make_schema",
     "register_all",

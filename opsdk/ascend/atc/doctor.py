@@ -291,15 +291,26 @@ def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
 
 
 def _opset_fix(m: ModelProto, version: int, to: int) -> str:
-    """Re-export first; the converter only where it has an adapter for every op (item 9:
-    it has none for LayerNormalization, GridSample, AffineGrid, Gelu, ConstantOfShape ...
-    across the versions ATC needs)."""
+    """Re-export first; then the converter where it has an adapter for every op, else
+    ``opsdk rewrite --opset`` (item 9: the converter has none for LayerNormalization,
+    GridSample, AffineGrid, Gelu, ConstantOfShape ... across the versions ATC needs)."""
     export = f"re-export at opset {to}: torch.onnx.export(..., opset_version={to})"
     blocker = _converter_blocker(m, to) if version > to else None
     if blocker is None:
         return f"{export}, or convert: onnx.version_converter.convert_version(model, {to})"
-    return (f"{export} (onnx.version_converter cannot convert this model: {blocker}); "
-            "without the source, replace those ops first (opsdk rewrite --replace OP)")
+    from ...onnx import ModelError, lower_opset
+
+    try:
+        lowered = lower_opset(m, to)
+    except ModelError as e:
+        return (f"{export} (onnx.version_converter cannot convert this model: {blocker}; nor "
+                f"can opsdk: {e}); without the source, replace those ops first (opsdk rewrite "
+                "--replace OP)")
+    changed = sorted({r.node.split("(")[-1].rstrip(")") for r in lowered.records
+                      if r.action in ("expanded", "adapted")})
+    return (f"{export}; without the source: opsdk rewrite model.onnx -o model_opset{to}.onnx "
+            f"--opset {to} (onnx.version_converter alone cannot: {blocker}; opsdk rewrites "
+            f"{', '.join(changed)} and checks the result with ONNX Runtime)")
 
 
 def _converter_blocker(m: ModelProto, to: int) -> str | None:
