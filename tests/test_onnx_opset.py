@@ -17,8 +17,7 @@ from onnx import TensorProto as T
 from onnx import helper
 
 from opsdk.cli import main
-from opsdk.onnx import ModelError, lower_opset
-from opsdk.onnx import _opset
+from opsdk.onnx import ModelError, _opset, lower_opset
 
 RNG = np.random.default_rng(9)
 
