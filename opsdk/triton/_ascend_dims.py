@@ -471,10 +471,19 @@ class _Runner:
             raise TritonConfigError(
                 f"{self.label}: checking the output dim names, ONNX Runtime could not run the "
                 f"model with input dims {_show(probe)}{_show_values(self.model, self.values)}: "
-                f"{str(e).splitlines()[0][:300]}; pass sizes the model accepts with "
-                "--probe-dims NAME=SIZE,... (twice) or --shape-gears, and values for its value "
-                "inputs with --probe-values NAME=VALUE") from e
+                f"{str(e).splitlines()[0][:300]}; {_baked_hint(e)}pass sizes the model "
+                "accepts with --probe-dims NAME=SIZE,... (twice) or --shape-gears, and values "
+                "for its value inputs with --probe-values NAME=VALUE") from e
         return dict(zip(self.outputs, (tuple(np.shape(r)) for r in results), strict=True))
+
+
+def _baked_hint(e: Exception) -> str:
+    """Why a Reshape fails on sizes other than the export's: they were fixed at export."""
+    if "Reshape" not in str(e) or "cannot be reshaped" not in str(e):
+        return ""
+    return ("a Reshape whose target sizes were fixed at export makes the declared dynamic dims "
+            "untrue (torch.onnx.export(dynamo=False) traces nn.MultiheadAttention's sizes into "
+            "constants): re-export with dynamo=True, or give the dims fixed sizes; else ")
 
 
 def _run_probes(runner: _Runner, given: list[Probe], defaults: list[Probe],

@@ -5,12 +5,26 @@
 # machines), about 20 s; never from the index, whose Linux torch is the multi-GB CUDA build.
 # Tests that need torch skip with the reason when this fails. onnxscript (from the index, pure
 # Python) is what torch's dynamo ONNX exporter writes its graphs with (opsdk.torch's export).
+# torchvision (from the index, 7.6 MB, --no-deps so pip never swaps in the CUDA torch) builds
+# the corpus's ResNet-18, MobileNetV3 and ViT (tests/_helpers/torch_corpus.py).
 set -euo pipefail
+TORCH_VERSION="${OPSDK_TORCH_VERSION:-2.13.0}"
+# the torchvision release built for each torch release (its wheel pins torch==X exactly)
+case "$TORCH_VERSION" in
+  2.13.*) TORCHVISION_VERSION=0.28.0 ;;
+  *) TORCHVISION_VERSION="" ;;
+esac
 ensure_onnxscript() {
   python -c "import onnxscript" 2>/dev/null || python -m pip install -q "onnxscript>=0.5"
   python -c "import onnxscript; print('    onnxscript', onnxscript.__version__)"
+  if [ -z "$TORCHVISION_VERSION" ]; then
+    echo "    no torchvision release known for torch $TORCH_VERSION; its corpus tests skip" >&2
+  elif ! python -c "import importlib.metadata as m, sys; sys.exit(m.version('torchvision') != '$TORCHVISION_VERSION')" 2>/dev/null; then
+    python -m pip install -q pillow
+    python -m pip install -q --no-deps "torchvision==$TORCHVISION_VERSION" ||
+      echo "    torchvision $TORCHVISION_VERSION could not be installed; its corpus tests skip" >&2
+  fi
 }
-TORCH_VERSION="${OPSDK_TORCH_VERSION:-2.13.0}"
 if python -c "import sys, torch; sys.exit(torch.__version__ != '${TORCH_VERSION}+cpu')" 2>/dev/null
 then
   echo "    torch ${TORCH_VERSION}+cpu already installed"

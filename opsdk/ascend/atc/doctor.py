@@ -345,8 +345,9 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
         f"{len(nodes)} default-domain node(s)"
     )
     fix = (
-        "give ATC a copy made by opsdk.ascend.normalize_default_domain(model), which spells the "
-        "default domain ai.onnx, or put the custom nodes in the default domain"
+        "opsdk atc and opsdk triton build --target ascend convert such a copy themselves; to "
+        "run atc by hand, give it a copy made by opsdk.ascend.normalize_default_domain(model), "
+        "which spells the default domain ai.onnx, or put the custom nodes in the default domain"
     )
     if cann.rejects_mixed_default_domain:
         return [Finding("mixed-default-domain", "error", first, None, f"{rule}; CANN {cann} "
