@@ -477,3 +477,47 @@ def test_propagated_dims_equal_onnxruntime(op: str) -> None:
         (y,) = sess.run(["y"], {"x": np.ones((n, 4, h, w), np.float32)})
         sizes = {"n": n, "h": h, "w": w}
         assert tuple(d.evaluate(sizes) for d in dims if d is not None) == y.shape, (op, sizes)
+
+
+def _branchy_model() -> onnx.ModelProto:
+    """y = x if mode == 3 else x[None]: the If's branches give different ranks, so the graph
+    does not determine y's dims (silero-vad's sample-rate branches are like this)."""
+    then = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", T.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Unsqueeze", ["x", "zero"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", T.FLOAT, None)])
+    nodes = [_const("three", 3), _const("zero", [0]),
+             helper.make_node("Equal", ["mode", "three"], ["is3"]),
+             helper.make_node("If", ["is3"], ["y"], then_branch=then, else_branch=other)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4]),
+                     helper.make_tensor_value_info("mode", T.INT64, [])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [None, None])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+def test_dims_the_graph_does_not_determine_are_fitted_on_probes(tmp_path: Path) -> None:
+    """Issue 24: silero-vad needed --output-dims for the ascend target; dims the graph does
+    not determine are now fitted on three probe sizings ONNX Runtime runs on random inputs
+    (an input dim whose size they follow, or a size that never changes), then proven."""
+    notes: list[str] = []
+    onnx.save(_branchy_model(), str(tmp_path / "src.onnx"))
+    folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend", cann="8.1.RC1"), report=notes.append)
+    assert out_dims(folder) == ["n", 4]
+    assert any("output 'y' dim 0 is 'n' (the graph does not determine it; it equals n on the "
+               "3 probe sizings" in n for n in notes), notes
+    assert any("output 'y' dim 1 is 4 (the graph does not determine it" in n for n in notes)
+
+
+def test_a_data_dependent_dim_is_not_fitted(tmp_path: Path) -> None:
+    """NonZero's count changes with the data: on random inputs it does not look fixed, so
+    it is refused as before (its rank, dim 0, is fixed and fitted)."""
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", 8])],
+        [helper.make_tensor_value_info("y", T.INT64, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    with pytest.raises(TritonConfigError, match="output 'y' dim 1 is variable but the graph "
+                                                r"does not determine it .*a data-dependent"):
+        build(tmp_path, model)

@@ -105,6 +105,11 @@ def name_dims(
         found = _from_onnx_inference(model, missing, known, inner, out.notes)
         checked += found
         missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
+    if required and missing:  # what the graph does not tell (an If whose branches differ)
+        found = _fit_from_probes(model, missing, symbols, known, inner, label, values,
+                                 out.notes)
+        checked += found
+        missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
     if required and missing:
         o, a = missing[0]
         raise _unnamed(label, o, a, derived, inner if a else known, dropped)
@@ -346,6 +351,66 @@ def _from_onnx_inference(model: ModelProto, missing: list[tuple[str, int]], know
     return found
 
 
+def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
+                     symbols: Mapping[str, tuple[Dim | None, ...]], known: set[str],
+                     inner: set[str], label: str, values: Mapping[str, float] | None,
+                     notes: list[str]) -> list[tuple[str, int, str]]:
+    """Names for dims neither opsdk's propagation nor ONNX inference found, from three probe
+    sizings ONNX Runtime ran on random inputs (value inputs keep their values): the input
+    dim whose size the output dim has on every run (its size changing between them), else
+    the size itself when it is the same non-zero size on every run (random data makes a
+    data-dependent size vary). :func:`_prove` then checks them with the other names."""
+    probes = default_probes(symbols)
+    try:
+        runner = _Runner(model, label, values)
+    except Exception:  # ONNX Runtime cannot open it: nothing to fit on
+        return []
+    runs: list[tuple[Probe, dict[str, tuple[int, ...]]]] = []
+    for p in probes:
+        try:
+            runs.append((p, runner.shapes(p, seed=len(runs))))
+        except TritonConfigError:
+            continue
+        if len(runs) == 2:
+            break
+    # a third sizing from one that ran: every size doubled (strided models keep running)
+    for p in [{k: 2 * v for k, v in q.items()} for q, _ in runs[::-1]]:
+        if len(runs) == 3:
+            break
+        try:
+            runs.append((p, runner.shapes(p, seed=len(runs))))
+        except TritonConfigError:
+            continue
+    if len(runs) < 3:
+        return []
+    outputs = {o.name: o for o in model.graph.output}
+    found = []
+    for output, axis in missing:
+        allowed = inner if axis else known
+        for name in [n for n in runs[0][0] if n in allowed]:
+            sizes = {p[name] for p, _ in runs}
+            if len(sizes) > 1 and all(
+                    axis < len(shapes[output]) and shapes[output][axis] == p[name]
+                    for p, shapes in runs):
+                _set(outputs[output].type.tensor_type.shape.dim[axis], name)
+                notes.append(f"output '{output}' dim {axis} is {name!r} (the graph does not "
+                             f"determine it; it equals {name} on the {len(runs)} probe "
+                             "sizings ONNX Runtime ran)")
+                found.append((output, axis, name))
+                break
+        else:
+            sizes = {shapes[output][axis] for _, shapes in runs if axis < len(shapes[output])}
+            if len(sizes) == 1 and min(sizes) > 0 and all(
+                    axis < len(shapes[output]) for _, shapes in runs):
+                text = str(sizes.pop())
+                _set(outputs[output].type.tensor_type.shape.dim[axis], text)
+                notes.append(f"output '{output}' dim {axis} is {text} (the graph does not "
+                             f"determine it; it is {text} on the {len(runs)} probe sizings "
+                             "ONNX Runtime ran on random inputs)")
+                found.append((output, axis, text))
+    return found
+
+
 def _usable(name: str, known: set[str]) -> bool:
     try:
         expr.check(name, known)
@@ -464,9 +529,12 @@ class _Runner:
                                          providers=["CPUExecutionProvider"])
         self.outputs = [o.name for o in model.graph.output]
 
-    def shapes(self, probe: Probe) -> dict[str, tuple[int, ...]]:
+    def shapes(self, probe: Probe, seed: int | None = None) -> dict[str, tuple[int, ...]]:
+        """Output shapes on ``probe``; inputs zeros, or random with ``seed``."""
+        feeds = probe_feeds(self.model, probe, self.values, random=seed is not None,
+                            seed=seed or 0)
         try:
-            results = self.sess.run(self.outputs, probe_feeds(self.model, probe, self.values))
+            results = self.sess.run(self.outputs, feeds)
         except Exception as e:
             raise TritonConfigError(
                 f"{self.label}: checking the output dim names, ONNX Runtime could not run the "
