@@ -17,6 +17,34 @@ for setup in "$ROOT"/scripts/setup.d/*.sh; do
   echo "==> setup: $(basename "$setup")"
   bash "$setup" || echo "    $(basename "$setup") failed; the tests that need it will skip with the reason"
 done
+# The package tests (tests/test_package_cross.py, test_package_wheel.py) spend minutes
+# compiling the same kernels and entry points for several targets. A full run makes those
+# builds on the second core while the first runs the tests in order: the same `opsdk
+# package` calls the tests make, in the background, output in a log, stopped if still
+# running at the end. Their objects land in ccache (scripts/setup.d/15-ccache.sh) and zig's
+# cache, where the tests' own builds find them; without ccache this only costs CPU.
+warm_pid=""
+if [ $# -eq 0 ] && command -v setsid >/dev/null; then
+  warm_log="$(mktemp -t opsdk-warm.XXXXXX)"
+  echo "==> warming the package builds' caches in the background (log: $warm_log)"
+  setsid bash -c '
+    out="$(mktemp -d)"
+    ops=("$1/operators/thresholded_relu" "$1/operators/gelu")
+    python -m opsdk package "${ops[@]}" -o "$out/cross" --name acme-ops --version 1.2.0 \
+      --platform manylinux2014_x86_64 --platform manylinux2014_aarch64 --isa-variants none
+    python -m opsdk package "${ops[0]}" -o "$out/py312" --platform manylinux2014_x86_64 \
+      --platform native --python 3.12 --no-cann
+    python -m opsdk package "${ops[@]}" -o "$out/native" --name acme-ops --version 1.2.0
+    rm -rf "$out"' warm "$ROOT" >"$warm_log" 2>&1 < /dev/null &
+  warm_pid=$!
+fi
+stop_warming() {
+  if [ -n "$warm_pid" ] && kill -0 "$warm_pid" 2>/dev/null; then
+    kill -TERM -- "-$warm_pid" 2>/dev/null || true
+    wait "$warm_pid" 2>/dev/null || true
+  fi
+}
+trap stop_warming EXIT
 echo "==> ruff"; ruff check .
 echo "==> mypy"; mypy
 echo "==> pytest"; python -m pytest "$@"

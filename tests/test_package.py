@@ -575,3 +575,28 @@ def test_docstring_examples(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_wheel_builds_compile_through_ccache_when_it_is_installed(tmp_path: Path) -> None:
+    """A rebuild of the same sources (another package, another folder) reuses the objects;
+    the zig wrapper is written anew per build, so ccache must compare compilers by content.
+    A launcher the user set is kept; OPSDK_CCACHE=0 turns it off."""
+    from opsdk.package._wheel import _use_ccache
+
+    tool = tmp_path / "bin" / "ccache"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexec \"$@\"\n")
+    tool.chmod(0o755)
+    env = {"PATH": str(tool.parent)}
+    _use_ccache(env)
+    assert env["CMAKE_CXX_COMPILER_LAUNCHER"] == env["CMAKE_C_COMPILER_LAUNCHER"] == "ccache"
+    assert env["CCACHE_COMPILERCHECK"] == "content"
+    mine = {"PATH": str(tool.parent), "CMAKE_CXX_COMPILER_LAUNCHER": "sccache"}
+    _use_ccache(mine)
+    assert mine["CMAKE_CXX_COMPILER_LAUNCHER"] == "sccache"
+    off = {"PATH": str(tool.parent), "OPSDK_CCACHE": "0"}
+    _use_ccache(off)
+    assert "CMAKE_CXX_COMPILER_LAUNCHER" not in off
+    missing = {"PATH": str(tmp_path / "nowhere")}
+    _use_ccache(missing)
+    assert missing == {"PATH": str(tmp_path / "nowhere")}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -84,6 +85,19 @@ def _require_backend() -> None:
         )
 
 
+def _use_ccache(env: dict[str, str]) -> None:
+    """Compile through ccache when it is installed (``OPSDK_CCACHE=0`` turns it off): a
+    wheel rebuilt from the same sources, for another package or in another folder, reuses
+    every object (the wheel stays byte-identical). The zig wrapper is written anew for each
+    build, so ccache identifies the compiler by its content, not its time stamp."""
+    if env.get("OPSDK_CCACHE", "1") == "0" or shutil.which("ccache", path=env.get("PATH")) is None:
+        return
+    for lang in ("C", "CXX"):
+        env.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", "ccache")
+    env.setdefault("CCACHE_COMPILERCHECK", "content")
+    env.setdefault("CCACHE_BASEDIR", "/")
+
+
 def build_wheel(project: Path, out_dir: Path, wt: WheelTarget, *,
                 jobs: int | None = None) -> Path:
     """Build the wheel of ``project`` for ``wt`` into ``out_dir``; return its path.
@@ -100,6 +114,7 @@ def build_wheel(project: Path, out_dir: Path, wt: WheelTarget, *,
     # environment (CXXFLAGS=-march=native, CMAKE_ARGS, SKBUILD_*) would silently change it.
     for var in [v for v in env if v.startswith("SKBUILD_")] + list(_FOREIGN_FLAGS):
         env.pop(var, None)
+    _use_ccache(env)
     cmd = [sys.executable, "-c", _BACKEND, str(out_dir), json.dumps(wt.config_settings(project))]
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
     log = project / f"opsdk-package-{wt.label}.log"
