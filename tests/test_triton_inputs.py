@@ -336,6 +336,26 @@ def loop_model() -> onnx.ModelProto:
     return model
 
 
+def scan_model() -> onnx.ModelProto:
+    """A Scan over x's columns (scan_input_axes 1): state s [n] += column; each step's s is
+    a scan output stacked on axis 1, so acc is [n] and cums [n, t]."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "col"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["step"])],
+        "body", [_untyped("s_in"), _untyped("col")], [_untyped("s_out"), _untyped("step")])
+    nodes = [helper.make_node("ReduceSum", ["x", "one"], ["s0"], keepdims=0),
+             helper.make_node("Scan", ["s0", "x"], ["acc", "cums"], body=body,
+                              num_scan_inputs=1, scan_input_axes=[1], scan_output_axes=[1])]
+    graph = helper.make_graph(
+        nodes, "scan_model", [helper.make_tensor_value_info("x", T.FLOAT, ["n", "t"])],
+        [helper.make_tensor_value_info("acc", T.FLOAT, None),
+         helper.make_tensor_value_info("cums", T.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def pad_lstm_model() -> onnx.ModelProto:
     """torch's pad arithmetic (ConstantOfShape -> Concat -> Reshape -> Slice(step -1) ->
     Transpose -> Reshape, all constants) before a Pad, then an LSTM: y is [t+64, 1, n, 8]."""
@@ -372,13 +392,15 @@ def pad_lstm_model() -> onnx.ModelProto:
     (if_model, {"sr": np.array(16000, np.int64)}, {"y": ["n", "2*t"]}),
     (if_model, {"sr": np.array(8000, np.int64)}, {"y": ["n", "2*t"]}),
     (loop_model, {}, {"acc": ["n", "t"], "rows": ["n", "t"]}),
+    (scan_model, {}, {"acc": ["n"], "cums": ["n", "t"]}),
     (pad_lstm_model, {}, {"y": ["t + 64", "1", "n", "8"]}),
 ])
 def test_dims_through_if_loop_folded_constants_and_lstm(make: Any, feeds: dict[str, Any],
                                                         expected: dict[str, list[str]]) -> None:
-    """Item 6: dim propagation enters If branches (the dims both agree on) and Loop bodies
-    (carried values, scan outputs with the trip count), folds constant index arithmetic,
-    and sizes LSTM outputs; each expression equals ONNX Runtime's shape."""
+    """Item 6: dim propagation enters If branches (the dims both agree on), Loop bodies
+    (carried values, scan outputs with the trip count) and Scan bodies (states, scan outputs
+    with the sequence length on their axis), folds constant index arithmetic, and sizes LSTM
+    outputs; each expression equals ONNX Runtime's shape."""
     import onnxruntime as ort
 
     from opsdk.onnx._dimprop import propagate_dims

@@ -688,6 +688,41 @@ def _loop(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     return results
 
 
+def _scan(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
+    """``Scan`` (opset 9 on): the body sees each scan input without its scan axis; final
+    states keep the dims the body leaves unchanged; each scan output gets the sequence length
+    (the scan inputs' scan-axis dim) inserted at its ``scan_output_axes`` entry."""
+    body = next((a.g for a in n.attribute if a.name == "body"), None)
+    m = _attr(n, "num_scan_inputs")
+    if body is None or not isinstance(m, int) or st.opset < 9:
+        return [None] * len(n.output)
+    states = len(n.input) - m
+    in_axes = _ints_attr(n, "scan_input_axes") or [0] * m
+    out_axes = _ints_attr(n, "scan_output_axes") or [0] * (len(body.output) - states)
+    inner = _child(st)
+    names = [i.name for i in body.input]
+    for name, outer in zip(names[:states], n.input[:states], strict=False):
+        inner.shapes[name] = st.shape(outer)
+    seq: Dim | None = None
+    for j, (name, outer) in enumerate(zip(names[states:], n.input[states:], strict=False)):
+        x = st.shape(outer)
+        if x is None or j >= len(in_axes):
+            continue
+        ax = _axis(in_axes[j], len(x))
+        seq = x[ax] if seq is None else _merge(seq, x[ax])
+        inner.shapes[name] = x[:ax] + x[ax + 1:]
+    outs = _run_graph(inner, body)
+    results: list[Shape | None] = [_agree(st.shape(n.input[k]), outs[k][0])
+                                   for k in range(states)]
+    for k, (shape, _) in enumerate(outs[states:]):
+        if shape is None or k >= len(out_axes):
+            results.append(None)
+            continue
+        ax = _axis(out_axes[k], len(shape) + 1)
+        results.append((*shape[:ax], seq, *shape[ax:]))
+    return results
+
+
 def _rnn(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
     """LSTM / GRU / RNN: ``Y`` is [seq, dirs, batch, hidden] and ``Y_h`` (``Y_c``)
     [dirs, batch, hidden]; with ``layout=1`` batch comes first in each."""
@@ -712,6 +747,7 @@ def _rnn(st: _State, n: onnx.NodeProto) -> list[Shape | None]:
 HANDLERS.update({"LSTM": _rnn, "GRU": _rnn, "RNN": _rnn})
 HANDLERS["If"] = _if
 HANDLERS["Loop"] = _loop
+HANDLERS["Scan"] = _scan
 
 
 _FOLD_LIMIT = 4096  # elements: shape and index arithmetic, not weights
