@@ -521,3 +521,14 @@ def test_a_data_dependent_dim_is_not_fitted(tmp_path: Path) -> None:
     with pytest.raises(TritonConfigError, match="output 'y' dim 1 is variable but the graph "
                                                 r"does not determine it .*a data-dependent"):
         build(tmp_path, model)
+
+
+def test_a_model_with_every_input_dim_fixed_is_checked_on_one_run(tmp_path: Path) -> None:
+    """With nothing to vary, one ONNX Runtime run proves the output sizes (the build asked
+    for a second probe sizing that cannot exist)."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=1)], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, [2, 12])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    assert out_dims(build(tmp_path, model)) == [2, 24]

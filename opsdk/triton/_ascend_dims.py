@@ -556,9 +556,12 @@ def _baked_hint(e: Exception) -> str:
 
 def _run_probes(runner: _Runner, given: list[Probe], defaults: list[Probe],
                 ) -> list[tuple[Probe, dict[str, tuple[int, ...]]]]:
-    """The user's probes (each must run), then defaults until two different ones ran."""
+    """The user's probes (each must run), then defaults until two different ones ran (one
+    when every input dim is fixed: there is nothing to vary)."""
     runs = [(p, runner.shapes(p)) for p in given]
     failed: list[TritonConfigError] = []
+    if not any([*given, *defaults]):
+        return runs or [({}, runner.shapes({}))]
     for p in defaults:
         if len({tuple(sorted(q.items())) for q, _ in runs}) >= 2:
             break
