@@ -157,3 +157,24 @@ def test_doctor_placeholders_run(silero: Path, yolo: Path) -> None:
     sess.run(None, {"images": np.zeros((1, 3, 32, 32), np.float32)})
     with pytest.raises(Exception, match="Concat|Invalid|dimension"):
         sess.run(None, {"images": np.zeros((1, 3, 1, 1), np.float32)})
+
+
+def test_atc_procedure_for_both(silero: Path, yolo: Path, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Done-when of issue 24: each model gets the full host procedure from ``opsdk atc``
+    (CANN 8.1.RC1's rules, the shapes given, nothing blocking); silero-vad's scalar ``sr``
+    is written ``sr:`` (an empty shape)."""
+    import json
+
+    from opsdk.cli import main
+
+    for path, shape in ((yolo, "images:1,3,320,320"),
+                        (silero, "input:1,512;state:2,1,128;sr:")):
+        assert main(["atc", str(path), "--output", str(tmp_path / path.stem), "--cann",
+                     "8.1.RC1", "--soc-version", "Ascend910B1", "--input-shape", shape,
+                     "--dry-run", "--json"]) == 0
+        plan = json.loads(capsys.readouterr().out)
+        assert not plan["blocking"] and plan["cann"] == "8.1.RC1"
+        assert plan["procedure"][0] == "source /usr/local/Ascend/ascend-toolkit/set_env.sh"
+        assert plan["procedure"][-1] == plan["shell"]
+        assert f"--input_shape={shape}" in plan["command"]
