@@ -283,7 +283,8 @@ def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
         assert "opsdk.ascend.normalize_default_domain(model)" in f.fix
     [f] = [f for f in diagnose(m, cann="9.2") if f.code == "mixed-default-domain"]
     assert f.severity == "warning" and "CANN 9.2 accepts it" in f.reason
-    assert f.fix.startswith("for hosts before CANN 9.2, give ATC a copy")
+    assert f.fix.startswith("for hosts before CANN 9.2, opsdk atc and opsdk triton build "
+                            "--target ascend convert such a copy themselves")
     from opsdk.ascend import normalize_default_domain
 
     assert "mixed-default-domain" not in codes(diagnose(normalize_default_domain(m)))

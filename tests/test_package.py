@@ -600,3 +600,23 @@ def test_wheel_builds_compile_through_ccache_when_it_is_installed(tmp_path: Path
     missing = {"PATH": str(tmp_path / "nowhere")}
     _use_ccache(missing)
     assert missing == {"PATH": str(tmp_path / "nowhere")}
+
+
+def test_compiler_messages_with_relative_paths_point_at_the_authors_file(tmp_path: Path) -> None:
+    """Through ccache (base_dir) the compiler prints the project copy's path relative to
+    its build folder; the message still names the author's own kernel.cpp."""
+    from types import SimpleNamespace
+
+    from opsdk.package._package import _authors_paths
+
+    pkg = SimpleNamespace(import_name="acme_ops")
+    op = SimpleNamespace(snake="my_op", folder=tmp_path / "operators" / "my_op")
+    text = ("building the wheel failed\n"
+            "../../src/acme_ops/operators/my_op/kernel.cpp:30:3: error: 'x' was not declared\n"
+            f"{tmp_path}/project/src/acme_ops/operators/my_op/kernel.cpp:31:1: note: here\n"
+            "/usr/include/c++/12/vector:5: note: elsewhere\n")
+    got = _authors_paths(text, tmp_path / "project", pkg, [op])  # type: ignore[arg-type]
+    assert got.splitlines() == [
+        "building the wheel failed",
+        f"{op.folder}/kernel.cpp:30:3: error: 'x' was not declared",
+        f"{op.folder}/kernel.cpp:31:1: note: here"]

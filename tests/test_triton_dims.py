@@ -290,10 +290,17 @@ def nonzero_model() -> onnx.ModelProto:
 
 def test_undeterminable_dim_is_refused_then_given_by_the_user(tmp_path: Path) -> None:
     model = nonzero_model()
+    # NonZero of ones([h]) counts h: the probes find it (random and zero x alike)
+    assert out_dims(build(tmp_path / "f", model)) == [1, "h"]
+    counted = _model([helper.make_node("NonZero", ["x"], ["y"])], {"x": ["b", "h"]})
+    counted.graph.output[0].type.tensor_type.elem_type = T.INT64
+    del counted.graph.output[0].type.tensor_type.shape.dim[:]
+    counted.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 2
+    counted.graph.output[0].type.tensor_type.shape.dim.add()
     with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 is variable but the graph "
                        r"does not determine it.*input dims are named h \(b, the leading dim "
                        r"of every input, is left out.*--output-dims y="):
-        build(tmp_path / "a", model)
+        build(tmp_path / "a", counted)  # NonZero(x) counts x's data
     folder = build(tmp_path / "b", model, output_dims=(("y", ("1", "h")),))
     assert out_dims(folder) == [1, "h"]
     with pytest.raises(TritonConfigError, match=r"output 'y' dim 1 named 'h\+1' gives 65 for "
@@ -498,7 +505,8 @@ def _branchy_model() -> onnx.ModelProto:
 
 def test_dims_the_graph_does_not_determine_are_fitted_on_probes(tmp_path: Path) -> None:
     """Issue 24: silero-vad needed --output-dims for the ascend target; dims the graph does
-    not determine are now fitted on three probe sizings ONNX Runtime runs on random inputs
+    not determine are now fitted on three ONNX Runtime runs (two sizings on random inputs, the
+    first again on zeros)
     (an input dim whose size they follow, or a size that never changes), then proven."""
     notes: list[str] = []
     onnx.save(_branchy_model(), str(tmp_path / "src.onnx"))
@@ -506,13 +514,13 @@ def test_dims_the_graph_does_not_determine_are_fitted_on_probes(tmp_path: Path) 
         "net", target="ascend", cann="8.1.RC1"), report=notes.append)
     assert out_dims(folder) == ["n", 4]
     assert any("output 'y' dim 0 is 'n' (the graph does not determine it; it equals n on the "
-               "3 probe sizings" in n for n in notes), notes
+               "3 probe runs of ONNX Runtime, random and zero inputs" in n for n in notes), notes
     assert any("output 'y' dim 1 is 4 (the graph does not determine it" in n for n in notes)
 
 
 def test_a_data_dependent_dim_is_not_fitted(tmp_path: Path) -> None:
-    """NonZero's count changes with the data: on random inputs it does not look fixed, so
-    it is refused as before (its rank, dim 0, is fixed and fitted)."""
+    """NonZero's count changes with the data (all of a random input, none of zeros): it is
+    refused as before (its rank, dim 0, is fixed and fitted)."""
     graph = helper.make_graph(
         [helper.make_node("NonZero", ["x"], ["y"])], "g",
         [helper.make_tensor_value_info("x", T.FLOAT, ["n", 8])],

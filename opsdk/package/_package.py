@@ -138,11 +138,18 @@ def _check_baseline(baseline: str | None, plat: WheelPlatform) -> str:
 def _authors_paths(text: str, project: Path, pkg: PackageName, ops: Sequence[OpSource]) -> str:
     """A failed wheel build's message, with the compiler's diagnostics about the project's
     copy of a kernel pointed at the author's own file (and shown alone when there are any)."""
+    import re
+
     folders = []
     for op in ops:
         copy = project / "src" / pkg.import_name / "operators" / op.snake
         for form in {str(copy), str(copy.resolve())}:
             text = text.replace(form + os.sep, str(op.folder) + os.sep)
+        # relative forms too (ccache's base_dir makes the compiler print ../../src/...)
+        tail = re.escape(f"src/{pkg.import_name}/operators/{op.snake}/")
+        own_folder = str(op.folder) + os.sep
+        text = re.sub(rf"(?<![\w/.-])(?:\.\.?/)*(?:[\w.-]+/)*?{tail}",
+                      own_folder.replace("\\", "\\\\"), text)
         folders.append(str(op.folder) + os.sep)
     head, _, body = text.partition("\n")
     own = [ln.strip() for ln in body.splitlines() if ln.strip().startswith(tuple(folders))]

@@ -95,6 +95,9 @@ def _use_ccache(env: dict[str, str]) -> None:
     for lang in ("C", "CXX"):
         env.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", "ccache")
     env.setdefault("CCACHE_COMPILERCHECK", "content")
+    # paths under the base folder are hashed relative to the build folder, so the same
+    # sources in another folder hit; the compiler then prints relative paths in its
+    # diagnostics, which _authors_paths maps back to the author's files
     env.setdefault("CCACHE_BASEDIR", "/")
 
 

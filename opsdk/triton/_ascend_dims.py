@@ -355,32 +355,31 @@ def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
                      symbols: Mapping[str, tuple[Dim | None, ...]], known: set[str],
                      inner: set[str], label: str, values: Mapping[str, float] | None,
                      notes: list[str]) -> list[tuple[str, int, str]]:
-    """Names for dims neither opsdk's propagation nor ONNX inference found, from three probe
-    sizings ONNX Runtime ran on random inputs (value inputs keep their values): the input
-    dim whose size the output dim has on every run (its size changing between them), else
-    the size itself when it is the same non-zero size on every run (random data makes a
-    data-dependent size vary). :func:`_prove` then checks them with the other names."""
+    """Names for dims neither opsdk's propagation nor ONNX inference found, from three
+    ONNX Runtime runs: two probe sizings on random inputs and the first again on zeros (value
+    inputs keep their values): the input dim whose size the output dim has on every run
+    (its size changing between them), else the size itself when it is the same non-zero
+    size on every run. A data-dependent size (NonZero's count: all of a random input, none
+    of zeros) differs between the runs and is not fitted. :func:`_prove` then checks the
+    names with the others."""
     probes = default_probes(symbols)
     try:
         runner = _Runner(model, label, values)
     except Exception:  # ONNX Runtime cannot open it: nothing to fit on
         return []
     runs: list[tuple[Probe, dict[str, tuple[int, ...]]]] = []
-    for p in probes:
+    for p in probes:  # two sizings that run, on random data
         try:
             runs.append((p, runner.shapes(p, seed=len(runs))))
         except TritonConfigError:
             continue
         if len(runs) == 2:
             break
-    # a third sizing from one that ran: every size doubled (strided models keep running)
-    for p in [{k: 2 * v for k, v in q.items()} for q, _ in runs[::-1]]:
-        if len(runs) == 3:
-            break
+    if runs:  # and the first again on zeros: a data-dependent size (NonZero's) differs
         try:
-            runs.append((p, runner.shapes(p, seed=len(runs))))
+            runs.append((runs[0][0], runner.shapes(runs[0][0])))
         except TritonConfigError:
-            continue
+            pass
     if len(runs) < 3:
         return []
     outputs = {o.name: o for o in model.graph.output}
@@ -395,7 +394,7 @@ def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
                 _set(outputs[output].type.tensor_type.shape.dim[axis], name)
                 notes.append(f"output '{output}' dim {axis} is {name!r} (the graph does not "
                              f"determine it; it equals {name} on the {len(runs)} probe "
-                             "sizings ONNX Runtime ran)")
+                             "runs of ONNX Runtime, random and zero inputs)")
                 found.append((output, axis, name))
                 break
         else:
@@ -405,8 +404,8 @@ def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
                 text = str(sizes.pop())
                 _set(outputs[output].type.tensor_type.shape.dim[axis], text)
                 notes.append(f"output '{output}' dim {axis} is {text} (the graph does not "
-                             f"determine it; it is {text} on the {len(runs)} probe sizings "
-                             "ONNX Runtime ran on random inputs)")
+                             f"determine it; it is {text} on the {len(runs)} probe runs of ONNX "
+                             "Runtime, random and zero inputs)")
                 found.append((output, axis, text))
     return found
 
