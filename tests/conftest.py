@@ -31,3 +31,16 @@ def setuptools_keeps_stdlib_distutils(monkeypatch: pytest.MonkeyPatch) -> None:
     already loaded there); on Pythons that still have distutils the shim is told to keep it."""
     if sys.version_info < (3, 12):
         monkeypatch.setenv("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+
+
+@pytest.fixture(scope="session")
+def ort_1232() -> Path | None:
+    """The venv of ONNX Runtime 1.23.2, as inside npu_ge (None without it: the checks that
+    need it skip with the reason; scripts/setup.d/30-onnxruntime-1.23.2.sh installs it)."""
+    from opsdk.errors import DeviceUnavailable
+    from opsdk.triton import ensure_ort_env
+
+    try:
+        return ensure_ort_env()
+    except DeviceUnavailable:
+        return None

@@ -33,7 +33,6 @@ import pytest
 from opsdk.ascend import check_parser_rules, normalize_default_domain, resolve_cann
 from opsdk.ascend.atc.doctor import diagnose
 from opsdk.cli import main
-from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import KEEP_BELOW, Session
 from opsdk.testing import corpus
 from opsdk.triton import (
@@ -41,7 +40,6 @@ from opsdk.triton import (
     TritonConfigWarning,
     build_repository,
     check_npu_ge_folder,
-    ensure_ort_env,
 )
 from opsdk.triton.testing import triton_server  # noqa: F401
 
@@ -253,15 +251,6 @@ def test_session_of_the_rewritten_model_matches_onnxruntime(entries: Any, rewrit
         err_torch = max_error(got, [e.figures["torch"]])
         assert err_torch <= 1e-4, err_torch
         e.figures["max_err_vs_torch"] = err_torch
-
-
-@pytest.fixture(scope="module")
-def ort_1232() -> Path | None:
-    """ONNX Runtime 1.23.2, as inside npu_ge (None, and the check skipped, without it)."""
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable:
-        return None
 
 
 @pytest.mark.parametrize("name", NAMES)

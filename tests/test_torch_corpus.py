@@ -39,14 +39,12 @@ from _helpers import torch_corpus as tc
 from opsdk.ascend import normalize_default_domain
 from opsdk.ascend.atc.doctor import diagnose
 from opsdk.cli import main
-from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.triton import (
     RepositoryOptions,
     TritonConfigError,
     build_repository,
     check_npu_ge_folder,
-    ensure_ort_env,
 )
 from opsdk.triton.testing import triton_server  # noqa: F401
 
@@ -118,14 +116,6 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Export]:
         return made[key]
 
     return get  # type: ignore[return-value]
-
-
-@pytest.fixture(scope="module")
-def ort_1232() -> Path | None:
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable:
-        return None
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,6 @@ if command -v ccache >/dev/null; then
   echo "    $(ccache --version | head -1)"
   exit 0
 fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-  echo "    needs root and apt-get to install ccache; package builds run without it" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends ccache >/dev/null
+. "$(dirname "$0")/../_apt.sh"
+apt_install "package builds run without it" ccache
 echo "    installed $(ccache --version | head -1)"
