@@ -226,6 +226,29 @@ def test_cli_times_the_whole_model_and_decides_by_its_figures(
     assert "--input-shape y: the model has no input 'y'; its inputs: x" in err
 
 
+def test_a_model_no_probe_runs_needs_its_shape_to_be_timed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The chain model behind a Reshape to [1, 16, 6, 6]: ONNX Runtime runs it only where
+    n*m == 576, which no probe sizing gives; the rewrite says how to time it."""
+    m = chain_model(TWO_CHAINS, hw=6)
+    m.graph.node[0].input[0] = "img"
+    m.graph.node.insert(0, helper.make_node("Reshape", ["flat", "img_shape"], ["img"]))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([1, 16, 6, 6], np.int64),
+                                                       "img_shape"))
+    del m.graph.input[:]
+    m.graph.input.append(helper.make_tensor_value_info("flat", TensorProto.FLOAT, ["n", "m"]))
+    src = tmp_path / "m.onnx"
+    onnx.save(m, str(src))
+    argv = ["rewrite", str(src), "--fuse", "conv-bn-relu", "--report"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "ONNX Runtime runs it on no probe sizing; give the shape it runs on with " \
+           "--input-shape" in err and "--no-measure" in err
+    assert main([*argv, "--input-shape", "flat=4,144"]) == 0
+    assert "medians of" in capsys.readouterr().out
+    assert main([*argv, "--no-measure"]) == 0
+
+
 def test_report_names_bn_folded_at_export_and_how_to_keep_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Item 1: on default exports (BN folded into the Conv) the rewrite said only "no

@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.fuse and not args.replace and args.opset is None:
         raise SpecError("nothing to do: pass --fuse conv-bn-relu, --replace OP and/or "
                         "--opset N")
-    if args.opset is not None and not 7 <= args.opset <= onnx_opset():
-        raise SpecError(f"--opset {args.opset}: give an ai.onnx opset from 7 to {onnx_opset()}")
+    if args.opset is not None and not 7 <= args.opset <= _onnx_opset():
+        raise SpecError(f"--opset {args.opset}: give an ai.onnx opset from 7 to {_onnx_opset()}")
     if not args.output and not args.report:
         raise SpecError("pass -o OUT.onnx to write the rewritten model, or --report alone")
     replace = [op for item in args.replace for op in item.split(",") if op]
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def onnx_opset() -> int:
+def _onnx_opset() -> int:
     import onnx
 
     return int(onnx.defs.onnx_opset_version())
@@ -151,16 +151,15 @@ def _lower(source: Any, result: Any, args: argparse.Namespace) -> Any:
 
 
 def _timer(source: Any, args: argparse.Namespace) -> Any:
-    """The whole-model check: times the model before and after the fusions on the inputs."""
-    from functools import partial
-
+    """The whole-model check: times the model before and after the fusions (called only when
+    a chain was fused) on --input-shape, else the first sizing ONNX Runtime runs."""
     from ..errors import SpecError
     from ..onnx import time_models
     from ..onnx._probe import probe_feeds, runnable_shapes
     from .cmd_export import parse_shapes
 
     given = parse_shapes(args.input_shape)
-    inputs = {vi.name: vi for vi in source.graph.input}
+    inputs = [vi.name for vi in source.graph.input if vi.name not in _initializers(source)]
     for name, dims in given.items():
         if name not in inputs:
             raise SpecError(f"--input-shape {name}: the model has no input {name!r}; its "
@@ -169,11 +168,25 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
             raise SpecError(f"--input-shape {name}={','.join(map(str, dims))}: give positive "
                             "integer dims (the shape to time the model on)")
     values = dict(args.probe_values)
-    shapes = runnable_shapes(source, values, sizes=(224, 64, 32, 640)) or {}
-    shapes.update({k: tuple(int(d) for d in v) for k, v in given.items()})
-    sizes = {(name, axis): int(d) for name, dims in shapes.items() for axis, d in enumerate(dims)}
-    feeds = probe_feeds(source, sizes, values, random=True)
-    return partial(time_models, feeds=feeds)
+
+    def pays(before: Any, after: Any) -> Any:
+        found = runnable_shapes(source, values, sizes=(224, 64, 32, 640))
+        if found is None and set(given) != set(inputs):
+            raise SpecError(
+                "timing the whole model before and after the fusions: ONNX Runtime runs it on "
+                "no probe sizing; give the shape it runs on with --input-shape NAME=D0,D1,... "
+                "for every input (and --probe-values for value inputs), or pass --no-measure "
+                "to decide per convolution only")
+        shapes = dict(found or {})
+        shapes.update({k: tuple(int(d) for d in v) for k, v in given.items()})
+        sizes = {(n, axis): int(d) for n, dims in shapes.items() for axis, d in enumerate(dims)}
+        return time_models(before, after, probe_feeds(source, sizes, values, random=True))
+
+    return pays
+
+
+def _initializers(model: Any) -> set[str]:
+    return {t.name for t in model.graph.initializer}
 
 
 def _native(target: str) -> dict[str, str]:
