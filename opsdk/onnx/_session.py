@@ -246,6 +246,7 @@ class Session:
         g = self._model.graph
         order = topological_sort(g)
         custom = {idx for idx in order if self._is_custom(g.node[idx], idx)}
+        self._mixed = bool(custom)
         for idx in order:
             if idx not in custom and has_subgraphs(g.node[idx]):
                 _reject_nested_custom(g.node[idx], idx, self._specs)
@@ -344,14 +345,17 @@ class Session:
         if opts is None:
             opts = ort.SessionOptions()
             opts.log_severity_level = 3
-            # ORT's threads poll while a part runs (between its nodes) and stop when its
-            # run() returns, instead of polling ~40 ms after it as by default, which took
-            # the cores from the opsdk kernels. The kernels' own pool polls briefly after
-            # a kernel and yields to ORT's woken threads. Measured alternatives (docs/
-            # benchmarks.md, Graph executor): parking the kernel threads before each part,
-            # ORT threads that never poll, one global ORT pool.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "1")
-            opts.add_session_config_entry("session.force_spinning_stop", "1")
+            # Between opsdk kernels, ORT's threads poll while a part runs (between its
+            # nodes) and stop when its run() returns, instead of polling ~40 ms after it as
+            # by default, which took the cores from the opsdk kernels. The kernels' own pool
+            # polls briefly after a kernel and yields to ORT's woken threads. Measured
+            # alternatives (docs/benchmarks.md, Graph executor): parking the kernel threads
+            # before each part, ORT threads that never poll, one global ORT pool. A model
+            # without opsdk nodes keeps ORT's defaults: the stop made a whole ResNet-18 run
+            # 1.9x slower (39.6 ms against 20.7 ms at 224x224, 2 threads).
+            if self._mixed:
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "1")
+                opts.add_session_config_entry("session.force_spinning_stop", "1")
             if self._threads is not None:
                 opts.intra_op_num_threads = self._threads
         try:
