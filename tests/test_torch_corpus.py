@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,7 @@ def cli(argv: list[str]) -> Any:
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Export]:
+def exports(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Export]:
     """Each (model, exporter) exported once, on first use."""
     folder = tmp_path_factory.mktemp("torch-corpus")
     made: dict[str, Export] = {}
@@ -115,7 +116,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Export]:
                                      nodes=len(proto.graph.node), opset=made[key].opset)
         return made[key]
 
-    return get  # type: ignore[return-value]
+    return get
 
 
 @pytest.fixture(scope="module")
