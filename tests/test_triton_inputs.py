@@ -561,3 +561,25 @@ def test_first_kernel_build_of_a_session_prints_progress(tmp_path: Path,
             "compiled once into the opsdk cache: building progress_probe (kernel.cpp) ...") in err
     Session(model).run(None, {"x": x})
     assert "compiled once" not in capfd.readouterr().err
+
+
+def test_a_scalar_output_that_other_nodes_read_stays_in_order(tmp_path: Path) -> None:
+    """Item 2: a rank-0 output that the graph also reads (s = x + x; t = s * s, both
+    outputs): its readers read the rank-0 value, the Reshape to [1] comes last; the readers
+    used to read the Reshape's output before it was computed."""
+    nodes = [helper.make_node("Add", ["x", "x"], ["s"]), helper.make_node("Mul", ["s", "s"], ["t"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [])],
+                              [helper.make_tensor_value_info("s", T.FLOAT, []),
+                               helper.make_tensor_value_info("t", T.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    folder = build_repository(tmp_path / "m.onnx", tmp_path / "repo",
+                              RepositoryOptions("m", target="ascend"))
+    written = onnx.load(str(folder / "1" / "model.onnx"))
+    onnx.checker.check_model(written, full_check=True)
+    import onnxruntime as ort
+
+    s, t = ort.InferenceSession(written.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.array([1.5], np.float32)})
+    assert s.tolist() == [3.0] and t.tolist() == [9.0]

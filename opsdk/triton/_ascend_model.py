@@ -164,19 +164,16 @@ def _scalars_as_vectors(out: AscendModel) -> None:
         return
     g.initializer.extend([onnx.numpy_helper.from_array(np.array(s, np.int64), name)
                           for name, s in ((_SCALAR, []), (_ONE, [1]))])
-    renamed = {v.name: f"{v.name}__rank0" for v in scalar_in}
+    # the graph computes the rank-0 values under new names; Reshapes connect them to the
+    # rank-1 graph inputs (in front) and outputs (at the end)
+    renamed = {v.name: f"{v.name}__rank0" for v in scalar_in + scalar_out}
     for node in iter_all_nodes(g):
-        for k, name in enumerate(node.input):
-            node.input[k] = renamed.get(name, name)
-    for o in scalar_out:
-        inner = f"{o.name}__rank0"
-        for node in iter_all_nodes(g):
-            for k, name in enumerate(node.output):
-                node.output[k] = inner if name == o.name else name
-        source = renamed.get(o.name, inner)  # an input given back as an output
-        g.node.append(onnx.helper.make_node("Reshape", [source, _ONE], [o.name]))
-    nodes = [onnx.helper.make_node("Reshape", [v.name, _SCALAR], [renamed[v.name]])
-             for v in scalar_in] + list(g.node)
+        node.input[:] = [renamed.get(name, name) for name in node.input]
+        node.output[:] = [renamed.get(name, name) for name in node.output]
+    reshape = onnx.helper.make_node
+    nodes = [reshape("Reshape", [v.name, _SCALAR], [renamed[v.name]]) for v in scalar_in]
+    nodes += list(g.node)
+    nodes += [reshape("Reshape", [renamed[o.name], _ONE], [o.name]) for o in scalar_out]
     del g.node[:]
     g.node.extend(nodes)
     for v in scalar_in + scalar_out:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
+from ...onnx._model import iter_all_nodes
 from ..socs import CannArgError, check_soc_version, implmodes
 from ..versions import CannVersion, resolve_cann
 from ._host import gear_flags, host_procedure
@@ -375,7 +376,8 @@ def _domain_copy(model: Any, path: Path, cann: CannVersion) -> tuple[Any, Path |
     """The model ATC converts, and where its copy goes when it is not the file itself: a
     default-domain node next to a custom domain fails the parsers through CANN 9.1."""
     imported = {o.domain for o in model.opset_import}
-    mixed = "" in imported and len(imported) > 1 and any(n.domain == "" for n in model.graph.node)
+    mixed = "" in imported and len(imported) > 1 and any(
+        n.domain == "" for n in iter_all_nodes(model.graph))
     if not mixed or not cann.rejects_mixed_default_domain:
         return model, None
     return normalize_default_domain(model), path.with_name(f"{path.stem}.atc.onnx")

@@ -205,7 +205,7 @@ def normalize_default_domain(model: Any) -> Any:
     for o in m.opset_import:
         if o.domain == "":
             o.domain = "ai.onnx"
-    for n in m.graph.node:
+    for _, n in _all_nodes(m.graph):  # If/Loop bodies too: the parser reads them alike
         if n.domain == "":
             n.domain = "ai.onnx"
     return m
