@@ -423,20 +423,29 @@ bool matches(const OpRegistration& r, const std::vector<RawTensor>& ins,
 const OpRegistration& find_registration(const std::string& op, const std::vector<RawTensor>& ins,
                                         const std::vector<RawTensor>& outs) {
   {
-    static std::mutex declaring;  // Kernels<...> registrations get their spec once
+    // Kernels<...> registrations get their spec once: only when a spec or a registration
+    // was added since the last call (static initialisers of a library loaded later)
+    static std::mutex declaring;
+    static size_t applied_specs = 0, applied_regs = 0;
     std::lock_guard<std::mutex> lock(declaring);
-    detail::apply_declared_specs();
+    if (declared_specs().size() != applied_specs || registry().size() != applied_regs) {
+      detail::apply_declared_specs();
+      applied_specs = declared_specs().size();
+      applied_regs = registry().size();
+    }
   }
   std::vector<const OpRegistration*> named;
-  std::vector<std::string> known;
-  for (const auto& r : registry()) {
+  for (const auto& r : registry())
     if (r->name() == op) named.push_back(r.get());
-    if (std::find(known.begin(), known.end(), r->name()) == known.end()) known.push_back(r->name());
-  }
-  if (named.empty())
+  if (named.empty()) {
+    std::vector<std::string> known;
+    for (const auto& r : registry())
+      if (std::find(known.begin(), known.end(), r->name()) == known.end())
+        known.push_back(r->name());
     throw OpError(cat(op, ": no such operator is registered in this library (registered: ",
                       known.empty() ? std::string("none") : join(known),
                       "); link the operator's kernel.cpp and check the REGISTER_CUSTOM_OP name"));
+  }
   for (const auto* r : named)
     if (!r->pending_columns().empty())
       throw OpError(cat(op, ": the kernels registered with Kernels<...> have no declared spec; "

@@ -160,7 +160,7 @@ def set_output_pool_limit(nbytes: int) -> None:
             module.set_output_pool_limit(int(nbytes))
 
 
-#: The vectorcall subclass of Operator (see ``vectorcall_subclass`` in entry.cpp), made once.
+#: The vectorcall subclass of Operator (``vectorcall_subclass``, csrc/py/vectorcall.h), once.
 _VECTORCALL_TYPE: dict[str, type] = {}
 
 
@@ -206,7 +206,7 @@ class Operator:
         return self.__copy__()  # a loaded extension module is shared, never copied
 
     def _fast_caller(self) -> Callable[..., Any]:
-        """The C++ fast path (``FastCaller`` in entry.cpp); it falls back to :meth:`_slow_call`.
+        """The C++ fast path (``FastCaller``, csrc/py/fast_call.h), else :meth:`_slow_call`.
 
         Elementwise ops give their outputs the inputs' one shape; ops with a shape function
         take output shapes from :meth:`_fast_plan`, which the C++ side caches per call
@@ -279,7 +279,7 @@ class Operator:
         """``op(*inputs, **attrs)``: the C++ fast path where it applies, else :meth:`run`.
 
         Loaded operators are called by vectorcall, which forwards to the same ``_call``
-        from C (``vectorcall_subclass`` in entry.cpp) with no Python frame in between.
+        from C (``vectorcall_subclass``, csrc/py/vectorcall.h) with no Python frame between.
         """
         return self._call(*inputs, **attrs)
 

@@ -17,6 +17,8 @@ namespace py = pybind11;
 
 namespace {
 
+// Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
+// Below this many elements the kernel runs with the GIL held: releasing and re-taking it
 // would cost more than the work.
 constexpr int64_t kReleaseGilElements = 1 << 14;
 

@@ -91,10 +91,6 @@ opsdk::AttrValue attr_from_py(const py::handle& v, const std::string& type) {
   throw py::value_error("unknown attribute type " + type);
 }
 
-}  // namespace
-
-namespace {
-
 // `module.declare_spec(op, type_vars, inputs, outputs, attrs)`: spec.py's facts for the
 // Kernels<...> registrations (inputs/outputs: (name, type, optional); attrs: (name, type,
 // has_default, default)). Returns the number of registrations declared.

@@ -72,6 +72,4 @@ struct InKernel {
   ~InKernel() { g_in_kernel.fetch_sub(1); }
 };
 
-// Call a kernel with the GIL released; a C++ exception becomes RuntimeError("<op>: ...").
-
 }  // namespace
