@@ -33,14 +33,27 @@ def setuptools_keeps_stdlib_distutils(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 
 
-@pytest.fixture(scope="session")
-def ort_1232() -> Path | None:
-    """The venv of ONNX Runtime 1.23.2, as inside npu_ge (None without it: the checks that
-    need it skip with the reason; scripts/setup.d/30-onnxruntime-1.23.2.sh installs it)."""
+def _ort_1232() -> tuple[Path | None, str]:
     from opsdk.errors import DeviceUnavailable
     from opsdk.triton import ensure_ort_env
 
     try:
-        return ensure_ort_env()
-    except DeviceUnavailable:
-        return None
+        return ensure_ort_env(), ""
+    except DeviceUnavailable as e:
+        return None, str(e)
+
+
+@pytest.fixture(scope="session")
+def ort_1232_if_any() -> Path | None:
+    """The venv of ONNX Runtime 1.23.2, as inside npu_ge, or None without it
+    (scripts/setup.d/30-onnxruntime-1.23.2.sh installs it)."""
+    return _ort_1232()[0]
+
+
+@pytest.fixture(scope="session")
+def ort_1232() -> Path:
+    """That venv; the test skips with the reason without it."""
+    path, why = _ort_1232()
+    if path is None:
+        pytest.skip(why)
+    return path

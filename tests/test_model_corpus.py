@@ -255,7 +255,7 @@ def test_session_of_the_rewritten_model_matches_onnxruntime(entries: Any, rewrit
 
 @pytest.mark.parametrize("name", NAMES)
 def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path: Path,
-                              ort_1232: Path | None) -> None:
+                              ort_1232_if_any: Path | None) -> None:
     """Built for npu_ge: variable output dims named by expressions of the input dims (the
     PP-OCR det/rec outputs' p2o.DynamicDimension.N names replaced), GE's parser rules
     met, and `opsdk triton check` passes: ONNX Runtime 1.23.2 opens and runs the file, its
@@ -275,12 +275,12 @@ def test_ascend_target_builds(entries: Any, rewritten: Any, name: str, tmp_path:
     assert {f.name for f in model.functions} >= {
         n.op_type for n in model.graph.node if n.domain == "com.opsdk"}
     e.figures["ascend_dims"] = _output_names(model)
-    if ort_1232 is None:
+    if ort_1232_if_any is None:
         pytest.skip("no ONNX Runtime 1.23.2 venv (scripts/setup.d/30-onnxruntime-1.23.2.sh)")
     sizes = {d.dim_param: size for v in model.graph.input if v.name in e.feeds
              for d, size in zip(v.type.tensor_type.shape.dim, e.feeds[v.name].shape, strict=True)
              if d.dim_param}
-    report = check_npu_ge_folder(tmp_path / "m", dims=sizes, python=ort_1232)
+    report = check_npu_ge_folder(tmp_path / "m", dims=sizes, python=ort_1232_if_any)
     assert report.ok, report.problems
     e.figures["ascend_max_err"] = max(report.max_abs_error.values())
 

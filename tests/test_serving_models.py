@@ -20,14 +20,12 @@ import onnxruntime as ort
 import pytest
 
 from opsdk.ascend.atc.doctor import diagnose
-from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.testing import corpus
 from opsdk.triton import (
     RepositoryOptions,
     build_repository,
     check_npu_ge_folder,
-    ensure_ort_env,
 )
 from opsdk.triton import _npu_ge_expr as ge_expr
 from opsdk.triton.testing import triton_server  # noqa: F401
@@ -51,14 +49,6 @@ def silero() -> Path:
 @pytest.fixture(scope="module")
 def yolo() -> Path:
     return _model("yolov8n")
-
-
-@pytest.fixture(scope="module")
-def ort_1232() -> Path:
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable as e:
-        pytest.skip(str(e))
 
 
 def silero_feeds(batch: int = 1, rate: int = 16000) -> dict[str, np.ndarray]:

@@ -214,7 +214,7 @@ def test_cpu_models_served_by_one_tritonserver(cpu_models: Any, triton_server: A
 # ------------------------------------------------------------------------- the Ascend
 @pytest.mark.parametrize("name, exporter", CASES, ids=IDS)
 def test_ascend_doctor_rewrite_build_check_and_atc(exports: Any, name: str, exporter: str,
-                                                   tmp_path: Path, ort_1232: Path | None
+                                                   tmp_path: Path, ort_1232_if_any: Path | None
                                                    ) -> None:
     e = exports(name, exporter)
     start = time.perf_counter()
@@ -265,12 +265,12 @@ def test_ascend_doctor_rewrite_build_check_and_atc(exports: Any, name: str, expo
     e.figures["ascend_records"] = report["records"]
     e.figures["ascend_nodes"] = len(rewritten.graph.node)
     e.figures["ascend_s"] = time.perf_counter() - start
-    if ort_1232 is None:
+    if ort_1232_if_any is None:
         pytest.skip("no ONNX Runtime 1.23.2 venv (scripts/setup.d/30-onnxruntime-1.23.2.sh)")
     sizes = {d.dim_param: n for d, n in zip(
         onnx.load(str(folder / "1" / "model.onnx")).graph.input[0].type.tensor_type.shape.dim,
         e.x.shape, strict=True) if d.dim_param}
-    check = check_npu_ge_folder(folder, dims=sizes, python=ort_1232)
+    check = check_npu_ge_folder(folder, dims=sizes, python=ort_1232_if_any)
     assert check.ok, check.problems
     e.figures["ascend_checked"] = True
 

@@ -46,14 +46,6 @@ CANN10 = parse_cann_version("10.0")
 
 
 
-@pytest.fixture(scope="module")
-def ort_1232() -> Path:
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable as e:
-        pytest.skip(str(e))
-
-
 # --------------------------------------------------------------------- the model file
 def test_two_custom_ops_build_golden_and_pass_parser_rules(tmp_path: Path) -> None:
     folder = build(tmp_path, two_op_model(), max_batch_size=8)

@@ -22,14 +22,12 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from opsdk.cli import main
-from opsdk.errors import DeviceUnavailable
 from opsdk.onnx._dimexpr import Dim
 from opsdk.onnx._dimprop import propagate_dims
 from opsdk.triton import (
     RepositoryOptions,
     TritonConfigError,
     build_repository,
-    ensure_ort_env,
     run_like_npu_ge,
 )
 from opsdk.triton import _npu_ge_expr as ge_expr
@@ -362,14 +360,6 @@ def test_cli_output_and_probe_dims(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["triton", "build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"),
                  "--name", "t", "--output-dims", "y=1,h"]) == 1
     assert "output_dims is an npu_ge option" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def ort_1232() -> Path:
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable as e:
-        pytest.skip(str(e))
 
 
 def test_onnxruntime_1_23_2_reads_the_names_npu_ge_evaluates(tmp_path: Path, ort_1232: Path,

@@ -16,13 +16,11 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.triton import (
     RepositoryOptions,
     build_repository,
     check_npu_ge_folder,
-    ensure_ort_env,
 )
 from opsdk.triton.testing import triton_server  # noqa: F401
 
@@ -56,14 +54,6 @@ def scalar_model() -> onnx.ModelProto:
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model
-
-
-@pytest.fixture(scope="module")
-def ort_1232() -> Path:
-    try:
-        return ensure_ort_env()
-    except DeviceUnavailable as e:
-        pytest.skip(str(e))
 
 
 def _config_dims(text: str, name: str) -> str:

@@ -135,9 +135,10 @@ def _lower(source: Any, result: Any, args: argparse.Namespace) -> Any:
     from ..onnx._probe import probe_feeds, runnable_shapes
 
     values = dict(args.probe_values)
-    shapes = runnable_shapes(source, values)
+    # comparable with ONNX Runtime alone only while the model holds no opsdk node
+    shapes = None if result.changed else runnable_shapes(source, values)
     feeds = None
-    if shapes is not None and not result.changed:  # comparable with ONNX Runtime alone
+    if shapes is not None:
         sizes = {(k, a): int(d) for k, v in shapes.items() for a, d in enumerate(v)}
         feeds = probe_feeds(source, sizes, values, random=True)
     lowered = lower_opset(result.model, args.opset, feeds)
@@ -155,11 +156,11 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
     a chain was fused) on --input-shape, else the first sizing ONNX Runtime runs."""
     from ..errors import SpecError
     from ..onnx import time_models
-    from ..onnx._probe import probe_feeds, runnable_shapes
+    from ..onnx._probe import _inputs, probe_feeds, runnable_shapes
     from .cmd_export import parse_shapes
 
     given = parse_shapes(args.input_shape)
-    inputs = [vi.name for vi in source.graph.input if vi.name not in _initializers(source)]
+    inputs = [vi.name for vi in _inputs(source)]
     for name, dims in given.items():
         if name not in inputs:
             raise SpecError(f"--input-shape {name}: the model has no input {name!r}; its "
@@ -183,10 +184,6 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
         return time_models(before, after, probe_feeds(source, sizes, values, random=True))
 
     return pays
-
-
-def _initializers(model: Any) -> set[str]:
-    return {t.name for t in model.graph.initializer}
 
 
 def _native(target: str) -> dict[str, str]:

@@ -42,6 +42,7 @@ from ._model import (
     ModelError,
     is_standard_domain,
     iter_all_nodes,
+    iter_nested_nodes,
     node_label,
     opset_version,
     unique_name,
@@ -261,7 +262,7 @@ def _newer_than(model: ModelProto, version: int, to: int
     """(index, node, schema) of the standard nodes whose op version is above ``to``, in
     the main graph and its subgraphs (index -1 there)."""
     found = []
-    inner = [m for n in model.graph.node for m in _nodes_below(n)]
+    inner = list(iter_nested_nodes(model.graph))
     for idx, node in [*enumerate(model.graph.node), *((-1, m) for m in inner)]:
         if not is_standard_domain(node.domain):
             continue
@@ -272,12 +273,6 @@ def _newer_than(model: ModelProto, version: int, to: int
         if schema.since_version > to:
             found.append((idx, node, schema))
     return found
-
-
-def _nodes_below(node: NodeProto) -> list[NodeProto]:
-    """The nodes of ``node``'s subgraphs, at any depth."""
-    return [m for a in node.attribute for g in ([a.g] if a.HasField("g") else list(a.graphs))
-            for m in iter_all_nodes(g)]
 
 
 def _exists_at(op: str, version: int) -> bool:

@@ -105,9 +105,15 @@ def name_dims(
         found = _from_onnx_inference(model, missing, known, inner, out.notes)
         checked += found
         missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
+    sessions: list[_Runner] = []  # one ONNX Runtime session for the fit and the proof
+
+    def runner() -> _Runner:
+        if not sessions:
+            sessions.append(_Runner(model, label, values))
+        return sessions[0]
+
     if required and missing:  # what the graph does not tell (an If whose branches differ)
-        found = _fit_from_probes(model, missing, symbols, known, inner, label, values,
-                                 out.notes)
+        found = _fit_from_probes(model, missing, symbols, known, inner, runner, out.notes)
         checked += found
         missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
     if required and missing:
@@ -116,7 +122,7 @@ def name_dims(
     if checked:  # every name written (or kept) is proven, needed by the backend or not
         defaults = default_probes(symbols)
         given = _given(out, defaults[0], probes, gears)
-        out.probes = _prove(model, checked, given, defaults, label, values)
+        out.probes = _prove(checked, given, defaults, runner(), label)
         shown = "; ".join(_show(p) for p in out.probes)
         out.notes.append(f"output dims checked with ONNX Runtime on {len(out.probes)} probes "
                          f"({shown}){_show_values(model, values or {})}")
@@ -353,7 +359,7 @@ def _from_onnx_inference(model: ModelProto, missing: list[tuple[str, int]], know
 
 def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
                      symbols: Mapping[str, tuple[Dim | None, ...]], known: set[str],
-                     inner: set[str], label: str, values: Mapping[str, float] | None,
+                     inner: set[str], session: Callable[[], _Runner],
                      notes: list[str]) -> list[tuple[str, int, str]]:
     """Names for dims neither opsdk's propagation nor ONNX inference found, from three
     ONNX Runtime runs: two probe sizings on random inputs and the first again on zeros (value
@@ -364,7 +370,7 @@ def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
     names with the others."""
     probes = default_probes(symbols)
     try:
-        runner = _Runner(model, label, values)
+        runner = session()
     except Exception:  # ONNX Runtime cannot open it: nothing to fit on
         return []
     runs: list[tuple[Probe, dict[str, tuple[int, ...]]]] = []
@@ -583,11 +589,10 @@ def _show_values(model: ModelProto, values: Mapping[str, float]) -> str:
     return f" and values {_show(filled)}" if filled else ""
 
 
-def _prove(model: ModelProto, named: list[tuple[str, int, str]], given: list[Probe],
-           defaults: list[Probe], label: str, values: Mapping[str, float] | None = None,
-           ) -> list[Probe]:
+def _prove(named: list[tuple[str, int, str]], given: list[Probe], defaults: list[Probe],
+           runner: _Runner, label: str) -> list[Probe]:
     """Every name must give the size ONNX Runtime computes, on every probe; return them."""
-    runs = _run_probes(_Runner(model, label, values), given, defaults)
+    runs = _run_probes(runner, given, defaults)
     for probe, shapes in runs:
         for output, axis, name in named:
             actual = shapes[output][axis]
