@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .socs import CannArgError, compute_unit, soc_facts, soc_table, soc_version_of
+from .socs import CannArgError, soc_facts
 
 __all__ = ["AicoreArch", "aicore_arch", "missing_apis", "api_flags", "API_ARCHS",
            "SELECT_SCRATCH_BYTES", "UB_RESERVED"]
@@ -97,8 +97,7 @@ def aicore_arch(soc: str) -> AicoreArch:
 
     Example: see the module docstring.
     """
-    version = soc if soc in soc_table() else soc_version_of(compute_unit(soc))
-    aic = str(soc_facts(version)["aic_version"])
+    aic = str(soc_facts(soc)["aic_version"])
     if aic not in _AIC_VERSIONS:
         raise CannArgError(
             f"{soc}: its AI Core ({aic}) has no Ascend C in CANN (no tikicpulib target); "

@@ -217,10 +217,10 @@ def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any]) -> tuple[Any, ..
     finally:
         forked = stop_children()
     if forked:
-        where = op.name + (f" ({op.folder / 'kernel.cpp'})" if op.folder else "")
         raise KernelCrash(
-            f"{where}: the kernel started {forked} child process{'es' * (forked > 1)} (fork), "
-            "stopped after the call; a kernel must not fork (use ctx.parallel_for for threads)"
+            f"{op._where()}: the kernel started {forked} child process{'es' * (forked > 1)} "
+            "(fork), stopped after the call; a kernel must not fork (use ctx.parallel_for for "
+            "threads)"
         )
     changed = {
         i: x for i, (x, b) in enumerate(zip(inputs, before))

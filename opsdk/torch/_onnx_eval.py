@@ -21,6 +21,7 @@ from typing import Any
 import onnx
 from onnx import numpy_helper
 
+from ..dtypes import onnx_dtype_name
 from ..errors import SpecError
 from ..spec import OpSpec
 
@@ -28,8 +29,6 @@ __all__ = ["evaluate", "OPS", "function_ops"]
 
 #: the ai.onnx opset the decomposition is built for
 OPSET = 21
-_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 11: "float64", 2: "uint8", 3: "int8",
-           5: "int16", 6: "int32", 7: "int64", 9: "bool"}
 
 
 def _t() -> Any:
@@ -39,7 +38,7 @@ def _t() -> Any:
 
 
 def _cast(x: Any, to: int) -> Any:
-    return x.to(getattr(_t(), _DTYPES[to]))
+    return x.to(getattr(_t(), onnx_dtype_name(to)))
 
 
 def _constant(**a: Any) -> Any:

@@ -34,7 +34,7 @@ from ...onnx._model import (
 )
 from ...onnx._probe import runnable_shapes
 from ...spec import OpSpec
-from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, target_for
+from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
 from ..versions import CannVersion, parse_cann_version, resolve_cann
 
 __all__ = ["Finding", "diagnose", "TARGETS", "format_findings", "rules_for", "blocking_findings"]
@@ -142,16 +142,17 @@ def rules_for(target: str | None = None, cann: str | None = None) -> tuple[Targe
     if cann is None or cann == "auto":
         if target is not None:
             return TARGETS[target], parse_cann_version(TARGETS[target].cann)
-        version = resolve_cann(cann or "auto").version
+        version = resolve_cann("auto").version
     else:
         version = parse_cann_version(cann)
-    implied = target_for(version)
-    if target is not None and target != implied:
+    implied = profile_for(version)
+    if target is not None and target != implied.name:
         raise SpecError(
             f"--target {target} applies {TARGETS[target].description}, but --cann {version} "
-            f"reads the rules of target {implied}; give --cann alone (or --target {implied})"
+            f"reads the rules of target {implied.name}; give --cann alone (or --target "
+            f"{implied.name})"
         )
-    return TARGETS[implied], version
+    return implied, version
 
 
 def blocking_findings(
