@@ -27,13 +27,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
 
-from ._constants import GraphConstants, input_dims
+from ._constants import constant_node_value, input_dims
 from ._model import iter_all_nodes
 
 __all__ = ["value_candidates", "dim_roles", "is_state_dim", "probe_feeds", "runnable_shapes",
@@ -54,18 +55,18 @@ def _inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def _constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
-    """Initializers and Constant nodes anywhere in the model (subgraphs included)."""
-    out = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
-    consts = GraphConstants(model.graph)
+    """The one-element initializers and Constant nodes anywhere in the model (subgraphs
+    included): what a comparison with an input can use (weights are not read)."""
+    out = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer
+           if math.prod(t.dims) == 1}
     for node in iter_all_nodes(model.graph):
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            value = consts.value(node.output[0])
-            if value is None:  # a Constant inside a subgraph
-                try:
-                    value = onnx.numpy_helper.to_array(node.attribute[0].t)
-                except Exception:  # value_int(s)/value_float(s): not a comparison constant
-                    continue
-            out[node.output[0]] = np.asarray(value)
+            try:
+                value = constant_node_value(node)
+            except ValueError:  # not a valid Constant: nothing to compare with
+                continue
+            if value.size == 1:
+                out[node.output[0]] = value
     return out
 
 
