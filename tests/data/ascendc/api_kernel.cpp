@@ -20,6 +20,8 @@ public:
         LocalTensor<float> x = all, y = all[256], d = all[512], t = all[768];
         DataCopy(x, xGm_, 256);
         DataCopy(y, yGm_, 256);
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);  // the TBuf has no queue: sync by hand
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
         Duplicate(d, -1.0f, 256);
         if (mode == 0) {  // continuous mask: 64 elements per repeat, 2 repeats, default strides
             BinaryRepeatParams p;
@@ -48,10 +50,14 @@ public:
             ReduceMax(d[8], x, t, 100);
         } else if (mode == 6) {  // strided gather: 4 blocks of 8 floats, skipping one block each
             DataCopyParams p(4, 1, 1, 0);
+            SetFlag<HardEvent::V_MTE2>(EVENT_ID0);  // d was written by Duplicate
+            WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
             DataCopy(d, xGm_, p);
         } else if (mode == 7) {  // DataCopyPad of 5 floats with padding value 7
             DataCopyExtParams p{1, 5 * sizeof(float), 0, 0, 0};
             DataCopyPadExtParams<float> pad{true, 0, 3, 7.0f};
+            SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
+            WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
             DataCopyPad(d, yGm_, p, pad);
         } else if (mode == 9) {  // mask/repeat-form reductions: one result per repeat of 64
             WholeReduceSum(d, x, 64, 4, 1, 1, 8);
@@ -63,6 +69,12 @@ public:
             Sqrt(t, t, 200);
             Exp(d, t, 200);
         }
+        if (mode == 6 || mode == 7) {
+            SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+            WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+        }
+        SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
         DataCopy(outGm_, d, 256);
     }
 

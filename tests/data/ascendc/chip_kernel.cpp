@@ -25,6 +25,10 @@ public:
     {
         LocalTensor<float> x = que_.AllocTensor<float>();
         DataCopy(x, xGm_, 256);
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);  // x is not queued: sync by hand
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
         LocalTensor<float> w = work_.Get<float>();
         LocalTensor<uint8_t> k = mask_.Get<uint8_t>();
         if (mode_ == 0 || mode_ == 7) {  // Select, tensor-scalar mode
@@ -46,11 +50,16 @@ public:
             DataCopyParams p(2, 8, 8, 8);  // two runs of 8 blocks (64 floats), every other run
             Duplicate(w, 0.0f, 512);
             DataCopy(w, x, p);
+            PipeBarrier<PIPE_ALL>();  // the raw store below is not tracked: order it by hand
             float* raw = w.GetPhyAddr();
             raw[1] = 7.0f;
             TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> bound;
             (void)bound;
         }
+        SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+        SetFlag<HardEvent::S_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::S_MTE3>(EVENT_ID0);
         DataCopy(yGm_, w, 256);
         que_.FreeTensor(x);
         if (mode_ == 6) {

@@ -5,6 +5,7 @@
 #define OPSDK_ASCENDC_MODEL_CORE_H
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -137,6 +138,63 @@ struct Launch {
     std::string soc;
     int64_t blockNum = 1;
     std::mutex gmMutex;
+    uint64_t sameValueBytes = 0;  // bytes two blocks both wrote, with the same value
+    std::string sameValueFirst;   // where the first of them is
+};
+
+// The source location of an API call: the kernel's file and line (a defaulted last argument
+// of the modelled APIs, filled in at the caller's line by the compiler).
+struct Loc {
+    const char* file;
+    int line;
+    Loc(const char* f = __builtin_FILE(), int l = __builtin_LINE()) : file(f), line(l) {}
+};
+
+// The pipes of an AI Core's vector side (the cube side, MTE1/M/FIX, is not modelled). SS
+// stands for the scalar unit's stores into the Unified Buffer (SetValue): they are issued in
+// order but drain later, so another pipe reads them safely only after an S_<pipe> flag.
+enum class Pipe : uint8_t { S, V, MTE2, MTE3, SS };
+constexpr int kPipes = 5;
+inline const char* PipeName(Pipe p) {
+    static const char* names[] = {"S", "V", "MTE2", "MTE3", "S"};
+    return names[static_cast<int>(p)];
+}
+using Clock = std::array<uint32_t, kPipes>;  // a vector clock: instructions seen per pipe
+inline void Join(Clock& a, const Clock& b) {
+    for (int i = 0; i < kPipes; ++i) a[i] = std::max(a[i], b[i]);
+}
+
+// One issued instruction: its API, pipe, number within its pipe and where it was called.
+struct Instr {
+    const char* api;
+    Pipe pipe;
+    uint32_t tick;
+    Loc loc;
+};
+
+// A flag set by SetFlag (or implicitly by a queue) and not yet waited for.
+struct Flag {
+    bool set = false;
+    Clock clock{};
+    uint32_t instr = 0;
+};
+
+// Happens-before across the pipes of one block (see docs/ascendc_model.md, "Pipes").
+struct Pipes {
+    Clock clock[kPipes] = {};            // what each pipe's next instruction is ordered after
+    std::vector<Instr> instrs;           // instrs[0] is "nothing"
+    std::vector<uint32_t> lastWrite;     // per Unified Buffer byte: the instruction that wrote it
+    std::vector<Clock> lastRead;         // per byte and pipe: the last instruction that read it
+    int32_t current = -1;                // the instruction being executed, or -1
+    std::vector<Flag> userFlags;         // per HardEvent x event id
+    void Reset(uint64_t ubBytes) {
+        for (auto& c : clock) c.fill(0);
+        instrs.assign(1, Instr{"", Pipe::S, 0, Loc("", 0)});
+        lastWrite.assign(ubBytes, 0);
+        lastRead.assign(ubBytes, Clock{});
+        current = -1;
+        userFlags.assign(16 * 16, Flag{});
+    }
 };
 
 // Per block (per thread) state.
@@ -148,6 +206,7 @@ struct Block {
     uint32_t buffers = 0;
     bool pipeAlive = false;
     void* pipe = nullptr;  // the live AscendC::TPipe
+    Pipes pipes;
 };
 
 inline thread_local Block* tBlock = nullptr;
@@ -232,7 +291,10 @@ inline void GmRead(const std::string& api, const void* p, uint64_t n) {
     }
 }
 
-inline void GmWrite(const std::string& api, const void* p, uint64_t n) {
+// Record a GM write of n bytes from src. Writing a byte another block wrote is a conflict,
+// unless both wrote the same value (a tail tile that runs into the next block's range with
+// the same data: benign on the chip, counted and reported as a warning with the bytes).
+inline void GmWrite(const std::string& api, const void* p, uint64_t n, const void* src = nullptr) {
     if (n == 0) return;
     GmArg& a = FindGm(api, p, n, "writes");
     Block& b = Cur();
@@ -241,9 +303,18 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n) {
     for (uint64_t i = off; i < off + n; ++i) {
         int32_t w = a.writer[i];
         if (w >= 0 && w != b.idx) {
+            const uint8_t* from = static_cast<const uint8_t*>(src);
+            if (from != nullptr && from[i - off] == a.base[i]) {
+                if (b.launch->sameValueBytes++ == 0) {
+                    b.launch->sameValueFirst = "byte " + S(i) + " of GM argument '" + a.name + "' (blocks " +
+                                               std::to_string(w) + " and " + std::to_string(b.idx) + ", by " + api + ")";
+                }
+                continue;
+            }
             Fail(api, "writes byte " + S(i) + " of GM argument '" + a.name +
                           "' that block " + std::to_string(w) +
-                          " also writes: blocks must write disjoint ranges");
+                          " also writes, with a different value: blocks must write disjoint ranges (the result "
+                          "depends on which block runs last)");
         }
         a.writer[i] = static_cast<int32_t>(b.idx);
     }

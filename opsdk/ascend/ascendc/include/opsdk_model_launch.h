@@ -14,6 +14,9 @@ namespace opsdk_ascendc {
 
 using KernelFn = void (*)(uint8_t** gm, uint8_t* workspace, uint8_t* tiling);
 
+// The most blocks a kernel launch takes (CANN's runtime: blockDim is at most 65535).
+constexpr uint32_t kMaxBlockDim = 65535;
+
 inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
                       std::string& error, std::mutex& errMutex) {
     for (int64_t idx : order) {
@@ -21,9 +24,11 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
         b.launch = &L;
         b.idx = idx;
         b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
+        b.pipes.Reset(L.ubBytes);
         tBlock = &b;
         try {
             fn(gm, nullptr, tiling);
+            CheckFlagsAtEnd();
         } catch (const std::exception& e) {
             tBlock = nullptr;
             std::lock_guard<std::mutex> lock(errMutex);
@@ -59,6 +64,10 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
     std::mutex errMutex;
     if (blockDim == 0) {
         error = std::string(kernel) + ": launched with blockDim 0; the tiling must set at least 1";
+    } else if (blockDim > kMaxBlockDim) {
+        error = std::string(kernel) + ": launched with blockDim " + std::to_string(blockDim) +
+                "; the launch takes at most " + std::to_string(kMaxBlockDim) +
+                " blocks (aclrtLaunchKernel's blockDim); give each block more of the work";
     } else if (threads <= 1) {
         RunBlocks(L, fn, gm, tiling, order, error, errMutex);
     } else {
@@ -70,7 +79,15 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
         }
         for (auto& t : pool) t.join();
     }
-    if (error.empty()) return 0;
+    if (error.empty()) {
+        if (L.sameValueBytes > 0) {  // rc 0 with a message: a warning
+            std::snprintf(err, errLen, "%s: %llu GM bytes are written by two blocks with the same value, first %s: "
+                          "benign on the chip, but the blocks' ranges overlap (the tiling's tail runs into the next "
+                          "block's range)", kernel, static_cast<unsigned long long>(L.sameValueBytes),
+                          L.sameValueFirst.c_str());
+        }
+        return 0;
+    }
     std::snprintf(err, errLen, "%s", error.c_str());
     return 1;
 }

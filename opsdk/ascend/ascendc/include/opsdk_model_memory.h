@@ -3,6 +3,7 @@
 #define OPSDK_ASCENDC_MODEL_MEMORY_H
 
 #include "opsdk_model_core.h"
+#include "opsdk_model_pipes.h"
 
 namespace AscendC {
 
@@ -14,6 +15,17 @@ using QuePosition = TPosition;
 namespace opsdk_ascendc {
 
 enum class SlotState : uint8_t { Free, Allocated, Queued, Dequeued, Fixed };
+
+// How an API touches an argument: 0 not recorded (a raw address), 1 reads, 2 writes.
+inline int Direction(const char* api, const char* arg) {
+    if (std::strcmp(arg, "tensor") == 0 || std::strcmp(arg, "offset") == 0) return 0;
+    if (std::strcmp(arg, "index") == 0) return std::strstr(api, "SetValue") ? 2 : 1;
+    if (std::strncmp(arg, "dst", 3) == 0 || std::strcmp(arg, "sharedTmpBuffer") == 0 ||
+        std::strcmp(arg, "workLocal") == 0) {
+        return 2;
+    }
+    return 1;
+}
 
 inline const char* StateName(SlotState s) {
     switch (s) {
@@ -32,7 +44,19 @@ struct Slot {
     uint32_t gen = 0;
     SlotState state = SlotState::Free;
     const void* owner = nullptr;
+    Flag enqueued;  // set by EnQue on the queue's producer pipe, waited for by DeQue
+    Flag freed;     // set by FreeTensor on the consumer pipe, waited for by the next AllocTensor
 };
+
+// The pipe that fills a queue's buffers and the one that drains them, by the queue's source
+// and destination positions (kernel_tquebind_impl.h GetQueEvt: GM->VECIN is MTE2_V,
+// VECOUT->GM is V_MTE3, VECIN->VECOUT (TQueBind) is MTE2_MTE3, VECCALC is V_V: no flag).
+constexpr Pipe QueueProducer(AscendC::TPosition src, AscendC::TPosition) {
+    return src == AscendC::TPosition::VECIN ? Pipe::MTE2 : Pipe::V;
+}
+constexpr Pipe QueueConsumer(AscendC::TPosition src, AscendC::TPosition dst) {
+    return (dst == AscendC::TPosition::VECOUT && src != AscendC::TPosition::VECCALC) ? Pipe::MTE3 : Pipe::V;
+}
 
 }  // namespace opsdk_ascendc
 
@@ -62,12 +86,14 @@ public:
     T* GetPhyAddr(const uint32_t offset) const {
         return reinterpret_cast<T*>(Span("LocalTensor::GetPhyAddr", "offset", offset, 0));
     }
-    T GetValue(uint32_t i) const {
+    T GetValue(uint32_t i, opsdk_ascendc::Loc loc = {}) const {
+        opsdk_ascendc::Issue is("LocalTensor::GetValue", opsdk_ascendc::Pipe::S, loc);
         T v;
         std::memcpy(&v, Elem("LocalTensor::GetValue", i), sizeof(T));
         return v;
     }
-    void SetValue(uint32_t i, T v) const {
+    void SetValue(uint32_t i, T v, opsdk_ascendc::Loc loc = {}) const {
+        opsdk_ascendc::Issue is("LocalTensor::SetValue", opsdk_ascendc::Pipe::SS, loc);
         std::memcpy(Elem("LocalTensor::SetValue", i), &v, sizeof(T));
     }
     template <typename U> LocalTensor<U> ReinterpretCast() const {
@@ -101,6 +127,12 @@ public:
                                          opsdk_ascendc::S(i) + ", " + opsdk_ascendc::S(i + n) +
                                          ") of a LocalTensor<" + opsdk_ascendc::TypeName<T>() +
                                          "> of " + opsdk_ascendc::S(size_) + " elements");
+        }
+        const int dir = opsdk_ascendc::Direction(api, arg);
+        if (dir != 0) {
+            opsdk_ascendc::Access(slot_->offset + byteOffset_ + i * sizeof(T), n * sizeof(T), dir == 2,
+                                  opsdk_ascendc::Buffer{arg, slot_->offset, slot_->bytes,
+                                                        slot_->state == opsdk_ascendc::SlotState::Fixed});
         }
         return opsdk_ascendc::Cur().ub.data() + slot_->offset + byteOffset_ + i * sizeof(T);
     }
@@ -140,12 +172,14 @@ public:
     }
     uint64_t GetSize() const { return size_; }
     __gm__ T* GetPhyAddr() const { return ptr_; }
-    T GetValue(uint64_t i) const {
+    T GetValue(uint64_t i, opsdk_ascendc::Loc loc = {}) const {
+        opsdk_ascendc::Issue is("GlobalTensor::GetValue", opsdk_ascendc::Pipe::S, loc);
         opsdk_ascendc::GmRead("GlobalTensor::GetValue", ptr_ + i, sizeof(T));
         return ptr_[i];
     }
-    void SetValue(uint64_t i, T v) const {
-        opsdk_ascendc::GmWrite("GlobalTensor::SetValue", ptr_ + i, sizeof(T));
+    void SetValue(uint64_t i, T v, opsdk_ascendc::Loc loc = {}) const {
+        opsdk_ascendc::Issue is("GlobalTensor::SetValue", opsdk_ascendc::Pipe::S, loc);
+        opsdk_ascendc::GmWrite("GlobalTensor::SetValue", ptr_ + i, sizeof(T), &v);
         ptr_[i] = v;
     }
     T* ptr_ = nullptr;
@@ -154,23 +188,35 @@ public:
 
 class TPipe;
 enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
-// Event ids (tools/tikicpulib/lib/include/stub_fun.h: EVENT_ID4..7 for __CCE_AICORE__ >= 200).
+}  // namespace AscendC
+
+// Event ids and pipes are global names, as the compiler's builtins and CPU-debug's
+// tools/tikicpulib/lib/include/stub_fun.h declare them (EVENT_ID4..7 for __CCE_AICORE__ >= 200).
 enum event_t : int32_t {
     EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3,
 #if OPSDK_AICORE_ARCH >= 200
     EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7,
 #endif
 };
+enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
 
-template <TPosition POS, int32_t DEPTH = 1> class TQue {
+namespace AscendC {
+
+template <TPosition POS, int32_t DEPTH = 1, TPosition DST = POS> class TQue {
 public:
     static_assert(DEPTH >= 1, "TQue depth must be at least 1");
-    template <typename T> LocalTensor<T> AllocTensor() {
+    static constexpr opsdk_ascendc::Pipe kProducer = opsdk_ascendc::QueueProducer(POS, DST);
+    static constexpr opsdk_ascendc::Pipe kConsumer = opsdk_ascendc::QueueConsumer(POS, DST);
+    static constexpr bool kSynced = kProducer != kConsumer;
+    template <typename T> LocalTensor<T> AllocTensor(opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::AllocTensor");
         for (uint32_t i = 0; i < num_; ++i) {
             opsdk_ascendc::Slot& s = slots_[i];
             if (s.state == opsdk_ascendc::SlotState::Free) {
                 s.state = opsdk_ascendc::SlotState::Allocated;
+                if (kSynced && s.freed.set) {
+                    opsdk_ascendc::WaitFlagOn(s.freed, kProducer, "TQue::AllocTensor", loc, "the buffer's free");
+                }
                 return LocalTensor<T>(&s, 0, static_cast<uint32_t>(s.bytes / sizeof(T)));
             }
         }
@@ -179,7 +225,7 @@ public:
                                 " buffers of the queue are in use (InitBuffer gave it num=" +
                                 opsdk_ascendc::S(num_) + "); FreeTensor one first");
     }
-    template <typename T> bool EnQue(const LocalTensor<T>& t) {
+    template <typename T> bool EnQue(const LocalTensor<T>& t, opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::EnQue");
         t.Check("TQue::EnQue", "tensor");
         Own("TQue::EnQue", t.slot_);
@@ -193,12 +239,13 @@ public:
                                                    " tensors, its depth (template argument) is " +
                                                    opsdk_ascendc::S(DEPTH) + "; DeQue first");
         }
+        if (kSynced) opsdk_ascendc::SetFlagOn(t.slot_->enqueued, kProducer, "TQue::EnQue", loc, "the queue's EnQue flag");
         t.slot_->state = opsdk_ascendc::SlotState::Queued;
         fifo_[(head_ + count_) % kMax] = t.slot_;
         ++count_;
         return true;
     }
-    template <typename T> LocalTensor<T> DeQue() {
+    template <typename T> LocalTensor<T> DeQue(opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::DeQue");
         if (count_ == 0) {
             opsdk_ascendc::Fail("TQue::DeQue", "the queue is empty: DeQue without a matching EnQue");
@@ -207,12 +254,19 @@ public:
         head_ = (head_ + 1) % kMax;
         --count_;
         s->state = opsdk_ascendc::SlotState::Dequeued;
+        if (kSynced) opsdk_ascendc::WaitFlagOn(s->enqueued, kConsumer, "TQue::DeQue", loc, "the queue's EnQue flag");
         return LocalTensor<T>(s, 0, static_cast<uint32_t>(s->bytes / sizeof(T)));
     }
-    template <typename T> void FreeTensor(const LocalTensor<T>& t) {
+    template <typename T> void FreeTensor(const LocalTensor<T>& t, opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::FreeTensor");
         t.Check("TQue::FreeTensor", "tensor");
         Own("TQue::FreeTensor", t.slot_);
+        if (kSynced && t.slot_->state != opsdk_ascendc::SlotState::Allocated) {
+            opsdk_ascendc::SetFlagOn(t.slot_->freed, kConsumer, "TQue::FreeTensor", loc, "the buffer's free");
+        } else if (kSynced) {
+            // freed without a trip through the queue: the producer pipe was its last user
+            opsdk_ascendc::SetFlagOn(t.slot_->freed, kProducer, "TQue::FreeTensor", loc, "the buffer's free");
+        }
         t.slot_->state = opsdk_ascendc::SlotState::Free;
         ++t.slot_->gen;
     }
@@ -233,8 +287,8 @@ public:
 };
 
 // TQueBind<src, dst, depth>: a queue from one position to another (TQue<pos> is one of these
-// in the real headers); the model treats it as a TQue at src.
-template <TPosition SRC, TPosition DST, int32_t DEPTH, auto MASK = 0> class TQueBind : public TQue<SRC, DEPTH> {};
+// in the real headers); its flags are those of src -> dst (VECIN -> VECOUT: MTE2_MTE3).
+template <TPosition SRC, TPosition DST, int32_t DEPTH, auto MASK = 0> class TQueBind : public TQue<SRC, DEPTH, DST> {};
 
 template <TPosition POS = TPosition::VECCALC> class TBuf {
 public:
@@ -290,9 +344,9 @@ public:
     TPipe(const TPipe&) = delete;
     TPipe& operator=(const TPipe&) = delete;
 
-    template <TPosition POS, int32_t DEPTH>
-    bool InitBuffer(TQue<POS, DEPTH>& que, uint8_t num, uint32_t len) {
-        if (num == 0 || num > TQue<POS, DEPTH>::kMax) {
+    template <TPosition POS, int32_t DEPTH, TPosition DST>
+    bool InitBuffer(TQue<POS, DEPTH, DST>& que, uint8_t num, uint32_t len) {
+        if (num == 0 || num > TQue<POS, DEPTH, DST>::kMax) {
             opsdk_ascendc::Fail("TPipe::InitBuffer", "num is " + opsdk_ascendc::S(num) +
                                                          "; a queue takes 1 (single) or 2 (double "
                                                          "buffering) buffers, at most 16");
@@ -310,8 +364,11 @@ public:
         buf.slot_.state = opsdk_ascendc::SlotState::Fixed;
         return true;
     }
-    // Event ids for SetFlag/WaitFlag; the model runs in program order, so any id will do.
-    int32_t FetchEventID(HardEvent) { return 0; }
+    // The lowest event id of `evt` no SetFlag holds (kernel_tpipe_impl.h FetchEventID).
+    int32_t FetchEventID(HardEvent evt);
+    template <HardEvent evt> int32_t FetchEventID() { return FetchEventID(evt); }
+    template <HardEvent evt> int32_t AllocEventID() { return FetchEventID(evt); }
+    template <HardEvent evt> void ReleaseEventID(int32_t) {}
     void Reset() {
         opsdk_ascendc::Cur().ubUsed = 0;
         opsdk_ascendc::Cur().buffers = 0;
@@ -355,16 +412,81 @@ inline TPipe* GetTPipePtr() {
     return static_cast<TPipe*>(p);
 }
 
+}  // namespace AscendC
+
+using AscendC::GetTPipePtr;  // CANN's kernels call it unqualified, outside AscendC too
+
+namespace AscendC {
+
 inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
 inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
 
-// Synchronisation: the model runs each block's instructions in program order, so every
-// barrier and flag is already satisfied; they are accepted and do nothing.
-enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+// Synchronisation between pipes (opsdk_model_pipes.h): SetFlag/WaitFlag per HardEvent and
+// event id, PipeBarrier<PIPE_ALL>. A pipe runs its own instructions in order, so
+// PipeBarrier of one pipe orders nothing the model does not already order.
 using TEventID = int32_t;
-template <pipe_t P> inline void PipeBarrier() {}
-template <HardEvent E> inline void SetFlag(int32_t) {}
-template <HardEvent E> inline void WaitFlag(int32_t) {}
+template <pipe_t P> inline void PipeBarrier(opsdk_ascendc::Loc loc = {}) {
+    if constexpr (P == PIPE_ALL) opsdk_ascendc::BarrierAll(loc);
+}
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+constexpr int kEventIds = 8;
+inline std::pair<Pipe, Pipe> EventPipes(AscendC::HardEvent e) {
+    using AscendC::HardEvent;
+    switch (e) {
+        case HardEvent::MTE2_V: return {Pipe::MTE2, Pipe::V};
+        case HardEvent::V_MTE2: return {Pipe::V, Pipe::MTE2};
+        case HardEvent::MTE3_V: return {Pipe::MTE3, Pipe::V};
+        case HardEvent::V_MTE3: return {Pipe::V, Pipe::MTE3};
+        case HardEvent::S_V: return {Pipe::S, Pipe::V};
+        case HardEvent::V_S: return {Pipe::V, Pipe::S};
+        case HardEvent::MTE2_S: return {Pipe::MTE2, Pipe::S};
+        case HardEvent::S_MTE2: return {Pipe::S, Pipe::MTE2};
+        case HardEvent::MTE3_S: return {Pipe::MTE3, Pipe::S};
+        case HardEvent::S_MTE3: return {Pipe::S, Pipe::MTE3};
+        case HardEvent::MTE2_MTE3: return {Pipe::MTE2, Pipe::MTE3};
+        default: return {Pipe::MTE3, Pipe::MTE2};
+    }
+}
+
+inline Flag& UserFlag(const char* api, AscendC::HardEvent e, int32_t id) {
+    if (id < 0 || id >= kEventIds) {
+        Fail(api, "event id " + std::to_string(id) + " is out of range; the chip has ids 0 to " +
+                      std::to_string(kEventIds - 1) + " per HardEvent (QUE_MAX_EVENT)");
+    }
+    return Cur().pipes.userFlags[static_cast<int>(e) * kEventIds + id];
+}
+
+inline std::string EventName(AscendC::HardEvent e, int32_t id) {
+    auto pp = EventPipes(e);
+    return "HardEvent::" + HardEventName(pp.first, pp.second) + " event id " + std::to_string(id);
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+inline int32_t TPipe::FetchEventID(HardEvent evt) {
+    for (int32_t id = 0; id < opsdk_ascendc::kEventIds; ++id) {
+        if (!opsdk_ascendc::UserFlag("TPipe::FetchEventID", evt, id).set) return id;
+    }
+    opsdk_ascendc::Fail("TPipe::FetchEventID", "all " + std::to_string(opsdk_ascendc::kEventIds) + " event ids of " +
+                                                   opsdk_ascendc::EventName(evt, 0) + ".." +
+                                                   std::to_string(opsdk_ascendc::kEventIds - 1) +
+                                                   " are set and not yet waited for");
+}
+
+template <HardEvent E> inline void SetFlag(int32_t id, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::SetFlagOn(opsdk_ascendc::UserFlag("SetFlag", E, id), opsdk_ascendc::EventPipes(E).first,
+                             "SetFlag", loc, opsdk_ascendc::EventName(E, id));
+}
+template <HardEvent E> inline void WaitFlag(int32_t id, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::WaitFlagOn(opsdk_ascendc::UserFlag("WaitFlag", E, id), opsdk_ascendc::EventPipes(E).second,
+                              "WaitFlag", loc, opsdk_ascendc::EventName(E, id));
+}
 
 // ---------------------------------------------------------------- data movement
 struct DataCopyParams {
@@ -420,7 +542,9 @@ inline void CheckBlocks(const char* api, uint64_t count, uint64_t len, uint64_t 
 namespace AscendC {
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t calCount) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t calCount,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE2, loc);
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
     uint8_t* d = dst.Span("DataCopy", "dstLocal", 0, calCount);
@@ -429,16 +553,20 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 }
 
 template <typename T>
-inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE3, loc);
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     src.CheckAligned("DataCopy", "srcLocal");
     uint8_t* s = src.Span("DataCopy", "srcLocal", 0, calCount);
-    opsdk_ascendc::GmWrite("DataCopy", dst.ptr_, uint64_t(calCount) * sizeof(T));
+    opsdk_ascendc::GmWrite("DataCopy", dst.ptr_, uint64_t(calCount) * sizeof(T), s);
     std::memcpy(dst.ptr_, s, uint64_t(calCount) * sizeof(T));
 }
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::V, loc);
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
     src.CheckAligned("DataCopy", "srcLocal");
@@ -448,7 +576,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 
 // DataCopyParams form: blockLen and strides in 32-byte blocks on both sides.
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE2, loc);
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     dst.CheckAligned("DataCopy", "dstLocal");
     const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
@@ -461,14 +591,16 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 }
 
 template <typename T>
-inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE3, loc);
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     src.CheckAligned("DataCopy", "srcLocal");
     const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         T* g = dst.ptr_ + i * (p.blockLen + p.dstStride) * e;
         uint8_t* s = src.Span("DataCopy", "srcLocal", i * (p.blockLen + p.srcStride) * e, len);
-        opsdk_ascendc::GmWrite("DataCopy", g, len * sizeof(T));
+        opsdk_ascendc::GmWrite("DataCopy", g, len * sizeof(T), s);
         std::memcpy(g, s, len * sizeof(T));
     }
 }
@@ -476,7 +608,9 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 #if OPSDK_HAS_DataCopyPad
 // DataCopyParams form UB -> UB: blockLen and strides in 32-byte blocks.
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
+                     opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::V, loc);
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     dst.CheckAligned("DataCopy", "dstLocal");
     src.CheckAligned("DataCopy", "srcLocal");
@@ -492,7 +626,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 // (UB); each block lands 32-byte aligned, the gap up to it is padding.
 template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
-                        const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad) {
+                        const DataCopyExtParams& p, const DataCopyPadExtParams<T>& pad,
+                        opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopyPad", opsdk_ascendc::Pipe::MTE2, loc);
     static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
                   "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
@@ -530,7 +666,9 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
 
 // DataCopyPad UB -> GM: srcStride in 32-byte blocks (UB), blockLen and dstStride in bytes (GM).
 template <typename T>
-inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
+                        opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("DataCopyPad", opsdk_ascendc::Pipe::MTE3, loc);
     static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
                   "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
@@ -547,7 +685,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
         uint64_t base = i * (padded + p.srcStride * 32 / sizeof(T));
         uint8_t* s = src.Span("DataCopyPad", "srcLocal", base, n);
         uint8_t* d = g + i * (uint64_t(p.blockLen) + p.dstStride);
-        opsdk_ascendc::GmWrite("DataCopyPad", d, p.blockLen);
+        opsdk_ascendc::GmWrite("DataCopyPad", d, p.blockLen, s);
         std::memcpy(d, s, p.blockLen);
     }
 }

@@ -121,7 +121,8 @@ namespace AscendC {
 
 template <typename T1, typename T2>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
-                 const uint32_t calCount) {
+                 const uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Cast", opsdk_ascendc::Pipe::V, loc);
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
     static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
@@ -138,7 +139,9 @@ inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const R
 
 template <typename T1, typename T2, bool isSetMask = true>
 inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const RoundMode& round_mode,
-                 const uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p) {
+                 const uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p,
+                 opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Cast", opsdk_ascendc::Pipe::V, loc);
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
     static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
@@ -218,7 +221,8 @@ namespace AscendC {
 
 template <typename T, typename U>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    uint32_t calCount) {
+                    uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Compare", opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Compare, "half, float"));
     opsdk_ascendc::CheckCmpCount<T>("Compare", calCount);
     src0.CheckAligned("Compare", "src0Local");
@@ -234,7 +238,8 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
 #if OPSDK_HAS_CompareScalar
 template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
-                          uint32_t calCount) {
+                          uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("CompareScalar", opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, OPSDK_DTYPES_MSG(CompareScalar, "half, float"));
     opsdk_ascendc::CheckCmpCount<T>("CompareScalar", calCount);
     src0.CheckAligned("CompareScalar", "src0Local");
@@ -252,7 +257,8 @@ OPSDK_UNAVAILABLE(CompareScalar)
 // Select, tensor-tensor: bit i of selMask set -> src0[i], else src1[i].
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t calCount) {
+                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Select", opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Select, "half, float"));
     if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE) {
         opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_TENSOR_MODE when src1 is a tensor");
@@ -273,7 +279,8 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 // Select, tensor-scalar: bit i set -> src0[i], else the scalar.
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                   T src1, SELMODE selMode, uint32_t calCount) {
+                   T src1, SELMODE selMode, uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Select", opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Select, "half, float"));
     if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE) {
         opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_SCALAR_MODE when src1 is a scalar");
@@ -307,6 +314,7 @@ template <typename T, typename F>
 inline void WholeReduce(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                         const uint64_t mask[2], bool bitwise, int32_t repeat, int32_t dstRepStride,
                         int32_t srcBlkStride, int32_t srcRepStride, F f) {
+    Issue is(api, Pipe::V);
     static_assert(kFloat<T>, "WholeReduceSum/Max/Min support half, float only (Ascend C API documentation)");
     if (repeat < 0 || repeat > 255) Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 0 to 255");
     RepeatShape r = CheckMask<T>(api, mask, bitwise);
@@ -367,7 +375,8 @@ OPSDK_WHOLE_REDUCE(WholeReduceMin, opsdk_ascendc::MinNan, OPSDK_ORDER, opsdk_asc
 // Reductions over count elements into dstLocal[0]; workLocal is scratch of the same type.
 template <typename T, typename F>
 inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
-                   int32_t count, F f) {
+                   int32_t count, F f, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is(api, opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, "ReduceMax/ReduceMin/ReduceSum support half, float only (Ascend C API documentation)");
     if (count <= 0) opsdk_ascendc::Fail(api, "count is " + std::to_string(count) + "; it must be >= 1");
     dst.CheckAligned(api, "dstLocal");
@@ -383,20 +392,21 @@ inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor
 }
 
 template <typename T>
-inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count) {
-    Reduce<T>("ReduceSum", dst, src, work, count, [](float a, float b) { return a + b; });
+inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
+                      opsdk_ascendc::Loc loc = {}) {
+    Reduce<T>("ReduceSum", dst, src, work, count, [](float a, float b) { return a + b; }, loc);
 }
 template <typename T>
 inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
-                      bool calIndex = false) {
+                      bool calIndex = false, opsdk_ascendc::Loc loc = {}) {
     if (calIndex) opsdk_ascendc::Fail("ReduceMax", "calIndex = true is not modelled by opsdk");
-    Reduce<T>("ReduceMax", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); });
+    Reduce<T>("ReduceMax", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }, loc);
 }
 template <typename T>
 inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
-                      bool calIndex = false) {
+                      bool calIndex = false, opsdk_ascendc::Loc loc = {}) {
     if (calIndex) opsdk_ascendc::Fail("ReduceMin", "calIndex = true is not modelled by opsdk");
-    Reduce<T>("ReduceMin", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); });
+    Reduce<T>("ReduceMin", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }, loc);
 }
 
 }  // namespace AscendC

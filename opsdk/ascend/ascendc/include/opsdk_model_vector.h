@@ -103,7 +103,8 @@ inline uint64_t At(const RepeatShape& r, uint64_t rep, uint64_t blk, uint64_t k,
 
 template <typename T, typename F>
 inline void UnaryCount(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                       int64_t n, F f) {
+                       int64_t n, F f, const Loc& loc = Loc()) {
+    Issue is(api, Pipe::V, loc);
     CheckCount<T>(api, n);
     dst.CheckAligned(api, "dstLocal");
     src.CheckAligned(api, "srcLocal");
@@ -115,7 +116,8 @@ inline void UnaryCount(const char* api, const AscendC::LocalTensor<T>& dst, cons
 template <typename T, typename F>
 inline void UnaryRepeat(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                         const uint64_t mask[2], bool bitwise, uint8_t repeat,
-                        const AscendC::UnaryRepeatParams& p, F f) {
+                        const AscendC::UnaryRepeatParams& p, F f, const Loc& loc = Loc()) {
+    Issue is(api, Pipe::V, loc);
     RepeatShape r = CheckMask<T>(api, mask, bitwise);
     dst.CheckAligned(api, "dstLocal");
     src.CheckAligned(api, "srcLocal");
@@ -127,7 +129,8 @@ inline void UnaryRepeat(const char* api, const AscendC::LocalTensor<T>& dst, con
 
 template <typename T, typename F>
 inline void BinaryCount(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a,
-                        const AscendC::LocalTensor<T>& b, int64_t n, F f) {
+                        const AscendC::LocalTensor<T>& b, int64_t n, F f, const Loc& loc = Loc()) {
+    Issue is(api, Pipe::V, loc);
     CheckCount<T>(api, n);
     dst.CheckAligned(api, "dstLocal");
     a.CheckAligned(api, "src0Local");
@@ -143,7 +146,8 @@ inline void BinaryCount(const char* api, const AscendC::LocalTensor<T>& dst, con
 template <typename T, typename F>
 inline void BinaryRepeat(const char* api, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a,
                          const AscendC::LocalTensor<T>& b, const uint64_t mask[2], bool bitwise,
-                         uint8_t repeat, const AscendC::BinaryRepeatParams& p, F f) {
+                         uint8_t repeat, const AscendC::BinaryRepeatParams& p, F f, const Loc& loc = Loc()) {
+    Issue is(api, Pipe::V, loc);
     RepeatShape r = CheckMask<T>(api, mask, bitwise);
     dst.CheckAligned(api, "dstLocal");
     a.CheckAligned(api, "src0Local");
@@ -173,16 +177,18 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
 #define OPSDK_BINARY(NAME, OKTYPES, LIST, EXPR)                                                        \
     template <typename T>                                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-                     const int32_t& calCount) {                                                        \
+                     const int32_t& calCount, opsdk_ascendc::Loc loc = {}) {                                                        \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         opsdk_ascendc::BinaryCount<T>(#NAME, dst, src0, src1, calCount, [](T a, T b) {                \
             return opsdk_ascendc::Arith2<T>(a, b, [](auto x, auto y) { return EXPR; });                \
         });                                                                                            \
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-                     uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& p) {          \
+                     uint64_t mask, const uint8_t repeatTimes, const BinaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {          \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         const uint64_t m[2] = {mask, 0};                                                               \
         opsdk_ascendc::BinaryRepeat<T>(#NAME, dst, src0, src1, m, false, repeatTimes, p, [](T a, T b) { \
             return opsdk_ascendc::Arith2<T>(a, b, [](auto x, auto y) { return EXPR; });                \
@@ -190,8 +196,9 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-                     uint64_t mask[2], const uint8_t repeatTimes, const BinaryRepeatParams& p) {       \
+                     uint64_t mask[2], const uint8_t repeatTimes, const BinaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {       \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         opsdk_ascendc::BinaryRepeat<T>(#NAME, dst, src0, src1, mask, true, repeatTimes, p, [](T a, T b) { \
             return opsdk_ascendc::Arith2<T>(a, b, [](auto x, auto y) { return EXPR; });                \
         });                                                                                            \
@@ -200,16 +207,18 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
 // Unary instruction: count form and both mask/repeat forms.
 #define OPSDK_UNARY(NAME, OKTYPES, LIST, EXPR)                                                         \
     template <typename T>                                                                              \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& calCount) {  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& calCount, opsdk_ascendc::Loc loc = {}) {  \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [](T a) {                              \
             return opsdk_ascendc::Arith1<T>(a, [](auto x) { return EXPR; });                           \
         });                                                                                            \
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,              \
-                     const uint8_t repeatTimes, const UnaryRepeatParams& p) {                          \
+                     const uint8_t repeatTimes, const UnaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {                          \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         const uint64_t m[2] = {mask, 0};                                                               \
         opsdk_ascendc::UnaryRepeat<T>(#NAME, dst, src, m, false, repeatTimes, p, [](T a) {             \
             return opsdk_ascendc::Arith1<T>(a, [](auto x) { return EXPR; });                           \
@@ -217,8 +226,9 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask[2],           \
-                     const uint8_t repeatTimes, const UnaryRepeatParams& p) {                          \
+                     const uint8_t repeatTimes, const UnaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {                          \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         opsdk_ascendc::UnaryRepeat<T>(#NAME, dst, src, mask, true, repeatTimes, p, [](T a) {           \
             return opsdk_ascendc::Arith1<T>(a, [](auto x) { return EXPR; });                           \
         });                                                                                            \
@@ -228,8 +238,9 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
 #define OPSDK_SCALAR(NAME, OKTYPES, LIST, EXPR)                                                        \
     template <typename T>                                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,       \
-                     const int32_t& calCount) {                                                        \
+                     const int32_t& calCount, opsdk_ascendc::Loc loc = {}) {                                                        \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         const T s = scalarValue;                                                                       \
         opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [s](T a) {                             \
             return opsdk_ascendc::Arith2<T>(a, s, [](auto x, auto y) { return EXPR; });                \
@@ -237,8 +248,9 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,       \
-                     uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p) {           \
+                     uint64_t mask, const uint8_t repeatTimes, const UnaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {           \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         const uint64_t m[2] = {mask, 0};                                                               \
         const T s = scalarValue;                                                                       \
         opsdk_ascendc::UnaryRepeat<T>(#NAME, dst, src, m, false, repeatTimes, p, [s](T a) {            \
@@ -247,8 +259,9 @@ template <typename T, typename F> inline T Arith2(T a, T b, F f) {
     }                                                                                                  \
     template <typename T, bool isSetMask = true>                                                       \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,       \
-                     uint64_t mask[2], const uint8_t repeatTimes, const UnaryRepeatParams& p) {        \
+                     uint64_t mask[2], const uint8_t repeatTimes, const UnaryRepeatParams& p, opsdk_ascendc::Loc loc = {}) {        \
         static_assert(OKTYPES, OPSDK_DTYPES_MSG(NAME, LIST));                                          \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         const T s = scalarValue;                                                                       \
         opsdk_ascendc::UnaryRepeat<T>(#NAME, dst, src, mask, true, repeatTimes, p, [s](T a) {          \
             return opsdk_ascendc::Arith2<T>(a, s, [](auto x, auto y) { return EXPR; });                \
@@ -355,8 +368,10 @@ namespace AscendC {
 #define OPSDK_ADV_UNARY(NAME, FN, PER_HALF, PER_FLOAT, IN_FLOATS)                                      \
     template <typename T, bool isReuseSource = false>                                                  \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                             \
-                     const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount) {           \
+                     const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,           \
+                     opsdk_ascendc::Loc loc = {}) {                                                \
         static_assert(kFloat<T>, OPSDK_DTYPES_MSG(NAME, "half, float"));                               \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         sharedTmpBuffer.Check(#NAME, "sharedTmpBuffer");                                               \
         opsdk_ascendc::CheckTmp<T>(#NAME, sharedTmpBuffer.GetSize(), PER_HALF, PER_FLOAT, IN_FLOATS,   \
                                    "the sharedTmpBuffer");                                             \
@@ -367,8 +382,10 @@ namespace AscendC {
                     0xff, sharedTmpBuffer.GetSize());                                                  \
     }                                                                                                  \
     template <typename T, bool isReuseSource = false>                                                  \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount) {  \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount,  \
+                     opsdk_ascendc::Loc loc = {}) {                                                \
         static_assert(kFloat<T>, OPSDK_DTYPES_MSG(NAME, "half, float"));                               \
+        opsdk_ascendc::Issue is(#NAME, opsdk_ascendc::Pipe::V, loc); \
         opsdk_ascendc::CheckTmp<T>(#NAME, opsdk_ascendc::StackBytes(), PER_HALF, PER_FLOAT, IN_FLOATS, \
                                    "the tmp-buffer stack: the Unified Buffer after the TPipe's buffers"); \
         opsdk_ascendc::UnaryCount<T>(#NAME, dst, src, calCount, [](T a) {                              \
@@ -392,7 +409,9 @@ OPSDK_ADV_UNARY(Erfc, ErfcChip, 12, 5, false)
 OPSDK_UNAVAILABLE(Erfc)
 #endif
 
-template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount) {
+template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount,
+                                            opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Duplicate", opsdk_ascendc::Pipe::V, loc);
     static_assert(opsdk_ascendc::OneOf<T, half, float, bfloat16_t, int16_t, uint16_t, int32_t, uint32_t>,
                   OPSDK_DTYPES_MSG(Duplicate, "half, float, bfloat16_t, int16_t, uint16_t, int32_t, uint32_t"));
     opsdk_ascendc::CheckCount<T>("Duplicate", calCount);
@@ -403,7 +422,8 @@ template <typename T> inline void Duplicate(const LocalTensor<T>& dst, const T& 
 
 template <typename T, bool isSetMask = true>
 inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask, const uint8_t repeatTimes,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("Duplicate", opsdk_ascendc::Pipe::V, loc);
     const uint64_t m[2] = {mask, 0};
     opsdk_ascendc::RepeatShape r = opsdk_ascendc::CheckMask<T>("Duplicate", m, false);
     dst.CheckAligned("Duplicate", "dstLocal");

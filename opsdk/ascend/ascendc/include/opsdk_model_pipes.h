@@ -1,0 +1,190 @@
+// opsdk's CPU model of the Ascend C API: the pipes of an AI Core and the happens-before
+// between them, the race and synchronisation checker (docs/ascendc_model.md, "Pipes").
+//
+// The scalar unit issues instructions in program order to in-order queues, one per pipe
+// (S, V, MTE2, MTE3), which run concurrently. An instruction is ordered after every earlier
+// instruction of its own pipe and, because the scalar unit issues in order, after every earlier
+// scalar instruction; anything else needs a flag: SetFlag<SRC_DST>(id) runs on SRC after SRC's
+// earlier instructions, WaitFlag<SRC_DST>(id) holds DST until then (basic_api/impl/
+// kernel_tquesync_impl.h: set_flag(src, dst, id) / wait_flag(src, dst, id)). TQue's EnQue/DeQue
+// and FreeTensor/AllocTensor set and wait such flags for the queue's position
+// (basic_api/impl/kernel_tquebind_impl.h: enQueEvt, freeBufEvt), PipeBarrier<PIPE_ALL> orders
+// everything. Two accesses to one Unified Buffer byte from different pipes with no order
+// between them, at least one a write, are a race: the run fails naming both.
+#ifndef OPSDK_ASCENDC_MODEL_PIPES_H
+#define OPSDK_ASCENDC_MODEL_PIPES_H
+
+#include "opsdk_model_core.h"
+
+namespace opsdk_ascendc {
+
+inline std::string Where(const Loc& l) {
+    std::string f = l.file ? l.file : "";
+    if (f.empty() || f.find("opsdk_model_") != std::string::npos) return "";
+    auto slash = f.find_last_of('/');
+    return " (" + (slash == std::string::npos ? f : f.substr(slash + 1)) + ":" + std::to_string(l.line) + ")";
+}
+
+inline std::string Describe(const Instr& i) { return std::string(i.api) + Where(i.loc) + " on pipe " + PipeName(i.pipe); }
+
+// Issue one instruction on `pipe` (RAII: the instruction lasts while the guard lives; a guard
+// inside another one is part of the outer instruction).
+class Issue {
+public:
+    Issue(const char* api, Pipe pipe, const Loc& loc = Loc()) {
+        Block* b = tBlock;
+        if (b == nullptr || b->pipes.current >= 0) return;
+        Pipes& P = b->pipes;
+        Clock& c = P.clock[static_cast<int>(pipe)];
+        // issued in program order, after the scalar's earlier instructions (not after its stores
+        // drained: the S clock counts SS only through flags)
+        if (pipe != Pipe::S) Join(c, P.clock[static_cast<int>(Pipe::S)]);
+        ++c[static_cast<int>(pipe)];
+        P.instrs.push_back(Instr{api, pipe, c[static_cast<int>(pipe)], loc});
+        P.current = static_cast<int32_t>(P.instrs.size() - 1);
+        owner_ = true;
+    }
+    ~Issue() {
+        if (owner_ && tBlock) tBlock->pipes.current = -1;
+    }
+    Issue(const Issue&) = delete;
+    Issue& operator=(const Issue&) = delete;
+
+private:
+    bool owner_ = false;
+};
+
+// Whether instruction `id` is ordered before what pipe `q` executes now.
+inline bool Before(const Pipes& P, uint32_t id, Pipe q) {
+    const Instr& a = P.instrs[id];
+    if (a.pipe == Pipe::SS && q == Pipe::S) return true;  // the scalar sees its own stores
+    return a.pipe == q || a.tick <= P.clock[static_cast<int>(q)][static_cast<int>(a.pipe)];
+}
+
+inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeName(src)) + "_" + PipeName(dst); }
+
+[[noreturn]] inline void Race(const Pipes& P, uint32_t earlier, bool earlierWrites, bool laterWrites,
+                              uint64_t byte, uint64_t run, const std::string& what) {
+    const Instr& a = P.instrs[earlier];
+    const Instr& b = P.instrs[P.current];
+    const std::string ev = HardEventName(a.pipe, b.pipe);
+    std::string fix = "SetFlag<HardEvent::" + ev + ">(id) after the first and WaitFlag<HardEvent::" + ev +
+                      ">(id) before the second";
+    if (a.pipe == Pipe::MTE2 && b.pipe == Pipe::V && what.rfind("a TQue", 0) == 0) {
+        fix = "EnQue the tensor after the copy and DeQue it before computing on it, or " + fix;
+    } else if (a.pipe == Pipe::V && b.pipe == Pipe::MTE3 && what.rfind("a TQue", 0) == 0) {
+        fix = "EnQue the result and DeQue it before the copy out, or " + fix;
+    } else if (what.rfind("a TQue", 0) == 0 && (b.pipe == Pipe::MTE2 || a.pipe == Pipe::MTE3)) {
+        fix = "FreeTensor the tensor when its last reader is done and AllocTensor it again (the queue waits "
+              "for the free), or " + fix;
+    }
+    const char* kind = earlierWrites ? (laterWrites ? "overwrites what" : "reads what") : "overwrites what";
+    const char* verb = earlierWrites ? "wrote" : "read";
+    throw ModelError(
+        [&] {
+            Block* bl = tBlock;
+            return bl->launch->kernel + " (block " + std::to_string(bl->idx) + " of " +
+                   std::to_string(bl->launch->blockNum) + ")";
+        }() +
+        ": race on Unified Buffer bytes [" + S(byte) + ", " + S(byte + run) + ") of " + what + ": " + Describe(b) +
+        " " + kind + " " + Describe(a) + " " + verb +
+        ", with no synchronisation between the two pipes (on the chip they run concurrently, so the result "
+        "depends on timing). Fix: " + fix);
+}
+
+// What a race is on: the argument and its buffer.
+struct Buffer {
+    const char* arg;
+    uint64_t offset, bytes;
+    bool tbuf;
+    std::string Name() const {
+        return std::string(tbuf ? "a TBuf" : "a TQue buffer") + " at Unified Buffer bytes [" + S(offset) + ", " +
+               S(offset + bytes) + ") (argument " + arg + ")";
+    }
+};
+
+// Record an access by the current instruction to Unified Buffer bytes [at, at + n).
+inline void Access(uint64_t at, uint64_t n, bool write, const Buffer& buf) {
+    Block* b = tBlock;
+    if (b == nullptr || b->pipes.current < 0 || n == 0) return;
+    Pipes& P = b->pipes;
+    const uint32_t me = static_cast<uint32_t>(P.current);
+    const Pipe q = P.instrs[me].pipe;
+    const int qi = static_cast<int>(q);
+    const uint64_t end = std::min<uint64_t>(at + n, P.lastWrite.size());
+    for (uint64_t i = at; i < end; ++i) {
+        const uint32_t w = P.lastWrite[i];
+        if (w != 0 && w != me && !Before(P, w, q)) {
+            uint64_t j = i;
+            while (j < end && P.lastWrite[j] == w) ++j;
+            Race(P, w, true, write, i, j - i, buf.Name());
+        }
+        if (write) {
+            for (int p = 0; p < kPipes; ++p) {
+                const uint32_t r = P.lastRead[i][p];
+                if (p != qi && r != 0 && r != me && !Before(P, r, q)) {
+                    uint64_t j = i;
+                    while (j < end && P.lastRead[j][p] == r) ++j;
+                    Race(P, r, false, true, i, j - i, buf.Name());
+                }
+            }
+            P.lastWrite[i] = me;
+            P.lastRead[i].fill(0);
+        } else {
+            P.lastRead[i][qi] = me;
+        }
+    }
+}
+
+// A flag between two pipes: SetFlag runs on `src`, WaitFlag holds `dst` until it is set.
+inline void SetFlagOn(Flag& f, Pipe src, const char* api, const Loc& loc, const std::string& name) {
+    Issue i(api, src, loc);
+    Pipes& P = Cur().pipes;
+    if (f.set) {
+        Fail(api, name + " is set again before a WaitFlag consumed it (set by " + Describe(P.instrs[f.instr]) +
+                      "): the second set is lost on the chip; wait for it first or use another event id "
+                      "(GetTPipePtr()->FetchEventID / AllocEventID)");
+    }
+    f.set = true;
+    f.clock = P.clock[static_cast<int>(src)];
+    if (src == Pipe::S) {  // a flag set by the scalar unit drains its stores first
+        f.clock[static_cast<int>(Pipe::SS)] = P.clock[static_cast<int>(Pipe::SS)][static_cast<int>(Pipe::SS)];
+    }
+    f.instr = static_cast<uint32_t>(P.current);
+}
+
+inline void WaitFlagOn(Flag& f, Pipe dst, const char* api, const Loc& loc, const std::string& name) {
+    Issue i(api, dst, loc);
+    Pipes& P = Cur().pipes;
+    if (!f.set) {
+        Fail(api, "waits for " + name + Where(loc) + ", which no SetFlag set: on the chip pipe " + PipeName(dst) +
+                      " would wait forever (a hang); SetFlag it on the source pipe first");
+    }
+    Join(P.clock[static_cast<int>(dst)], f.clock);
+    f.set = false;
+}
+
+// PipeBarrier<PIPE_ALL>: every later instruction is ordered after every earlier one.
+inline void BarrierAll(const Loc& loc) {
+    Issue i("PipeBarrier<PIPE_ALL>", Pipe::S, loc);
+    Pipes& P = Cur().pipes;
+    Clock all{};
+    for (const Clock& c : P.clock) Join(all, c);
+    for (Clock& c : P.clock) c = all;
+}
+
+// Flags the kernel set and never waited for: an error at the end of the block.
+inline void CheckFlagsAtEnd() {
+    Block& b = Cur();
+    for (const Flag& f : b.pipes.userFlags) {
+        if (f.set) {
+            Fail("SetFlag", "the flag set by " + Describe(b.pipes.instrs[f.instr]) +
+                                " is never waited for (WaitFlag) before the kernel ends: the next kernel on this "
+                                "core starts with it set; wait for every flag you set");
+        }
+    }
+}
+
+}  // namespace opsdk_ascendc
+
+#endif  // OPSDK_ASCENDC_MODEL_PIPES_H
