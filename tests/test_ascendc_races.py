@@ -1,0 +1,254 @@
+"""The race and synchronisation checker of opsdk's Ascend C model, held to mutants.
+
+Correct kernels (the shipped Softmax and LayerNormalization, and small kernels in Huawei's
+kernel-launch style written for these tests, tests/data/ascendc/races/) pass and give NumPy's
+numbers. Each mutant removes or moves one synchronisation (a TQue EnQue/DeQue hand-off, a
+SetFlag, a WaitFlag, a SetFlag/WaitFlag pair); every one of them leaves a real race or a
+broken flag protocol, and the checker must report it. The counts are printed (pytest -s).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.ascend.ascendc.model import AscendcModel, model_include_dir
+from opsdk.build import toolchain
+from opsdk.errors import KernelError
+
+ROOT = Path(__file__).resolve().parents[1]
+RACES = Path(__file__).parent / "data" / "ascendc" / "races"
+TILE, TILES, BLOCKS = 64, 3, 2
+FOUND = r"race on Unified Buffer bytes|which no SetFlag set|is never waited for|is set again before"
+
+DRIVER = """#include "kernel_operator.h"
+namespace optiling { struct OpsdkTilingData { uint32_t tileLength; uint32_t tileNum; }; }
+#include "kernel.cpp"
+#include "opsdk_model_launch.h"
+extern "C" int launch(uint8_t** gm, const uint64_t* bytes, const char** names, uint8_t* tiling,
+                      uint32_t blocks, char* err) {
+    return opsdk_ascendc::Run("race_kernel", [](uint8_t** g, uint8_t* w, uint8_t* t) { race_kernel(g[0], g[1], w, t); },
+                              gm, bytes, names, 2, tiling, blocks, 196608, "ascend910b", 1, 1, err, 4096);
+}
+"""
+
+# kernel file -> (input, expected output) for BLOCKS blocks of TILES tiles of TILE floats
+_X = np.linspace(-3.0, 3.0, BLOCKS * TILES * TILE, dtype=np.float32)
+_XY = np.concatenate([_X, _X[::-1] * 0.5])
+CASES: dict[str, tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = {
+    "add_tque.cpp": (_XY, lambda v: v[: v.size // 2] + v[v.size // 2:]),
+    "abs_tbuf.cpp": (_X, lambda v: np.abs(v) * 2),
+    "reduce_scalar.cpp": (_X, lambda v: np.concatenate(
+        [np.pad(t.sum(keepdims=True), (0, 7)) for t in v.reshape(-1, TILE)])),
+    "copy_bind.cpp": (_X, lambda v: v * 3),
+}
+
+
+def _build(source: str, where: Path) -> ctypes.CDLL:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "kernel.cpp").write_text(source)
+    (where / "driver.cpp").write_text(DRIVER)
+    lib = where / "k.so"
+    cmd = [toolchain().cxx, "-std=c++17", "-O0", "-shared", "-fPIC", "-pthread",
+           f"-I{model_include_dir()}", f"-I{where}", "driver.cpp", "-o", str(lib)]
+    proc = subprocess.run(cmd, cwd=where, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return ctypes.CDLL(str(lib))
+
+
+def _run_small(source: str, name: str, where: Path) -> tuple[int, str, np.ndarray]:
+    x, expect = CASES[name]
+    x = x.copy()
+    y = np.zeros(expect(x).size, dtype=np.float32)
+    lib = _build(source, where)
+    gm = (ctypes.c_void_p * 2)(x.ctypes.data, y.ctypes.data)
+    sizes = (ctypes.c_uint64 * 2)(x.nbytes, y.nbytes)
+    names = (ctypes.c_char_p * 2)(b"x", b"y")
+    tiling = ctypes.create_string_buffer(np.array([TILE, TILES], np.uint32).tobytes() + b"\0" * 8)
+    err = ctypes.create_string_buffer(4096)
+    lib.launch.restype = ctypes.c_int
+    rc = lib.launch(gm, sizes, names, tiling, ctypes.c_uint32(BLOCKS), err)
+    return rc, err.value.decode(), y
+
+
+# shipped operator -> (inputs, attributes): several tiles and rows per block
+SHIPPED: dict[str, tuple[list[np.ndarray], dict[str, object]]] = {
+    "softmax": ([np.linspace(-2, 2, 3 * 100, dtype=np.float32).reshape(3, 100)], {"axis": -1}),
+    "layer_normalization": ([np.linspace(-2, 2, 2 * 100, dtype=np.float32).reshape(2, 100),
+                             np.linspace(0.5, 1.5, 100, dtype=np.float32),
+                             np.linspace(-1, 1, 100, dtype=np.float32)], {"axis": -1}),
+}
+
+
+def _run_shipped(source: str, op: str, where: Path) -> tuple[int, str, list[np.ndarray]]:
+    folder = where / op
+    shutil.copytree(ROOT / "operators" / op, folder, ignore=shutil.ignore_patterns("__pycache__", "build"))
+    (folder / "op_kernel" / f"{op}.cpp").write_text(source)
+    inputs, attrs = SHIPPED[op]
+    model = AscendcModel(folder)
+    try:
+        return 0, "", model.run(inputs, attrs)
+    except KernelError as e:
+        return 1, str(e), []
+
+
+# ---------------------------------------------------------------------------- mutants
+_ENQ = re.compile(r"^\s*(\w+)\.EnQue\((\w+)\);\s*$")
+_SET = re.compile(r"^\s*SetFlag<HardEvent::(\w+)>\((\w+)\);\s*$")
+_WAIT = re.compile(r"^\s*WaitFlag<HardEvent::(\w+)>\((\w+)\);\s*$")
+
+
+def mutants(source: str) -> list[tuple[str, str]]:
+    """Every one-synchronisation mutant of ``source``: (description, mutated source)."""
+    lines = source.splitlines(keepends=True)
+    out: list[tuple[str, str]] = []
+
+    def without(*idx: int) -> str:
+        return "".join(x for i, x in enumerate(lines) if i not in idx)
+
+    for i, line in enumerate(lines[:-1]):
+        m = _ENQ.match(line)
+        deq = re.compile(rf"^\s*{m.group(2)} = {m.group(1)}\.(template )?DeQue<[^>]+>\(\);\s*$") if m else None
+        if m and deq and deq.match(lines[i + 1]):
+            out.append((f"line {i + 1}: no EnQue/DeQue hand-off on {m.group(1)}", without(i, i + 1)))
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, line in enumerate(lines):
+        for kind, rx in (("SetFlag", _SET), ("WaitFlag", _WAIT)):
+            m = rx.match(line)
+            if m:
+                groups.setdefault((m.group(1), m.group(2)), []).append(i)
+                out.append((f"line {i + 1}: {kind}<{m.group(1)}>({m.group(2)}) removed", without(i)))
+    for (event, eid), idx in groups.items():
+        if len(idx) > 1:
+            out.append((f"every SetFlag/WaitFlag<{event}>({eid}) removed", without(*idx)))
+    for i, line in enumerate(lines[:-2]):
+        nxt = lines[i + 2]
+        if _SET.match(line) and _WAIT.match(lines[i + 1]) and nxt.strip().endswith(";") \
+                and "{" not in nxt and "}" not in nxt and "return" not in nxt:
+            moved = lines[:i + 1] + [nxt, lines[i + 1]] + lines[i + 3:]
+            out.append((f"line {i + 2}: WaitFlag moved after the next statement", "".join(moved)))
+    return out
+
+
+KERNELS = [*(("small", n) for n in CASES), *(("shipped", op) for op in SHIPPED)]
+
+# Mutants that leave no race, each with why (the checker must stay silent on them): a flag
+# orders every earlier instruction of its source pipe, so a later hand-off on the same pipe
+# covers an earlier one removed.
+BENIGN = {
+    ("add_tque.cpp", "hand-off on inQueX_"): "y's EnQue (MTE2_V) comes after x's copy on MTE2, "
+                                            "and y's DeQue orders the Add after it",
+    ("copy_bind.cpp", "hand-off on bindQue_"): "the queue's flag is MTE2_MTE3 and no MTE3 instruction reads "
+                                              "the buffer; the vector read has its own MTE2_V flag",
+    ("copy_bind.cpp", "line 37: WaitFlag moved"): "the V_MTE2 wait moves past FreeTensor, "
+                                                                  "which is still before the next copy in",
+}
+
+
+def _benign(name: str, what: str) -> bool:
+    return any(n == name and key in what for n, key in BENIGN)
+
+
+def _source(kind: str, name: str) -> str:
+    if kind == "small":
+        return (RACES / name).read_text()
+    return (ROOT / "operators" / name / "op_kernel" / f"{name}.cpp").read_text()
+
+
+def _run(kind: str, name: str, source: str, where: Path) -> tuple[int, str, object]:
+    return (_run_small if kind == "small" else _run_shipped)(source, name, where)
+
+
+@pytest.mark.parametrize("kind,name", KERNELS, ids=[n for _, n in KERNELS])
+def test_correct_kernel_passes_the_checker(kind: str, name: str, tmp_path: Path) -> None:
+    rc, err, out = _run(kind, name, _source(kind, name), tmp_path)
+    assert rc == 0, err
+    if kind == "small":
+        x, expect = CASES[name]
+        np.testing.assert_allclose(out, expect(x), rtol=1e-5, atol=1e-5)
+    else:
+        assert all(np.isfinite(o).all() for o in out)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind,name", KERNELS, ids=[n for _, n in KERNELS])
+def test_every_sync_mutant_is_caught(kind: str, name: str, tmp_path: Path) -> None:
+    cases = mutants(_source(kind, name))
+    assert cases, f"{name} has no synchronisation to remove"
+    missed, false = [], []
+    for n, (what, source) in enumerate(cases):
+        rc, err, _ = _run(kind, name, source, tmp_path / f"m{n}")
+        if _benign(name, what):
+            if rc != 0:
+                false.append(f"{what}: reported although no race is left: {err[:300]}")
+        elif rc == 0 or not re.search(FOUND, err):
+            missed.append(f"{what}: rc={rc} {err[:300]}")
+    benign = sum(_benign(name, w) for w, _ in cases)
+    print(f"\n{name}: {len(cases)} mutants, {benign} benign, {len(cases) - benign - len(missed)} of "
+          f"{len(cases) - benign} caught, {len(false)} false positives")
+    assert not missed and not false, "\n".join(missed + false)
+
+
+def test_mutants_cover_the_issue_bar() -> None:
+    counts = {name: len(mutants(_source(kind, name))) for kind, name in KERNELS}
+    assert len(counts) >= 6 and sum(counts.values()) >= 40, counts
+
+
+def test_race_message_names_both_instructions_and_the_fix(tmp_path: Path) -> None:
+    source = (RACES / "abs_tbuf.cpp").read_text().replace(
+        "            SetFlag<HardEvent::MTE2_V>(EVENT_ID0);\n            WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);\n", "")
+    rc, err, _ = _run_small(source, "abs_tbuf.cpp", tmp_path)
+    assert rc == 1
+    assert re.search(r"race_kernel \(block \d of 2\): race on Unified Buffer bytes \[0, 256\) of a TBuf at Unified "
+                     r"Buffer bytes \[0, 256\) \(argument srcLocal\): Abs \(kernel.cpp:\d+\) on pipe V reads what "
+                     r"DataCopy \(kernel.cpp:\d+\) on pipe MTE2 wrote", err), err
+    assert "Fix: SetFlag<HardEvent::MTE2_V>(id) after the first and WaitFlag<HardEvent::MTE2_V>(id)" in err
+
+
+def test_queue_race_suggests_enque_deque(tmp_path: Path) -> None:
+    source = (RACES / "add_tque.cpp").read_text().replace(
+        "            inQueY_.EnQue(y);\n            y = inQueY_.DeQue<float>();\n", "")
+    rc, err, _ = _run_small(source, "add_tque.cpp", tmp_path)
+    assert rc == 1 and "Fix: EnQue the tensor after the copy and DeQue it before computing on it" in err, err
+
+
+def test_scalar_store_needs_a_flag_before_mte3(tmp_path: Path) -> None:
+    source = (RACES / "reduce_scalar.cpp").read_text().replace(
+        "        SetFlag<HardEvent::S_MTE3>(EVENT_ID0);\n        WaitFlag<HardEvent::S_MTE3>(EVENT_ID0);\n", "")
+    rc, err, _ = _run_small(source, "reduce_scalar.cpp", tmp_path)
+    assert rc == 1 and "DataCopy (kernel.cpp:" in err and "LocalTensor::SetValue" in err, err
+    assert "SetFlag<HardEvent::S_MTE3>" in err
+
+
+def test_cast_half_to_int8_takes_cast_none(tmp_path: Path) -> None:
+    """basic_api/impl/dav_c220/kernel_operator_vec_vconv_impl.h accepts CAST_NONE for half -> int8_t."""
+    src = tmp_path / "k.cpp"
+    src.write_text('#include "kernel_operator.h"\n#include "opsdk_model_launch.h"\nusing namespace AscendC;\n'
+                   "extern \"C\" void k(GM_ADDR x, GM_ADDR w, GM_ADDR t) {\n"
+                   "  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 1024);\n"
+                   "  LocalTensor<half> h = b.Get<half>(); LocalTensor<int8_t> q = b.Get<int8_t>()[512];\n"
+                   "  for (int i = 0; i < 32; ++i) h.SetValue(i, half(i * 0.75f - 12.0f));\n"
+                   "  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);\n"
+                   "  Cast(q, h, RoundMode::CAST_NONE, 32);\n"
+                   "  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);\n"
+                   "  for (int i = 0; i < 32; ++i) x[i] = static_cast<uint8_t>(q.GetValue(i));\n}\n"
+                   "extern \"C\" int launch(uint8_t* x, char* err) { uint8_t* gm[1] = {x}; uint64_t n[1] = {32};\n"
+                   "  const char* names[1] = {\"x\"}; uint8_t tiling[8] = {};\n"
+                   "  return opsdk_ascendc::Run(\"cast\", [](uint8_t** g, uint8_t* w, uint8_t* t) { k(g[0], w, t); },\n"
+                   "    gm, n, names, 1, tiling, 1, 196608, \"ascend910b\", 1, 1, err, 1024); }\n")
+    lib = tmp_path / "k.so"
+    proc = subprocess.run([toolchain().cxx, "-std=c++17", "-shared", "-fPIC", f"-I{model_include_dir()}",
+                           str(src), "-o", str(lib)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    x = np.zeros(32, np.uint8)
+    err = ctypes.create_string_buffer(1024)
+    so = ctypes.CDLL(str(lib))
+    assert so.launch(ctypes.c_void_p(x.ctypes.data), err) == 0, err.value
+    expect = np.rint(np.arange(32, dtype=np.float32) * 0.75 - 12.0).astype(np.int8)
+    np.testing.assert_array_equal(x.view(np.int8), expect)
