@@ -4,6 +4,7 @@ documented way fails with the kernel, API, argument and limit named (one case pe
 from __future__ import annotations
 
 import ctypes
+import re
 import subprocess
 from pathlib import Path
 
@@ -111,3 +112,21 @@ def test_unmodelled_api_is_a_compile_error(tmp_path: Path) -> None:
                            f"-I{model_include_dir()}", str(src)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and "Sinh" in proc.stderr
+
+
+def test_blocks_writing_the_same_values_is_a_warning_with_the_bytes(tmp_path: Path) -> None:
+    lib, stderr = _build(tmp_path, ["-DOPSDK_TAIL_SAME"])
+    assert lib is not None, stderr
+    for seed in (1, 2, 3):
+        rc, err, y = _run(lib, seed=seed)
+        assert rc == 0
+        assert re.search(r"scale: 12 GM bytes are written by two blocks with the same value, first byte \d+ of "
+                         r"GM argument 'y' \(blocks \d and \d, by GlobalTensor::SetValue\)", err), err
+        np.testing.assert_array_equal(y, np.arange(256, dtype=np.float32) * 2)
+
+
+def test_block_dim_above_the_launch_limit_fails(tmp_path: Path) -> None:
+    lib, stderr = _build(tmp_path, [])
+    assert lib is not None, stderr
+    rc, err, _ = _run(lib, blocks=65536, per=8)
+    assert rc == 1 and "launched with blockDim 65536; the launch takes at most 65535 blocks" in err, err

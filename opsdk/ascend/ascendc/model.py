@@ -244,8 +244,8 @@ class AscendcModel:
         if rc:
             raise KernelError(f"ascendc-model: {err.value.decode(errors='replace')}")
         if err.value:  # a pass with a finding: blocks overlapping with the same values
-            warnings.warn(AscendcModelWarning(f"ascendc-model: {err.value.decode(errors='replace')}"),
-                          stacklevel=3)
+            text = err.value.decode(errors="replace")
+            warnings.warn(AscendcModelWarning(f"ascendc-model: {text}"), stacklevel=3)
 
 
 def _arch_macros(soc: str) -> list[str]:

@@ -81,6 +81,11 @@ public:
         y = outQue_.DeQue<T>();
         DataCopy(yGm_, y, static_cast<uint32_t>(n_));
         outQue_.FreeTensor(y);
+#ifdef OPSDK_TAIL_SAME
+        if (GetBlockIdx() + 1 < GetBlockNum()) {  // the next block's first element, with its value
+            yGm_.SetValue(n_, xGm_.GetValue(n_) * static_cast<T>(2));
+        }
+#endif
     }
 
 private:
