@@ -252,3 +252,52 @@ def test_cast_half_to_int8_takes_cast_none(tmp_path: Path) -> None:
     assert so.launch(ctypes.c_void_p(x.ctypes.data), err) == 0, err.value
     expect = np.rint(np.arange(32, dtype=np.float32) * 0.75 - 12.0).astype(np.int8)
     np.testing.assert_array_equal(x.view(np.int8), expect)
+
+
+def _inline(tmp_path: Path, body: str, blocks: int, gm_floats: int) -> tuple[int, str, np.ndarray]:
+    """Run `body` (the kernel's statements, GM argument `x` of gm_floats floats) on `blocks` blocks."""
+    src = tmp_path / "k.cpp"
+    src.write_text('#include "kernel_operator.h"\n#include "opsdk_model_launch.h"\nusing namespace AscendC;\n'
+                   f'KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\nextern "C" void k(GM_ADDR x) {{\n{body}\n}}\n'
+                   'extern "C" int launch(uint8_t* x, uint64_t bytes, uint32_t blocks, char* err) {\n'
+                   '  uint8_t* gm[1] = {x}; uint64_t n[1] = {bytes}; const char* names[1] = {"x"}; uint8_t t[8] = {};\n'
+                   '  return opsdk_ascendc::Run("inline", [](uint8_t** g, uint8_t*, uint8_t*) { k(g[0]); },\n'
+                   '    gm, n, names, 1, t, blocks, 196608, "ascend910b", 1, 1, err, 1024); }\n')
+    lib = tmp_path / "k.so"
+    proc = subprocess.run([toolchain().cxx, "-std=c++17", "-shared", "-fPIC", f"-I{model_include_dir()}",
+                           str(src), "-o", str(lib)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    x = np.zeros(gm_floats, np.float32)
+    err = ctypes.create_string_buffer(1024)
+    rc = ctypes.CDLL(str(lib)).launch(ctypes.c_void_p(x.ctypes.data), ctypes.c_uint64(x.nbytes),
+                                      ctypes.c_uint32(blocks), err)
+    return rc, err.value.decode(), x
+
+
+ATOMIC = """
+  InitSocState();
+  GlobalTensor<float> out; out.SetGlobalBuffer((__gm__ float*)x, 8);
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 32);
+  LocalTensor<float> v = b.Get<float>();
+  Duplicate(v, static_cast<float>(GetBlockIdx() + 1), 8);
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0); WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  {atomic}
+  DataCopy(out, v, 8);
+  SetAtomicNone();
+"""
+
+
+def test_atomic_add_lets_blocks_accumulate_into_one_range(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, ATOMIC.replace("{atomic}", "SetAtomicAdd<float>();"), 4, 8)
+    assert rc == 0, err
+    np.testing.assert_array_equal(x, np.full(8, 1 + 2 + 3 + 4, np.float32))
+
+
+def test_without_atomic_add_blocks_writing_one_range_conflict(tmp_path: Path) -> None:
+    rc, err, _ = _inline(tmp_path, ATOMIC.replace("{atomic}", ""), 4, 8)
+    assert rc == 1 and "also writes, with a different value: blocks must write disjoint ranges" in err, err
+
+
+def test_sync_all_across_blocks_is_refused_by_name(tmp_path: Path) -> None:
+    rc, err, _ = _inline(tmp_path, "  SyncAll();", 2, 8)
+    assert rc == 1 and "SyncAll: a barrier of all blocks is not modelled by opsdk" in err, err

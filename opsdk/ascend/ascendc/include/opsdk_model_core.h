@@ -97,6 +97,7 @@ struct bfloat16_t {
 namespace opsdk_ascendc {
 
 template <typename... A> constexpr bool kNever = false;
+template <typename T, typename... Ok> constexpr bool OneOfT = (std::is_same_v<T, Ok> || ...);
 
 class ModelError : public std::runtime_error {
 public:
@@ -207,6 +208,7 @@ struct Block {
     bool pipeAlive = false;
     void* pipe = nullptr;  // the live AscendC::TPipe
     Pipes pipes;
+    int atomic = 0;        // SetAtomicAdd (1), SetAtomicMax (2), SetAtomicMin (3) or none (0)
 };
 
 inline thread_local Block* tBlock = nullptr;

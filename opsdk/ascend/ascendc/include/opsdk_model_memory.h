@@ -524,6 +524,31 @@ template <typename T> struct DataCopyPadExtParams {
 
 namespace opsdk_ascendc {
 
+// A copy UB -> GM of n elements: a plain store, or with SetAtomicAdd/Max/Min an atomic
+// read-modify-write (several blocks may then write the same bytes: that is what atomics are for).
+template <typename T> inline void StoreGm(const char* api, T* g, const uint8_t* s, uint64_t n) {
+    Block& b = Cur();
+    if (b.atomic == 0) {
+        GmWrite(api, g, n * sizeof(T), s);
+        std::memcpy(g, s, n * sizeof(T));
+        return;
+    }
+    if constexpr (OneOfT<T, half, float, int32_t, int16_t, int8_t, bfloat16_t>) {
+        FindGm(api, g, n * sizeof(T), "writes");
+        std::lock_guard<std::mutex> lock(b.launch->gmMutex);
+        for (uint64_t i = 0; i < n; ++i) {
+            T v;
+            std::memcpy(&v, s + i * sizeof(T), sizeof(T));
+            const double a = double(ToF(g[i])), c = double(ToF(v));
+            const double r = b.atomic == 1 ? a + c : b.atomic == 2 ? std::max(a, c) : std::min(a, c);
+            g[i] = FromF<T>(static_cast<float>(r));
+        }
+    } else {
+        Fail(api, std::string("an atomic copy of ") + TypeName<T>() + " (SetAtomicAdd/Max/Min take half, float, "
+                                                                      "bfloat16_t, int32_t, int16_t, int8_t)");
+    }
+}
+
 template <typename T> inline void CheckCopyCount(const char* api, uint64_t count) {
     if (count * sizeof(T) % kBlockBytes != 0) {
         Fail(api, "calCount is " + S(count) + " " + TypeName<T>() + " elements = " +
@@ -559,8 +584,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     src.CheckAligned("DataCopy", "srcLocal");
     uint8_t* s = src.Span("DataCopy", "srcLocal", 0, calCount);
-    opsdk_ascendc::GmWrite("DataCopy", dst.ptr_, uint64_t(calCount) * sizeof(T), s);
-    std::memcpy(dst.ptr_, s, uint64_t(calCount) * sizeof(T));
+    opsdk_ascendc::StoreGm<T>("DataCopy", dst.ptr_, s, calCount);
 }
 
 template <typename T>
@@ -600,8 +624,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         T* g = dst.ptr_ + i * (p.blockLen + p.dstStride) * e;
         uint8_t* s = src.Span("DataCopy", "srcLocal", i * (p.blockLen + p.srcStride) * e, len);
-        opsdk_ascendc::GmWrite("DataCopy", g, len * sizeof(T), s);
-        std::memcpy(g, s, len * sizeof(T));
+        opsdk_ascendc::StoreGm<T>("DataCopy", g, s, len);
     }
 }
 
@@ -685,8 +708,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
         uint64_t base = i * (padded + p.srcStride * 32 / sizeof(T));
         uint8_t* s = src.Span("DataCopyPad", "srcLocal", base, n);
         uint8_t* d = g + i * (uint64_t(p.blockLen) + p.dstStride);
-        opsdk_ascendc::GmWrite("DataCopyPad", d, p.blockLen, s);
-        std::memcpy(d, s, p.blockLen);
+        opsdk_ascendc::StoreGm<T>("DataCopyPad", reinterpret_cast<T*>(d), s, n);
     }
 }
 

@@ -414,4 +414,45 @@ inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
 
 }  // namespace AscendC
 
+namespace AscendC {
+
+// Atomic accumulation of the copies UB -> GM that follow (basic_api/kernel_operator_set_atomic_intf.h).
+template <typename T> inline void SetAtomicAdd() { opsdk_ascendc::Cur().atomic = 1; }
+template <typename T> inline void SetAtomicMax() { opsdk_ascendc::Cur().atomic = 2; }
+template <typename T> inline void SetAtomicMin() { opsdk_ascendc::Cur().atomic = 3; }
+inline void SetAtomicNone() { opsdk_ascendc::Cur().atomic = 0; }
+
+// InitGlobalMemory(gm, size, value): fills size elements of GM with value (on the chip a
+// vector duplicate and MTE3 copies; here a checked store).
+template <typename T> inline void InitGlobalMemory(GlobalTensor<T>& gm, const uint64_t size, const T value) {
+    opsdk_ascendc::Issue is("InitGlobalMemory", opsdk_ascendc::Pipe::MTE3);
+    std::vector<T> fill(size, value);
+    opsdk_ascendc::GmWrite("InitGlobalMemory", gm.ptr_, size * sizeof(T), fill.data());
+    std::memcpy(gm.ptr_, fill.data(), size * sizeof(T));
+}
+
+// The model has no SoC state to reset (CANN: clears the mask and atomic registers).
+inline void InitSocState() { opsdk_ascendc::Cur().atomic = 0; }
+
+// AscendC::printf / PRINTF: prints from the kernel, prefixed with the block.
+template <typename... A> inline void printf(const char* fmt, A... args) {
+    std::fprintf(stdout, "[block %lld] ", static_cast<long long>(opsdk_ascendc::Cur().idx));
+    std::fprintf(stdout, fmt, args...);
+}
+
+// SyncAll: a barrier of all blocks. The model runs blocks one after another, so it cannot
+// honour one; a kernel that needs it fails here, saying so, instead of computing wrong data.
+template <bool isAIVOnly = true> inline void SyncAll() {
+    if (opsdk_ascendc::Cur().launch->blockNum > 1) {
+        opsdk_ascendc::Fail("SyncAll", "a barrier of all blocks is not modelled by opsdk (the model runs blocks one "
+                                       "after another); run this kernel with blockDim 1 on the model");
+    }
+}
+
+}  // namespace AscendC
+
+// KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...): the kernel's core type, for the compiler; the
+// model runs every kernel on the vector side.
+#define KERNEL_TASK_TYPE_DEFAULT(type)
+
 #endif  // OPSDK_ASCENDC_MODEL_MISC_H
