@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -182,8 +183,9 @@ def test_every_sync_mutant_is_caught(kind: str, name: str, tmp_path: Path) -> No
     cases = mutants(_source(kind, name))
     assert cases, f"{name} has no synchronisation to remove"
     missed, false = [], []
-    for n, (what, source) in enumerate(cases):
-        rc, err, _ = _run(kind, name, source, tmp_path / f"m{n}")
+    with ThreadPoolExecutor(max_workers=2) as pool:  # compiling the mutants is most of the time
+        results = list(pool.map(lambda n: _run(kind, name, cases[n][1], tmp_path / f"m{n}"), range(len(cases))))
+    for (what, _), (rc, err, _) in zip(cases, results, strict=True):
         if _benign(name, what):
             if rc != 0:
                 false.append(f"{what}: reported although no race is left: {err[:300]}")
