@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 from opsdk.bench import (
     DEFAULT_CASES,
     Bandwidth,
+    _timing,
     bench_op,
     bench_sdk,
     format_markdown,
@@ -52,16 +52,19 @@ def test_measure_interleaves_rounds_and_rotates_order() -> None:
     assert timed == list("abc") + list("bca") + list("cab")
 
 
-def test_measure_settles_before_each_sample() -> None:
-    """settle: a pause, then an untimed sample's worth of calls, before each timed sample."""
-    order: list[tuple[str, float]] = []
-    cands = {k: (lambda k=k: order.append((k, time.perf_counter()))) for k in "ab"}
+def test_measure_settles_before_each_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """settle: a pause, then an untimed sample's worth of calls, before each timed sample.
+
+    The pauses are recorded in order with the calls (time.sleep replaced), not measured as
+    gaps between calls, which a loaded machine lengthens anywhere."""
+    order: list[str] = []
+    monkeypatch.setattr(_timing.time, "sleep", lambda s: order.append(f"sleep {s:g}"))
+    cands = {k: (lambda k=k: order.append(k)) for k in "ab"}
     t = measure(cands, repeat=2, warmup=0, min_sample=0.0, settle=0.02)
     assert all(len(v.samples) == 2 for v in t.values())
-    runs = [k for k, _ in order[2:]]  # after calibration: warm call, timed call, per sample
-    assert runs == ["a", "a", "b", "b", "b", "b", "a", "a"]
-    gaps = [b[1] - a[1] for a, b in zip(order[1:], order[2:])]
-    assert sum(g >= 0.02 for g in gaps) == 4  # one pause before each of the 4 samples
+    # after calibration (one call each): per sample a pause, the warm call, the timed call
+    pause = "sleep 0.02"
+    assert order == ["a", "b", pause, "a", "a", pause, "b", "b", pause, "b", "b", pause, "a", "a"]
 
 
 def test_measure_calibrates_calls_per_sample() -> None:

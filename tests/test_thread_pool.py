@@ -1,12 +1,13 @@
-"""The kernels' thread pool seen from Python: spin setting, parking, idle CPU, fork, threads.
+"""The kernels' thread pool seen from Python: spin setting, parking, idle workers, fork, threads.
 
 The pool's own checks (coverage, exceptions, nesting, concurrent callers, thread-count
-changes, fork, idle CPU) run in C++ in tests/cpp/test_pool.cpp (test_cross_aarch64.py);
+changes, fork, idle workers) run in C++ in tests/cpp/test_pool.cpp (test_cross_aarch64.py);
 these check the same promises through loaded operator modules.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,11 +70,14 @@ def test_python_threads_share_the_pool(relu):
     assert bad == []
 
 
-# Run in a fresh interpreter: fork() of a multi-threaded process and the process's CPU
-# time are only meaningful without pytest's own threads and imports around.
+# Run in a fresh interpreter: fork() of a multi-threaded process is only meaningful
+# without pytest's own threads and imports around. The pool's state tells whether its
+# workers sleep and why (cpu.thread_pool_state()), so nothing here reads CPU time or a
+# window of wall-clock time: each wait is for a worker going to sleep, with a cap only a
+# worker that never sleeps reaches.
 _CHILD = textwrap.dedent(
     """
-    import os, resource, time, warnings
+    import json, os, time, warnings
     import numpy as np, opsdk
     from opsdk.runtime import cpu
 
@@ -83,28 +87,56 @@ _CHILD = textwrap.dedent(
     x = np.linspace(-3, 3, 1 << 20, dtype=np.float32)
     want = op.reference(x, alpha=0.5)
 
-    def cpu_time():
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
+    def asleep():
+        # the pool's state once every worker sleeps; None after 30 s (a worker never slept)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = cpu.thread_pool_state()
+            if s["workers"] > 0 and s["sleeping"] == s["workers"]:
+                return s
+            time.sleep(0.001)
+        return None
 
-    # 1. After the spin time an idle process uses no CPU.
-    cpu.set_spin_microseconds(20_000)
-    for _ in range(200):
+    def grew(before, after, key):
+        return after is not None and after[key] > before[key]
+
+    out = {}
+    # 1. After the spin time the workers sleep, by themselves: 20 ms, then 1 s.
+    for us in (20_000, 1_000_000):
+        cpu.set_spin_microseconds(us)
         op(x, alpha=0.5)
-    time.sleep(0.1)
-    c0 = cpu_time(); time.sleep(0.4); idle = cpu_time() - c0
-    # 2. While a worker polls it does use CPU, until park_threads().
-    cpu.set_spin_microseconds(1_000_000)
-    op(x, alpha=0.5)
-    c0 = cpu_time(); polling = 0.0
-    for _ in range(18):  # until it shows: under load the poller gets a small share of a core
-        time.sleep(0.05); polling = cpu_time() - c0
-        if polling > 0.03:
+        before = asleep()
+        for _ in range(20):
+            op(x, alpha=0.5)
+        after = asleep()
+        out[f"expired_{us}"] = (before is not None and grew(before, after, "spins_expired")
+                                and after["spins_parked"] == before["spins_parked"])
+    def polls(before):
+        # True once a worker polls (or its polling already ran out); False after 30 s
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = cpu.thread_pool_state()
+            if s["polling"] > 0 or s["spins_expired"] > before["spins_expired"]:
+                return True
+            time.sleep(0.001)
+        return False
+
+    # 2. park_threads() ends a 1 s polling early, called once a worker polls. A worker whose
+    # spin time ran out before the call (this process descheduled that long) counts as
+    # expired: a few tries.
+    out["parked"] = False
+    for _ in range(20):
+        before = asleep()
+        if before is None:
             break
-    cpu.park_threads()
-    time.sleep(0.02)
-    c0 = cpu_time(); time.sleep(0.3); parked = cpu_time() - c0
+        op(x, alpha=0.5)
+        polled = polls(before)
+        cpu.park_threads()
+        if polled and grew(before, asleep(), "spins_parked"):
+            out["parked"] = True
+            break
     cpu.set_spin_microseconds(300)
+    out["state"] = cpu.thread_pool_state()
     # 3. A child forked after the pool ran computes with it (or is killed by the alarm).
     pid = os.fork()
     if pid == 0:
@@ -112,22 +144,32 @@ _CHILD = textwrap.dedent(
         signal.alarm(20)
         ok = all(np.array_equal(op(x, alpha=0.5), want) for _ in range(20))
         os._exit(0 if ok else 3)
-    _, status = os.waitpid(pid, 0)
-    print(f"idle={idle:.4f} polling={polling:.4f} parked={parked:.4f} child={status}")
+    _, out["child"] = os.waitpid(pid, 0)
+    print(json.dumps(out))
     """
 )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="fork and getrusage are POSIX")
-def test_idle_cpu_parking_and_fork_in_a_fresh_process(relu):
+@pytest.mark.skipif(sys.platform == "win32", reason="fork is POSIX")
+def test_idle_workers_sleep_parking_and_fork_in_a_fresh_process(relu):
     proc = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
-    fields = dict(kv.split("=") for kv in proc.stdout.split())
-    assert float(fields["idle"]) < 0.04, f"an idle process used CPU: {proc.stdout}"
-    assert float(fields["polling"]) > 0.03, f"a polling worker used no CPU: {proc.stdout}"
-    assert float(fields["parked"]) < 0.04, f"parked workers used CPU: {proc.stdout}"
-    assert fields["child"] == "0", f"the forked child failed or hung: {proc.stdout}"
+    got = json.loads(proc.stdout)
+    assert got["expired_20000"], f"after a 20 ms spin the workers did not sleep: {got}"
+    assert got["expired_1000000"], f"after a 1 s spin the workers did not sleep: {got}"
+    assert got["parked"], f"park_threads() did not end a worker's polling: {got}"
+    assert got["child"] == 0, f"the forked child failed or hung: {got}"
+
+
+def test_thread_pool_state_before_and_after_a_parallel_call(relu):
+    state = cpu.thread_pool_state()
+    assert set(state) == {"workers", "sleeping", "polling", "spins_expired", "spins_parked"}
+    relu.set_num_threads(2)
+    relu(np.linspace(-2, 2, 1 << 18, dtype=np.float32), alpha=0.5)
+    state = cpu.thread_pool_state()
+    assert state["workers"] >= 1
+    assert 0 <= state["sleeping"] + state["polling"] <= state["workers"]
 
 
 def test_operator_modules_share_one_pool(relu):

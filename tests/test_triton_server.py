@@ -160,18 +160,27 @@ def run_clients(url: str, jobs: list[Callable[[Any], None]], workers: int = 8) -
     return errors
 
 
-def stats(client: Any, model: str) -> tuple[int, int, int]:
-    """(requests, inferences, executions) once the server's counters stop moving."""
-    last = None
-    for _ in range(40):  # bounded: the counters settle right after the last response
+def stats(client: Any, model: str, requests: int = 0) -> tuple[int, int, int]:
+    """(requests, inferences, executions) of `model` once they count every execution and
+    at least `requests` successful requests.
+
+    Triton counts a request (its success and its rows) after sending its response, and the
+    execution that ran it after that: the figures are complete when the executions' rows
+    (batch_stats) add up to the rows counted. That is the event waited for, with a cap
+    only a hung server reaches."""
+    deadline = time.monotonic() + 300
+    while True:
         s = client.get_inference_statistics(model)["model_stats"][0]
         now = (int(s["inference_stats"]["success"]["count"]), int(s["inference_count"]),
                int(s["execution_count"]))
-        if now == last:
+        executed = sum(int(b["batch_size"]) * int(b["compute_infer"]["count"])
+                       for b in s.get("batch_stats", []))
+        if now[0] >= requests and executed == now[1]:
             return now
-        last = now
-        time.sleep(0.05)
-    raise AssertionError(f"statistics of {model} kept changing: {last}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"statistics of {model} never counted every request and "
+                                 f"execution: {now}, rows executed {executed}")
+        time.sleep(0.01)
 
 
 def test_batched_and_unbatched_give_equal_results(server: TritonServer, session: Any) -> None:
@@ -187,7 +196,8 @@ def test_batched_and_unbatched_give_equal_results(server: TritonServer, session:
         before = {m: stats(client, m) for m in ("mlp", "mlp_unbatched")}
         jobs = [job(m, i) for m in ("mlp", "mlp_unbatched") for i in range(len(requests))]
         assert run_clients(server.http_url, jobs) == []
-        after = {m: stats(client, m) for m in ("mlp", "mlp_unbatched")}
+        after = {m: stats(client, m, before[m][0] + len(requests))
+                 for m in ("mlp", "mlp_unbatched")}
     for i, feeds in enumerate(requests):
         [want] = session.run(None, feeds)
         np.testing.assert_array_equal(results[("mlp", i)], results[("mlp_unbatched", i)])

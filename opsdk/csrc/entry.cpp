@@ -68,6 +68,16 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("set_spin_microseconds", [](int us) { opsdk::set_spin_microseconds(us); });
   m.def("get_spin_microseconds", [] { return opsdk::spin_microseconds(); });
   m.def("park_workers", [] { opsdk::park_workers(); });
+  m.def("thread_pool_state", [] {
+    const opsdk::ThreadPoolState s = opsdk::thread_pool_state();
+    py::dict d;
+    d["workers"] = s.workers;
+    d["sleeping"] = s.sleeping;
+    d["polling"] = s.polling;
+    d["spins_expired"] = s.spins_expired;
+    d["spins_parked"] = s.spins_parked;
+    return d;
+  });
   m.def("watch_lifeline", &watch_lifeline, py::arg("fd"), py::arg("parent"));
   m.def("set_message_fd", [](int fd) { g_say_fd.store(fd); }, py::arg("fd"));
   m.def("thread_pool_id",

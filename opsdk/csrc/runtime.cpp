@@ -144,7 +144,8 @@ template <class Ready> bool spin_until(Ready ready, int us) {
 // a job a worker polls for the next one for spin_us() microseconds (OPSDK_SPIN_US,
 // set_spin_microseconds; 0 = sleep at once) before it sleeps on a condition variable; the
 // hand-off to a polling worker takes no lock and no system call. park() ends the polling
-// early, e.g. before other code (ONNX Runtime's own pool) needs the cores.
+// early, e.g. before other code (ONNX Runtime's own pool) needs the cores. state() tells
+// how many workers sleep and how their polling ended (opsdk::thread_pool_state()).
 class ThreadPool {
  public:
   // The pool of this process: this module's own, or the one another operator module
@@ -192,6 +193,18 @@ class ThreadPool {
 
   void park() { park_epoch_.fetch_add(1, std::memory_order_release); }
 
+  // A worker updates its counters before it counts itself among the sleepers, so a reader
+  // that sees `sleeping` reach `workers` also sees why each of them went to sleep.
+  ThreadPoolState state() const {
+    ThreadPoolState s;
+    s.sleeping = sleepers_.load(std::memory_order_seq_cst);
+    s.polling = polling_.load(std::memory_order_seq_cst);
+    s.workers = started_.load(std::memory_order_acquire);
+    s.spins_expired = spins_expired_.load(std::memory_order_acquire);
+    s.spins_parked = spins_parked_.load(std::memory_order_acquire);
+    return s;
+  }
+
  private:
   static std::atomic<ThreadPool*>& instance() {
     static std::atomic<ThreadPool*> pool{[] {
@@ -213,13 +226,19 @@ class ThreadPool {
     while (workers_ < want) {
       std::thread([this, start] { loop(start); }).detach();
       ++workers_;
+      started_.store(workers_, std::memory_order_release);
     }
   }
   // Wakes up to `seats` sleeping workers; polling ones see the new epoch by themselves.
+  // sleepers_ counts the workers asleep and not yet woken: a woken one leaves it at once,
+  // though it runs only when the scheduler gets to it (woken_: wake-ups not yet taken).
   void wake(int seats) {
     if (seats <= 0 || sleepers_.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard<std::mutex> g(mu_);
-    for (int i = 0; i < seats; ++i) cv_.notify_one();
+    const int n = std::min(seats, sleepers_.load(std::memory_order_relaxed));
+    sleepers_.fetch_sub(n, std::memory_order_seq_cst);
+    woken_ += n;
+    for (int i = 0; i < n; ++i) cv_.notify_one();
   }
   void work() {
     in_parallel_region = true;
@@ -245,14 +264,29 @@ class ThreadPool {
   void loop(uint64_t seen) {
     for (;;) {
       const uint64_t parked = park_epoch_.load(std::memory_order_acquire);
+      const int us = spin_us().load(std::memory_order_relaxed);
+      if (us > 0) polling_.fetch_add(1, std::memory_order_seq_cst);
       spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen ||
                               park_epoch_.load(std::memory_order_relaxed) != parked; },
-                 spin_us().load(std::memory_order_relaxed));
-      if (epoch_.load(std::memory_order_acquire) == seen) {
+                 us);
+      const bool idle = epoch_.load(std::memory_order_acquire) == seen;
+      if (idle && park_epoch_.load(std::memory_order_relaxed) != parked)
+        spins_parked_.fetch_add(1, std::memory_order_release);
+      else if (idle && us > 0)
+        spins_expired_.fetch_add(1, std::memory_order_release);
+      if (us > 0) polling_.fetch_sub(1, std::memory_order_seq_cst);
+      if (idle) {
         std::unique_lock<std::mutex> g(mu_);
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        cv_.wait(g, [&] { return epoch_.load(std::memory_order_seq_cst) != seen; });
-        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);  // before the check: see wake()
+        if (epoch_.load(std::memory_order_seq_cst) != seen) {
+          sleepers_.fetch_sub(1, std::memory_order_seq_cst);  // a job came: no sleep
+        } else {
+          cv_.wait(g, [&] { return epoch_.load(std::memory_order_seq_cst) != seen; });
+          if (woken_ > 0)
+            --woken_;  // wake() took this worker (or one still on its way) off sleepers_
+          else
+            sleepers_.fetch_sub(1, std::memory_order_seq_cst);  // woke without a notify
+        }
       }
       seen = epoch_.load(std::memory_order_acquire);
       if (!claim_seat()) continue;
@@ -286,6 +320,9 @@ class ThreadPool {
   std::atomic<int> slots_{0}, done_{0}, sleepers_{0};
   std::atomic<bool> caller_waiting_{false};
   std::atomic<int> caller_cpu_{-1};
+  std::atomic<int> started_{0}, polling_{0};  // started_: workers_, for state()
+  int woken_ = 0;                               // guarded by mu_
+  std::atomic<uint64_t> spins_expired_{0}, spins_parked_{0};
   const Placement placement_;
   int workers_ = 0;
   std::exception_ptr error_;
@@ -316,11 +353,13 @@ void set_spin_microseconds(int us) {
 
 void park_workers() { detail::ThreadPool::get().park(); }
 
+ThreadPoolState thread_pool_state() { return detail::ThreadPool::get().state(); }
+
 namespace detail {
 
 std::string thread_pool_key() {
   // Bump the version when ThreadPool's members change; the size catches most forgotten bumps.
-  return "opsdk.thread_pool.v2." + std::to_string(sizeof(ThreadPool));
+  return "opsdk.thread_pool.v3." + std::to_string(sizeof(ThreadPool));
 }
 
 void* thread_pool_handle() { return &ThreadPool::get(); }

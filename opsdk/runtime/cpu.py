@@ -38,6 +38,7 @@ __all__ = [
     "set_output_pool_limit",
     "set_spin_microseconds",
     "park_threads",
+    "thread_pool_state",
 ]
 
 _MODULES: dict[str, ModuleType] = {}
@@ -121,6 +122,27 @@ def park_threads() -> None:
         park = getattr(module, "park_workers", None)
         if park is not None:
             park()
+
+
+def thread_pool_state() -> dict[str, int]:
+    """What the kernel threads of the loaded modules do now ({} before any is loaded).
+
+    All loaded operator modules share one pool. ``workers`` is the number of worker threads
+    it started (on the first parallel call; the calling thread not counted), ``sleeping``
+    how many of them are asleep now (they use no CPU until the next call), ``polling`` how
+    many poll for the next call (:func:`set_spin_microseconds`). The counters only grow:
+    ``spins_expired`` counts the times a worker polled for the whole spin time and then
+    slept, ``spins_parked`` the times :func:`park_threads` ended a worker's polling.
+
+    Example:
+        >>> s = thread_pool_state()  # doctest: +SKIP
+        >>> s["sleeping"] == s["workers"]  # no kernel thread polls or computes  # doctest: +SKIP
+        True
+    """
+    for module in _MODULES.values():
+        if hasattr(module, "thread_pool_state"):
+            return dict(module.thread_pool_state())
+    return {}
 
 
 def output_pool_stats() -> dict[str, int]:

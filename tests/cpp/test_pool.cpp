@@ -1,22 +1,20 @@
 // Tests of the thread pool behind ctx.parallel_for (csrc/runtime.cpp), built and run by
-// tests/test_thread_pool.py with the host compiler (and the aarch64 cross compiler under
-// qemu). Prints one line per failed check and exits non-zero if any failed. With the
-// argument "cpu" it also checks the CPU time an idle pool uses (host only: qemu's clock
-// and scheduling make CPU-time bounds meaningless).
+// tests/test_cross_aarch64.py with the host compiler (and the aarch64 cross compiler under
+// qemu). Prints one line per failed check and exits non-zero if any failed. No check reads
+// a clock or CPU time: each waits for the event it means (a worker joining, a worker going
+// to sleep, as opsdk::thread_pool_state() shows), with a cap only a hang reaches.
 #include <opsdk/invoke.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +27,17 @@ static void expect(bool ok, const std::string& what) {
     ++failures;
     std::printf("FAILED: %s\n", what.c_str());
   }
+}
+
+// Waits until `done()` holds; false only after 30 s, which no working pool needs (its
+// longest wait is a 1 s spin), however loaded the machine.
+template <class Done> static bool eventually(Done done) {
+  const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > cap) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 // Every index of [0, n) visited exactly once, over `calls` parallel_for calls.
@@ -58,18 +67,20 @@ static int threads_used(int64_t n) {
   return static_cast<int>(seen.size());
 }
 
-// The first parallel call of the process starts the workers; they join that very call
-// (ranges of 10 ms leave them ample time), not only the next one.
+// The first parallel call of the process starts the workers; they join that very call,
+// not only the next one: the caller's ranges wait until another thread ran one (a worker
+// that did not join leaves it waiting for the cap).
 static void test_first_call_uses_the_new_workers() {
   opsdk::num_threads_setting() = 2;
-  std::vector<std::thread::id> ids(8);
-  opsdk::parallel_for(8, 1, [&](int64_t b, int64_t e) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    for (int64_t i = b; i < e; ++i) ids[static_cast<size_t>(i)] = std::this_thread::get_id();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> worker_ran{false};
+  opsdk::parallel_for(8, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller)
+      worker_ran.store(true);
+    else
+      eventually([&] { return worker_ran.load(); });
   });
-  const bool worker_ran = std::any_of(ids.begin(), ids.end(),
-                                      [&](std::thread::id id) { return id != ids[0]; });
-  expect(worker_ran, "the first parallel call ran on the caller alone");
+  expect(worker_ran.load(), "the first parallel call ran on the caller alone");
 }
 
 static void test_coverage_and_thread_counts() {
@@ -155,22 +166,31 @@ static void test_fork() {
   expect(covers_once(10000, 1, 20), "the parent's pool after fork");
 }
 
-static double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+static opsdk::ThreadPoolState state() { return opsdk::thread_pool_state(); }
+
+static bool all_asleep() {
+  const opsdk::ThreadPoolState s = state();
+  return s.workers > 0 && s.sleeping == s.workers;
 }
 
-// CPU time the process uses while the calling thread sleeps for `ms`.
-static double idle_cpu(int ms) {
-  const double c0 = cpu_seconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  return cpu_seconds() - c0;
+static std::string describe(const opsdk::ThreadPoolState& s) {
+  return std::to_string(s.sleeping) + " of " + std::to_string(s.workers) +
+         " workers asleep, " + std::to_string(s.polling) + " polling, " +
+         std::to_string(s.spins_expired) + " spins expired, " +
+         std::to_string(s.spins_parked) + " parked";
+}
+
+// Waits for `done()` and reports `what` with the pool's state once the wait is over.
+template <class Done> static void expect_state(Done done, const std::string& what) {
+  const bool ok = eventually(done);
+  expect(ok, what + ": " + describe(state()));
 }
 
 static void job() { covers_once(4096, 1, 1); }
 
+// The pool's state, not its CPU time: a worker that polls after a job goes to sleep when
+// its spin time is up or park_workers() ends the polling, and the pool counts which. Each
+// wait is for that event; only a worker that never sleeps reaches the cap.
 static void test_spin_is_bounded() {
   opsdk::num_threads_setting() = 2;
   expect(opsdk::spin_microseconds() >= 0, "spin time is set");
@@ -179,47 +199,62 @@ static void test_spin_is_bounded() {
   opsdk::set_spin_microseconds(5000000);
   expect(opsdk::spin_microseconds() == 1000000, "the spin time clamps to 1 s");
 
-  // A worker polls after a job (it uses CPU while the caller sleeps) ...
-  // Read until it shows, within the spin time: on a loaded machine the polling worker gets
-  // a small share of a core, so a fixed window would fail (issue 23 item 15).
-  opsdk::set_spin_microseconds(1000000);
-  job();
-  const double c0 = cpu_seconds();
-  double spinning = 0;
-  for (int i = 0; i < 18 && spinning <= 0.04; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    spinning = cpu_seconds() - c0;
-  }
-  expect(spinning > 0.04, "a 1 s spin uses CPU in the 900 ms after a job, used " +
-                              std::to_string(spinning) + " s");
-  // ... until park_workers() ...
-  opsdk::park_workers();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const double parked = idle_cpu(300);
-  expect(parked < 0.03, "parked workers use no CPU, used " + std::to_string(parked) + " s");
-  // ... or until the spin time is up.
+  // After a job the workers poll for the spin time, then sleep: a 20 ms spin ...
   opsdk::set_spin_microseconds(20000);
+  expect_state(all_asleep, "idle workers sleep");
+  opsdk::ThreadPoolState before = state();
   for (int k = 0; k < 50; ++k) job();
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  const double after = idle_cpu(300);
-  expect(after < 0.03, "after a 20 ms spin an idle pool uses no CPU, used " +
-                           std::to_string(after) + " s");
+  expect_state(all_asleep, "after a 20 ms spin every worker sleeps");
+  opsdk::ThreadPoolState after = state();
+  expect(after.spins_expired > before.spins_expired && after.spins_parked == before.spins_parked,
+         "20 ms spin: the workers slept when the spin time was up: " + describe(after));
+
+  // ... and a 1 s one.
+  opsdk::set_spin_microseconds(1000000);
+  before = state();
+  job();
+  expect_state(all_asleep, "after a 1 s spin every worker sleeps");
+  after = state();
+  expect(after.spins_expired > before.spins_expired && after.spins_parked == before.spins_parked,
+         "1 s spin: the workers slept when the spin time was up: " + describe(after));
+
+  // park_workers() ends the polling before the 1 s is up: called once a worker polls. A
+  // worker whose spin time ran out before the call (the caller descheduled that long)
+  // counts as expired instead: so a few tries, one of which has to see the worker parked.
+  bool parked = false;
+  for (int attempt = 0; attempt < 20 && !parked; ++attempt) {
+    before = state();
+    job();
+    expect_state([&] {
+                   const opsdk::ThreadPoolState s = state();
+                   return s.polling > 0 || s.spins_expired > before.spins_expired;
+                 },
+                 "after a job with a 1 s spin a worker polls");
+    opsdk::park_workers();
+    expect_state(all_asleep, "after park_workers() every worker sleeps");
+    parked = state().spins_parked > before.spins_parked;
+  }
+  expect(parked, "park_workers() ended a 1 s spin: " + describe(state()));
+
+  // Spin 0: workers sleep at once, no polling to expire or park.
   opsdk::set_spin_microseconds(0);
+  before = state();
   for (int k = 0; k < 50; ++k) job();
-  const double never = idle_cpu(300);
-  expect(never < 0.03, "spin 0: workers sleep at once, used " + std::to_string(never) + " s");
+  expect_state(all_asleep, "spin 0: every worker sleeps");
+  after = state();
+  expect(after.spins_expired == before.spins_expired && after.spins_parked == before.spins_parked,
+         "spin 0: no worker polled: " + describe(after));
   expect(covers_once(100000, 1, 20), "spin 0: results");
 }
 
-int main(int argc, char** argv) {
-  const bool cpu_checks = argc > 1 && std::strcmp(argv[1], "cpu") == 0;
+int main() {
   test_first_call_uses_the_new_workers();  // first: no parallel call may precede it
   test_coverage_and_thread_counts();
   test_exceptions();
   test_nested();
   test_concurrent_callers();
   test_fork();
-  if (cpu_checks) test_spin_is_bounded();
+  test_spin_is_bounded();
   std::printf("%d checks, %d failed\n", checks.load(), failures.load());
   return failures.load() == 0 ? 0 : 1;
 }

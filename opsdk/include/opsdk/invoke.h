@@ -58,6 +58,23 @@ int spin_microseconds();
 void set_spin_microseconds(int us);  // clamped to [0, 1000000]
 void park_workers();
 
+// What the pool's workers do now and how their polling ended, for tests and diagnostics
+// (the counters only grow; compare two readings). A worker that finds a new job while it
+// polls counts in neither counter; one that sleeps at once (spin time 0) in neither too.
+// A worker a job woke counts as sleeping no more, even before it runs. The pool starts its
+// workers on the first parallel call; before that all are 0.
+//
+//   opsdk::ThreadPoolState s = opsdk::thread_pool_state();
+//   bool idle = s.sleeping == s.workers;   // no worker polls or runs a range, none woken
+struct ThreadPoolState {
+  int workers = 0;             // worker threads started (the calling thread not counted)
+  int sleeping = 0;            // of them, asleep now: they use no CPU until the next job
+  int polling = 0;             // of them, polling for the next job now (spin time > 0)
+  uint64_t spins_expired = 0;  // times a worker polled for the whole spin time, then slept
+  uint64_t spins_parked = 0;   // times park_workers() ended a worker's polling
+};
+ThreadPoolState thread_pool_state();
+
 namespace detail {
 // One pool for all the operator modules of a process: the first module publishes its pool
 // under thread_pool_key() (the Python entry point keeps it in pybind11's shared data) and
