@@ -228,34 +228,6 @@ def test_scalar_store_needs_a_flag_before_mte3(tmp_path: Path) -> None:
     assert "SetFlag<HardEvent::S_MTE3>" in err
 
 
-def test_cast_half_to_int8_takes_cast_none(tmp_path: Path) -> None:
-    """basic_api/impl/dav_c220/kernel_operator_vec_vconv_impl.h accepts CAST_NONE for half -> int8_t."""
-    src = tmp_path / "k.cpp"
-    src.write_text('#include "kernel_operator.h"\n#include "opsdk_model_launch.h"\nusing namespace AscendC;\n'
-                   "extern \"C\" void k(GM_ADDR x, GM_ADDR w, GM_ADDR t) {\n"
-                   "  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 1024);\n"
-                   "  LocalTensor<half> h = b.Get<half>(); LocalTensor<int8_t> q = b.Get<int8_t>()[512];\n"
-                   "  for (int i = 0; i < 32; ++i) h.SetValue(i, half(i * 0.75f - 12.0f));\n"
-                   "  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);\n"
-                   "  Cast(q, h, RoundMode::CAST_NONE, 32);\n"
-                   "  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);\n"
-                   "  for (int i = 0; i < 32; ++i) x[i] = static_cast<uint8_t>(q.GetValue(i));\n}\n"
-                   "extern \"C\" int launch(uint8_t* x, char* err) { uint8_t* gm[1] = {x}; uint64_t n[1] = {32};\n"
-                   "  const char* names[1] = {\"x\"}; uint8_t tiling[8] = {};\n"
-                   "  return opsdk_ascendc::Run(\"cast\", [](uint8_t** g, uint8_t* w, uint8_t* t) { k(g[0], w, t); },\n"
-                   "    gm, n, names, 1, tiling, 1, 196608, \"ascend910b\", 1, 1, err, 1024); }\n")
-    lib = tmp_path / "k.so"
-    proc = subprocess.run([toolchain().cxx, "-std=c++17", "-shared", "-fPIC", f"-I{model_include_dir()}",
-                           str(src), "-o", str(lib)], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    x = np.zeros(32, np.uint8)
-    err = ctypes.create_string_buffer(1024)
-    so = ctypes.CDLL(str(lib))
-    assert so.launch(ctypes.c_void_p(x.ctypes.data), err) == 0, err.value
-    expect = np.rint(np.arange(32, dtype=np.float32) * 0.75 - 12.0).astype(np.int8)
-    np.testing.assert_array_equal(x.view(np.int8), expect)
-
-
 def _inline(tmp_path: Path, body: str, blocks: int, gm_floats: int) -> tuple[int, str, np.ndarray]:
     """Run `body` (the kernel's statements, GM argument `x` of gm_floats floats) on `blocks` blocks."""
     src = tmp_path / "k.cpp"
@@ -274,6 +246,24 @@ def _inline(tmp_path: Path, body: str, blocks: int, gm_floats: int) -> tuple[int
     rc = ctypes.CDLL(str(lib)).launch(ctypes.c_void_p(x.ctypes.data), ctypes.c_uint64(x.nbytes),
                                       ctypes.c_uint32(blocks), err)
     return rc, err.value.decode(), x
+
+
+CAST = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 1024);
+  LocalTensor<half> h = b.Get<half>(); LocalTensor<int8_t> q = b.Get<int8_t>()[512];
+  for (int i = 0; i < 32; ++i) h.SetValue(i, half(i * 0.75f - 12.0f));
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  Cast(q, h, RoundMode::CAST_NONE, 32);
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  for (int i = 0; i < 32; ++i) reinterpret_cast<float*>(x)[i] = q.GetValue(i);
+"""
+
+
+def test_cast_half_to_int8_takes_cast_none(tmp_path: Path) -> None:
+    """basic_api/impl/dav_c220/kernel_operator_vec_vconv_impl.h accepts CAST_NONE for half -> int8_t."""
+    rc, err, x = _inline(tmp_path, CAST, 1, 32)
+    assert rc == 0, err
+    np.testing.assert_array_equal(x, np.rint(np.arange(32, dtype=np.float32) * 0.75 - 12.0))
 
 
 ATOMIC = """
