@@ -306,6 +306,8 @@ def test_exact_requires_equal_values_and_sign_of_zero() -> None:
 @pytest.mark.parametrize("name", sorted(STANDARDS))
 def test_nonfinite_check_runs_under_every_standard(name: str) -> None:
     std = get_standard(name)
+    if not std.supports("float16"):  # quant, requant: integer and 8-bit float rules
+        pytest.skip(f"{name} defines no float16 rule")
     e = np.array([np.nan, np.inf, -np.inf, 1.0], np.float16)
     assert compare(e.copy(), e, std).checks[1].passed
     for bad in ([1.0, np.inf, -np.inf, 1.0], [np.nan, -np.inf, -np.inf, 1.0],

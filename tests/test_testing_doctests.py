@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "opsdk.testing",
     "opsdk.testing._standards",
+    "opsdk.testing._methods",
     "opsdk.testing._generate",
     "opsdk.testing._compare",
     "opsdk.testing._cases",

@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..testing._standards import STANDARDS
-from .cmd_test import DEFAULT_TIMEOUT_S, _seconds, check_isolation
+from ..testing._devices import DEVICES
+from ..testing._standards import standard_name
+from .cmd_test import DEFAULT_TIMEOUT_S, STANDARD_HELP, _seconds, check_isolation
 
 
 def register(sub: Any) -> None:
@@ -17,8 +18,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated samples")
-    p.add_argument("--standard", choices=sorted(STANDARDS), default=None,
-                   help="precision standard for every output (default: spec.py, then dtype)")
+    p.add_argument("--standard", type=standard_name, default=None, metavar="NAME[:PARAM]",
+                   help="precision standard for every output (default: spec.py, then dtype): "
+                   f"{STANDARD_HELP}")
+    p.add_argument("--reference-device", choices=DEVICES, default=None,
+                   help="the trusted device the cross-device standard divides by (default "
+                   "cpu, opened only when a standard reads it)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=None,
                    help="a kernel call running longer fails and its worker is stopped "
                    f"(default {DEFAULT_TIMEOUT_S:g}; refused with --no-isolate)")
@@ -37,18 +42,24 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ValidationError
     from ..runtime._load import load
-    from ..testing import check
+    from ..testing import check, open_device
+    from ..testing._standards import reads_reference
 
     check_isolation(args.no_isolate, args.sanitize, args.timeout)
     op = load(args.op)
+    options: dict[str, Any] = {}
     if not args.no_isolate:
-        from ..testing import open_device
-
         timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
         options = {"isolate": True, "timeout": timeout, "sanitize": args.sanitize}
-        op = open_device("cpu", op.folder, op.spec, options)
+    folder, spec = op.folder, op.spec
+    if options:
+        op = open_device("cpu", folder, spec, options)
+    reference = None
+    if reads_reference(spec.standard, args.standard):
+        device = args.reference_device or "cpu"
+        reference = op if device == "cpu" else open_device(device, folder, spec, options)
     try:
-        report = check(op, seed=args.seed, standard=args.standard)
+        report = check(op, seed=args.seed, standard=args.standard, reference=reference)
     except ValidationError as e:
         print(str(e), file=sys.stderr)
         return 1

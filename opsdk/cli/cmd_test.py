@@ -19,12 +19,16 @@ from typing import Any
 from ..ascend.precision import MODE_CHOICES
 from ..errors import OpsdkError
 from ..testing._devices import DEVICES
-from ..testing._standards import STANDARDS
+from ..testing._methods import PARAMETRISED
+from ..testing._standards import STANDARDS, standard_name
 
-_OPTIONS = ("device", "seed", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
-            "report", "timeout", "sanitize")
+_OPTIONS = ("device", "seed", "standard", "reference_device", "precision_mode", "keep_dtype",
+            "modify_mixlist", "report", "timeout", "sanitize")
 _LISTS = ("cann_op_type", "cann_project")
 DEFAULT_TIMEOUT_S = 120.0
+#: The standards' names as the help of ``--standard`` lists them.
+STANDARD_HELP = ", ".join(f"{n}[:PARAM]" if n in PARAMETRISED else n for n in STANDARDS) + (
+    " (docs/validation.md)")
 
 
 def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -32,9 +36,14 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
                    help=f"where the kernel runs: {', '.join(DEVICES)} (default cpu; see "
                    "docs/validation.md)")
     p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
-    p.add_argument("--standard", "--opsdk-standard", dest="standard", choices=sorted(STANDARDS),
-                   default=default,
-                   help="precision standard for every output (default: spec.py, then dtype)")
+    p.add_argument("--standard", "--opsdk-standard", dest="standard", type=standard_name,
+                   default=default, metavar="NAME[:PARAM]",
+                   help="precision standard for every output (default: spec.py, then dtype): "
+                   f"{STANDARD_HELP}")
+    p.add_argument("--reference-device", "--opsdk-reference-device", dest="reference_device",
+                   choices=DEVICES, default=default,
+                   help="the trusted device the cross-device standard divides by (default "
+                   "cpu); it runs the same kernel inputs")
     p.add_argument("--standard-only", "--opsdk-standard-only", dest="standard_only",
                    action="store_true", default=default,
                    help="judge by the standard alone, as its CANN tool would (no nonfinite / "

@@ -84,6 +84,7 @@ def check(
     *,
     standard: str | None = None,
     seed: int = 0,
+    reference: Any = None,
 ) -> CheckReport:
     """Check an operator end to end and raise :class:`ValidationError` on any failure.
 
@@ -99,6 +100,9 @@ def check(
             lists; None generates them from the spec.
         standard: a standard name overriding the spec's choice.
         seed: seed of the generated samples.
+        reference: the trusted device (an executor, e.g. ``opsdk.load(...)`` on the host) a
+            ``cross-device`` standard divides by; it runs the same samples. The batch check
+            (the kernel against itself) uses the dtype's default standard instead.
 
     Returns:
         The :class:`CheckReport` (all passed).
@@ -120,17 +124,19 @@ def check(
             f" --standard {standard}" if standard else ""
         )
     for s in _as_samples(spec, samples, seed):
-        _check_sample(op, spec, s, standard, report)
+        _check_sample(op, spec, s, standard, report, reference)
     if report.problems:
         raise ValidationError(str(report), report)
     return report
 
 
-def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: CheckReport) -> None:
+def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: CheckReport,
+                  reference: Any = None) -> None:
     label = s.label or "sample"
     where = f"{label} ({', '.join(_desc(a) for a in s.inputs)}, attrs {s.attrs})"
     try:
-        comps, problems = run_arrays(spec, op, s.inputs, s.attrs, standard=standard)
+        comps, problems = run_arrays(spec, op, s.inputs, s.attrs, standard=standard,
+                                     reference=reference)
     except (SpecError, RuntimeError) as e:
         rep.problems.append(f"{where}: {type(e).__name__}: {e}")
         return
@@ -201,6 +207,8 @@ def _check_batch(
             )
             continue
         std = standard_for(dtype_name(w.dtype), spec.standard, standard)
+        if std.needs_reference:  # the kernel against itself: no device to divide by
+            std = standard_for(dtype_name(w.dtype))
         c = compare(joined, w, std, output=o.name, keep_arrays=False)
         if not c.passed:
             rep.problems.append(

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name, is_float
+from ._methods import _FP8
 from ._standards import Standard, tiny
 
 __all__ = ["Check", "Mismatch", "Comparison", "compare"]
@@ -176,16 +177,21 @@ def _stats(abs_err: np.ndarray, rel_err: np.ndarray) -> tuple[float, float, floa
     return float(abs_err.max()), float(rel_err.max()), float(rel_err.sum()) / rel_err.size
 
 
+def _flat(x: np.ndarray | None) -> np.ndarray | None:
+    return None if x is None else np.asarray(x).reshape(-1)
+
+
 def _checks(
     standard: Standard, actual: np.ndarray, expected: np.ndarray, dtype: str, strict: bool,
-    a: np.ndarray, e: np.ndarray,
+    a: np.ndarray, e: np.ndarray, extra: tuple[np.ndarray | None, np.ndarray | None],
 ) -> tuple[list[Check], np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Run the standard and (``strict``) opsdk's own checks.
+    """Run the standard and (``strict``) opsdk's own checks; ``extra``: (golden, reference).
 
     Returns (checks, failed mask, disagreeing NaN/Inf mask, finite-pair mask).
     """
     raw_a, raw_e = np.asarray(actual).reshape(-1), np.asarray(expected).reshape(-1)
-    verdict = standard.judge(raw_a, raw_e, dtype)
+    golden, reference = (_flat(x) for x in extra)
+    verdict = standard.judge_against(raw_a, raw_e, dtype, golden=golden, reference=reference)
     checks = [Check(standard.name, verdict.passed, verdict.reason)]
     bad_nf, finite = _split_finite(a, e)
     failed = verdict.failed
@@ -195,11 +201,20 @@ def _checks(
     if bad_nf is not None:
         failed = failed | bad_nf
     if finite is not None and standard.share_over_all and finite.any():
-        sub = standard.judge(raw_a[finite], raw_e[finite], dtype)
+        sub = standard.judge_against(
+            raw_a[finite], raw_e[finite], dtype,
+            golden=None if golden is None else golden[finite],
+            reference=None if reference is None else reference[finite])
         checks.append(Check("finite-share", sub.passed,
                             f"{standard.name} over the {int(finite.sum())} finite elements: "
                             f"{sub.reason}"))
     return checks, failed, bad_nf, finite
+
+
+def _judged_dtype(expected: np.ndarray) -> str:
+    """The dtype name of ``expected``: opsdk's, or an 8-bit float the methods judge."""
+    name = np.dtype(expected.dtype).name
+    return name if name in _FP8 else dtype_name(expected.dtype)
 
 
 def compare(
@@ -212,6 +227,8 @@ def compare(
     judge_dtype: str | None = None,
     keep_arrays: bool = True,
     strict: bool = True,
+    golden: np.ndarray | None = None,
+    reference: np.ndarray | None = None,
 ) -> Comparison:
     """Compare ``actual`` with ``expected`` (same shape and dtype) under ``standard``.
 
@@ -222,7 +239,9 @@ def compare(
     ``inputs`` (name, array) let mismatches show the input values at the failing index
     when the input broadcasts to the output's shape. ``judge_dtype`` is the dtype whose
     tolerances apply (default: the output's), e.g. float16 when a float32 output was
-    computed by a float16 kernel.
+    computed by a float16 kernel. ``golden`` (the float64 reference before rounding) and
+    ``reference`` (a trusted device's output) go to standards that read them
+    (``cross-device``).
 
     Example:
         >>> from opsdk.testing import get_standard
@@ -232,9 +251,10 @@ def compare(
         >>> compare(np.float32([np.nan]), np.float32([1]), get_standard("msopst")).reason
         'msopst: pass; nonfinite: 1 NaN where the reference has 1.0'
     """
-    dtype = judge_dtype or dtype_name(expected.dtype)
+    dtype = judge_dtype or _judged_dtype(expected)
     a, e = _as_f64(actual), _as_f64(expected)
-    checks, failed, bad_nf, finite = _checks(standard, actual, expected, dtype, strict, a, e)
+    checks, failed, bad_nf, finite = _checks(standard, actual, expected, dtype, strict, a, e,
+                                             (golden, reference))
     fa, fe = (a, e) if finite is None else (a[finite], e[finite])
     abs_err = np.abs(fa - fe)
     rel_err = abs_err / np.maximum(np.abs(fe), tiny(dtype)) if is_float(dtype) else abs_err
@@ -242,7 +262,7 @@ def compare(
     n_failed = int(np.count_nonzero(failed))
     return Comparison(
         output=output,
-        dtype=dtype_name(expected.dtype),
+        dtype=_judged_dtype(expected),
         shape=tuple(expected.shape),
         standard=standard.name,
         passed=all(c.passed for c in checks),

@@ -41,9 +41,9 @@ __all__ = ["op_tests", "session_of", "TestSession"]
 COLLECTED_OPS: set[str] = set()
 
 OPTIONS = (
-    "device", "seed", "standard", "standard_only", "precision_mode", "keep_dtype",
-    "modify_mixlist", "report", "triton_url", "triton_model", "isolate", "timeout", "sanitize",
-    "cann_op_type", "cann_project",
+    "device", "seed", "standard", "reference_device", "standard_only", "precision_mode",
+    "keep_dtype", "modify_mixlist", "report", "triton_url", "triton_model", "isolate",
+    "timeout", "sanitize", "cann_op_type", "cann_project",
 )
 _DEFAULTS: dict[str, Any] = {"device": "cpu", "seed": 0}
 
@@ -102,22 +102,40 @@ class TestSession:
 
     def executor(self, folder: Path, spec: OpSpec) -> Any:
         """The executor on the session's device; pytest.skip with the reason if absent."""
-        key = (self.device, str(folder))
+        return self._opened(self.device, folder, spec, "")
+
+    def reference(self, folder: Path, spec: OpSpec) -> Any:
+        """The trusted device of ``cross-device`` (``--opsdk-reference-device``, default
+        cpu), or None when no standard of the operator reads one; pytest.skip with the
+        reason when that device is absent."""
+        from ._standards import reads_reference
+
+        if not reads_reference(spec.standard, self.options.get("standard")):
+            return None
+        device = str(self.options.get("reference_device") or "cpu")
+        if device == self.device:  # the same executor: every ratio is 1 by construction
+            return self.executor(folder, spec)
+        return self._opened(device, folder, spec,
+                            f"reference device {device} (--opsdk-reference-device): ")
+
+    def _opened(self, device: str, folder: Path, spec: OpSpec, why: str) -> Any:
+        """``device``'s executor of the operator in ``folder``, opened once per session."""
+        key = (device, str(folder))
         if key not in self._devices:
             try:
-                self._devices[key] = open_device(self.device, folder, spec, self.options)
+                self._devices[key] = open_device(device, folder, spec, self.options)
             except DeviceUnavailable as e:
                 self._devices[key] = e
         ex = self._devices[key]
         if isinstance(ex, DeviceUnavailable):
-            pytest.skip(str(ex))
+            pytest.skip(f"{why}{ex}")
         return ex
 
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
-        for k in ("device", "standard", "precision_mode", "keep_dtype", "modify_mixlist",
-                  "sanitize"):
+        for k in ("device", "standard", "reference_device", "precision_mode", "keep_dtype",
+                  "modify_mixlist", "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")
@@ -172,6 +190,7 @@ def _numerics(folder: Path, spec: OpSpec) -> Callable[..., Any]:
                 standard=sess.options["standard"], precision_mode=sess.precision_mode,
                 repro=lambda _c: sess.repro(request.node), keep_arrays=sess.keep_arrays,
                 strict=not sess.options["standard_only"],
+                reference=sess.reference(folder, spec),
             )
         except DeviceUnavailable as e:
             pytest.skip(str(e))
@@ -254,7 +273,8 @@ def _check(folder: Path, spec: OpSpec) -> Callable[..., Any]:
         sess = session_of(request.config)
         ex = sess.executor(folder, spec)
         try:
-            check(ex, seed=sess.options["seed"], standard=sess.options["standard"])
+            check(ex, seed=sess.options["seed"], standard=sess.options["standard"],
+                  reference=sess.reference(folder, spec))
         except DeviceUnavailable as e:
             pytest.skip(str(e))
 

@@ -14,7 +14,7 @@ from ..errors import KernelCrash, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, case_seed, make_inputs
 from ._compare import Comparison, compare
-from ._standards import standard_for
+from ._standards import reads_reference, standard_for
 
 __all__ = ["Executor", "CaseResult", "run_case", "reference_outputs", "run_arrays"]
 
@@ -154,10 +154,13 @@ def run_arrays(
     judge_dtype: Mapping[str, str] | None = None,
     keep_arrays: bool = True,
     strict: bool = True,
+    reference: Executor | None = None,
 ) -> tuple[list[Comparison], list[str]]:
     """Run the kernel on ``kernel_inputs`` (default ``inputs``) and judge its outputs
     against the reference on ``inputs``; returns (comparisons, problems). ``strict``:
-    opsdk's own checks run beside the standard (see :func:`compare`)."""
+    opsdk's own checks run beside the standard (see :func:`compare`). ``reference``: a
+    trusted device, run on the same kernel inputs for standards that compare against one
+    (``cross-device``)."""
     problems: list[str] = []
     resolved = spec.resolve_attrs(attrs)
     kin = inputs if kernel_inputs is None else kernel_inputs
@@ -174,13 +177,14 @@ def run_arrays(
             f"reference returned {len(expected)}"
         )
         return [], problems
-    comps = []
+    comps: list[Comparison] = []
     named = [(i.name, a) for i, a in zip(spec.inputs, inputs, strict=False)]
+    trusted = _reference_run(spec, reference, kin, attrs, standard)
     # Under precision-mode emulation the kernel runs in other dtypes than the model's.
     kernel_types = inferred if kernel_inputs is None else _infer(spec, kin, resolved)
-    for out, tt, kt, act, exp in zip(
+    for k, (out, tt, kt, act, exp) in enumerate(zip(
         spec.outputs, inferred, kernel_types, actual, expected, strict=False
-    ):
+    )):
         if dtype_name(act.dtype) != kt.dtype or tuple(act.shape) != tuple(tt.shape):
             problems.append(
                 f"output {out.name!r}: kernel produced {act.dtype}{list(act.shape)}, spec "
@@ -196,11 +200,26 @@ def run_arrays(
             )
             continue
         std = standard_for(kernel_dt, spec.standard, standard)
+        ref_out = None
+        if std.needs_reference and trusted is not None and k < len(trusted):
+            ref_out = _round_to(np.asarray(trusted[k]), tt.dtype)
         comps.append(
             compare(act_cast, _round_to(exp, tt.dtype), std, output=out.name, inputs=named,
-                    judge_dtype=kernel_dt, keep_arrays=keep_arrays, strict=strict)
+                    judge_dtype=kernel_dt, keep_arrays=keep_arrays, strict=strict,
+                    golden=exp, reference=ref_out)
         )
     return comps, problems
+
+
+def _reference_run(
+    spec: OpSpec, reference: Executor | None, kin: Sequence[np.ndarray | None],
+    attrs: Mapping[str, Any], standard: str | None,
+) -> list[np.ndarray] | None:
+    """The trusted device's outputs on the kernel's inputs, when a standard of the case
+    reads them (else None, and the device does not run)."""
+    if reference is None or not reads_reference(spec.standard, standard):
+        return None
+    return list(reference.run(list(kin), dict(attrs)))
 
 
 def run_case(
@@ -215,6 +234,7 @@ def run_case(
     repro: Callable[[OpCase], str] | None = None,
     keep_arrays: bool = True,
     strict: bool = True,
+    reference: Executor | None = None,
 ) -> CaseResult:
     """Generate ``case``'s inputs from ``seed``, run them and judge the outputs.
 
@@ -233,7 +253,7 @@ def run_case(
         res.comparisons, res.problems = run_arrays(
             spec, executor, inputs, dict(case.attrs), standard=standard,
             kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
-            strict=strict,
+            strict=strict, reference=reference,
         )
     except (SpecError, KernelCrash) as e:  # a crash in a worker fails this case only
         res.problems.append(str(e))

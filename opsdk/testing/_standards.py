@@ -22,14 +22,15 @@ opsdk does and why):
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import SpecError
+from ._methods import METHODS, PARAMETRISED
+from ._standard_base import _INTS, _MAX, Standard, Verdict, _f64, _int_diff, _undefined, tiny
 
 __all__ = [
     "Standard",
@@ -43,82 +44,10 @@ __all__ = [
     "DEFAULT_STANDARD",
     "get_standard",
     "standard_for",
+    "standard_name",
+    "reads_reference",
     "tiny",
 ]
-
-_TINY = {
-    "float16": float(np.finfo(np.float16).tiny),
-    "bfloat16": 2.0**-126,
-    "float32": float(np.finfo(np.float32).tiny),
-    "float64": float(np.finfo(np.float64).tiny),
-}
-_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
-        "float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
-_INTS = ("int8", "int16", "int32", "int64", "uint8", "bool")
-
-
-def tiny(dtype: str) -> float:
-    """The smallest normal number of a float dtype (1.0 for integer dtypes).
-
-    opsdk's statistics (max rel. error, MERE, MARE in a report) divide by
-    ``max(|expected|, tiny(dtype))``; the standards use their own denominators.
-
-    Example:
-        >>> tiny("float16")
-        6.103515625e-05
-    """
-    return _TINY.get(dtype, 1.0)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a standard decided: ``passed``, the per-element ``failed`` mask and why."""
-
-    passed: bool
-    failed: np.ndarray
-    reason: str
-
-
-def _undefined(std: str, dtype: str, defined: Mapping[str, Any]) -> SpecError:
-    return SpecError(
-        f"precision standard {std!r} defines no tolerance for {dtype} (it covers "
-        f"{', '.join(defined)}); set standard={{'{dtype}': 'allclose'}} (or another "
-        "standard) in spec.py"
-    )
-
-
-def _f64(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float64).reshape(-1)
-
-
-def _int_diff(a: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Exact ``|a - e|`` of integer or bool arrays (float64 up to 32 bits, else Python ints)."""
-    if a.dtype.itemsize >= 8:
-        return np.abs(a.astype(object) - e.astype(object)).astype(np.float64)
-    return np.abs(_f64(a) - _f64(e))
-
-
-class Standard(ABC):
-    """A named precision standard; subclasses implement :meth:`judge`.
-
-    ``share_over_all``: the rule divides a failing count by the whole tensor size, NaN
-    and Inf positions included (opsdk then also runs the ``finite-share`` check).
-    """
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    share_over_all: ClassVar[bool] = False
-
-    def supports(self, dtype: str) -> bool:
-        """Whether the standard defines tolerances for ``dtype``."""
-        return True
-
-    @abstractmethod
-    def judge(self, actual: np.ndarray, expected: np.ndarray, dtype: str) -> Verdict:
-        """Judge flat ``actual`` against ``expected`` (output dtype) under ``dtype``'s rule."""
-
-    def __repr__(self) -> str:
-        return f"<standard {self.name}: {self.summary}>"
 
 
 class Msopst(Standard):
@@ -393,7 +322,7 @@ class Exact(Standard):
 
 #: Every standard by name.
 STANDARDS: dict[str, Standard] = {
-    s.name: s for s in (Msopst(), DoubleThousandths(), MereMare(), AllClose(), Exact())
+    s.name: s for s in (Msopst(), DoubleThousandths(), MereMare(), AllClose(), Exact(), *METHODS)
 }
 
 #: The standard used for a dtype when neither spec.py nor the command line chooses one.
@@ -409,16 +338,45 @@ DEFAULT_STANDARD: dict[str, str] = {
 def get_standard(name: str) -> Standard:
     """Look a standard up by name; raise SpecError listing the names.
 
+    ``NAME:PARAM`` sets the parameter of the methods that take one: ``ulp:4`` (max ULP),
+    ``cosine:0.001`` (largest ``1 - cos``), ``quant:0.001`` (share allowed beyond 1 LSB),
+    ``cross-device:L2`` (level).
+
     Example:
         >>> get_standard("msopst").name
         'msopst'
+        >>> get_standard("ulp:4").max_ulp
+        4.0
     """
+    base, sep, param = name.partition(":")
+    if sep and base in PARAMETRISED:
+        try:
+            return PARAMETRISED[base](param)
+        except ValueError as e:
+            raise SpecError(f"precision standard {name!r}: {e}") from None
     try:
         return STANDARDS[name]
     except KeyError:
         raise SpecError(
-            f"unknown precision standard {name!r}; expected one of {', '.join(STANDARDS)}"
+            f"unknown precision standard {name!r}; expected one of {', '.join(STANDARDS)} "
+            f"(or {', '.join(f'{k}:PARAM' for k in PARAMETRISED)})"
         ) from None
+
+
+def standard_name(text: str) -> str:
+    """``text`` when it names a standard (argparse ``type=``), else ArgumentTypeError.
+
+    Example:
+        >>> standard_name("cross-device:L2")
+        'cross-device:L2'
+    """
+    import argparse
+
+    try:
+        get_standard(text)
+    except SpecError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def standard_for(
@@ -441,3 +399,24 @@ def standard_for(
     if spec_standard and dtype in spec_standard:
         return get_standard(spec_standard[dtype])
     return get_standard(DEFAULT_STANDARD.get(dtype, "exact"))
+
+
+def reads_reference(
+    spec_standard: str | Mapping[str, str] | None = None, override: str | None = None
+) -> bool:
+    """Whether a standard an operator's outputs may be judged by reads a reference device.
+
+    The same order as :func:`standard_for`: ``override``, else every standard spec.py
+    names (the dtype defaults read none). Only then is a trusted device opened and run.
+
+    Example:
+        >>> reads_reference({"float16": "mere-mare"}), reads_reference(None, "cross-device:L2")
+        (False, True)
+    """
+    if override:
+        names = [override]
+    elif isinstance(spec_standard, str):
+        names = [spec_standard]
+    else:
+        names = list((spec_standard or {}).values())
+    return any(get_standard(n).needs_reference for n in names)

@@ -8,7 +8,10 @@ Options:
   ``aarch64`` runs kernel.cpp cross-built for the AI CPU's ISA under qemu, one process per case.
 * ``--opsdk-seed N``: base seed of every generated input (default 0).
 * ``--opsdk-standard NAME``: judge every output with this precision standard instead of
-  the spec's or the dtype's default.
+  the spec's or the dtype's default (``NAME:PARAM`` for the parametrised ones, e.g.
+  ``ulp:4``, ``cross-device:L2``).
+* ``--opsdk-reference-device DEVICE``: the trusted device a ``cross-device`` standard
+  divides by (default cpu): it runs the same kernel inputs.
 * ``--opsdk-standard-only``: judge by the standard alone, without opsdk's stricter
   ``nonfinite`` and ``finite-share`` checks (the verdict the CANN tool would give).
 * ``--opsdk-precision-mode MODE``: emulate ATC's ``--precision_mode`` or
@@ -39,7 +42,7 @@ from ..ascend.precision import MODE_CHOICES
 from ._devices import DEVICES
 from ._optests import COLLECTED_OPS, session_of
 from ._report import Report
-from ._standards import STANDARDS
+from ._standards import standard_name
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,8 +51,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="device the operator kernels run on (default: cpu)")
     g.addoption("--opsdk-seed", dest="opsdk_seed", type=int, default=0,
                 help="base seed of the generated inputs (default: 0)")
-    g.addoption("--opsdk-standard", dest="opsdk_standard", default=None,
-                choices=sorted(STANDARDS), help="precision standard for every output")
+    g.addoption("--opsdk-standard", dest="opsdk_standard", default=None, type=standard_name,
+                help="precision standard for every output (a name of "
+                "opsdk.testing.STANDARDS, or NAME:PARAM such as ulp:4)")
+    g.addoption("--opsdk-reference-device", dest="opsdk_reference_device", default=None,
+                choices=DEVICES, help="trusted device of the cross-device standard "
+                "(default: cpu)")
     g.addoption("--opsdk-standard-only", dest="opsdk_standard_only", action="store_true",
                 help="judge by the standard alone (no nonfinite / finite-share checks)")
     g.addoption("--opsdk-precision-mode", dest="opsdk_precision_mode", default=None,
@@ -127,8 +134,9 @@ def pytest_report_header(config: pytest.Config) -> str:
     o = session_of(config).options
     extra = "".join(
         f", {k}={o[k]}"
-        for k in ("standard", "standard_only", "precision_mode", "keep_dtype", "modify_mixlist",
-                  "report", "isolate", "timeout", "sanitize", "cann_op_type", "cann_project")
+        for k in ("standard", "reference_device", "standard_only", "precision_mode",
+                  "keep_dtype", "modify_mixlist", "report", "isolate", "timeout", "sanitize",
+                  "cann_op_type", "cann_project")
         if o.get(k)
     )
     return f"opsdk: device={o['device']}, seed={o['seed']}{extra}"
