@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,6 +11,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def build_model_kernel(where: Path, kernel: str, driver: str, opt: str = "-O0") -> ctypes.CDLL:
+    """Write ``kernel.cpp`` and ``driver.cpp`` into ``where`` and build them against opsdk's
+    Ascend C model (the driver includes kernel.cpp and opsdk_model_launch.h)."""
+    from opsdk.ascend.ascendc.model import model_include_dir
+    from opsdk.build import toolchain
+
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "kernel.cpp").write_text(kernel)
+    (where / "driver.cpp").write_text(driver)
+    lib = where / "k.so"
+    cmd = [toolchain().cxx, "-std=c++17", opt, "-shared", "-fPIC", "-pthread",
+           f"-I{model_include_dir()}", f"-I{where}", "driver.cpp", "-o", str(lib)]
+    proc = subprocess.run(cmd, cwd=where, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return ctypes.CDLL(str(lib))
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_model_kernel
 
 from opsdk.ascend.ascendc.model import AscendcModel, model_include_dir
 from opsdk.build import toolchain
@@ -53,15 +54,7 @@ CASES: dict[str, tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = {
 
 
 def _build(source: str, where: Path) -> ctypes.CDLL:
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "kernel.cpp").write_text(source)
-    (where / "driver.cpp").write_text(DRIVER)
-    lib = where / "k.so"
-    cmd = [toolchain().cxx, "-std=c++17", "-O0", "-shared", "-fPIC", "-pthread",
-           f"-I{model_include_dir()}", f"-I{where}", "driver.cpp", "-o", str(lib)]
-    proc = subprocess.run(cmd, cwd=where, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return ctypes.CDLL(str(lib))
+    return build_model_kernel(where, source, DRIVER)
 
 
 def _run_small(source: str, name: str, where: Path) -> tuple[int, str, np.ndarray]:

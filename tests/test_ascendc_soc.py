@@ -28,6 +28,13 @@ def test_platform_facts_come_from_the_toolkit() -> None:
     assert core_resources("Ascend310P3") == (262_144, 7)
     assert soc_facts("Ascend910B1")["cube_cores"] == 24
     assert core_resources("Ascend910A") == (262_144, 1)  # no vector cores: GetCoreNumAiv() = 0
+    # the estimate's clock and GM rates: cube_freq + [AICoreMemoryRates] on 910B3, vec_freq +
+    # [VectorCoreMemoryRates] on 310P3
+    b3, p3 = soc_facts("Ascend910B3"), soc_facts("Ascend310P3")
+    assert (b3["freq_mhz"], b3["gm_read_bpc"], b3["gm_write_bpc"], b3["rates_of"]) == (
+        1800, 32, 64, "AICore")
+    assert (p3["freq_mhz"], p3["gm_read_bpc"], p3["gm_write_bpc"], p3["rates_of"]) == (
+        1000, 9, 9, "VectorCore")
 
 
 @pytest.mark.parametrize("soc", sorted(soc_table()))

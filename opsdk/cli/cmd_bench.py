@@ -5,6 +5,8 @@
     opsdk bench LayerNormalization --shape X=4096x768 --dtype float16 --threads 1
     opsdk bench --sdk                                new -> green, rebuilds, call overhead
     opsdk bench --triton repo/ --model mlp           a model served by tritonserver
+    opsdk bench Gelu --device ascendc-model --soc Ascend910B3 --swimlane gelu.png
+                                                     the AI Core kernel's cycle estimate
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import OpsdkError, SpecError
@@ -23,6 +26,7 @@ examples:
   opsdk bench LayerNormalization --shape X=8192x1024 --dtype float16 --json
   opsdk bench --sdk                 (or --sdk overhead,noop for some parts)
   opsdk bench --triton repo/ --model mlp
+  opsdk bench Softmax --device ascendc-model --soc Ascend310P3 --trace softmax.json
 
 Without --shape an operator is measured twice: at a cache-resident size (<= 16 MiB moved)
 and at a memory-bound one (>= 64 MiB); --json then prints a list of two results.
@@ -31,6 +35,12 @@ output pool), `opsdk outputs=` writes into preallocated outputs.
 Times are medians of interleaved rounds (opsdk, NumPy reference, ONNX Runtime take turns).
 GB/s counts every input and output once; '% of copy' compares with a STREAM-style copy
 measured in the same run with the same threads. Compare ratios, not absolute times.
+
+--device ascendc-model runs the operator's AI Core kernel on opsdk's model of the AI Core's
+pipes and reports an ESTIMATE of its time on --soc (never an NPU time): kernel time,
+per-pipe busy time and utilisation, the critical path and the bound. The costs and their
+sources are in opsdk/ascend/data/aicore_costs.json; --costs FILE replaces any of them.
+--trace writes a Chrome/Perfetto trace (ui.perfetto.dev), --swimlane a PNG of the pipes.
 """
 
 
@@ -64,6 +74,17 @@ def register(sub: Any) -> None:
     p.add_argument("--triton", metavar="REPO", default=None,
                    help="benchmark a model served by tritonserver from this repository")
     p.add_argument("--model", default=None, help="model name in the repository (--triton)")
+    p.add_argument("--device", choices=("cpu", "ascendc-model"), default="cpu",
+                   help="cpu: time the CPU kernel (default); ascendc-model: estimate the AI "
+                   "Core kernel on opsdk's model of the pipes (an estimate, not an NPU time)")
+    p.add_argument("--soc", default="Ascend910B3",
+                   help="SoC of the estimate (--device ascendc-model; default Ascend910B3)")
+    p.add_argument("--costs", metavar="FILE", default=None,
+                   help="JSON of estimate costs replacing the table's (--device ascendc-model)")
+    p.add_argument("--trace", metavar="FILE", default=None,
+                   help="write the estimate's pipes as Chrome/Perfetto trace JSON")
+    p.add_argument("--swimlane", metavar="PNG", default=None,
+                   help="draw the estimate's pipes of the busiest core into a PNG")
     p.set_defaults(func=run)
 
 
@@ -136,7 +157,44 @@ def _run_sdk(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_model(args: argparse.Namespace) -> int:
+    from .._written import write_file
+    from ..bench._model import estimate_op
+
+    outputs = [Path(f) for f in (args.trace, args.swimlane) if f]
+    for out in outputs:
+        if out.exists() or out.is_symlink():
+            raise OpsdkError(f"bench: {out} exists; remove it or name another file")
+    results = []
+    for small in ((False,) if args.shape else (True, False)):
+        results.append(estimate_op(
+            args.op, shapes=args.shape, dtype=args.dtype, attrs=_parse_attrs(args.op, args.attr),
+            soc=args.soc, costs=args.costs, small=small,
+            progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+    last = results[-1]
+    if args.trace:
+        write_file(outputs[0].parent, outputs[0].name, json.dumps(last.chrome_trace()))
+    if args.swimlane:
+        last.swimlane(args.swimlane)
+    if args.json:
+        data = [r.as_dict() for r in results]
+        print(json.dumps(data[0] if args.shape else data, indent=2))
+    else:
+        print("\n\n".join(r.format() for r in results))
+        for out in outputs:
+            print(f"wrote {out}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.device == "ascendc-model":
+        if args.triton or args.sdk or not args.op:
+            raise OpsdkError("bench --device ascendc-model: name an operator (opsdk bench Gelu "
+                             "--device ascendc-model); --triton and --sdk time other things")
+        return _run_model(args)
+    if args.trace or args.swimlane or args.costs:
+        raise OpsdkError("bench: --trace, --swimlane and --costs belong to the estimate "
+                         "(--device ascendc-model)")
     if args.triton:
         return _run_triton(args)
     if args.sdk:

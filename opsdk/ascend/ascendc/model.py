@@ -27,7 +27,7 @@ import math
 import os
 import subprocess
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from ...errors import BuildError, DeviceUnavailable, KernelError
 from ...spec import OpSpec, TensorType
 from .._op import DEFAULT_SOCS
 from ..spellings import ASCENDC_TYPES as _CPP
+from ._estimate import Estimate
 
 __all__ = ["AscendcModel", "AscendcModelWarning", "model_include_dir"]
 
@@ -59,11 +60,12 @@ _DRIVER = """\
 extern "C" int opsdk_ascendc_launch(uint8_t** gm, const uint64_t* bytes, const char** names,
                                     int n, uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes,
                                     const char* soc, uint64_t seed, int threads, char* err,
-                                    uint64_t errLen)
+                                    uint64_t errLen, const char* costs, const char* traceFile)
 {{
     return opsdk_ascendc::Run(
         "{op}", [](uint8_t** g, uint8_t* ws, uint8_t* t) {{ opsdk_kernel_entry({args}ws, t); }},
-        gm, bytes, names, n, tiling, blockDim, ubBytes, soc, seed, threads, err, errLen);
+        gm, bytes, names, n, tiling, blockDim, ubBytes, soc, seed, threads, err, errLen, costs,
+        traceFile);
 }}
 """
 
@@ -112,6 +114,8 @@ class AscendcModel:
         self.seed, self.threads = seed, threads
         self._libs: dict[str, Any] = {}
         self._calls = 0
+        self._timing: tuple[bytes, bytes] | None = None  # (costs, trace file) while estimating
+        self._last_block_dim = 0
 
     def __repr__(self) -> str:
         return f"<opsdk AI Core kernel of {self.spec.name} on the Ascend C model ({self.soc})>"
@@ -175,7 +179,8 @@ class AscendcModel:
         fn = lib.opsdk_ascendc_launch
         p = ctypes.c_void_p
         fn.argtypes = [p, p, p, ctypes.c_int, p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p,
-                       ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint64]
+                       ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint64,
+                       ctypes.c_char_p, ctypes.c_char_p]
         fn.restype = ctypes.c_int
         return fn
 
@@ -201,6 +206,35 @@ class AscendcModel:
                  "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
         self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
+
+    def estimate(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, *,
+                 costs: Mapping[str, Any] | str | Path | None = None) -> Estimate:
+        """Run the kernel as :meth:`run` does and estimate its time on the SoC from the trace of
+        its pipes (an estimate from opsdk's model, never an NPU time; see
+        docs/ascendc_model.md, "The estimate"). ``costs`` overrides figures of the cost
+        table (:func:`~opsdk.ascend.ascendc._estimate.costs_for`).
+
+        Example:
+            >>> op = AscendcModel("operators/thresholded_relu", soc="Ascend910B3")  # doctest: +SKIP
+            >>> op.estimate([np.ones(1 << 20, np.float32)], {"alpha": 0.5}).bound  # doctest: +SKIP
+            'MTE2'
+        """
+        import tempfile
+
+        from ._estimate import costs_for, read_trace
+
+        table = costs_for(self.soc_name, costs)
+        fd, path = tempfile.mkstemp(prefix="opsdk-estimate-", suffix=".csv")
+        os.close(fd)
+        try:
+            self._timing = (table.encoded().encode(), path.encode())
+            outputs = self.run(inputs, attrs)
+            blocks = read_trace(Path(path))
+        finally:
+            self._timing = None
+            os.unlink(path)
+        return Estimate(self.spec.name, self.soc_name, table, blocks, self._last_block_dim,
+                        self.cores, outputs)
 
     def _applicable(self, types: list[TensorType | None], outs: list[TensorType],
                     attrs: dict[str, Any]) -> None:
@@ -238,9 +272,11 @@ class AscendcModel:
         names = (ctypes.c_char_p * n)(*[s.encode() for s in k.io_names])
         err = ctypes.create_string_buffer(4096)
         self._calls += 1
+        costs, trace = self._timing if self._timing is not None else (None, None)
         rc = self._lib(dtype)(gm, sizes, names, n, tiling, block_dim, self.ub_bytes,
                               self.soc.encode(), self.seed * 1000003 + self._calls, self.threads,
-                              err, len(err))
+                              err, len(err), costs, trace)
+        self._last_block_dim = block_dim
         if rc:
             raise KernelError(f"ascendc-model: {err.value.decode(errors='replace')}")
         if err.value:  # a pass with a finding: blocks overlapping with the same values

@@ -132,6 +132,8 @@ struct GmArg {
     std::vector<int32_t> writer;  // per byte: -1 or the block index
 };
 
+struct Timing;
+
 struct Launch {
     std::string kernel;
     std::vector<GmArg> gm;
@@ -141,6 +143,8 @@ struct Launch {
     std::mutex gmMutex;
     uint64_t sameValueBytes = 0;  // bytes two blocks both wrote, with the same value
     std::string sameValueFirst;   // where the first of them is
+    const Timing* timing = nullptr;          // the estimate's costs, or none
+    std::vector<std::string> traces;         // per block: its instructions with their times
 };
 
 // The source location of an API call: the kernel's file and line (a defaulted last argument
@@ -165,12 +169,41 @@ inline void Join(Clock& a, const Clock& b) {
     for (int i = 0; i < kPipes; ++i) a[i] = std::max(a[i], b[i]);
 }
 
-// One issued instruction: its API, pipe, number within its pipe and where it was called.
+// One issued instruction: its API, pipe, number within its pipe and where it was called; for
+// the cycle estimate (docs/ascendc_model.md, "The estimate") the bytes it moved and its times.
 struct Instr {
     const char* api;
     Pipe pipe;
     uint32_t tick;
     Loc loc;
+    uint64_t gm = 0;                     // GM bytes read or written
+    uint32_t bursts = 0;                 // contiguous GM runs (one per GmRead/GmWrite)
+    uint64_t ub[4] = {};                 // Unified Buffer bytes touched, per operand
+    const char* ubArg[4] = {};           // ... and the operand's name
+    double dep = 0;                      // a flag's time this instruction waits for
+    int32_t depInstr = -1;               // ... and the instruction that set it
+    double start = 0, end = 0;           // cycles from the block's start
+    int32_t pred = -1;                   // the instruction its start waited for (-1: none)
+};
+
+// What one instruction costs, per SoC (opsdk/ascend/ascendc/_estimate.py fills it from the
+// platform data and data/aicore_costs.json, each constant with its source).
+struct Timing {
+    double issue = 1;                    // scalar cycles to issue one instruction to a pipe
+    double mte2Latency = 0, mte3Latency = 0;  // cycles before the first byte arrives
+    double mte2Bpc = 32, mte3Bpc = 32;   // GM bytes per cycle of this core
+    double burst = 0;                    // extra cycles per further contiguous GM run
+    double vecStartup = 0;               // cycles before a vector instruction's first repeat
+    double repeatBytes = 256;            // bytes one repeat of a vector instruction covers
+    double scalarLoad = 1, scalarStore = 1, scalarGm = 1;  // S: UB load, UB store, GM access
+    double vecDefault = 1;               // cycles per repeat of an API not in `vec`
+    std::vector<std::pair<std::string, double>> vec;  // cycles per repeat, by API
+    double CyclesPerRepeat(const char* api) const {
+        for (const auto& [name, c] : vec) {
+            if (name == api) return c;
+        }
+        return vecDefault;
+    }
 };
 
 // A flag set by SetFlag (or implicitly by a queue) and not yet waited for.
@@ -188,7 +221,18 @@ struct Pipes {
     std::vector<Clock> lastRead;         // per byte and pipe: the last instruction that read it
     int32_t current = -1;                // the instruction being executed, or -1
     std::vector<Flag> userFlags;         // per HardEvent x event id
+    const Timing* timing = nullptr;      // the cycle estimate's costs, or none
+    double issueAt = 0;                  // when the scalar unit issues its next instruction
+    int32_t lastIssued = -1;             // the instruction it issued last
+    double pipeFree[kPipes] = {};        // when each pipe is free again
+    int32_t lastOn[kPipes] = {-1, -1, -1, -1, -1};  // each pipe's last instruction
     void Reset(uint64_t ubBytes) {
+        issueAt = 0;
+        lastIssued = -1;
+        for (int p = 0; p < kPipes; ++p) {
+            pipeFree[p] = 0;
+            lastOn[p] = -1;
+        }
         for (auto& c : clock) c.fill(0);
         instrs.assign(1, Instr{"", Pipe::S, 0, Loc("", 0)});
         lastWrite.assign(ubBytes, 0);
@@ -275,11 +319,20 @@ inline GmArg& FindGm(const std::string& api, const void* p, uint64_t n, const ch
     Fail(api, std::string(dir) + " " + S(n) + " bytes at an address outside every GM argument");
 }
 
+// GM bytes the current instruction moves, for the estimate.
+inline void CountGm(Block& b, uint64_t n) {
+    if (b.pipes.current < 0) return;
+    Instr& i = b.pipes.instrs[static_cast<size_t>(b.pipes.current)];
+    i.gm += n;
+    ++i.bursts;
+}
+
 // Record a GM read: reading what another block wrote makes the result depend on block order.
 inline void GmRead(const std::string& api, const void* p, uint64_t n) {
     if (n == 0) return;
     GmArg& a = FindGm(api, p, n, "reads");
     Block& b = Cur();
+    CountGm(b, n);
     std::lock_guard<std::mutex> lock(b.launch->gmMutex);
     uint64_t off = static_cast<uint64_t>(static_cast<const uint8_t*>(p) - a.base);
     for (uint64_t i = off; i < off + n; ++i) {
@@ -300,6 +353,7 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n, const voi
     if (n == 0) return;
     GmArg& a = FindGm(api, p, n, "writes");
     Block& b = Cur();
+    CountGm(b, n);
     std::lock_guard<std::mutex> lock(b.launch->gmMutex);
     uint64_t off = static_cast<uint64_t>(static_cast<const uint8_t*>(p) - a.base);
     for (uint64_t i = off; i < off + n; ++i) {

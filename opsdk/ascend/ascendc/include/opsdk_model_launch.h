@@ -3,12 +3,14 @@
 #ifndef OPSDK_ASCENDC_MODEL_LAUNCH_H
 #define OPSDK_ASCENDC_MODEL_LAUNCH_H
 
+#include <cstdio>
 #include <exception>
 #include <numeric>
 #include <random>
 #include <thread>
 
 #include "opsdk_model_core.h"
+#include "opsdk_model_pipes.h"
 
 namespace opsdk_ascendc {
 
@@ -16,6 +18,58 @@ using KernelFn = void (*)(uint8_t** gm, uint8_t* workspace, uint8_t* tiling);
 
 // The most blocks a kernel launch takes (CANN's runtime: blockDim is at most 65535).
 constexpr uint32_t kMaxBlockDim = 65535;
+
+// The costs of the cycle estimate, from "name=value;...;vec.API=cycles;..." (written by
+// opsdk/ascend/ascendc/_estimate.py).
+inline Timing ParseTiming(const std::string& text) {
+    Timing t;
+    size_t at = 0;
+    while (at < text.size()) {
+        size_t end = text.find(';', at);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(at, end - at);
+        at = end + 1;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) continue;
+        const std::string key = item.substr(0, eq);
+        const double v = std::stod(item.substr(eq + 1));
+        if (key.rfind("vec.", 0) == 0) t.vec.emplace_back(key.substr(4), v);
+        else if (key == "issue") t.issue = v;
+        else if (key == "mte2Latency") t.mte2Latency = v;
+        else if (key == "mte3Latency") t.mte3Latency = v;
+        else if (key == "mte2Bpc") t.mte2Bpc = v;
+        else if (key == "mte3Bpc") t.mte3Bpc = v;
+        else if (key == "burst") t.burst = v;
+        else if (key == "vecStartup") t.vecStartup = v;
+        else if (key == "repeatBytes") t.repeatBytes = v;
+        else if (key == "scalarLoad") t.scalarLoad = v;
+        else if (key == "scalarStore") t.scalarStore = v;
+        else if (key == "scalarGm") t.scalarGm = v;
+        else if (key == "vecDefault") t.vecDefault = v;
+        else throw ModelError("unknown cost '" + key + "' for the estimate");
+    }
+    return t;
+}
+
+// One block's instructions with their times: "pipe,start,end,gmBytes,ubBytes,pred,api,where".
+inline std::string BlockTrace(const Block& b) {
+    std::string out;
+    char line[160];
+    for (size_t k = 1; k < b.pipes.instrs.size(); ++k) {
+        const Instr& i = b.pipes.instrs[k];
+        uint64_t widest = 0;
+        for (uint64_t u : i.ub) widest = std::max(widest, u);
+        std::snprintf(line, sizeof line, "%s,%.3f,%.3f,%llu,%llu,%d,", PipeName(i.pipe), i.start, i.end,
+                      static_cast<unsigned long long>(i.gm), static_cast<unsigned long long>(widest),
+                      i.pred <= 0 ? -1 : i.pred - 1);
+        out += line;
+        out += i.api;
+        out += ",";
+        out += Where(i.loc);
+        out += "\n";
+    }
+    return out;
+}
 
 inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
                       std::string& error, std::mutex& errMutex) {
@@ -25,10 +79,12 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
         b.idx = idx;
         b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
         b.pipes.Reset(L.ubBytes);
+        b.pipes.timing = L.timing;
         tBlock = &b;
         try {
             fn(gm, nullptr, tiling);
             CheckFlagsAtEnd();
+            if (L.timing != nullptr) L.traces[static_cast<size_t>(idx)] = BlockTrace(b);
         } catch (const std::exception& e) {
             tBlock = nullptr;
             std::lock_guard<std::mutex> lock(errMutex);
@@ -42,8 +98,19 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
 // Returns 0, or 1 with the failure in err.
 inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* bytes, const char** names, int n,
                uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes, const char* soc, uint64_t seed, int threads,
-               char* err, uint64_t errLen) {
+               char* err, uint64_t errLen, const char* costs = nullptr, const char* traceFile = nullptr) {
     Launch L;
+    Timing timing;
+    if (costs != nullptr && blockDim <= kMaxBlockDim) {
+        try {
+            timing = ParseTiming(costs);
+        } catch (const std::exception& e) {
+            std::snprintf(err, errLen, "%s: %s", kernel, e.what());
+            return 1;
+        }
+        L.timing = &timing;
+        L.traces.assign(blockDim, std::string());
+    }
     L.kernel = kernel;
     L.ubBytes = ubBytes;
     L.soc = soc;
@@ -78,6 +145,17 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
             pool.emplace_back([&, part] { RunBlocks(L, fn, gm, tiling, part, error, errMutex); });
         }
         for (auto& t : pool) t.join();
+    }
+    if (error.empty() && L.timing != nullptr && traceFile != nullptr) {
+        std::FILE* f = std::fopen(traceFile, "w");
+        if (f == nullptr) {
+            std::snprintf(err, errLen, "%s: cannot write the estimate's trace to %s", kernel, traceFile);
+            return 1;
+        }
+        for (size_t k = 0; k < L.traces.size(); ++k) {
+            std::fprintf(f, "#block %zu\n%s", k, L.traces[k].c_str());
+        }
+        std::fclose(f);
     }
     if (error.empty()) {
         if (L.sameValueBytes > 0) {  // rc 0 with a message: a warning

@@ -210,9 +210,13 @@ public:
     static constexpr bool kSynced = kProducer != kConsumer;
     template <typename T> LocalTensor<T> AllocTensor(opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::AllocTensor");
-        for (uint32_t i = 0; i < num_; ++i) {
+        // the buffers in turn, from the one after the last allocated (TQueBind::AllocBuffer's
+        // bufCursor, basic_api/impl/kernel_tquebind_impl.h)
+        for (uint32_t k = 0; k < num_; ++k) {
+            const uint32_t i = (cursor_ + k) % num_;
             opsdk_ascendc::Slot& s = slots_[i];
             if (s.state == opsdk_ascendc::SlotState::Free) {
+                cursor_ = (i + 1) % num_;
                 s.state = opsdk_ascendc::SlotState::Allocated;
                 if (kSynced && s.freed.set) {
                     opsdk_ascendc::WaitFlagOn(s.freed, kProducer, "TQue::AllocTensor", loc, "the buffer's free");
@@ -283,7 +287,7 @@ public:
     }
     opsdk_ascendc::Slot slots_[kMax];
     opsdk_ascendc::Slot* fifo_[kMax] = {};
-    uint32_t num_ = 0, head_ = 0, count_ = 0;
+    uint32_t num_ = 0, head_ = 0, count_ = 0, cursor_ = 0;
 };
 
 // TQueBind<src, dst, depth>: a queue from one position to another (TQue<pos> is one of these

@@ -27,6 +27,8 @@ inline std::string Where(const Loc& l) {
 
 inline std::string Describe(const Instr& i) { return std::string(i.api) + Where(i.loc) + " on pipe " + PipeName(i.pipe); }
 
+inline void Schedule(Pipes& P, const Timing& T);
+
 // Issue one instruction on `pipe` (RAII: the instruction lasts while the guard lives; a guard
 // inside another one is part of the outer instruction).
 class Issue {
@@ -45,7 +47,11 @@ public:
         owner_ = true;
     }
     ~Issue() {
-        if (owner_ && tBlock) tBlock->pipes.current = -1;
+        if (owner_ && tBlock) {
+            Pipes& P = tBlock->pipes;
+            if (P.timing != nullptr) Schedule(P, *P.timing);
+            P.current = -1;
+        }
     }
     Issue(const Issue&) = delete;
     Issue& operator=(const Issue&) = delete;
@@ -53,6 +59,58 @@ public:
 private:
     bool owner_ = false;
 };
+
+// ---- the cycle estimate (docs/ascendc_model.md, "The estimate") ----
+
+// Cycles the current instruction takes on its pipe, from the bytes it moved.
+inline double Cost(const Instr& i, const Timing& T) {
+    switch (i.pipe) {
+        case Pipe::MTE2:
+            return i.gm == 0 ? 0 : T.mte2Latency + double(i.gm) / T.mte2Bpc + T.burst * (i.bursts - 1);
+        case Pipe::MTE3:
+            return i.gm == 0 ? 0 : T.mte3Latency + double(i.gm) / T.mte3Bpc + T.burst * (i.bursts - 1);
+        case Pipe::V: {
+            uint64_t widest = 0;
+            for (uint64_t b : i.ub) widest = std::max(widest, b);
+            if (widest == 0) return 0;
+            return T.vecStartup + std::ceil(double(widest) / T.repeatBytes) * T.CyclesPerRepeat(i.api);
+        }
+        case Pipe::SS:
+            return T.scalarStore;
+        case Pipe::S:
+            if (i.gm != 0) return T.scalarGm;
+            for (uint64_t b : i.ub) {
+                if (b != 0) return T.scalarLoad;
+            }
+            return 0;  // a flag, a barrier: only its wait
+    }
+    return 0;
+}
+
+// Times of the current instruction: it starts when the scalar unit issued it, its pipe is
+// free and the flag it waits for is set; the scalar unit waits for its own instructions.
+inline void Schedule(Pipes& P, const Timing& T) {
+    const int32_t me = P.current;
+    Instr& i = P.instrs[static_cast<size_t>(me)];
+    const int p = i.pipe == Pipe::SS ? static_cast<int>(Pipe::S) : static_cast<int>(i.pipe);
+    double start = P.issueAt;
+    int32_t pred = P.lastIssued;
+    if (P.pipeFree[p] > start) {
+        start = P.pipeFree[p];
+        pred = P.lastOn[p];
+    }
+    if (i.depInstr >= 0 && i.dep > start) {
+        start = i.dep;
+        pred = i.depInstr;
+    }
+    i.start = start;
+    i.end = start + Cost(i, T);
+    i.pred = pred;
+    P.pipeFree[p] = i.end;
+    P.lastOn[p] = me;
+    P.issueAt = p == static_cast<int>(Pipe::S) ? i.end : P.issueAt + T.issue;
+    P.lastIssued = me;
+}
 
 // Whether instruction `id` is ordered before what pipe `q` executes now.
 inline bool Before(const Pipes& P, uint32_t id, Pipe q) {
@@ -112,6 +170,16 @@ inline void Access(uint64_t at, uint64_t n, bool write, const Buffer& buf) {
     const Pipe q = P.instrs[me].pipe;
     const int qi = static_cast<int>(q);
     const uint64_t end = std::min<uint64_t>(at + n, P.lastWrite.size());
+    if (P.timing != nullptr) {  // bytes per operand, for the estimate
+        Instr& ins = P.instrs[me];
+        for (int k = 0; k < 4; ++k) {
+            if (ins.ubArg[k] == nullptr || std::strcmp(ins.ubArg[k], buf.arg) == 0) {
+                ins.ubArg[k] = buf.arg;
+                ins.ub[k] += n;
+                break;
+            }
+        }
+    }
     for (uint64_t i = at; i < end; ++i) {
         const uint32_t w = P.lastWrite[i];
         if (w != 0 && w != me && !Before(P, w, q)) {
@@ -162,6 +230,9 @@ inline void WaitFlagOn(Flag& f, Pipe dst, const char* api, const Loc& loc, const
     }
     Join(P.clock[static_cast<int>(dst)], f.clock);
     f.set = false;
+    Instr& me = P.instrs[static_cast<size_t>(P.current)];
+    me.dep = P.instrs[f.instr].end;
+    me.depInstr = static_cast<int32_t>(f.instr);
 }
 
 // PipeBarrier<PIPE_ALL>: every later instruction is ordered after every earlier one.
@@ -171,6 +242,13 @@ inline void BarrierAll(const Loc& loc) {
     Clock all{};
     for (const Clock& c : P.clock) Join(all, c);
     for (Clock& c : P.clock) c = all;
+    Instr& me = P.instrs[static_cast<size_t>(P.current)];
+    for (int p = 0; p < kPipes; ++p) {  // the scalar unit waits until every pipe is idle
+        if (P.lastOn[p] >= 0 && P.pipeFree[p] >= me.dep) {
+            me.dep = P.pipeFree[p];
+            me.depInstr = P.lastOn[p];
+        }
+    }
 }
 
 // Flags the kernel set and never waited for: an error at the end of the block.
