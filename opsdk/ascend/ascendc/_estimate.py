@@ -27,7 +27,7 @@ import numpy as np
 from ..._written import write_file
 from ...errors import OpsdkError
 
-__all__ = ["Costs", "Estimate", "TraceInstr", "costs_for", "read_trace"]
+__all__ = ["Costs", "Estimate", "TraceInstr", "costs_for", "read_trace", "reference_problem"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "aicore_costs.json"
 #: The pipes of the vector side, in the order reports show them.
@@ -147,6 +147,32 @@ def _override_value(key: str, value: Any) -> tuple[float, str]:
         raise OpsdkError(f"estimate cost {key!r}: not a cost name (pipes: "
                          f"{', '.join(_table()['pipes'])}; or a vector API such as Exp)")
     return float(value), source
+
+
+def reference_problem(spec: Any, inputs: list[Any], attrs: Mapping[str, Any],
+                      outputs: list[np.ndarray]) -> str:
+    """Why the kernel's ``outputs`` are wrong (the first output failing the operator's
+    standard against the NumPy reference), or "" when every output passes: no estimate of
+    a wrong kernel is reported.
+
+    Example:
+        >>> reference_problem(spec, [x], {}, est.outputs)  # doctest: +SKIP
+        ''
+    """
+    from ...dtypes import dtype_name
+    from ...testing import compare
+    from ...testing._runner import reference_outputs
+    from ...testing._standards import standard_for
+
+    expected = reference_outputs(spec, inputs, spec.resolve_attrs(dict(attrs)))
+    for out, got, want in zip(spec.outputs, outputs, expected, strict=False):
+        std = standard_for(dtype_name(got.dtype), spec.standard)
+        verdict = compare(got, np.asarray(want).astype(got.dtype), std, output=out.name,
+                          keep_arrays=False)
+        if not verdict.passed:
+            return f"output {out.name!r} fails {std.name} against the reference: " \
+                   f"{verdict.summary()}"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
@@ -34,7 +34,8 @@ from ..aicore_apis import UB_RESERVED
 from ..spellings import ASCENDC_TYPES as _CPP_TYPES
 from ._tiling import Tiling, TilingField
 
-__all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET"]
+__all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET",
+           "TuningRow"]
 
 #: Elements per 256-byte float32 repeat: tiles and compute counts are multiples of it.
 GRANULE = 64
@@ -51,6 +52,39 @@ def _io(spec: OpSpec) -> list[Input | Output]:
 
 class GenerateRefused(SpecError):
     """The decomposition is outside what the generator handles; the message says why."""
+
+
+@dataclass(frozen=True)
+class TuningRow:
+    """One shape bucket of a tuned tiling (``opsdk tune``): calls with ``totalLength <=
+    up_to`` (None: every larger call) use ``buffers`` buffers per queue (1..BUFFER_NUM),
+    tiles of at most ``tile_cap`` elements (0: what fits the Unified Buffer) and at most
+    ``cores`` cores (0: every core)."""
+
+    up_to: int | None
+    buffers: int = BUFFER_NUM
+    tile_cap: int = 0
+    cores: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.buffers <= BUFFER_NUM:
+            raise SpecError(f"tuned tiling: buffers must be 1..{BUFFER_NUM}, got {self.buffers}")
+        if self.tile_cap < 0 or self.tile_cap % GRANULE:
+            raise SpecError(f"tuned tiling: tile_cap must be 0 or a multiple of {GRANULE}, "
+                            f"got {self.tile_cap}")
+        if self.cores < 0 or (self.up_to is not None and self.up_to < 1):
+            raise SpecError(f"tuned tiling: cores must be >= 0 and up_to >= 1 (got cores "
+                            f"{self.cores}, up_to {self.up_to})")
+
+
+def _table(rows: Sequence[TuningRow], knob: str) -> str:
+    """The knob's value per shape bucket as one tiling expression (rows sorted by up_to, the
+    last one None)."""
+    expr = str(getattr(rows[-1], knob))
+    for r in reversed(rows[:-1]):
+        value = str(getattr(r, knob))
+        expr = expr if value == expr else f"pick(le(totalLength, {r.up_to}), {value}, {expr})"
+    return expr
 
 
 @dataclass(frozen=True)
@@ -690,27 +724,54 @@ def _compute_lines(g: _Gen, spec: OpSpec, func: FunctionProto) -> list[str]:
     return views + masks + body
 
 
-def _tiling(spec: OpSpec, g: _Gen) -> Tiling:
-    """Tiles filling the Unified Buffer below UB_RESERVED (Select's scratch) after apiTmpBuf_."""
+def _tiling(spec: OpSpec, g: _Gen, tuning: Sequence[TuningRow] | None = None) -> Tiling:
+    """Tiles filling the Unified Buffer below UB_RESERVED (Select's scratch) after apiTmpBuf_;
+    with ``tuning``, buffers, tile cap and cores per shape bucket from its table."""
     io = len(spec.inputs) + len(spec.outputs)
     fixed = 32 * (g.masks + 8) + UB_RESERVED + (API_TMP_BYTES if g.api_tmp else 0)
-    per8 = f"8 * ({BUFFER_NUM * io} * typeBytes + {4 * (g.temps + (1 if g.scratch else 0))}) + {g.masks}"
+    temps = 4 * (g.temps + (1 if g.scratch else 0))
+    if not tuning:
+        per8 = f"8 * ({BUFFER_NUM * io} * typeBytes + {temps}) + {g.masks}"
+        steps: tuple[tuple[str, str], ...] = (
+            ("blockLength", f"alignup(ceildiv(totalLength, coreNum), {GRANULE})"),
+            *_tile_steps(per8, fixed),
+        )
+        fields: tuple[TilingField, ...] = (
+            TilingField("blockLength"), TilingField("lastBlockLength"),
+            TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"))
+        return Tiling(spec.name, fields, steps, "usedCores")
+    rows = sorted(tuning, key=lambda r: (r.up_to is None, r.up_to or 0))
+    per8 = f"8 * (bufferNum * {io} * typeBytes + {temps}) + {g.masks}"
     steps = (
-        ("blockLength", f"alignup(ceildiv(totalLength, coreNum), {GRANULE})"),
+        ("bufferNum", _table(rows, "buffers")),
+        ("tileCap", _table(rows, "tile_cap")),
+        ("coreCap", _table(rows, "cores")),
+        ("cores", "pick(coreCap, min2(coreCap, coreNum), coreNum)"),
+        ("blockLength", f"alignup(ceildiv(totalLength, cores), {GRANULE})"),
+        *_tile_steps(per8, fixed, "pick(tileCap, min2(tileCap, fitTile), fitTile)"),
+    )
+    fields = (TilingField("blockLength"), TilingField("lastBlockLength"),
+              TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"),
+              TilingField("bufferNum", "uint32_t"))
+    return Tiling(spec.name, fields, steps, "usedCores")
+
+
+def _tile_steps(per8: str, fixed: int, fit: str = "fitTile") -> tuple[tuple[str, str], ...]:
+    return (
         ("usedCores", "max2(1, ceildiv(totalLength, blockLength))"),
         ("lastBlockLength", "totalLength - (usedCores - 1) * blockLength"),
         ("bytesPer8", per8),
         ("fitTile", f"aligndown(floordiv((ubBytes - {fixed}) * 8, bytesPer8), {GRANULE})"),
-        ("tileLength", f"max2({GRANULE}, min2(fitTile, alignup(blockLength, {GRANULE})))"),
+        ("tileLength", f"max2({GRANULE}, min2({fit}, alignup(blockLength, {GRANULE})))"),
         ("tileNum", "ceildiv(blockLength, tileLength)"),
     )
-    fields = (TilingField("blockLength"), TilingField("lastBlockLength"),
-              TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"))
-    return Tiling(spec.name, fields, steps, "usedCores")
 
 
-def generate(spec: OpSpec, banner: str = "") -> AicoreKernel:
+def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None = None
+             ) -> AicoreKernel:
     """The generated AI Core kernel of ``spec``; raises :class:`GenerateRefused` with the reason.
+    ``tuning``: the table ``opsdk tune`` chose (the kernel then reads its buffer count from
+    the tiling data).
 
     Example: see the module docstring.
     """
@@ -726,17 +787,19 @@ def generate(spec: OpSpec, banner: str = "") -> AicoreKernel:
     func = build_function(spec, OPSET)
     g = _Gen(spec)
     compute = _compute_lines(g, spec, func)
-    source = _render(spec, g, compute, dtype, banner)
+    source = _render(spec, g, compute, dtype, banner, bool(tuning))
     names = tuple(p.name for p in _io(spec))
-    return AicoreKernel(spec.name, spec.snake_name, source, _tiling(spec, g), names, macro,
-                        "generated")
+    return AicoreKernel(spec.name, spec.snake_name, source, _tiling(spec, g, tuning), names,
+                        macro, "generated")
 
 
-def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str) -> str:
+def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str,
+            tuned: bool = False) -> str:
     ins, outs = spec.inputs, spec.outputs
     init = [f"        {p.name}Gm_.SetGlobalBuffer((__gm__ T*){p.name} + start, length_);"
             for p in _io(spec)]
-    init += [f"        pipe_.InitBuffer({p.name}Que_, BUFFER_NUM, td_.tileLength * sizeof(T));"
+    buffers = "td_.bufferNum" if tuned else "BUFFER_NUM"  # tuned: 1..BUFFER_NUM per bucket
+    init += [f"        pipe_.InitBuffer({p.name}Que_, {buffers}, td_.tileLength * sizeof(T));"
              for p in _io(spec)]
     extra, members = [], []
     if g.masks:

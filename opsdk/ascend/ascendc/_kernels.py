@@ -24,6 +24,7 @@ from ..project._tiling import TilingField as TilingSlot  # one field of the tili
 from ..project._tiling import tiling_fields
 from ._gen import AicoreKernel, GenerateRefused, generate
 from ._tiling import Tiling, cpp_tiling
+from ._tuning_file import read_tuning
 
 __all__ = [
     "aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tiling_slots",
@@ -65,7 +66,8 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None))
-    return generate(spec, BANNER)
+    tuning = read_tuning(Path(folder), spec.name) if folder is not None else None
+    return generate(spec, BANNER, tuning)
 
 
 _KERNEL_MANIFEST = ".opsdk-manifest.json"

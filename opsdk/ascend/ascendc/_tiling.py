@@ -5,7 +5,9 @@ compute them from a few facts about one call (``totalLength``, ``lastDim``, ``ty
 ``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
 Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
 the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
-``floordiv ceildiv alignup aligndown min2 max2`` (unsigned 64-bit; dividing by 0 gives 0).
+``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
+``pick(c, a, b)`` (a when c is not 0, else b; a tuned table per shape bucket is written with
+them) (unsigned 64-bit; dividing by 0 gives 0).
 
 Example:
     >>> t = Tiling("Demo", fields=(TilingField("blockLength"),),
@@ -34,13 +36,15 @@ def _div(a: int, b: int) -> int:
     return a // b if b else 0
 
 
-_FUNCS: dict[str, Callable[[int, int], int]] = {
+_FUNCS: dict[str, Callable[..., int]] = {
     "floordiv": _div,
     "ceildiv": lambda a, b: _div(a + b - 1, b) if b else 0,
     "alignup": lambda a, b: _div(a + b - 1, b) * b if b else 0,
     "aligndown": lambda a, b: _div(a, b) * b,
     "min2": min,
     "max2": max,
+    "le": lambda a, b: int(a <= b),
+    "pick": lambda c, a, b: a if c else b,
 }
 
 #: The same functions in C++, as lambdas local to the op_host TilingFunc.
@@ -51,6 +55,11 @@ _CPP_FUNCS = """\
     auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
     auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
     auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
+"""
+#: The table functions, printed only when a step uses them (a tuned tiling).
+_CPP_TABLE_FUNCS = """\
+    auto le = [](uint64_t a, uint64_t b) -> uint64_t { return a <= b ? 1 : 0; };
+    auto pick = [](uint64_t c, uint64_t a, uint64_t b) -> uint64_t { return c ? a : b; };
 """
 
 #: The facts of one call, read from the TilingContext (totalLength is already defined).
@@ -118,6 +127,10 @@ def _names(op: str, expr: str) -> set[str]:
                     f"{op}: tiling expression {expr!r} calls something other than "
                     f"{', '.join(_FUNCS)}"
                 )
+            want = 3 if node.func.id == "pick" else 2
+            if len(node.args) != want or node.keywords:
+                raise SpecError(f"{op}: tiling expression {expr!r}: {node.func.id} takes "
+                                f"{want} arguments, got {len(node.args)}")
         elif isinstance(node, ast.Name) and node.id not in _FUNCS:
             names.add(node.id)
         elif isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
@@ -186,4 +199,11 @@ def cpp_tiling(tiling: Tiling) -> str:
         >>> "tiling.set_n(static_cast<uint64_t>(n));" in cpp_tiling(t)
         True
     """
-    return _CPP_FACTS + _CPP_FUNCS + cpp_steps(tiling)
+    exprs = [e for _, e in tiling.steps] + [tiling.block_dim]
+    table = any({"le", "pick"} & _called(e) for e in exprs)
+    return _CPP_FACTS + _CPP_FUNCS + (_CPP_TABLE_FUNCS if table else "") + cpp_steps(tiling)
+
+
+def _called(expr: str) -> set[str]:
+    return {n.func.id for n in ast.walk(ast.parse(expr, mode="eval"))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}

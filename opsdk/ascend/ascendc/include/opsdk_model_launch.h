@@ -57,8 +57,7 @@ inline std::string BlockTrace(const Block& b) {
     char line[160];
     for (size_t k = 1; k < b.pipes.instrs.size(); ++k) {
         const Instr& i = b.pipes.instrs[k];
-        uint64_t widest = 0;
-        for (uint64_t u : i.ub) widest = std::max(widest, u);
+        const uint64_t widest = WidestOperand(i);
         std::snprintf(line, sizeof line, "%s,%.3f,%.3f,%llu,%llu,%d,", PipeName(i.pipe), i.start, i.end,
                       static_cast<unsigned long long>(i.gm), static_cast<unsigned long long>(widest),
                       i.pred <= 0 ? -1 : i.pred - 1);

@@ -62,6 +62,17 @@ private:
 
 // ---- the cycle estimate (docs/ascendc_model.md, "The estimate") ----
 
+// The bytes of an instruction's widest data operand (a high-level API's sharedTmpBuffer is
+// scratch it may use whole, not data it computes on).
+inline uint64_t WidestOperand(const Instr& i) {
+    uint64_t widest = 0;
+    for (int k = 0; k < 4; ++k) {
+        if (i.ubArg[k] != nullptr && std::strcmp(i.ubArg[k], "sharedTmpBuffer") == 0) continue;
+        widest = std::max(widest, i.ub[k]);
+    }
+    return widest;
+}
+
 // Cycles the current instruction takes on its pipe, from the bytes it moved.
 inline double Cost(const Instr& i, const Timing& T) {
     switch (i.pipe) {
@@ -70,8 +81,7 @@ inline double Cost(const Instr& i, const Timing& T) {
         case Pipe::MTE3:
             return i.gm == 0 ? 0 : T.mte3Latency + double(i.gm) / T.mte3Bpc + T.burst * (i.bursts - 1);
         case Pipe::V: {
-            uint64_t widest = 0;
-            for (uint64_t b : i.ub) widest = std::max(widest, b);
+            const uint64_t widest = WidestOperand(i);
             if (widest == 0) return 0;
             return T.vecStartup + std::ceil(double(widest) / T.repeatBytes) * T.CyclesPerRepeat(i.api);
         }

@@ -1,0 +1,275 @@
+"""``opsdk tune``: a tiling per shape bucket, chosen by the cycle estimate of opsdk's model.
+
+For a generated AI Core kernel the tiling has three parameters: buffers per queue (double
+buffering or not), a cap on the tile length and a cap on the cores. Every candidate runs on
+the model at each bucket's size with the SoC's costs; a candidate whose outputs fail the
+operator's standard against the NumPy reference, or that the race checker refuses, is
+dropped with the reason; the fastest estimate wins each bucket (ties: the earlier candidate,
+today's tiling first, so the choice is the same on every run). The table goes into
+``<operator>/tuning.json``, which the kernel generator reads: the generated TilingFunc (CANN
+project) and the model then pick the row by ``totalLength``.
+
+Estimates are cached under the build cache keyed by the kernel source, the model, the costs,
+the size and the candidate, so a warm run compiles and runs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..._written import write_file
+from ...errors import OpsdkError
+from ...spec import OpSpec
+from ._gen import BUFFER_NUM, TuningRow
+from ._tuning_file import TUNING_FILE, read_tuning
+
+__all__ = ["TUNING_FILE", "Candidate", "TuneResult", "read_tuning", "tune", "candidates"]
+
+#: Bucket sizes (elements of the first input) when none are given.
+DEFAULT_SIZES = (4096, 65536, 1 << 20)
+_TILE_CAPS = (0, 16384, 8192, 4096, 2048, 1024)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One tiling of the search: buffers per queue, tile cap (0: what fits), cores (0: all)."""
+
+    buffers: int
+    tile_cap: int
+    cores: int
+
+    def label(self) -> str:
+        return (f"buffers {self.buffers}, tile {self.tile_cap or 'fit'}, "
+                f"cores {self.cores or 'all'}")
+
+
+def candidates(cores: int) -> list[Candidate]:
+    """The search space on a SoC with ``cores`` cores, today's tiling first.
+
+    Example:
+        >>> candidates(40)[0]
+        Candidate(buffers=2, tile_cap=0, cores=0)
+        >>> len(candidates(40))
+        24
+    """
+    core_caps = [0] + ([cores // 2] if cores >= 2 else [])
+    return [Candidate(b, t, c) for c in core_caps for b in range(BUFFER_NUM, 0, -1)
+            for t in _TILE_CAPS]
+
+
+@dataclass
+class Trial:
+    """A candidate's figures at one size: estimated cycles and us, bound, or why it failed."""
+
+    size: int
+    candidate: Candidate
+    cycles: float | None
+    microseconds: float | None
+    bound: str
+    problem: str = ""
+    cached: bool = False
+
+
+@dataclass
+class TuneResult:
+    """The table ``opsdk tune`` chose and every trial behind it."""
+
+    op: str
+    soc: str
+    dtype: str
+    rows: list[TuningRow]
+    trials: list[Trial] = field(default_factory=list)
+    written: Path | None = None
+
+    def chosen(self, size: int) -> Trial:
+        return min((t for t in self.trials if t.size == size and t.cycles is not None),
+                   key=lambda t: t.cycles or 0.0)
+
+    def today(self, size: int) -> Trial:
+        return next(t for t in self.trials if t.size == size and t.candidate == _TODAY)
+
+    def as_dict(self) -> dict[str, Any]:
+        sizes = sorted({t.size for t in self.trials})
+        return {
+            "op": self.op, "soc": self.soc, "dtype": self.dtype,
+            "label": "estimates from opsdk's Ascend C model (not NPU times)",
+            "rows": [_row_json(r) for r in self.rows],
+            "buckets": [{"size": s, "chosen": self.chosen(s).candidate.__dict__,
+                         "estimate_us": self.chosen(s).microseconds,
+                         "today_us": self.today(s).microseconds,
+                         "bound": self.chosen(s).bound} for s in sizes],
+            "trials": [{"size": t.size, **t.candidate.__dict__, "cycles": t.cycles,
+                        "bound": t.bound, "problem": t.problem, "cached": t.cached}
+                       for t in self.trials],
+            "written": str(self.written) if self.written else None,
+        }
+
+    def format(self) -> str:
+        sizes = sorted({t.size for t in self.trials})
+        lines = [f"{self.op} on {self.soc} ({self.dtype}): estimates from opsdk's Ascend C "
+                 "model, not NPU times",
+                 f"  {'bucket':<22}{'chosen':<36}{'estimate':>11}{'today':>11}  bound"]
+        for k, s in enumerate(sizes):
+            c, t = self.chosen(s), self.today(s)
+            bucket = f"<= {s}" if k < len(sizes) - 1 else f"> {sizes[k - 1]}" if k else "all"
+            lines.append(f"  {bucket:<22}{c.candidate.label():<36}{c.microseconds or 0:>9.2f}us"
+                         f"{t.microseconds or 0:>9.2f}us  {c.bound}")
+        bad = [t for t in self.trials if t.problem]
+        lines.append(f"  {len(self.trials)} trials, {sum(t.cached for t in self.trials)} from "
+                     f"the cache, {len(bad)} refused")
+        for t in bad[:5]:
+            lines.append(f"    refused at {t.size}: {t.candidate.label()}: {t.problem[:200]}")
+        if self.written:
+            lines.append(f"wrote {self.written}")
+        return "\n".join(lines)
+
+
+_TODAY = Candidate(BUFFER_NUM, 0, 0)
+
+
+def _row_json(r: TuningRow) -> dict[str, Any]:
+    return {"up_to": r.up_to, "buffers": r.buffers, "tile_cap": r.tile_cap, "cores": r.cores}
+
+
+def _cache_key(source: str, costs: str, soc: str, dtype: str, size: int, c: Candidate,
+               attrs: dict[str, Any]) -> str:
+    from .model import _model_hash
+
+    text = "\0".join([source, _model_hash(), costs, soc, dtype, str(size), repr(c),
+                      json.dumps(attrs, sort_keys=True, default=str)])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _inputs(spec: OpSpec, size: int, dtype: str) -> list[Any]:
+    """Seeded uniform inputs in [-3, 3) of ``size`` elements (what the buckets are measured on)."""
+    import numpy as np
+
+    from ...dtypes import to_numpy
+
+    rng = np.random.default_rng(size)
+    return [rng.uniform(-3.0, 3.0, size).astype(to_numpy(dtype)) for i in spec.inputs
+            if not i.optional]
+
+
+def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: Candidate,
+           attrs: dict[str, Any], costs: Any, cache: Path) -> Trial:
+    from ..._generated import BANNER
+    from ...errors import KernelError
+    from ._estimate import costs_for, reference_problem
+    from ._gen import generate
+    from .model import AscendcModel
+
+    kernel = generate(spec, BANNER, [TuningRow(None, c.buffers, c.tile_cap, c.cores)])
+    table = costs_for(soc, costs)
+    key = _cache_key(kernel.source, table.encoded(), soc, dtype, size, c, attrs)
+    hit = cache / f"{key}.json"
+    if hit.is_file():
+        d = json.loads(hit.read_text())
+        return Trial(size, c, d["cycles"], d["microseconds"], d["bound"], d["problem"], True)
+    inputs = _inputs(spec, size, dtype)
+    model = AscendcModel(folder, spec, soc=soc)
+    model.kernel = kernel
+    try:
+        est = model.estimate(inputs, dict(attrs), costs=costs)
+        problem = reference_problem(spec, inputs, attrs, est.outputs)
+        trial = Trial(size, c, None if problem else est.cycles,
+                      None if problem else est.microseconds, est.bound, problem)
+    except KernelError as e:  # the race checker or a limit of the chip
+        trial = Trial(size, c, None, None, "", str(e))
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".{key}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"cycles": trial.cycles, "microseconds": trial.microseconds,
+                               "bound": trial.bound, "problem": trial.problem}))
+    os.replace(tmp, hit)  # a killed run leaves no half-written entry
+    return trial
+
+
+def tune(
+    name: str,
+    *,
+    soc: str = "Ascend910B3",
+    dtype: str = "float32",
+    sizes: Sequence[int] | None = None,
+    attrs: dict[str, Any] | None = None,
+    costs: Any = None,
+    write: bool = True,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> TuneResult:
+    """Search the tiling of operator ``name``'s generated AI Core kernel per shape bucket
+    (``sizes``: elements of the first input, the buckets' upper ends) by the estimate on
+    ``soc``, and write the table to the operator's ``tuning.json`` (``force`` replaces a
+    different one).
+
+    Example:
+        >>> r = tune("ThresholdedRelu", sizes=[4096, 65536], write=False)  # doctest: +SKIP
+        >>> [row.buffers for row in r.rows]  # doctest: +SKIP
+        [2, 2]
+    """
+    from ...build import cache_dir
+    from ...registry import find_operator
+    from ..socs import core_resources
+    from ._kernels import aicore_kernel
+
+    info = find_operator(name)
+    spec, folder = info.spec, Path(info.folder)
+    current = aicore_kernel(spec, folder)
+    if current.origin != "generated":
+        raise OpsdkError(
+            f"{spec.name}: the AI Core kernel is hand-written ({current.origin}); opsdk tune "
+            "searches the parameters of generated kernels (buffers, tile cap, cores) only. "
+            "Compare tilings of a hand-written kernel with opsdk bench --device ascendc-model")
+    sizes = sorted(set(sizes or DEFAULT_SIZES))
+    if not sizes or sizes[0] < 1:
+        raise OpsdkError(f"tune {spec.name}: --sizes must be positive element counts, got {sizes}")
+    attrs = dict(attrs or {})
+    _, cores = core_resources(soc)
+    space = candidates(cores)
+    cache = cache_dir() / "tune"
+    result = TuneResult(spec.name, soc, dtype, [])
+    total = len(space) * len(sizes)
+    for k, size in enumerate(sizes):
+        for j, c in enumerate(space):
+            trial = _trial(spec, folder, soc, dtype, size, c, attrs, costs, cache)
+            result.trials.append(trial)
+            if progress:
+                done = k * len(space) + j + 1
+                what = trial.problem[:80] if trial.problem else \
+                    f"{trial.microseconds:.2f} us {trial.bound}"
+                progress(f"[{done}/{total}] size {size}: {c.label()}: {what}"
+                         f"{' (cached)' if trial.cached else ''}")
+        if not any(t.size == size and t.cycles is not None for t in result.trials):
+            raise OpsdkError(f"tune {spec.name}: no candidate passed at size {size}; first "
+                             f"refusal: {next(t.problem for t in result.trials if t.size == size)}")
+        best = result.chosen(size).candidate
+        up_to = size if k < len(sizes) - 1 else None
+        result.rows.append(TuningRow(up_to, best.buffers, best.tile_cap, best.cores))
+    if write:
+        result.written = _write(folder, result, force)
+    return result
+
+
+def _write(folder: Path, result: TuneResult, force: bool) -> Path:
+    data = {
+        "_about": ("Written by opsdk tune (estimates from opsdk's Ascend C model, not NPU "
+                   "times); read by the AI Core kernel generator. Do not edit: re-run "
+                   f"opsdk tune {result.op} --force."),
+        "op": result.op, "soc": result.soc, "dtype": result.dtype,
+        "rows": [_row_json(r) for r in result.rows],
+        "buckets": result.as_dict()["buckets"],
+    }
+    text = json.dumps(data, indent=2) + "\n"
+    path = folder / TUNING_FILE
+    if path.is_file() and not force:
+        old = path.read_text()
+        if json.loads(old).get("rows") == data["rows"]:
+            return path  # the same table: nothing to change
+        raise OpsdkError(f"tune {result.op}: {path} holds another table; pass --force to "
+                         "replace it (the previous one is lost), or move it away")
+    return write_file(folder, TUNING_FILE, text)
