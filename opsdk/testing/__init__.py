@@ -5,7 +5,9 @@ The facade of opsdk's testing tools:
 * input generation: :func:`generate` (uniform, normal and msopst's distributions),
   :func:`edge_values`, :func:`inject_edges`, :func:`non_contiguous`;
 * precision standards as named objects: ``STANDARDS`` (msopst, double-thousandths,
-  mere-mare, allclose, exact), :func:`get_standard`, :func:`standard_for`;
+  mere-mare, allclose, exact, and the comparison methods of Huawei's operator tester: ulp,
+  cosine, mixed, requant, quant, cross-device), :func:`get_standard` (``"ulp:4"`` sets a
+  method's parameter), :func:`standard_for`, :func:`ulp_distance`, :func:`ulp_histogram`;
 * :func:`compare`, which reports each rule's verdict (:class:`Check`), and the
   :class:`Report` (HTML with plots, or JSON);
 * ATC precision-mode emulation: :class:`PrecisionMode`, :func:`kernel_dtypes`;
@@ -37,6 +39,7 @@ from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
 from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
+from ._methods import Cosine, CrossDevice, Mixed, Quant, Requant, Ulp, ulp_distance, ulp_histogram
 from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
@@ -79,6 +82,14 @@ def op_tests(
 
 __all__ = [
     "AllClose",
+    "Cosine",
+    "CrossDevice",
+    "Mixed",
+    "Quant",
+    "Requant",
+    "Ulp",
+    "ulp_distance",
+    "ulp_histogram",
     "CaseResult",
     "Check",
     "CheckReport",
