@@ -286,3 +286,33 @@ def test_without_atomic_add_blocks_writing_one_range_conflict(tmp_path: Path) ->
 def test_sync_all_across_blocks_is_refused_by_name(tmp_path: Path) -> None:
     rc, err, _ = _inline(tmp_path, "  SyncAll();", 2, 8)
     assert rc == 1 and "SyncAll: a barrier of all blocks is not modelled by opsdk" in err, err
+
+
+PAD = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 96);
+  LocalTensor<float> u = b.Get<float>();
+  GlobalTensor<float> g; g.SetGlobalBuffer((__gm__ float*)x, 24);
+  DataCopyExtParams three(1, 3 * sizeof(float), 0, 0, 0);
+  SetPadValue(7.0f);
+  DataCopyPad(u, g, three, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));  // pads with 7
+  DataCopyPad(u[8], g, three, DataCopyPadExtParams<float>(true, 0, 5, 2.0f));  // pads with 2
+  DataCopyPad(u[16], g, three, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));  // the register: 2
+  SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0); WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+  DataCopy(g, u, 24);
+"""
+
+
+def test_set_pad_value_fills_what_data_copy_pad_pads(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, PAD, 1, 24)
+    assert rc == 0, err
+    expect = np.zeros(24, np.float32)
+    expect[3:8], expect[11:16], expect[19:24] = 7.0, 2.0, 2.0
+    np.testing.assert_array_equal(x, expect)
+
+
+def test_set_pad_value_exists_on_220_only() -> None:
+    from opsdk.ascend.aicore_apis import missing_apis
+
+    assert missing_apis("SetPadValue(0.0f);", "Ascend910B3", ["float32"]) == []
+    why = missing_apis("SetPadValue(0.0f);", "Ascend310B1", ["float32"])
+    assert why and "SetPadValue: not in the Ascend C of Ascend310B1" in why[0]

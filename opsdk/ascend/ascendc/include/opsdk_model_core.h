@@ -51,6 +51,9 @@
 #ifndef OPSDK_HAS_CompareScalar
 #define OPSDK_HAS_CompareScalar 1
 #endif
+#ifndef OPSDK_HAS_SetPadValue
+#define OPSDK_HAS_SetPadValue 1
+#endif
 #ifndef OPSDK_HAS_BF16_Cast
 #define OPSDK_HAS_BF16_Cast 1
 #endif
@@ -253,6 +256,8 @@ struct Block {
     void* pipe = nullptr;  // the live AscendC::TPipe
     Pipes pipes;
     int atomic = 0;        // SetAtomicAdd (1), SetAtomicMax (2), SetAtomicMin (3) or none (0)
+    bool padSet = false;   // the MTE2 pad register (set_mov_pad_val): SetPadValue, or a padding
+    uint64_t padBits = 0;  // DataCopyPad; its bit code, low bytes first
 };
 
 inline thread_local Block* tBlock = nullptr;
@@ -317,6 +322,14 @@ inline GmArg& FindGm(const std::string& api, const void* p, uint64_t n, const ch
         }
     }
     Fail(api, std::string(dir) + " " + S(n) + " bytes at an address outside every GM argument");
+}
+
+// Set the MTE2 pad register to `value`'s bit code (SetPadValue, DataCopyPad with isPad).
+template <typename T> inline void SetPadRegister(Block& b, T value) {
+    static_assert(sizeof(T) <= sizeof(uint64_t), "a pad value is at most 8 bytes");
+    b.padBits = 0;
+    std::memcpy(&b.padBits, &value, sizeof(T));
+    b.padSet = true;
 }
 
 // GM bytes the current instruction moves, for the estimate.

@@ -7,7 +7,7 @@
 
 namespace AscendC {
 
-enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2 };
+enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, MAX };
 using QuePosition = TPosition;
 
 }  // namespace AscendC
@@ -672,6 +672,10 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
         opsdk_ascendc::Fail("DataCopyPad", "leftPadding + blockLen + rightPadding must fit the block's "
                                            "32-byte-aligned length, each padding at most 32 bytes");
     }
+    // isPad sets the pad register first (set_mov_pad_val, dav_c220/kernel_operator_data_copy_impl.h);
+    // without it the register keeps what SetPadValue or an earlier DataCopyPad left there
+    opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    if (pad.isPad) opsdk_ascendc::SetPadRegister(b, pad.paddingValue);
     const uint8_t* g = reinterpret_cast<const uint8_t*>(src.ptr_);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         uint64_t base = i * (padded + p.dstStride * 32 / sizeof(T));
@@ -682,8 +686,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
         std::memcpy(d + lead, s, p.blockLen);
         for (uint64_t k = 0; k < padded; ++k) {
             if (k >= lead && k < lead + n) continue;
-            if (pad.isPad) {
-                d[k] = pad.paddingValue;
+            if (b.padSet) {  // the pad register: this call's paddingValue, or SetPadValue's
+                std::memcpy(d + k, &b.padBits, sizeof(T));
             } else {
                 std::memset(d + k, 0xff, sizeof(T));  // undefined on the NPU: poison it
             }
@@ -718,6 +722,20 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
 
 #else
 OPSDK_UNAVAILABLE(DataCopyPad)
+#endif
+
+#if OPSDK_HAS_SetPadValue
+// The value DataCopyPad GM -> UB pads with when its own isPad is false (the pad register,
+// set_mov_pad_val: basic_api/inner_interface/inner_kernel_operator_data_copy_intf.cppm).
+template <typename T, TPosition pos = TPosition::MAX>
+inline void SetPadValue(T paddingValue) {
+    static_assert(pos == TPosition::MAX || pos == TPosition::VECIN || pos == TPosition::VECOUT ||
+                      pos == TPosition::VECCALC,
+                  "SetPadValue: opsdk's model has the Unified Buffer's pad register only");
+    opsdk_ascendc::SetPadRegister(opsdk_ascendc::Cur(), paddingValue);
+}
+#else
+OPSDK_UNAVAILABLE(SetPadValue)
 #endif
 
 }  // namespace AscendC
