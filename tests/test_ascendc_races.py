@@ -316,3 +316,27 @@ def test_set_pad_value_exists_on_220_only() -> None:
     assert missing_apis("SetPadValue(0.0f);", "Ascend910B3", ["float32"]) == []
     why = missing_apis("SetPadValue(0.0f);", "Ascend310B1", ["float32"])
     assert why and "SetPadValue: not in the Ascend C of Ascend310B1" in why[0]
+
+
+MASK_REDUCE = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+  LocalTensor<float> s = b.Get<float>(); LocalTensor<float> w = s[512]; LocalTensor<float> d = s[768];
+  for (int i = 0; i < 256; ++i) s.SetValue(i, float((i * 37) % 101) - 50.0f);
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  ReduceMax(d, s, w, 40, 3, 8);             // the first 40 of each 64-float repeat, 3 repeats
+  uint64_t bits[2] = {0x5555555555555555ull, 0};
+  ReduceMin(d[8], s, w, bits, 2, 16);       // every second float, repeats 16 blocks apart
+  ReduceSum(d[16], s, w, 64, 4, 8);         // all 256
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  for (int i = 0; i < 3; ++i) reinterpret_cast<float*>(x)[i] = d.GetValue(8 * i);
+"""
+
+
+def test_mask_form_reductions(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, MASK_REDUCE, 1, 8)
+    assert rc == 0, err
+    s = ((np.arange(256) * 37) % 101 - 50).astype(np.float32)
+    rows = s.reshape(4, 64)
+    assert x[0] == rows[:3, :40].max()
+    assert x[1] == min(s[0:64:2].min(), s[128:192:2].min())  # 16 blocks = 128 floats apart
+    assert x[2] == s.sum()

@@ -394,6 +394,57 @@ inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor
     opsdk_ascendc::Store<T>(dst.Span(api, "dstLocal", 0, 1), opsdk_ascendc::FromF<T>(acc));
 }
 
+// Mask/repeat form: the active elements of repeatTimes repeats (srcRepStride blocks apart)
+// reduce into dstLocal[0] (basic_api/interface/kernel_operator_vec_reduce_intf.h).
+template <typename T, typename F>
+inline void MaskReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                       const LocalTensor<T>& work, const uint64_t mask[2], bool bitwise, int32_t repeat,
+                       int32_t srcRepStride, bool calIndex, F f, const opsdk_ascendc::Loc& loc) {
+    opsdk_ascendc::Issue is(api, opsdk_ascendc::Pipe::V, loc);
+    static_assert(kFloat<T>, "ReduceMax/ReduceMin/ReduceSum support half, float only (Ascend C API documentation)");
+    if (calIndex) opsdk_ascendc::Fail(api, "calIndex = true is not modelled by opsdk");
+    if (repeat < 1 || repeat > 255) {
+        opsdk_ascendc::Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 1 to 255");
+    }
+    opsdk_ascendc::RepeatShape r = opsdk_ascendc::CheckMask<T>(api, mask, bitwise);
+    dst.CheckAligned(api, "dstLocal");
+    src.CheckAligned(api, "srcLocal");
+    work.CheckAligned(api, "workLocal");
+    work.Span(api, "workLocal", 0, uint64_t(repeat));  // one partial result per repeat
+    bool any = false;
+    float acc = 0.0f;
+    for (int32_t rep = 0; rep < repeat; ++rep) {
+        for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
+            if (!opsdk_ascendc::MaskOn(mask, bitwise, idx)) continue;
+            uint64_t at = opsdk_ascendc::At(r, rep, idx / r.perBlock, idx % r.perBlock, srcRepStride, 1);
+            float v = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(src.Span(api, "srcLocal", at, 1)));
+            acc = any ? f(acc, v) : v;
+            any = true;
+        }
+    }
+    opsdk_ascendc::Store<T>(dst.Span(api, "dstLocal", 0, 1), opsdk_ascendc::FromF<T>(acc));
+}
+
+#define OPSDK_MASK_REDUCE(NAME, FN, IDX_PARAM, IDX)                                                                \
+    template <typename T>                                                                                         \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,           \
+                     const int32_t mask, const int32_t repeatTimes, const int32_t srcRepStride IDX_PARAM,       \
+                     opsdk_ascendc::Loc loc = {}) {                                                               \
+        const uint64_t m[2] = {static_cast<uint64_t>(mask), 0};                                                   \
+        MaskReduce<T>(#NAME, dst, src, work, m, false, repeatTimes, srcRepStride, IDX, FN, loc);                 \
+    }                                                                                                             \
+    template <typename T>                                                                                         \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,           \
+                     const uint64_t mask[], const int32_t repeatTimes, const int32_t srcRepStride IDX_PARAM,    \
+                     opsdk_ascendc::Loc loc = {}) {                                                               \
+        MaskReduce<T>(#NAME, dst, src, work, mask, true, repeatTimes, srcRepStride, IDX, FN, loc);               \
+    }
+
+#define OPSDK_CAL_INDEX , bool calIndex = false
+OPSDK_MASK_REDUCE(ReduceSum, [](float a, float b) { return a + b; }, , false)
+OPSDK_MASK_REDUCE(ReduceMax, opsdk_ascendc::MaxNan, OPSDK_CAL_INDEX, calIndex)
+OPSDK_MASK_REDUCE(ReduceMin, opsdk_ascendc::MinNan, OPSDK_CAL_INDEX, calIndex)
+
 template <typename T>
 inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
                       opsdk_ascendc::Loc loc = {}) {
