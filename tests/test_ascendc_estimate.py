@@ -27,7 +27,8 @@ SOC = "Ascend910B3"
 TILE, TILES, BLOCKS = 1024, 6, 2
 
 DRIVER = """#include "kernel_operator.h"
-namespace optiling { struct OpsdkTilingData { uint32_t tileLength; uint32_t tileNum; }; }
+#include "register/tilingdata_base.h"
+namespace optiling { struct RaceTiling { uint32_t tileLength; uint32_t tileNum; }; REGISTER_TILING_DATA_CLASS(race_kernel, RaceTiling) }
 #include "kernel.cpp"
 #include "opsdk_model_launch.h"
 extern "C" int launch(uint8_t** gm, const uint64_t* bytes, const char** names, uint8_t* tiling,

@@ -31,7 +31,8 @@ TILE, TILES, BLOCKS = 64, 3, 2
 FOUND = r"race on Unified Buffer bytes|which no SetFlag set|is never waited for|is set again before"
 
 DRIVER = """#include "kernel_operator.h"
-namespace optiling { struct OpsdkTilingData { uint32_t tileLength; uint32_t tileNum; }; }
+#include "register/tilingdata_base.h"
+namespace optiling { struct RaceTiling { uint32_t tileLength; uint32_t tileNum; }; REGISTER_TILING_DATA_CLASS(race_kernel, RaceTiling) }
 #include "kernel.cpp"
 #include "opsdk_model_launch.h"
 extern "C" int launch(uint8_t** gm, const uint64_t* bytes, const char** names, uint8_t* tiling,
@@ -340,3 +341,43 @@ def test_mask_form_reductions(tmp_path: Path) -> None:
     assert x[0] == rows[:3, :40].max()
     assert x[1] == min(s[0:64:2].min(), s[128:192:2].min())  # 16 blocks = 128 floats apart
     assert x[2] == s.sum()
+
+
+PLAIN_TILING = """
+struct AddTiling { uint32_t n; float scale; };
+extern "C" void plain(GM_ADDR x, GM_ADDR tiling) {
+  REGISTER_TILING_DEFAULT(AddTiling);
+  GET_TILING_DATA(t, tiling);
+  GET_TILING_DATA_WITH_STRUCT(AddTiling, u, tiling);
+  for (uint32_t i = 0; i < t.n; ++i) reinterpret_cast<float*>(x)[i] = t.scale * i + u.n;
+}
+"""
+
+
+def test_register_tiling_default_takes_a_plain_struct(tmp_path: Path) -> None:
+    driver = ('#include "kernel_operator.h"\nusing namespace AscendC;\n#include "kernel.cpp"\n'
+              '#include "opsdk_model_launch.h"\n'
+              'extern "C" int launch(uint8_t** gm, const uint64_t* bytes, const char** names, '
+              'uint8_t* tiling, char* err) {\n'
+              '  return opsdk_ascendc::Run("plain", [](uint8_t** g, uint8_t*, uint8_t* t) { plain(g[0], t); },\n'
+              '    gm, bytes, names, 1, tiling, 1, 196608, "ascend910b", 1, 1, err, 1024); }\n')
+    lib = build_model_kernel(tmp_path, PLAIN_TILING, driver)
+    x = np.zeros(4, np.float32)
+    gm = (ctypes.c_void_p * 1)(x.ctypes.data)
+    sizes = (ctypes.c_uint64 * 1)(x.nbytes)
+    names = (ctypes.c_char_p * 1)(b"x")
+    tiling = ctypes.create_string_buffer(np.array([4], np.uint32).tobytes()
+                                         + np.array([0.5], np.float32).tobytes())
+    err = ctypes.create_string_buffer(1024)
+    assert lib.launch(gm, sizes, names, tiling, err) == 0, err.value.decode()
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32) * 0.5 + 4)
+
+
+def test_get_tiling_data_without_a_struct_names_both_ways(tmp_path: Path) -> None:
+    src = tmp_path / "k.cpp"
+    src.write_text('#include "kernel_operator.h"\nextern "C" void k(GM_ADDR t) { GET_TILING_DATA(v, t); (void)v; }\n')
+    proc = subprocess.run([toolchain().cxx, "-std=c++17", "-fsyntax-only", f"-I{model_include_dir()}",
+                           str(src)], capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+    assert "REGISTER_TILING_DEFAULT(MyTiling)" in proc.stderr
+    assert "REGISTER_TILING_DATA_CLASS" in proc.stderr

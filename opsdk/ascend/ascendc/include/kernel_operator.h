@@ -14,10 +14,16 @@
 #include "opsdk_model_vector.h"
 #include "opsdk_model_misc.h"
 
-// GET_TILING_DATA(var, tiling): the tiling struct registered by the op's tiling header
-// (REGISTER_TILING_DATA_CLASS), filled from the bytes the host wrote.
-#define GET_TILING_DATA(var, tiling)           \
-    ::optiling::OpsdkTilingData var;           \
-    std::memcpy(&var, (tiling), sizeof(var))
+#include "opsdk_model_tiling.h"
+
+// GET_TILING_DATA(var, tiling): the struct REGISTER_TILING_DEFAULT names in the kernel, else
+// the class the op's tiling header registers (REGISTER_TILING_DATA_CLASS), filled from the bytes
+// the host wrote (opsdk_model_tiling.h).
+#define REGISTER_TILING_DEFAULT(tiling_struct) \
+    tiling_struct OpsdkDefaultTiling(::opsdk_ascendc::TilingTag, int)
+#define GET_TILING_DATA(var, tiling) \
+    auto var = ::opsdk_ascendc::ReadTiling<decltype(OpsdkDefaultTiling(::opsdk_ascendc::TilingTag{}, 0))>(tiling)
+#define GET_TILING_DATA_WITH_STRUCT(tiling_struct, var, tiling) \
+    auto var = ::opsdk_ascendc::ReadTiling<tiling_struct>(tiling)
 
 #endif  // OPSDK_ASCENDC_KERNEL_OPERATOR_H

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../opsdk_model_tiling.h"
+
 #define BEGIN_TILING_DATA_DEF(cls) \
     class cls {                    \
     public:
@@ -19,6 +21,14 @@
     void set_##name(const type* v) { std::memcpy(name, v, sizeof(name)); } \
     const type* get_##name() const { return name; }
 #define END_TILING_DATA_DEF }
-#define REGISTER_TILING_DATA_CLASS(op, cls) using OpsdkTilingData = cls;
+// Used at namespace optiling scope, as CANN's op_host tiling headers do; the declaration in
+// opsdk_ascendc lets GET_TILING_DATA find the class (opsdk_model_tiling.h).
+#define REGISTER_TILING_DATA_CLASS(op, cls)                                 \
+    using OpsdkTilingData = cls;                                            \
+    }                                                                       \
+    namespace opsdk_ascendc {                                               \
+    ::optiling::cls OpsdkDefaultTiling(TilingTag, long);                    \
+    }                                                                       \
+    namespace optiling {
 
 #endif  // OPSDK_ASCENDC_TILINGDATA_BASE_H
