@@ -381,3 +381,26 @@ def test_get_tiling_data_without_a_struct_names_both_ways(tmp_path: Path) -> Non
     assert proc.returncode != 0
     assert "REGISTER_TILING_DEFAULT(MyTiling)" in proc.stderr
     assert "REGISTER_TILING_DATA_CLASS" in proc.stderr
+
+
+CMP_MASK = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 2048);
+  LocalTensor<float> a = b.Get<float>(); LocalTensor<float> c = a[64];
+  LocalTensor<uint8_t> m = b.Get<uint8_t>()[512]; LocalTensor<uint8_t> m2 = b.Get<uint8_t>()[544];
+  for (int i = 0; i < 64; ++i) { a.SetValue(i, float(i)); c.SetValue(i, 20.0f); }
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  Compare(a, c, CMPMODE::LT, 40, BinaryRepeatParams());   // the first 40: i < 20
+  GetCmpMask(m);
+  SetCmpMask(m);
+  GetCmpMask(m2);                                          // round trip through the register
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  for (int i = 0; i < 16; ++i) reinterpret_cast<float*>(x)[i] = m2.GetValue(i);
+"""
+
+
+def test_compare_into_the_cmpmask_register_and_back(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, CMP_MASK, 1, 16)
+    assert rc == 0, err
+    bits = np.zeros(128, np.uint8)
+    bits[:20] = 1  # elements 0..19 are < 20; 20..39 are not; 40.. are masked off
+    np.testing.assert_array_equal(x.astype(np.uint8), np.packbits(bits, bitorder="little"))

@@ -256,6 +256,7 @@ struct Block {
     void* pipe = nullptr;  // the live AscendC::TPipe
     Pipes pipes;
     int atomic = 0;        // SetAtomicAdd (1), SetAtomicMax (2), SetAtomicMin (3) or none (0)
+    uint8_t cmpMask[16] = {};  // the vector's CMPMASK register (128 bits): Compare without dstLocal
     bool padSet = false;   // the MTE2 pad register (set_mov_pad_val): SetPadValue, or a padding
     uint64_t padBits = 0;  // DataCopyPad; its bit code, low bytes first
 };

@@ -238,6 +238,57 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
     });
 }
 
+// Compare without dstLocal: one repeat's active elements compared into the CMPMASK register
+// (bit i for element i; inactive bits 0), read back with GetCmpMask (basic_api/interface/
+// kernel_operator_vec_cmpsel_intf.h).
+template <typename T>
+inline void CompareToRegister(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                              const uint64_t mask[2], bool bitwise, const BinaryRepeatParams& p,
+                              const opsdk_ascendc::Loc& loc) {
+    opsdk_ascendc::Issue is("Compare", opsdk_ascendc::Pipe::V, loc);
+    static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Compare, "half, float"));
+    opsdk_ascendc::RepeatShape r = opsdk_ascendc::CheckMask<T>("Compare", mask, bitwise);
+    src0.CheckAligned("Compare", "src0Local");
+    src1.CheckAligned("Compare", "src1Local");
+    uint8_t bits[16] = {};
+    for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
+        if (!opsdk_ascendc::MaskOn(mask, bitwise, idx)) continue;
+        const uint64_t blk = idx / r.perBlock, k = idx % r.perBlock;
+        float a = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(
+            src0.Span("Compare", "src0Local", opsdk_ascendc::At(r, 0, blk, k, 0, p.src0BlkStride), 1)));
+        float b = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(
+            src1.Span("Compare", "src1Local", opsdk_ascendc::At(r, 0, blk, k, 0, p.src1BlkStride), 1)));
+        if (opsdk_ascendc::Cmp(a, b, cmpMode)) bits[idx / 8] |= static_cast<uint8_t>(1u << (idx % 8));
+    }
+    std::memcpy(opsdk_ascendc::Cur().cmpMask, bits, sizeof bits);
+}
+
+template <typename T>
+inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
+                    const BinaryRepeatParams& repeatParams, opsdk_ascendc::Loc loc = {}) {
+    CompareToRegister(src0, src1, cmpMode, mask, true, repeatParams, loc);
+}
+template <typename T>
+inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
+                    const BinaryRepeatParams& repeatParams, opsdk_ascendc::Loc loc = {}) {
+    const uint64_t m[2] = {mask, 0};
+    CompareToRegister(src0, src1, cmpMode, m, false, repeatParams, loc);
+}
+
+// The CMPMASK register's 128 bits to / from the Unified Buffer (16 bytes).
+template <typename T> inline void GetCmpMask(const LocalTensor<T>& dst, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("GetCmpMask", opsdk_ascendc::Pipe::V, loc);
+    dst.CheckAligned("GetCmpMask", "dst");
+    std::memcpy(dst.template ReinterpretCast<uint8_t>().Span("GetCmpMask", "dst", 0, 16),
+                opsdk_ascendc::Cur().cmpMask, 16);
+}
+template <typename T> inline void SetCmpMask(const LocalTensor<T>& src, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::Issue is("SetCmpMask", opsdk_ascendc::Pipe::V, loc);
+    src.CheckAligned("SetCmpMask", "src");
+    std::memcpy(opsdk_ascendc::Cur().cmpMask,
+                src.template ReinterpretCast<uint8_t>().Span("SetCmpMask", "src", 0, 16), 16);
+}
+
 #if OPSDK_HAS_CompareScalar
 template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
