@@ -404,3 +404,38 @@ def test_compare_into_the_cmpmask_register_and_back(tmp_path: Path) -> None:
     bits = np.zeros(128, np.uint8)
     bits[:20] = 1  # elements 0..19 are < 20; 20..39 are not; 40.. are masked off
     np.testing.assert_array_equal(x.astype(np.uint8), np.packbits(bits, bitorder="little"))
+
+
+GATHER_MASK = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+  LocalTensor<float> s = b.Get<float>(); LocalTensor<float> d = s[256]; LocalTensor<float> e = s[512];
+  LocalTensor<uint32_t> pat = b.Get<uint32_t>()[768];
+  for (int i = 0; i < 128; ++i) s.SetValue(i, float(i));
+  pat.SetValue(0, 0x80000001u); pat.SetValue(1, 0x00000003u);   // elements 0, 31, 32, 33
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  uint64_t n1 = 0, n2 = 0;
+  GatherMask(d, s, pat, false, 0, GatherMaskParams(1, 2, 8, 0), n1);      // both repeats, one pattern
+  GatherMask(e, s, (uint8_t)4, false, 0, GatherMaskParams(1, 1, 8, 0), n2);  // the second of every four
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  float* out = reinterpret_cast<float*>(x);
+  out[0] = float(n1); out[1] = float(n2);
+  for (uint64_t i = 0; i < n1; ++i) out[2 + i] = d.GetValue(i);
+  for (uint64_t i = 0; i < n2; ++i) out[10 + i] = e.GetValue(i);
+"""
+
+
+def test_gather_mask_packs_the_selected_elements(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, GATHER_MASK, 1, 26)
+    assert rc == 0, err
+    assert x[0] == 8 and x[1] == 16
+    np.testing.assert_array_equal(x[2:10], [0, 31, 32, 33, 64, 95, 96, 97])
+    np.testing.assert_array_equal(x[10:26], np.arange(1, 64, 4))
+
+
+def test_gather_mask_is_missing_where_the_toolkit_lacks_it() -> None:
+    from opsdk.ascend.aicore_apis import missing_apis
+
+    src = "GatherMask(d, s, (uint8_t)1, false, 0, p, n);"
+    assert missing_apis(src, "Ascend910B3", ["float32"]) == []
+    assert missing_apis(src, "Ascend310P3", ["float32"]) == []
+    assert "GatherMask: not in the Ascend C of Ascend310B1" in missing_apis(src, "Ascend310B1", ["float32"])[0]

@@ -76,6 +76,9 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
     "DataCopyPad": (frozenset({220, 300}), "basic_api/impl/dav_c100 and dav_m200/"
                     "kernel_operator_data_copy_impl.h: DataCopyPadGm2UBImpl and "
                     "DataCopyPadUB2GMImpl are ASCENDC_REPORT_NOT_SUPPORT"),
+    "GatherMask": (frozenset({200, 220}), "basic_api/impl/dav_c100 and dav_m300/"
+                   "kernel_operator_vec_gather_mask_impl.h: GatherMaskCal is "
+                   "ASCENDC_REPORT_NOT_SUPPORT / unsupported on current device"),
     "SetPadValue": (frozenset({220}), "basic_api/inner_interface/"
                     "inner_kernel_operator_data_copy_intf.cppm: set_mov_pad_val on "
                     "__CCE_AICORE__ 220 (and __DAV_M310__), else ASCENDC_REPORT_NOT_SUPPORT"),

@@ -51,6 +51,9 @@
 #ifndef OPSDK_HAS_CompareScalar
 #define OPSDK_HAS_CompareScalar 1
 #endif
+#ifndef OPSDK_HAS_GatherMask
+#define OPSDK_HAS_GatherMask 1
+#endif
 #ifndef OPSDK_HAS_SetPadValue
 #define OPSDK_HAS_SetPadValue 1
 #endif

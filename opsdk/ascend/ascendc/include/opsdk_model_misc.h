@@ -289,6 +289,91 @@ template <typename T> inline void SetCmpMask(const LocalTensor<T>& src, opsdk_as
                 src.template ReinterpretCast<uint8_t>().Span("SetCmpMask", "src", 0, 16), 16);
 }
 
+#if OPSDK_HAS_GatherMask
+// GatherMask (vreducev2): the elements of src0 whose pattern bit is set, packed into dstLocal
+// in order; rsvdCnt their count (basic_api/interface/kernel_operator_vec_gather_mask_intf.h).
+enum class GatherMaskMode : uint8_t { VERSION_V1 = 0, VERSION_V2 = 1 };
+#if OPSDK_AICORE_ARCH == 220
+constexpr GatherMaskMode defaultGatherMaskMode = GatherMaskMode::VERSION_V2;
+#else
+constexpr GatherMaskMode defaultGatherMaskMode = GatherMaskMode::VERSION_V1;
+#endif
+struct GatherMaskParams {
+    GatherMaskParams() = default;
+    GatherMaskParams(uint8_t src0BlockStrideIn, uint16_t repeatTimesIn, uint16_t src0RepeatStrideIn,
+                     uint8_t src1RepeatStrideIn)
+        : src0BlockStride(src0BlockStrideIn), repeatTimes(repeatTimesIn), src0RepeatStride(src0RepeatStrideIn),
+          src1RepeatStride(src1RepeatStrideIn) {}
+    uint8_t src0BlockStride = 1;
+    uint16_t repeatTimes = 0;
+    uint16_t src0RepeatStride = 8;
+    uint8_t src1RepeatStride = 8;
+};
+
+template <typename T, GatherMaskMode mode, typename Bit>
+inline void GatherMaskRun(const LocalTensor<T>& dst, const LocalTensor<T>& src0, bool reduceMode, uint32_t mask,
+                          const GatherMaskParams& p, uint64_t& rsvdCnt, Bit bit, const opsdk_ascendc::Loc& loc) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "GatherMask supports 16- and 32-bit types only (Ascend C API)");
+    static_assert(mode == defaultGatherMaskMode,
+                  "GatherMask: this SoC family takes GatherMaskMode::VERSION_V2 on 220 and VERSION_V1 elsewhere "
+                  "(dav_*/kernel_operator_vec_gather_mask_impl.h)");
+    opsdk_ascendc::Issue is("GatherMask", opsdk_ascendc::Pipe::V, loc);
+    dst.CheckAligned("GatherMask", "dstLocal");
+    src0.CheckAligned("GatherMask", "src0Local");
+    const opsdk_ascendc::RepeatShape r{opsdk_ascendc::kRepeatBytes / sizeof(T), opsdk_ascendc::kBlockBytes / sizeof(T)};
+    // normal mode: repeatTimes whole repeats; counter mode: mask elements in all (SetMaskCount)
+    const uint64_t total = reduceMode ? uint64_t(mask) : uint64_t(p.repeatTimes) * r.perRepeat;
+    if (!reduceMode && (p.repeatTimes < 1 || p.repeatTimes > 255)) {
+        opsdk_ascendc::Fail("GatherMask", "repeatTimes is " + opsdk_ascendc::S(p.repeatTimes) + "; expected 1 to 255");
+    }
+    uint64_t out = 0;
+    for (uint64_t e = 0; e < total; ++e) {
+        const uint64_t rep = e / r.perRepeat, idx = e % r.perRepeat;
+        if (!bit(rep, idx)) continue;
+        const uint64_t at = opsdk_ascendc::At(r, rep, idx / r.perBlock, idx % r.perBlock, p.src0RepeatStride,
+                                              p.src0BlockStride);
+        std::memcpy(dst.Span("GatherMask", "dstLocal", out, 1), src0.Span("GatherMask", "src0Local", at, 1), sizeof(T));
+        ++out;
+    }
+    rsvdCnt = out;
+}
+
+// src1Pattern a tensor: uint16_t bits for 16-bit types, uint32_t for 32-bit; src1RepeatStride
+// blocks between the repeats' patterns (0: one pattern for all).
+template <typename T, typename U, GatherMaskMode mode = defaultGatherMaskMode>
+inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<U>& src1Pattern,
+                       const bool reduceMode, const uint32_t mask, const GatherMaskParams& p, uint64_t& rsvdCnt,
+                       opsdk_ascendc::Loc loc = {}) {
+    static_assert(sizeof(U) == sizeof(T) && std::is_unsigned_v<U>,
+                  "GatherMask: src1Pattern is LocalTensor<uint16_t> for 16-bit and LocalTensor<uint32_t> for 32-bit types");
+    const LocalTensor<uint8_t> bits = src1Pattern.template ReinterpretCast<uint8_t>();
+    GatherMaskRun<T, mode>(dst, src0, reduceMode, mask, p, rsvdCnt, [&](uint64_t rep, uint64_t idx) {
+        const uint64_t byte = rep * p.src1RepeatStride * opsdk_ascendc::kBlockBytes + idx / 8;
+        return (*bits.Span("GatherMask", "src1Pattern", byte, 1) >> (idx % 8)) & 1;
+    }, loc);
+}
+
+// src1Pattern built in: 1 even, 2 odd elements, 3..6 the first..fourth of every four, 7 all.
+template <typename T, GatherMaskMode mode = defaultGatherMaskMode>
+inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t src1Pattern,
+                       const bool reduceMode, const uint32_t mask, const GatherMaskParams& p, uint64_t& rsvdCnt,
+                       opsdk_ascendc::Loc loc = {}) {
+    if (src1Pattern < 1 || src1Pattern > 7) {
+        opsdk_ascendc::Fail("GatherMask", "src1Pattern is " + opsdk_ascendc::S(src1Pattern) + "; expected 1 to 7");
+    }
+    GatherMaskRun<T, mode>(dst, src0, reduceMode, mask, p, rsvdCnt, [&](uint64_t, uint64_t idx) {
+        switch (src1Pattern) {
+            case 1: return idx % 2 == 0;
+            case 2: return idx % 2 == 1;
+            case 7: return true;
+            default: return idx % 4 == uint64_t(src1Pattern - 3);
+        }
+    }, loc);
+}
+#else
+OPSDK_UNAVAILABLE(GatherMask)
+#endif
+
 #if OPSDK_HAS_CompareScalar
 template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
