@@ -135,6 +135,13 @@ def _wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen[str] |
         time.sleep(0.1)
 
 
+def _ctrl_c_live() -> None:
+    """In the child: SIGINT back to its default, so Python installs KeyboardInterrupt. A suite
+    started as a background job of a non-interactive shell inherits SIGINT ignored (POSIX), and
+    a process that ignores Ctrl-C is what opsdk must respect, not what these tests are about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def _tracked(args: list[str], mode: str, **kw: Any) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """A subprocess in its own session whose descendants carry a unique token in their
@@ -142,7 +149,8 @@ def _tracked(args: list[str], mode: str, **kw: Any) -> Iterator[tuple[subprocess
     token = uuid.uuid4().hex
     env = {**os.environ, "OPSDK_MISBEHAVE": mode, "OPSDK_TEST_TOKEN": token}
     proc = subprocess.Popen(args, env=env, cwd=ROOT, text=True, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_ctrl_c_live, **kw)
     try:
         with proc:
             yield proc, token
@@ -319,7 +327,7 @@ def test_ctrl_c_outside_a_kernel_is_a_keyboard_interrupt_as_usual(probe: Operato
     code = ("import os, signal, sys, numpy as np, opsdk; op = opsdk.load(sys.argv[1]); "
             "os.kill(os.getpid(), signal.SIGINT); print('not reached')")
     p = subprocess.run([sys.executable, "-c", code, str(Path(OP_DIR).parent / "probe")],
-                       capture_output=True, text=True, timeout=CAP_S)
+                       capture_output=True, text=True, timeout=CAP_S, preexec_fn=_ctrl_c_live)
     assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr and "not reached" not in p.stdout
 
 
