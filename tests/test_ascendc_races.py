@@ -439,3 +439,11 @@ def test_gather_mask_is_missing_where_the_toolkit_lacks_it() -> None:
     assert missing_apis(src, "Ascend910B3", ["float32"]) == []
     assert missing_apis(src, "Ascend310P3", ["float32"]) == []
     assert "GatherMask: not in the Ascend C of Ascend310B1" in missing_apis(src, "Ascend310B1", ["float32"])[0]
+
+
+def test_the_vector_qualifier_of_newer_samples_compiles(tmp_path: Path) -> None:
+    src = tmp_path / "k.cpp"
+    src.write_text('#include "kernel_operator.h"\nextern "C" __global__ __vector__ void k(GM_ADDR x) { (void)x; }\n')
+    proc = subprocess.run([toolchain().cxx, "-std=c++17", "-fsyntax-only", f"-I{model_include_dir()}",
+                           str(src)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

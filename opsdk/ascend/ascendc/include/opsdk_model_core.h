@@ -74,6 +74,7 @@
 
 #define __aicore__
 #define __global__
+#define __vector__  // the kernel-type qualifier of the newer asc-devkit samples (__global__ __vector__)
 #define __gm__
 #define GM_ADDR uint8_t*
 
