@@ -447,3 +447,26 @@ def test_the_vector_qualifier_of_newer_samples_compiles(tmp_path: Path) -> None:
     proc = subprocess.run([toolchain().cxx, "-std=c++17", "-fsyntax-only", f"-I{model_include_dir()}",
                            str(src)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+GATHER_COUNTER = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+  LocalTensor<float> s = b.Get<float>(); LocalTensor<float> d = s[384];
+  LocalTensor<uint32_t> pat = b.Get<uint32_t>()[768];
+  for (int i = 0; i < 256; ++i) s.SetValue(i, float(i));
+  for (int i = 0; i < 16; ++i) pat.SetValue(i, 0xFFFFFFFFu);
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  uint64_t n = 0;
+  GatherMask(d, s, pat, true, 70, GatherMaskParams(1, 2, 16, 0), n);  // counter mode, 2 repeats
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  float* out = reinterpret_cast<float*>(x);
+  out[0] = float(n);
+  for (uint64_t i = 0; i < n && i < 140; ++i) out[1 + i] = d.GetValue(i);
+"""
+
+
+def test_gather_mask_counter_mode_takes_mask_elements_per_repeat_on_220(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, GATHER_COUNTER, 1, 141)
+    assert rc == 0, err
+    assert x[0] == 140  # 70 per repeat, repeats 16 blocks (128 floats) apart
+    np.testing.assert_array_equal(x[1:141], np.concatenate([np.arange(70), np.arange(128, 198)]))

@@ -321,14 +321,19 @@ inline void GatherMaskRun(const LocalTensor<T>& dst, const LocalTensor<T>& src0,
     dst.CheckAligned("GatherMask", "dstLocal");
     src0.CheckAligned("GatherMask", "src0Local");
     const opsdk_ascendc::RepeatShape r{opsdk_ascendc::kRepeatBytes / sizeof(T), opsdk_ascendc::kBlockBytes / sizeof(T)};
-    // normal mode: repeatTimes whole repeats; counter mode: mask elements in all (SetMaskCount)
-    const uint64_t total = reduceMode ? uint64_t(mask) : uint64_t(p.repeatTimes) * r.perRepeat;
-    if (!reduceMode && (p.repeatTimes < 1 || p.repeatTimes > 255)) {
+    // normal mode: repeatTimes whole repeats. Counter mode (the API's GatherMask.md): on 220
+    // every repeat takes mask elements, repeatTimes of them; on 200 mask elements in all, in
+    // whole repeats (SetMaskCount)
+    const bool perRepeatCount = reduceMode && OPSDK_AICORE_ARCH == 220;
+    const uint64_t per = perRepeatCount ? uint64_t(mask) : r.perRepeat;
+    const uint64_t total = !reduceMode ? uint64_t(p.repeatTimes) * r.perRepeat
+                           : perRepeatCount ? uint64_t(mask) * p.repeatTimes : uint64_t(mask);
+    if ((!reduceMode || perRepeatCount) && (p.repeatTimes < 1 || p.repeatTimes > 255)) {
         opsdk_ascendc::Fail("GatherMask", "repeatTimes is " + opsdk_ascendc::S(p.repeatTimes) + "; expected 1 to 255");
     }
     uint64_t out = 0;
     for (uint64_t e = 0; e < total; ++e) {
-        const uint64_t rep = e / r.perRepeat, idx = e % r.perRepeat;
+        const uint64_t rep = e / per, idx = e % per;
         if (!bit(rep, idx)) continue;
         const uint64_t at = opsdk_ascendc::At(r, rep, idx / r.perBlock, idx % r.perBlock, p.src0RepeatStride,
                                               p.src0BlockStride);
