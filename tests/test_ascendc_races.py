@@ -470,3 +470,26 @@ def test_gather_mask_counter_mode_takes_mask_elements_per_repeat_on_220(tmp_path
     assert rc == 0, err
     assert x[0] == 140  # 70 per repeat, repeats 16 blocks (128 floats) apart
     np.testing.assert_array_equal(x[1:141], np.concatenate([np.arange(70), np.arange(128, 198)]))
+
+
+SELECT_SPR = """
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 4096);
+  LocalTensor<float> a = b.Get<float>(); LocalTensor<float> c = a[128]; LocalTensor<float> d = a[256];
+  LocalTensor<uint8_t> m = b.Get<uint8_t>()[1536]; LocalTensor<uint8_t> r = b.Get<uint8_t>()[1568];
+  for (int i = 0; i < 128; ++i) { a.SetValue(i, float(i)); c.SetValue(i, -1.0f); }
+  for (int i = 0; i < 32; ++i) m.SetValue(i, i < 8 ? 0x0F : 0xFF);  // only the first 8 bytes count
+  SetFlag<HardEvent::S_V>(EVENT_ID0); WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  Select(d, m, a, c, SELMODE::VSEL_CMPMASK_SPR, 128);  // two repeats of 64 floats, one mask
+  GetCmpMask(r);
+  SetFlag<HardEvent::V_S>(EVENT_ID0); WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  for (int i = 0; i < 128; ++i) reinterpret_cast<float*>(x)[i] = d.GetValue(i);
+  for (int i = 0; i < 16; ++i) reinterpret_cast<float*>(x)[128 + i] = r.GetValue(i);
+"""
+
+
+def test_select_cmpmask_spr_reuses_one_repeats_mask(tmp_path: Path) -> None:
+    rc, err, x = _inline(tmp_path, SELECT_SPR, 1, 144)
+    assert rc == 0, err
+    keep = np.tile(np.arange(64) % 8 < 4, 2)  # 0x0F: the low 4 of every 8
+    np.testing.assert_array_equal(x[:128], np.where(keep, np.arange(128), -1.0))
+    np.testing.assert_array_equal(x[128:144], [0x0F] * 8 + [0] * 8)  # the register it loaded

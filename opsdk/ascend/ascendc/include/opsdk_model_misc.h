@@ -398,24 +398,38 @@ inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0,
 OPSDK_UNAVAILABLE(CompareScalar)
 #endif
 
-// Select, tensor-tensor: bit i of selMask set -> src0[i], else src1[i].
+// Select, tensor-tensor: bit i of selMask set -> src0[i], else src1[i]. VSEL_TENSOR_TENSOR_MODE
+// reads one bit per element; VSEL_CMPMASK_SPR loads the first repeat's bits of selMask into the
+// CMPMASK register and uses them for every repeat (the Select API documentation's mode 0).
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
                    const LocalTensor<T>& src1, SELMODE selMode, uint32_t calCount, opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("Select", opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, OPSDK_DTYPES_MSG(Select, "half, float"));
-    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE) {
-        opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_TENSOR_MODE when src1 is a tensor");
+    const bool spr = selMode == SELMODE::VSEL_CMPMASK_SPR;
+    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE && !spr) {
+        opsdk_ascendc::Fail("Select", "selMode must be VSEL_TENSOR_TENSOR_MODE or VSEL_CMPMASK_SPR when src1 is "
+                                      "a tensor");
     }
     opsdk_ascendc::CheckCmpCount<T>("Select", calCount);
     dst.CheckAligned("Select", "dstLocal");
-    opsdk_ascendc::ClobberScratch("Select", 32 * sizeof(uint32_t));  // the mask address, 32 x uint32_t
-    uint8_t* m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
+    const uint32_t per = uint32_t(opsdk_ascendc::kRepeatBytes / sizeof(T));  // bits of one repeat
+    uint8_t* m = nullptr;
+    if (spr) {
+        m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, per / 8);
+        opsdk_ascendc::Block& blk = opsdk_ascendc::Cur();
+        std::memset(blk.cmpMask, 0, sizeof blk.cmpMask);
+        std::memcpy(blk.cmpMask, m, per / 8);
+    } else {
+        opsdk_ascendc::ClobberScratch("Select", 32 * sizeof(uint32_t));  // the mask address, 32 x uint32_t
+        m = selMask.template ReinterpretCast<uint8_t>().Span("Select", "selMask", 0, (calCount + 7) / 8);
+    }
     uint8_t* a = src0.Span("Select", "src0Local", 0, calCount);
     uint8_t* b = src1.Span("Select", "src1Local", 0, calCount);
     uint8_t* d = dst.Span("Select", "dstLocal", 0, calCount);
     for (uint32_t i = 0; i < calCount; ++i) {
-        bool on = (m[i / 8] >> (i % 8)) & 1u;
+        const uint32_t k = spr ? i % per : i;
+        bool on = (m[k / 8] >> (k % 8)) & 1u;
         std::memmove(d + i * sizeof(T), (on ? a : b) + i * sizeof(T), sizeof(T));
     }
 }
