@@ -1,9 +1,9 @@
 """Cross-check of the Ascend C model's cycle estimate against pypto's cost model (issue 30).
 
 pypto (PyPI) runs its own cost-model simulation of an A2/A3 device (Ascend910B family, 24
-cube + 48 vector cores) on the CPU, without CANN or an NPU. It is an optional extra under the
-CANN Open Software License: never a requirement of opsdk, never installed by its CI. Without
-it this script says so and exits 0.
+cube + 48 vector cores) on the CPU, without CANN or an NPU. It is an optional extra under its
+vendor's own licence (see its package metadata): never a requirement of opsdk, never installed
+by its CI. Without it this script says so and exits 0.
 
 Both models estimate the same elementwise kernel, ThresholdedRelu (y = x if x > alpha else 0,
 float32, 1M elements by default):
@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-NOT_INSTALLED = "pypto not installed: pip install pypto (CANN Open Software License; optional)"
+NOT_INSTALLED = "pypto not installed: pip install pypto (optional; its vendor's own licence)"
 OP = "ThresholdedRelu"
 # pypto's own cycles-to-microseconds conversion: its simulation runs its swimlane script with
 # --time_convert_denominator=1800 (MHz) to print "AICore End-to-End Time".

@@ -89,6 +89,10 @@ def test_a_different_table_needs_force_and_a_bad_file_names_the_fix(gelu: Path) 
         {"up_to": None, "buffers": 3, "tile_cap": 0, "cores": 0}]}))
     with pytest.raises(SpecError, match="tuning.json: tuned tiling: buffers must be 1..2, got 3"):
         aicore_kernel(load_spec(gelu), gelu)
+    # --force replaces a broken table, as the error says
+    (gelu / TUNING_FILE).write_text("{not json")
+    assert tune(str(gelu), sizes=[4096], force=True).written == gelu / TUNING_FILE
+    assert _rows(gelu)[0]["up_to"] is None
 
 
 def test_hand_written_kernels_are_refused_by_name() -> None:

@@ -293,9 +293,10 @@ class Estimate:
         out = dict.fromkeys((*PIPES, "issue"), 0.0)
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
             block = self.blocks[b]
-            on_path = sum(block[r].end - block[r].start for r in _critical(block))
+            on_path = 0.0
             for r in _critical(block):
                 out[block[r].pipe] += block[r].end - block[r].start
+                on_path += block[r].end - block[r].start
             out["issue"] += max(0.0, _span(block) - on_path)
         return out
 

@@ -730,15 +730,15 @@ def _tiling(spec: OpSpec, g: _Gen, tuning: Sequence[TuningRow] | None = None) ->
     io = len(spec.inputs) + len(spec.outputs)
     fixed = 32 * (g.masks + 8) + UB_RESERVED + (API_TMP_BYTES if g.api_tmp else 0)
     temps = 4 * (g.temps + (1 if g.scratch else 0))
+    fields: tuple[TilingField, ...] = (
+        TilingField("blockLength"), TilingField("lastBlockLength"),
+        TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"))
     if not tuning:
         per8 = f"8 * ({BUFFER_NUM * io} * typeBytes + {temps}) + {g.masks}"
         steps: tuple[tuple[str, str], ...] = (
             ("blockLength", f"alignup(ceildiv(totalLength, coreNum), {GRANULE})"),
             *_tile_steps(per8, fixed),
         )
-        fields: tuple[TilingField, ...] = (
-            TilingField("blockLength"), TilingField("lastBlockLength"),
-            TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"))
         return Tiling(spec.name, fields, steps, "usedCores")
     rows = sorted(tuning, key=lambda r: (r.up_to is None, r.up_to or 0))
     per8 = f"8 * (bufferNum * {io} * typeBytes + {temps}) + {g.masks}"
@@ -750,10 +750,7 @@ def _tiling(spec: OpSpec, g: _Gen, tuning: Sequence[TuningRow] | None = None) ->
         ("blockLength", f"alignup(ceildiv(totalLength, cores), {GRANULE})"),
         *_tile_steps(per8, fixed, "pick(tileCap, min2(tileCap, fitTile), fitTile)"),
     )
-    fields = (TilingField("blockLength"), TilingField("lastBlockLength"),
-              TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"),
-              TilingField("bufferNum", "uint32_t"))
-    return Tiling(spec.name, fields, steps, "usedCores")
+    return Tiling(spec.name, (*fields, TilingField("bufferNum", "uint32_t")), steps, "usedCores")
 
 
 def _tile_steps(per8: str, fixed: int, fit: str = "fitTile") -> tuple[tuple[str, str], ...]:

@@ -42,8 +42,10 @@ def _load_module(path: Path) -> Any:
     return module
 
 
-def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKernel:
-    """The operator's AI Core kernel; raises GenerateRefused when it has none.
+def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = True
+                  ) -> AicoreKernel:
+    """The operator's AI Core kernel; raises GenerateRefused when it has none. A generated
+    kernel takes the folder's ``tuning.json`` (``opsdk tune``) unless ``tuned`` is False.
 
     Example:
         >>> from opsdk.registry import load_spec
@@ -66,7 +68,7 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None) -> AicoreKerne
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None))
-    tuning = read_tuning(Path(folder), spec.name) if folder is not None else None
+    tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
 
 

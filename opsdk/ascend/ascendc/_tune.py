@@ -15,6 +15,7 @@ the size and the candidate, so a warm run compiles and runs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,37 +30,29 @@ from ...spec import OpSpec
 from ._gen import BUFFER_NUM, TuningRow
 from ._tuning_file import TUNING_FILE, read_tuning
 
-__all__ = ["TUNING_FILE", "Candidate", "TuneResult", "read_tuning", "tune", "candidates"]
+__all__ = ["TUNING_FILE", "TuneResult", "read_tuning", "tune", "candidates"]
 
 #: Bucket sizes (elements of the first input) when none are given.
 DEFAULT_SIZES = (4096, 65536, 1 << 20)
 _TILE_CAPS = (0, 16384, 8192, 4096, 2048, 1024)
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One tiling of the search: buffers per queue, tile cap (0: what fits), cores (0: all)."""
-
-    buffers: int
-    tile_cap: int
-    cores: int
-
-    def label(self) -> str:
-        return (f"buffers {self.buffers}, tile {self.tile_cap or 'fit'}, "
-                f"cores {self.cores or 'all'}")
+def _label(c: TuningRow) -> str:
+    return f"buffers {c.buffers}, tile {c.tile_cap or 'fit'}, cores {c.cores or 'all'}"
 
 
-def candidates(cores: int) -> list[Candidate]:
-    """The search space on a SoC with ``cores`` cores, today's tiling first.
+def candidates(cores: int) -> list[TuningRow]:
+    """The search space on a SoC with ``cores`` cores (rows without a bucket yet), today's
+    tiling first.
 
     Example:
         >>> candidates(40)[0]
-        Candidate(buffers=2, tile_cap=0, cores=0)
+        TuningRow(up_to=None, buffers=2, tile_cap=0, cores=0)
         >>> len(candidates(40))
         24
     """
     core_caps = [0] + ([cores // 2] if cores >= 2 else [])
-    return [Candidate(b, t, c) for c in core_caps for b in range(BUFFER_NUM, 0, -1)
+    return [TuningRow(None, b, t, c) for c in core_caps for b in range(BUFFER_NUM, 0, -1)
             for t in _TILE_CAPS]
 
 
@@ -68,7 +61,7 @@ class Trial:
     """A candidate's figures at one size: estimated cycles and us, bound, or why it failed."""
 
     size: int
-    candidate: Candidate
+    candidate: TuningRow  # up_to None: a candidate, not yet a bucket's row
     cycles: float | None
     microseconds: float | None
     bound: str
@@ -100,11 +93,11 @@ class TuneResult:
             "op": self.op, "soc": self.soc, "dtype": self.dtype,
             "label": "estimates from opsdk's Ascend C model (not NPU times)",
             "rows": [_row_json(r) for r in self.rows],
-            "buckets": [{"size": s, "chosen": self.chosen(s).candidate.__dict__,
+            "buckets": [{"size": s, "chosen": _knobs(self.chosen(s).candidate),
                          "estimate_us": self.chosen(s).microseconds,
                          "today_us": self.today(s).microseconds,
                          "bound": self.chosen(s).bound} for s in sizes],
-            "trials": [{"size": t.size, **t.candidate.__dict__, "cycles": t.cycles,
+            "trials": [{"size": t.size, **_knobs(t.candidate), "cycles": t.cycles,
                         "bound": t.bound, "problem": t.problem, "cached": t.cached}
                        for t in self.trials],
             "written": str(self.written) if self.written else None,
@@ -118,26 +111,30 @@ class TuneResult:
         for k, s in enumerate(sizes):
             c, t = self.chosen(s), self.today(s)
             bucket = f"<= {s}" if k < len(sizes) - 1 else f"> {sizes[k - 1]}" if k else "all"
-            lines.append(f"  {bucket:<22}{c.candidate.label():<36}{c.microseconds or 0:>9.2f}us"
+            lines.append(f"  {bucket:<22}{_label(c.candidate):<36}{c.microseconds or 0:>9.2f}us"
                          f"{t.microseconds or 0:>9.2f}us  {c.bound}")
         bad = [t for t in self.trials if t.problem]
         lines.append(f"  {len(self.trials)} trials, {sum(t.cached for t in self.trials)} from "
                      f"the cache, {len(bad)} refused")
         for t in bad[:5]:
-            lines.append(f"    refused at {t.size}: {t.candidate.label()}: {t.problem[:200]}")
+            lines.append(f"    refused at {t.size}: {_label(t.candidate)}: {t.problem[:200]}")
         if self.written:
             lines.append(f"wrote {self.written}")
         return "\n".join(lines)
 
 
-_TODAY = Candidate(BUFFER_NUM, 0, 0)
+_TODAY = TuningRow(None)  # two buffers, tiles that fill the Unified Buffer, every core
+
+
+def _knobs(r: TuningRow) -> dict[str, Any]:
+    return {"buffers": r.buffers, "tile_cap": r.tile_cap, "cores": r.cores}
 
 
 def _row_json(r: TuningRow) -> dict[str, Any]:
-    return {"up_to": r.up_to, "buffers": r.buffers, "tile_cap": r.tile_cap, "cores": r.cores}
+    return {"up_to": r.up_to, **_knobs(r)}
 
 
-def _cache_key(source: str, costs: str, soc: str, dtype: str, size: int, c: Candidate,
+def _cache_key(source: str, costs: str, soc: str, dtype: str, size: int, c: TuningRow,
                attrs: dict[str, Any]) -> str:
     from .model import _model_hash
 
@@ -157,7 +154,7 @@ def _inputs(spec: OpSpec, size: int, dtype: str) -> list[Any]:
             if not i.optional]
 
 
-def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: Candidate,
+def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: TuningRow,
            attrs: dict[str, Any], costs: Any, cache: Path) -> Trial:
     from ..._generated import BANNER
     from ...errors import KernelError
@@ -165,7 +162,7 @@ def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: Candi
     from ._gen import generate
     from .model import AscendcModel
 
-    kernel = generate(spec, BANNER, [TuningRow(None, c.buffers, c.tile_cap, c.cores)])
+    kernel = generate(spec, BANNER, [c])
     table = costs_for(soc, costs)
     key = _cache_key(kernel.source, table.encoded(), soc, dtype, size, c, attrs)
     hit = cache / f"{key}.json"
@@ -219,7 +216,7 @@ def tune(
 
     info = find_operator(name)
     spec, folder = info.spec, Path(info.folder)
-    current = aicore_kernel(spec, folder)
+    current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
     if current.origin != "generated":
         raise OpsdkError(
             f"{spec.name}: the AI Core kernel is hand-written ({current.origin}); opsdk tune "
@@ -242,14 +239,13 @@ def tune(
                 done = k * len(space) + j + 1
                 what = trial.problem[:80] if trial.problem else \
                     f"{trial.microseconds:.2f} us {trial.bound}"
-                progress(f"[{done}/{total}] size {size}: {c.label()}: {what}"
+                progress(f"[{done}/{total}] size {size}: {_label(c)}: {what}"
                          f"{' (cached)' if trial.cached else ''}")
         if not any(t.size == size and t.cycles is not None for t in result.trials):
             raise OpsdkError(f"tune {spec.name}: no candidate passed at size {size}; first "
                              f"refusal: {next(t.problem for t in result.trials if t.size == size)}")
-        best = result.chosen(size).candidate
         up_to = size if k < len(sizes) - 1 else None
-        result.rows.append(TuningRow(up_to, best.buffers, best.tile_cap, best.cores))
+        result.rows.append(dataclasses.replace(result.chosen(size).candidate, up_to=up_to))
     if write:
         result.written = _write(folder, result, force)
     return result
@@ -267,8 +263,11 @@ def _write(folder: Path, result: TuneResult, force: bool) -> Path:
     text = json.dumps(data, indent=2) + "\n"
     path = folder / TUNING_FILE
     if path.is_file() and not force:
-        old = path.read_text()
-        if json.loads(old).get("rows") == data["rows"]:
+        try:
+            same = json.loads(path.read_text()).get("rows") == data["rows"]
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if same:
             return path  # the same table: nothing to change
         raise OpsdkError(f"tune {result.op}: {path} holds another table; pass --force to "
                          "replace it (the previous one is lost), or move it away")

@@ -217,7 +217,7 @@ class AscendcModel:
         Example:
             >>> op = AscendcModel("operators/thresholded_relu", soc="Ascend910B3")  # doctest: +SKIP
             >>> op.estimate([np.ones(1 << 20, np.float32)], {"alpha": 0.5}).bound  # doctest: +SKIP
-            'MTE2'
+            'MTE2-bound'
         """
         import tempfile
 

@@ -22,6 +22,14 @@ constexpr uint32_t kMaxBlockDim = 65535;
 // The costs of the cycle estimate, from "name=value;...;vec.API=cycles;..." (written by
 // opsdk/ascend/ascendc/_estimate.py).
 inline Timing ParseTiming(const std::string& text) {
+    static const std::pair<const char*, double Timing::*> kCosts[] = {
+        {"issue", &Timing::issue},           {"mte2Latency", &Timing::mte2Latency},
+        {"mte3Latency", &Timing::mte3Latency}, {"mte2Bpc", &Timing::mte2Bpc},
+        {"mte3Bpc", &Timing::mte3Bpc},       {"burst", &Timing::burst},
+        {"vecStartup", &Timing::vecStartup}, {"repeatBytes", &Timing::repeatBytes},
+        {"scalarLoad", &Timing::scalarLoad}, {"scalarStore", &Timing::scalarStore},
+        {"scalarGm", &Timing::scalarGm},     {"vecDefault", &Timing::vecDefault},
+    };
     Timing t;
     size_t at = 0;
     while (at < text.size()) {
@@ -33,20 +41,18 @@ inline Timing ParseTiming(const std::string& text) {
         if (eq == std::string::npos) continue;
         const std::string key = item.substr(0, eq);
         const double v = std::stod(item.substr(eq + 1));
-        if (key.rfind("vec.", 0) == 0) t.vec.emplace_back(key.substr(4), v);
-        else if (key == "issue") t.issue = v;
-        else if (key == "mte2Latency") t.mte2Latency = v;
-        else if (key == "mte3Latency") t.mte3Latency = v;
-        else if (key == "mte2Bpc") t.mte2Bpc = v;
-        else if (key == "mte3Bpc") t.mte3Bpc = v;
-        else if (key == "burst") t.burst = v;
-        else if (key == "vecStartup") t.vecStartup = v;
-        else if (key == "repeatBytes") t.repeatBytes = v;
-        else if (key == "scalarLoad") t.scalarLoad = v;
-        else if (key == "scalarStore") t.scalarStore = v;
-        else if (key == "scalarGm") t.scalarGm = v;
-        else if (key == "vecDefault") t.vecDefault = v;
-        else throw ModelError("unknown cost '" + key + "' for the estimate");
+        if (key.rfind("vec.", 0) == 0) {
+            t.vec.emplace_back(key.substr(4), v);
+            continue;
+        }
+        bool known = false;
+        for (const auto& [name, member] : kCosts) {
+            if (key == name) {
+                t.*member = v;
+                known = true;
+            }
+        }
+        if (!known) throw ModelError("unknown cost '" + key + "' for the estimate");
     }
     return t;
 }
