@@ -109,3 +109,16 @@ def test_tune_cli(gelu: Path) -> None:
     assert data["label"] == "estimates from opsdk's Ascend C model (not NPU times)"
     assert data["written"] is None and not (gelu / TUNING_FILE).exists()
     assert "[1/24] size 4096: buffers 2, tile fit, cores all" in proc.stderr
+
+
+def test_the_cann_project_of_a_tuned_folder_carries_its_table(gelu: Path, tmp_path: Path) -> None:
+    (gelu / TUNING_FILE).write_text(json.dumps({"rows": [
+        {"up_to": 4096, "buffers": 2, "tile_cap": 0, "cores": 0},
+        {"up_to": None, "buffers": 2, "tile_cap": 1024, "cores": 0}]}))
+    out = tmp_path / "proj"
+    proc = subprocess.run([sys.executable, "-m", "opsdk", "cann", str(gelu), "-o", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    host = (out / "op_host" / "gelu.cpp").read_text()
+    assert "pick(le(totalLength, 4096), 0, 1024)" in host and "tiling.set_bufferNum(" in host
+    assert "td_.bufferNum" in (out / "op_kernel" / "gelu.cpp").read_text()

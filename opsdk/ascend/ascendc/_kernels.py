@@ -171,10 +171,12 @@ def tiling_header(spec: OpSpec, kernel: AicoreKernel, op: CannOp | None = None) 
                   op=op, fields=tiling_slots(spec, kernel, op))
 
 
-def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:
+def project_sources(spec: OpSpec, op: CannOp, folder: str | Path | None = None
+                    ) -> tuple[dict[str, str], str]:
     """The AI Core kernel's files of the CANN project (``op_kernel/<op>.cpp`` and
     ``op_host/<op>_tiling.h``) and its TilingFunc statements; ``({}, "")`` when the
-    operator has no AI Core kernel (the project then keeps its TODO kernel).
+    operator has no AI Core kernel (the project then keeps its TODO kernel). ``folder``: the
+    operator's folder (its op_kernel/ and tuning.json; default: the registry's).
 
     Example:
         >>> from opsdk.registry import find_operator
@@ -187,10 +189,11 @@ def project_sources(spec: OpSpec, op: CannOp) -> tuple[dict[str, str], str]:
     from ...errors import OperatorNotFound
     from ...registry import find_operator
 
-    try:
-        folder: Path | None = find_operator(f"{spec.domain}::{spec.name}").folder
-    except OperatorNotFound:
-        folder = None
+    if folder is None:
+        try:
+            folder = find_operator(f"{spec.domain}::{spec.name}").folder
+        except OperatorNotFound:
+            folder = None
     try:
         kernel = aicore_kernel(spec, folder)
     except GenerateRefused:

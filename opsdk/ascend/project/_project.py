@@ -215,7 +215,8 @@ def _package(
 
 
 def _aicore_sources(entry: PackageOp, op: CannOp, skeleton: bool) -> tuple[dict[str, str], str]:
-    files, tiling = project_sources(entry.spec, op)
+    files, tiling = project_sources(entry.spec, op,
+                                    _operator_folder(entry.spec, entry.kernel_folder, False))
     if not files and not skeleton:
         raise CannArgError(
             f"{entry.spec.name}: --engine {op.engine} builds an AI Core kernel, but the operator "
