@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "../opsdk_model_tiling.h"
+// Declared only: this header also goes, as opsdk_tilingdata.h, into the toolkit's CPU-debug
+// build (toolkit.py), where the model's opsdk_model_tiling.h that defines it is absent.
+namespace opsdk_ascendc {
+struct TilingTag;
+}
 
 #define BEGIN_TILING_DATA_DEF(cls) \
     class cls {                    \
