@@ -40,7 +40,9 @@ def register(sub: Any) -> None:
     b.add_argument("--threads", type=int, default=1,
                    help="cpu: threads per model instance for the graph executor (default 1: "
                    "instances and dynamic batching give the parallelism)")
-    b.add_argument("--warmup", action="store_true", help="add a zero-data model_warmup request")
+    b.add_argument("--warmup", action="store_true",
+                   help="zero-data model_warmup requests: one per --shape-gears gear, else one "
+                   "per batch size the batcher forms (1, each preferred size, the maximum)")
     b.add_argument("--operators", action="append", default=None, metavar="DIR",
                    help="folder holding operator folders, stored as OPSDK_OPERATORS_PATH "
                    "(repeatable; default: where opsdk finds the model's custom ops)")

@@ -12,6 +12,7 @@ import jinja2
 from .._generated import environment
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, TensorIO
+from ._warmup import warmup_requests
 
 if TYPE_CHECKING:
     from ._repository import RepositoryOptions
@@ -64,13 +65,13 @@ def batch_size(io: GraphIO, opts: RepositoryOptions) -> int:
     return opts.max_batch_size
 
 
-def _warmup(io: GraphIO, batched: bool, opts: RepositoryOptions) -> list[dict[str, Any]]:
+def warmup_context(io: GraphIO, opts: RepositoryOptions, max_batch: int,
+                   preferred: Sequence[int]) -> list[dict[str, Any]]:
+    """The ``model_warmup`` entries (:mod:`opsdk.triton._warmup`), none without ``--warmup``."""
     if not opts.warmup:
         return []
-    rows = tensors(io.inputs, batched)
-    for row in rows:  # zero data needs concrete dims: variable dims warm up with size 1
-        row["dims"] = [1 if d < 0 else d for d in row["dims"]]
-    return rows
+    return warmup_requests(io, opts.shape_gears, max_batch, preferred,
+                           opts.dynamic_batching, opts.name)
 
 
 def check_preferred(sizes: Sequence[int], opts: RepositoryOptions, max_batch: int) -> list[int]:
@@ -101,5 +102,5 @@ def base_context(io: GraphIO, opts: RepositoryOptions, source: str, doc: str) ->
         "max_queue_delay_us": opts.max_queue_delay_us,
         "instances": opts.instances,
         "instance_kind": None,
-        "warmup": _warmup(io, batched, opts),
+        "warmup": warmup_context(io, opts, max_batch, opts.preferred_batch_sizes),
     }

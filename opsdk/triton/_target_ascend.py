@@ -24,7 +24,7 @@ from ..onnx._ops import find_spec
 from . import _npu_ge as ge
 from ._ascend_dims import output_dim_names
 from ._ascend_model import DimOptions, custom_specs, prepare_ascend_model
-from ._config import base_context, batch_size, template_env
+from ._config import base_context, batch_size, template_env, warmup_context
 from ._errors import TritonConfigError, TritonConfigWarning
 from ._onnx_io import GraphIO, TensorIO
 
@@ -113,6 +113,7 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         _check_static(io, opts, batched)
     if ctx["dynamic_batching"] and not ctx["preferred_batch_sizes"]:
         ctx["preferred_batch_sizes"] = default_preferred(ctx["max_batch_size"])
+    ctx["warmup"] = warmup_context(io, opts, ctx["max_batch_size"], ctx["preferred_batch_sizes"])
     reason = _no_merge_reason(io, batched)
     if reason and ctx["dynamic_batching"]:
         warnings.warn(TritonConfigWarning(
