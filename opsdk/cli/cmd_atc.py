@@ -69,6 +69,14 @@ def register(sub: Any) -> None:
     p.add_argument("--dynamic-dims", metavar="GEARS",
                    help="ATC shape gears, one value per -1 dim of --input-shape each, e.g. "
                    '"1,224;8,448" (written as --dynamic_dims with --input_format=ND)')
+    p.add_argument("--buffer-optimize", choices=("l2_optimize", "l1_optimize", "off_optimize"),
+                   help="ATC --buffer_optimize: l2_optimize (default) keeps reused data in L2; "
+                   "off_optimize turns it off (to find a precision problem); l1_optimize does "
+                   "nothing in current releases (see docs/npu_host_guide.md)")
+    p.add_argument("--static-memory-policy", type=int, metavar="N",
+                   help="GE's static-memory policy (0 by size, 2 static shapes, 3 dynamic "
+                   "shapes, 4 both): not an ATC flag, exported as GE_USE_STATIC_MEMORY for the "
+                   "application that runs the .om; the doctor warns where it conflicts")
     p.add_argument("--soc-as-written", action="store_true",
                    help="take an ambiguous --soc-version (Ascend910B: a first-generation 910 "
                    "in CANN's platform config) as written")
@@ -124,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         cann=args.cann,
         dynamic_dims=args.dynamic_dims,
         soc_as_written=args.soc_as_written,
+        buffer_optimize=args.buffer_optimize,
+        static_memory_policy=args.static_memory_policy,
     )
     report = plan.as_dict()
     if plan.blocking:

@@ -118,6 +118,12 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
                    help="the value a value input (e.g. a sample rate) is filled with on the "
                    "probe runs (repeatable; default: the constant the graph compares it "
                    "with, e.g. 16000 for Equal(sr, 16000), else 0)")
+    g.add_argument("--buffer-optimize", choices=("l2_optimize", "l1_optimize", "off_optimize"),
+                   help="GE ge.bufferOptimize for this model's session (as ATC's "
+                   "--buffer_optimize; see docs/serving.md)")
+    g.add_argument("--static-memory-policy", type=int, default=None, metavar="N",
+                   help="GE ge.exec.staticMemoryPolicy for this model's session: 0 by size, 2 "
+                   "static shapes, 3 dynamic shapes, 4 both (warned where it conflicts)")
     g.add_argument("--dump-graph", action="store_true", help="npu_ge dumps GE graphs")
     g.add_argument("--profiling", choices=("true", "dynamic"), default=None,
                    help="npu_ge profiling (./profiling)")
@@ -268,4 +274,6 @@ def _ascend_options(args: argparse.Namespace) -> dict[str, Any]:
         "output_dims": tuple(args.output_dims),
         "probe_dims": tuple(args.probe_dims),
         "probe_values": tuple(args.probe_values),
+        "buffer_optimize": args.buffer_optimize,
+        "static_memory_policy": args.static_memory_policy,
     }

@@ -93,6 +93,8 @@ class RepositoryOptions:
     output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
     probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
     probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
+    buffer_optimize: str | None = None  # ascend: GE's ge.bufferOptimize (session option)
+    static_memory_policy: int | None = None  # ascend: GE's ge.exec.staticMemoryPolicy
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""

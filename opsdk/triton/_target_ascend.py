@@ -17,6 +17,13 @@ from onnx import ModelProto
 
 from ..ascend._op import default_origin_op_type
 from ..ascend.atc._atc import project_plugin_keys
+from ..ascend.atc._memory import (
+    GE_BUFFER_OPTIMIZE,
+    GE_STATIC_MEMORY_POLICY,
+    MemoryOptions,
+    check_memory_options,
+    memory_findings,
+)
 from ..ascend.atc.rules import model_problems
 from ..ascend.socs import CannArgError
 from ..ascend.versions import resolve_cann
@@ -65,6 +72,10 @@ def check(opts: RepositoryOptions) -> None:
                 f"session option {key!r}: give the GE option name without the 'session.' "
                 "prefix, e.g. --session-option ge.exec.precision_mode_v2=fp16"
             )
+    try:
+        check_memory_options(opts.buffer_optimize, opts.static_memory_policy)
+    except ValueError as e:
+        raise TritonConfigError(str(e)) from None
     _check_extra(opts.extra_parameters)
 
 
@@ -114,6 +125,7 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
     if ctx["dynamic_batching"] and not ctx["preferred_batch_sizes"]:
         ctx["preferred_batch_sizes"] = default_preferred(ctx["max_batch_size"])
     ctx["warmup"] = warmup_context(io, opts, ctx["max_batch_size"], ctx["preferred_batch_sizes"])
+    _memory_warnings(io, opts)
     reason = _no_merge_reason(io, batched)
     if reason and ctx["dynamic_batching"]:
         warnings.warn(TritonConfigWarning(
@@ -175,6 +187,22 @@ def check_folder(target: Path) -> None:
             "it finds anywhere under the model folder, whatever the version folder, so it might "
             f"not load {MODEL_FILE}; move those files out or pick another --name / -o"
         )
+
+
+def _memory_warnings(io: GraphIO, opts: RepositoryOptions) -> None:
+    """The doctor's warnings on the memory options (:mod:`opsdk.ascend.atc._memory`): the
+    graph is dynamic unless static or geared; several graphs run at once with several
+    instances or exec blocks."""
+    variable = any(d is None for t in io.inputs for d in t.shape)
+    graphs = (opts.device_exec_blocks or 1) * len(opts.device_ids.split(",")) \
+        if opts.device_exec_blocks else opts.instances * (opts.instance_exec_blocks or 1)
+    found = memory_findings(MemoryOptions(
+        opts.buffer_optimize, opts.static_memory_policy,
+        dynamic=variable and not opts.static_model and not opts.shape_gears,
+        gears=bool(opts.shape_gears), concurrent_graphs=graphs))
+    for f in found:
+        warnings.warn(TritonConfigWarning(f"{opts.name}: {f.reason} -- fix: {f.fix}"),
+                      stacklevel=4)
 
 
 def _dim_names(io: GraphIO, batched: bool) -> list[tuple[str, str]]:
@@ -268,6 +296,10 @@ def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
             params.append((name, "1"))
     if opts.profiling:
         params.append(("profiling", opts.profiling))
+    if opts.buffer_optimize is not None:
+        params.append((f"session.{GE_BUFFER_OPTIMIZE}", opts.buffer_optimize))
+    if opts.static_memory_policy is not None:
+        params.append((f"session.{GE_STATIC_MEMORY_POLICY}", str(opts.static_memory_policy)))
     params += [(f"session.{k}", v) for k, v in opts.session_options]
     if opts.shape_gears:
         params += shape_gear_parameters(io.inputs, opts.shape_gears, opts.name)

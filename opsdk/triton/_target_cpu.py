@@ -22,7 +22,7 @@ __all__ = ["DOC", "OPERATORS_DIR", "check", "render", "resolve", "model_file", "
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 _ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
                 "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects",
-                "output_dims", "probe_dims", "probe_values")
+                "output_dims", "probe_dims", "probe_values", "buffer_optimize")
 
 
 def check(opts: RepositoryOptions) -> None:
@@ -34,6 +34,9 @@ def check(opts: RepositoryOptions) -> None:
             )
     if opts.device_ids != "0":
         raise TritonConfigError("device_ids is an npu_ge option: use it with --target ascend")
+    if opts.static_memory_policy is not None:
+        raise TritonConfigError(
+            "static_memory_policy is an npu_ge option: use it with --target ascend")
 
 
 def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:

@@ -304,13 +304,17 @@ def plan_atc(
     cann: str = "auto",
     dynamic_dims: str | None = None,
     soc_as_written: bool = False,
+    buffer_optimize: str | None = None,
+    static_memory_policy: int | None = None,
 ) -> AtcPlan:
     """Validate the arguments and build the ATC command (see the module docstring).
 
     ``cann``: the host's CANN release (``auto``: the installed toolkit's, else the default),
     whose parser rules the doctor and the key check apply; ``dynamic_dims``: ATC shape gears,
     one value per ``-1`` dim of ``input_shape`` each (``"1,224;8,448"``); ``soc_as_written``
-    takes an ambiguous SoC version (``Ascend910B``) as CANN's platform config spells it.
+    takes an ambiguous SoC version (``Ascend910B``) as CANN's platform config spells it;
+    ``buffer_optimize`` and ``static_memory_policy``: see :mod:`opsdk.ascend.atc._memory`
+    (the policy is not an ATC flag: the plan sets it for the application that runs the .om).
 
     Example:
         >>> plan = plan_atc("model.onnx", soc_version="Ascend910B3", output="out")  # doctest: +SKIP
@@ -355,6 +359,9 @@ def plan_atc(
     cmd.extend(precision)
     if op_select_implmode:
         cmd.append(f"--op_select_implmode={op_select_implmode}")
+    memory = _memory_plan(buffer_optimize, static_memory_policy, shapes, bool(gears))
+    cmd.extend(memory.flags)
+    notes.extend(memory.notes)
     plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes, cann=str(version),
                    model_copy=None if copy_path is None else str(copy_path),
                    copy_proto=converted if copy_path is not None else None)
@@ -363,13 +370,53 @@ def plan_atc(
     else:
         plan.findings, plan.blocking, more = _doctor(converted, version, shapes)
         plan.notes.extend(more)
+    plan.findings += [{"severity": f.severity, "message": f.message} for f in memory.findings]
     keys = project_plugin_keys(op_projects)
     for problem in check_plugin_keys(converted, keys, version):
         plan.blocking.append(f"plugin keys: {problem.message}")
     projects = {op: str(prj) for prj in op_projects for op in project_plugin_keys([prj])}
     plan.procedure = host_procedure(cmd, plan.env, origin_op_types(converted), projects,
-                                    [str(d) for d in custom_opp], str(path))
+                                    [str(d) for d in custom_opp], str(path)) + memory.runtime
     return plan
+
+
+@dataclass
+class _MemoryPlan:
+    flags: list[str]
+    notes: list[str]
+    findings: list[Any]
+    runtime: list[str]
+
+
+def _memory_plan(buffer_optimize: str | None, policy: int | None,
+                 shapes: Mapping[str, list[str]] | None, gears: bool) -> _MemoryPlan:
+    """ATC's --buffer_optimize, the static-memory policy for the .om's runtime, and the
+    doctor's warnings about them (:mod:`opsdk.ascend.atc._memory`)."""
+    from ._memory import (
+        GE_STATIC_MEMORY_ENV,
+        STATIC_MEMORY_POLICIES,
+        MemoryOptions,
+        check_memory_options,
+        memory_findings,
+    )
+
+    try:
+        check_memory_options(buffer_optimize, policy)
+    except ValueError as e:
+        raise CannArgError(str(e)) from None
+    dynamic = not gears and any(d == "-1" or "~" in d for dims in (shapes or {}).values()
+                                for d in dims)
+    found = memory_findings(MemoryOptions(buffer_optimize, policy, dynamic, gears))
+    out = _MemoryPlan([], [], found, [])
+    if buffer_optimize is not None:
+        out.flags.append(f"--buffer_optimize={buffer_optimize}")
+    if policy is not None:
+        out.notes.append(
+            f"static memory policy {policy} ({STATIC_MEMORY_POLICIES[policy]}) is not an ATC "
+            f"flag: GE reads {GE_STATIC_MEMORY_ENV} when the application runs the .om")
+        out.runtime = ["# when the application runs the .om (GE reads it at run time):",
+                       f"export {GE_STATIC_MEMORY_ENV}={policy}"]
+    return out
 
 
 def _domain_copy(model: Any, path: Path, cann: CannVersion) -> tuple[Any, Path | None]:
