@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ._cpp_if import live_code
 from .socs import CannArgError, soc_facts
 
 __all__ = ["AicoreArch", "aicore_arch", "missing_apis", "api_flags", "API_ARCHS",
@@ -82,6 +83,9 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
     "SetPadValue": (frozenset({220}), "basic_api/inner_interface/"
                     "inner_kernel_operator_data_copy_intf.cppm: set_mov_pad_val on "
                     "__CCE_AICORE__ 220 (and __DAV_M310__), else ASCENDC_REPORT_NOT_SUPPORT"),
+    "DataCacheCleanAndInvalid": (frozenset({200, 220, 300}), "basic_api/interface/"
+                                 "kernel_common.h: #if (__CCE_AICORE__ == 220) || "
+                                 "(__CCE_AICORE__ == 200) || (__CCE_AICORE__ == 300)"),
     "CompareScalar": (frozenset({200, 220, 300}), "basic_api/impl/dav_c100/"
                       "kernel_operator_vec_cmpsel_impl.h: CompareScalar is "
                       "ASCENDC_REPORT_NOT_SUPPORT"),
@@ -111,9 +115,10 @@ def aicore_arch(soc: str) -> AicoreArch:
     return ARCHS[_AIC_VERSIONS[aic]]
 
 
-def _code(source: str) -> str:
-    """``source`` without comments and string literals."""
-    source = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+def _code(source: str, arch: int) -> str:
+    """``source`` as ``arch`` compiles it (``#if __CCE_AICORE__`` branches), without comments
+    and string literals."""
+    source = re.sub(r"//[^\n]*|/\*.*?\*/", " ", live_code(source, arch), flags=re.S)
     return re.sub(r'"(?:\\.|[^"\\])*"', '""', source)
 
 
@@ -124,7 +129,7 @@ def missing_apis(source: str, soc: str, dtypes: Iterable[str]) -> list[str]:
     Example: see the module docstring.
     """
     arch = aicore_arch(soc)
-    code = _code(source)
+    code = _code(source, arch.cce_aicore)
     why = []
     for api, (archs, where) in API_ARCHS.items():
         if arch.cce_aicore not in archs and re.search(rf"\b{api}\s*[<(]", code):

@@ -562,6 +562,35 @@ __aicore__ inline bool OpsdkStrEq(const uint8_t* a, const char* b)
     return a[i] == 0;
 }
 
+// The Ascend C of __CCE_AICORE__ 200 (Ascend310P) has no DataCopyPad (basic_api/impl/dav_m200/
+// kernel_operator_data_copy_impl.h): there every GM <-> UB copy moves whole 32-byte blocks.
+#if __CCE_AICORE__ == 200
+#define OPSDK_BLOCK_COPY_ONLY 1
+#else
+#define OPSDK_BLOCK_COPY_ONLY 0
+#endif
+
+#if OPSDK_BLOCK_COPY_ONLY
+// GM <-> UB for n elements, n whole 32-byte blocks (Process moves an unaligned tail's window
+// back so that it ends at the range's end).
+template <typename T> __aicore__ inline void CopyGmToUb(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n)
+{
+    DataCopy(dst, src, n);
+}
+
+template <typename T> __aicore__ inline void CopyUbToGm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t n)
+{
+    DataCopy(dst, src, n);
+}
+
+// Order the scalar unit and the vector pipe (a tensor shorter than one block goes through the scalar).
+template <HardEvent E> __aicore__ inline void OpsdkSync()
+{
+    event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(E));
+    SetFlag<E>(e);
+    WaitFlag<E>(e);
+}
+#else
 // GM <-> UB for n elements: DataCopy for whole 32-byte blocks, DataCopyPad for a tail.
 template <typename T> __aicore__ inline void CopyGmToUb(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t n)
 {
@@ -583,6 +612,7 @@ template <typename T> __aicore__ inline void CopyUbToGm(const GlobalTensor<T>& d
         DataCopyPad(dst, src, params);
     }
 }
+#endif
 
 // float32 compute: widen on load, round once on store (RINT), round through T for a Cast.
 template <typename T> __aicore__ inline void LoadFloat(const LocalTensor<float>& dst, const LocalTensor<T>& src, uint32_t n)
@@ -625,6 +655,14 @@ public:
     {
         const uint64_t start = static_cast<uint64_t>(GetBlockIdx()) * td_.blockLength;
         length_ = GetBlockIdx() == GetBlockNum() - 1 ? td_.lastBlockLength : td_.blockLength;
+#if OPSDK_BLOCK_COPY_ONLY
+        // a last range shorter than one 32-byte block goes to the core before it: no two cores
+        // ever write the same block
+        if (GetBlockNum() > 1 && td_.lastBlockLength * sizeof(T) < 32) {
+            const int64_t last = GetBlockNum() - 1;
+            length_ = GetBlockIdx() == last ? 0 : GetBlockIdx() + 1 == last ? td_.blockLength + td_.lastBlockLength : length_;
+        }
+#endif
 %(init)s
         pipe_.InitBuffer(tmpBuf_, %(temps)d * td_.tileLength * sizeof(float));
 %(init_extra)s    }
@@ -632,16 +670,47 @@ public:
     __aicore__ inline void Process()
     {
         const uint32_t tile = td_.tileLength;
+#if OPSDK_BLOCK_COPY_ONLY
+        constexpr uint32_t BLOCK = 32 / sizeof(T);  // elements of one 32-byte block
+        if (length_ < BLOCK) {  // a whole tensor shorter than one block: through the scalar unit
+            if (length_ > 0) {
+                CopyInScalar(static_cast<uint32_t>(length_));
+                Compute(static_cast<uint32_t>(length_));
+                CopyOutScalar(static_cast<uint32_t>(length_));
+            }
+            return;
+        }
+        for (uint64_t off = 0; off < length_;) {
+            uint32_t n = length_ - off < tile ? static_cast<uint32_t>(length_ - off) : tile;
+            uint64_t at = off;
+            uint32_t c = n;  // elements copied and computed
+            if (n %% BLOCK != 0) {
+                const uint32_t up = (n + BLOCK - 1) / BLOCK * BLOCK;
+                if (length_ >= up) {  // the tail's window moved back to end at the range's end;
+                    at = length_ - up;  // it computes again a few elements the tile before did
+                    c = up;
+                } else {  // the range is one short tile: its whole blocks now, its tail next
+                    n = n / BLOCK * BLOCK;
+                    c = n;
+                }
+            }
+            CopyIn(at, c);
+            Compute(c);
+            CopyOut(at, c);
+            off += n;
+        }
+#else
         for (uint64_t off = 0; off < length_; off += tile) {
             const uint32_t n = length_ - off < tile ? static_cast<uint32_t>(length_ - off) : tile;
             CopyIn(off, n);
             Compute(n);
             CopyOut(off, n);
         }
+#endif
     }
 
 private:
-    __aicore__ inline void CopyIn(uint64_t off, uint32_t n)
+%(scalar)s    __aicore__ inline void CopyIn(uint64_t off, uint32_t n)
     {
 %(copy_in)s    }
 
@@ -790,6 +859,32 @@ def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None 
                         macro, "generated")
 
 
+def _scalar_copies(spec: OpSpec) -> str:
+    """CopyInScalar/CopyOutScalar of the block-copy-only path: a tensor shorter than one
+    32-byte block, element by element through the scalar unit (then the data cache cleaned)."""
+    ins = "".join(
+        f"        LocalTensor<T> {p.name}Local = {p.name}Que_.AllocTensor<T>();\n"
+        f"        for (uint32_t i = 0; i < n; ++i) {{\n"
+        f"            {p.name}Local.SetValue(i, {p.name}Gm_.GetValue(i));\n"
+        f"        }}\n"
+        f"        {p.name}Que_.EnQue({p.name}Local);\n" for p in spec.inputs)
+    deq = "".join(f"        LocalTensor<T> {p.name}Local = {p.name}Que_.DeQue<T>();\n"
+                  for p in spec.outputs)
+    outs = "".join(
+        f"        for (uint32_t i = 0; i < n; ++i) {{\n"
+        f"            {p.name}Gm_.SetValue(i, {p.name}Local.GetValue(i));\n"
+        f"        }}\n"
+        f"        DataCacheCleanAndInvalid<T, CacheLine::SINGLE_CACHE_LINE>({p.name}Gm_);\n"
+        f"        {p.name}Que_.FreeTensor({p.name}Local);\n" for p in spec.outputs)
+    return ("#if OPSDK_BLOCK_COPY_ONLY\n"
+            "    __aicore__ inline void CopyInScalar(uint32_t n)\n    {\n" + ins +
+            "        OpsdkSync<HardEvent::S_V>();  // the scalar's stores, before the vector reads them\n"
+            "    }\n\n"
+            "    __aicore__ inline void CopyOutScalar(uint32_t n)\n    {\n" + deq +
+            "        OpsdkSync<HardEvent::V_S>();  // the vector's results, before the scalar reads them\n" +
+            outs + "    }\n#endif\n\n")
+
+
 def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str,
             tuned: bool = False) -> str:
     ins, outs = spec.inputs, spec.outputs
@@ -813,6 +908,7 @@ def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str,
         f"        LocalTensor<T> {p.name}Local = {p.name}Que_.AllocTensor<T>();\n"
         f"        CopyGmToUb({p.name}Local, {p.name}Gm_[off], n);\n"
         f"        {p.name}Que_.EnQue({p.name}Local);\n" for p in ins)
+    scalar = _scalar_copies(spec)
     copy_out = "".join(
         f"        LocalTensor<T> {p.name}Local = {p.name}Que_.DeQue<T>();\n"
         f"        CopyUbToGm({p.name}Gm_[off], {p.name}Local, n);\n"
@@ -830,5 +926,5 @@ def _render(spec: OpSpec, g: _Gen, compute: list[str], dtype: str, banner: str,
         "entry_args": ", ".join(p.name for p in _io(spec)),
         "init": "\n".join(init), "init_extra": "".join(extra), "copy_in": copy_in,
         "compute": "\n".join(compute) + "\n", "copy_out": copy_out, "members": queues,
-        "extra_members": "".join(members),
+        "extra_members": "".join(members), "scalar": scalar,
     }

@@ -285,11 +285,13 @@ class AscendcModel:
 
 
 def _arch_macros(soc: str) -> list[str]:
-    """The model's per-SoC-family macros: ``__CCE_AICORE__``, the UB layout, the APIs it has."""
+    """The model's per-SoC-family macros: ``__CCE_AICORE__`` (as CANN's compiler and CPU-debug
+    build define it), the UB layout, the APIs it has."""
     from ..aicore_apis import aicore_arch, api_flags
 
     arch = aicore_arch(soc)
-    return [f"-DOPSDK_AICORE_ARCH={arch.cce_aicore}", f"-DOPSDK_TMP_UB_OFFSET={arch.tmp_ub_offset}",
+    return [f"-D__CCE_AICORE__={arch.cce_aicore}",
+            f"-DOPSDK_AICORE_ARCH={arch.cce_aicore}", f"-DOPSDK_TMP_UB_OFFSET={arch.tmp_ub_offset}",
             f"-DOPSDK_UB_STACK_END={arch.stack_end}",
             *(f"-DOPSDK_HAS_{api}={flag}" for api, flag in api_flags(soc).items())]
 

@@ -1,0 +1,94 @@
+"""The generated AI Core kernels on Ascend310P3 (__CCE_AICORE__ 200, no DataCopyPad), on
+opsdk's Ascend C model: whole 32-byte blocks only, an unaligned tail by a window moved back to
+the range's end, a tensor shorter than one block through the scalar unit. Each case is compared
+with the operator's NumPy reference under its precision standard, race-free (a finding of the
+race checker, or two blocks writing the same bytes, fails the run)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.ascend.aicore_apis import missing_apis
+from opsdk.ascend.ascendc._gen import generate
+from opsdk.ascend.ascendc._tiling import evaluate
+from opsdk.ascend.ascendc.model import AscendcModel
+from opsdk.ascend.socs import core_resources
+from opsdk.errors import DeviceUnavailable
+from opsdk.registry import load_spec
+from opsdk.testing import compare, reference_outputs, standard_for
+
+OPS = Path(__file__).parents[1] / "operators"
+SOC = "Ascend310P3"
+
+#: elements: tiny (below one float32/float16 block), one block, aligned, unaligned with a
+#: short last range, multi-core unaligned, and longer than one core's tile.
+LENGTHS = [1, 5, 7, 8, 16, 100, 131, 4096, 4099, 65_541, 1_048_579]
+ATTRS = {"thresholded_relu": {"alpha": 0.5}, "gelu": {}}
+
+
+@pytest.fixture(scope="module", params=["thresholded_relu", "gelu"])
+def model(request: pytest.FixtureRequest) -> AscendcModel:
+    return AscendcModel(OPS / request.param, soc=SOC, seed=3)
+
+
+def _check(model: AscendcModel, x: np.ndarray, attrs: dict[str, float]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # blocks writing the same bytes is a warning: fail it
+        (y,) = model.run([x], attrs)
+    spec = model.spec
+    (want,) = reference_outputs(spec, [x], spec.resolve_attrs(dict(attrs)))
+    dtype = str(x.dtype)
+    result = compare(y, want.astype(x.dtype), standard_for(dtype, spec.standard))
+    assert result.passed, f"{spec.name} {x.shape} {dtype} on {SOC}: {result.reason}"
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_generated_kernel_on_310p(model: AscendcModel, n: int, dtype: type) -> None:
+    x: np.ndarray = np.random.default_rng(n).uniform(-4, 4, n).astype(dtype)
+    _check(model, x, ATTRS[model.spec.snake_name])
+
+
+@pytest.mark.parametrize("shape", [(3, 1001), (2, 3, 5)])
+def test_generated_kernel_on_310p_nd(model: AscendcModel, shape: tuple[int, ...]) -> None:
+    x = np.random.default_rng(7).uniform(-4, 4, shape).astype(np.float16)
+    _check(model, x, ATTRS[model.spec.snake_name])
+
+
+@pytest.mark.parametrize(("n", "regime"), [
+    (5, "tiny"), (100, "one short range"), (131, "last range below one block"),
+    (4099, "one short range"), (65_541, "window moved back")])
+def test_lengths_reach_each_tail_regime(n: int, regime: str) -> None:
+    """The lengths above reach every path of the block-copy code on 310P3 (float32)."""
+    kernel = generate(load_spec(OPS / "gelu"))
+    ub, cores = core_resources(SOC)
+    used, td = evaluate(kernel.tiling, {"totalLength": n, "coreNum": cores, "ubBytes": ub,
+                                        "lastDim": n, "typeBytes": 4})
+    last, tile = td["lastBlockLength"], td["tileLength"]
+    found = ("tiny" if n < 8 else "last range below one block" if used > 1 and last < 8
+             else "one short range" if last % 8 and last < tile
+             else "window moved back" if last % 8 and last > tile else "aligned")
+    assert found == regime, (n, used, td)
+
+
+def test_bfloat16_is_refused_naming_cast() -> None:
+    """310P's Ascend C has no bfloat16 Cast (dav_m200): the kernel is refused for bfloat16."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    m = AscendcModel(OPS / "gelu", soc=SOC)
+    x = np.zeros(64, dtype=ml_dtypes.bfloat16)
+    with pytest.raises(DeviceUnavailable, match=r"Gelu's AI Core kernel cannot build for "
+                                                 r"Ascend310P3 \(bfloat16\): Cast of bfloat16_t"):
+        m.run([x], {})
+
+
+@pytest.mark.parametrize("op", ["thresholded_relu", "gelu"])
+def test_310p_source_has_no_datacopypad_and_910b_path_is_kept(op: str) -> None:
+    source = generate(load_spec(OPS / op)).source
+    assert missing_apis(source, SOC, ["float32", "float16"]) == []
+    assert missing_apis(source, "Ascend910B3", ["float32", "float16", "bfloat16"]) == []
+    # the 220 branch still copies a tail with DataCopyPad (910B kernels unchanged)
+    assert "DataCopyPad(dst, src, params, pad);" in source
