@@ -51,6 +51,7 @@ __all__ = [
     "kernel_dtypes",
     "emulate",
     "read_keep_dtype",
+    "read_keep_dtype_file",
     "read_mixlist",
 ]
 
@@ -88,6 +89,8 @@ class PrecisionMode:
 
     ``keep_dtype``: op types whose dtype ``--keep_dtype`` keeps. ``white`` / ``black``:
     op types ``--modify_mixlist`` moves to the white or black list (others stay gray).
+    ``keep_nodes``: node names ``--keep_dtype`` keeps (a model's nodes; a single-operator
+    test has none).
 
     Example:
         >>> PrecisionMode("mixed_float16").behaves_as
@@ -98,6 +101,7 @@ class PrecisionMode:
     keep_dtype: frozenset[str] = frozenset()
     white: frozenset[str] = frozenset()
     black: frozenset[str] = frozenset()
+    keep_nodes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_CHOICES:
@@ -126,8 +130,8 @@ class PrecisionMode:
                  modify_mixlist: str | Path | None = None) -> PrecisionMode:
         """The setting of ``--precision_mode[_v2]=mode --keep_dtype=F --modify_mixlist=F``."""
         white, black = read_mixlist(modify_mixlist) if modify_mixlist else (set(), set())
-        keep = read_keep_dtype(keep_dtype) if keep_dtype else set()
-        return cls(mode, frozenset(keep), frozenset(white), frozenset(black))
+        nodes, keep = read_keep_dtype_file(keep_dtype) if keep_dtype else (set(), set())
+        return cls(mode, frozenset(keep), frozenset(white), frozenset(black), frozenset(nodes))
 
 
 def read_keep_dtype(path: str | Path) -> set[str]:
@@ -138,15 +142,29 @@ def read_keep_dtype(path: str | Path) -> set[str]:
         >>> read_keep_dtype("keep.cfg")  # a file with the line OpType::MyOp  # doctest: +SKIP
         {'MyOp'}
     """
+    return read_keep_dtype_file(path)[1]
+
+
+def read_keep_dtype_file(path: str | Path) -> tuple[set[str], set[str]]:
+    """(node names, op types) a ``--keep_dtype`` file lists: one per line, op types as
+    ``OpType::Name``; blank lines and ``#`` comments are skipped.
+
+    Example:
+        >>> read_keep_dtype_file("keep.cfg")  # lines conv_3 and OpType::SoftmaxV2  # doctest: +SKIP
+        ({'conv_3'}, {'SoftmaxV2'})
+    """
     p = Path(path)
     if not p.is_file():
-        raise SpecError(f"--keep_dtype file {p} does not exist")
-    types = set()
+        raise SpecError(f"--keep_dtype file {p} does not exist; write it (one node name or "
+                        "OpType::Type per line) or drop --keep-dtype")
+    nodes, types = set(), set()
     for line in p.read_text().splitlines():
         line = line.strip()
         if line.startswith("OpType::"):
             types.add(line[len("OpType::"):].strip())
-    return types
+        elif line and not line.startswith("#"):
+            nodes.add(line)
+    return nodes, types
 
 
 def read_mixlist(path: str | Path) -> tuple[set[str], set[str]]:

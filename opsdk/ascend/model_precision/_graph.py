@@ -1,0 +1,172 @@
+"""The model with ATC's casts: float32 tensors rounded to float16 where ATC lowers.
+
+A lowered node's float32 inputs pass through ``Cast(to=float16)`` and back to float32 (ATC's
+cast into the float16 region, once per tensor; a tensor a lowered node produced is already
+float16 and is not cast again), and its float32 outputs are rounded the same way (the
+float16 result; the cast back is ATC's cast out of the region, exact). The node itself runs
+in float32 in ONNX Runtime, whose CPU kernels mostly lack float16: the emulation rounds
+every tensor a lowered node reads or writes, as the NPU stores them, and computes inside
+the node in float32 (as the cube unit accumulates; a vector unit's float16 arithmetic inside
+one op is not emulated). ``low-in`` nodes (cube ops under ``force_fp32``) round inputs only.
+
+:func:`switchboard` builds one model in which every candidate node's rounding is switched
+by an element of a boolean input, so the attribution and the bisector run one session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ._assign import LOW, LOW_IN, NodeDtype
+
+__all__ = ["float_tensors", "lower_model", "switchboard", "SWITCH_INPUT", "CAST_PREFIX"]
+
+#: The boolean input of a switchboard model: one element per candidate node.
+SWITCH_INPUT = "opsdk_lower"
+#: Prefix of every node opsdk inserts.
+CAST_PREFIX = "opsdk_precision/"
+_ONNX_LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
+
+
+def float_tensors(model: onnx.ModelProto) -> set[str]:
+    """Names of the model's float32 tensors (graph inputs, initializers, node outputs).
+
+    Types come from ONNX shape inference; tensors it leaves untyped are typed by one run of
+    the model with them as extra outputs (see :func:`probe_types`).
+    """
+    g = model.graph
+    types: dict[str, int] = {i.name: i.data_type for i in g.initializer}
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+        if vi.type.HasField("tensor_type"):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    types[n.output[0]] = a.t.data_type
+    return {t for t, e in types.items() if e == TensorProto.FLOAT}
+
+
+def untyped(model: onnx.ModelProto, known: set[str], typed: set[str]) -> list[str]:
+    """Node outputs whose element type shape inference did not give."""
+    return [t for n in model.graph.node for t in n.output if t and t not in known | typed]
+
+
+class _Builder:
+    """New nodes and renamed tensors for one lowered copy of a graph."""
+
+    def __init__(self, model: onnx.ModelProto, low: str) -> None:
+        self.model = onnx.ModelProto()
+        self.model.CopyFrom(model)
+        self.low = _ONNX_LOW[low]
+        self.rounded: dict[str, str] = {}
+        self.count = 0
+
+    def _name(self, what: str) -> str:
+        self.count += 1
+        return f"{CAST_PREFIX}{what}_{self.count}"
+
+    def round_pair(self, src: str, dst: str) -> list[onnx.NodeProto]:
+        mid = self._name("f16")
+        return [helper.make_node("Cast", [src], [mid], name=self._name("cast_in"), to=self.low),
+                helper.make_node("Cast", [mid], [dst], name=self._name("cast_out"),
+                                 to=TensorProto.FLOAT)]
+
+
+def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
+                floats: set[str], low: str = "float16") -> onnx.ModelProto:
+    """A copy of ``model`` with Cast pairs where ATC lowers (see the module docstring).
+
+    Example:
+        >>> # see tests/test_model_precision.py::test_casts_are_inserted_where_atc_lowers
+    """
+    b = _Builder(model, low)
+    nodes = list(b.model.graph.node)
+    low_values: set[str] = set()
+    new: list[onnx.NodeProto] = []
+    for node, d in zip(nodes, assigned, strict=True):
+        if d.run not in (LOW, LOW_IN):
+            if d.run == "-" and any(t in low_values for t in node.input):
+                low_values.update(t for t in node.output if t in floats)
+            new.append(node)
+            continue
+        for k, t in enumerate(node.input):
+            if t not in floats or t in low_values:
+                continue
+            if t not in b.rounded:
+                b.rounded[t] = f"{t}__opsdk_{low}"
+                new.extend(b.round_pair(t, b.rounded[t]))
+            node.input[k] = b.rounded[t]
+        new.append(node)
+        if d.run == LOW:
+            for k, t in enumerate(node.output):
+                if t in floats:
+                    raw = f"{t}__opsdk_f32"
+                    node.output[k] = raw
+                    new.extend(b.round_pair(raw, t))
+                    low_values.add(t)
+    del b.model.graph.node[:]
+    b.model.graph.node.extend(new)
+    return b.model
+
+
+def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats: set[str],
+                low: str = "float16") -> onnx.ModelProto:
+    """``model`` with each candidate's rounding switched by ``opsdk_lower[i]`` (bool [N]).
+
+    A switched node rounds its float inputs (idempotent on values already rounded) and, for
+    LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``.
+    """
+    b = _Builder(model, low)
+    g = b.model.graph
+    g.input.append(helper.make_tensor_value_info(SWITCH_INPUT, TensorProto.BOOL,
+                                                 [len(candidates)]))
+    slot = {c.index: (i, c) for i, c in enumerate(candidates)}
+    new: list[onnx.NodeProto] = []
+    for idx, node in enumerate(list(g.node)):
+        if idx not in slot:
+            new.append(node)
+            continue
+        i, c = slot[idx]
+        flag = f"{CAST_PREFIX}flag_{i}"
+        g.initializer.append(onnx.numpy_helper.from_array(np.array(i, np.int64),
+                                                          f"{CAST_PREFIX}slot_{i}"))
+        new.append(helper.make_node("Gather", [SWITCH_INPUT, f"{CAST_PREFIX}slot_{i}"], [flag],
+                                    name=b._name("flag"), axis=0))
+        for k, t in enumerate(node.input):
+            if t in floats:
+                new.extend(_switched(b, t, f"{t}__opsdk_sw{i}_{k}", flag))
+                node.input[k] = f"{t}__opsdk_sw{i}_{k}"
+        new.append(node)
+        if c.run == LOW:
+            for k, t in enumerate(node.output):
+                if t in floats:
+                    node.output[k] = f"{t}__opsdk_raw{i}"
+                    new.extend(_switched(b, f"{t}__opsdk_raw{i}", t, flag))
+    del g.node[:]
+    g.node.extend(new)
+    return b.model
+
+
+def _switched(b: _Builder, src: str, dst: str, flag: str) -> list[onnx.NodeProto]:
+    rounded = f"{dst}__r"
+    return [*b.round_pair(src, rounded),
+            helper.make_node("Where", [flag, rounded, src], [dst], name=b._name("switch"))]
+
+
+def flags(candidates: Sequence[NodeDtype], assigned: Sequence[NodeDtype]) -> np.ndarray:
+    """The switchboard's input for one assignment: which candidates it lowers."""
+    low = {d.index for d in assigned if d.lowered}
+    return np.array([c.index in low for c in candidates], dtype=bool)
+
+
+def inserted(model: onnx.ModelProto) -> list[Any]:
+    """The Cast nodes opsdk inserted: (name, input, output, to)."""
+    return [(n.name, n.input[0], n.output[0], n.attribute[0].i) for n in model.graph.node
+            if n.name.startswith(CAST_PREFIX) and n.op_type == "Cast"]
