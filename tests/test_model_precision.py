@@ -159,8 +159,10 @@ def overflow_model(path: Path) -> Path:
 
 def test_force_fp16_overflow_and_the_fix_keeps_the_culprit(tmp_path: Path) -> None:
     model = overflow_model(tmp_path / "m.onnx")
+    # 910B computes in the Inf/NaN overflow mode: the float16 sum is Inf
     r = analyze_model(model, "force_fp16", input_shape={"x": (2, 1024)}, fix="node",
-                      output_dir=tmp_path / "out")
+                      output_dir=tmp_path / "out", soc="Ascend910B3")
+    assert r.overflow == "inf-nan"
     y, z = r.outputs
     assert not y.passed and y.nonfinite == 2 and "non-finite" in y.reason
     assert z.passed and r.failing == ["y"]
@@ -172,14 +174,26 @@ def test_force_fp16_overflow_and_the_fix_keeps_the_culprit(tmp_path: Path) -> No
         "black-list": {"to-add": ["ReduceSum"]}}
     # the file applied as ATC would read it: every output passes
     again = analyze_model(model, "force_fp16", input_shape={"x": (2, 1024)},
-                          keep_dtype=tmp_path / "out" / KEEP_FILE, attribute=False)
+                          keep_dtype=tmp_path / "out" / KEEP_FILE, attribute=False,
+                          soc="Ascend910B3")
     assert again.failing == [] and [d.run for d in again.nodes] == ["low", "low", "float32", "low"]
+
+
+def test_saturation_mode_clips_instead(tmp_path: Path) -> None:
+    """310P has only the saturation mode: the float16 sum is 65504, finite but wrong."""
+    model = overflow_model(tmp_path / "m.onnx")
+    r = analyze_model(model, "force_fp16", input_shape={"x": (2, 1024)}, standard="mere-mare",
+                      fix="node", output_dir=tmp_path)
+    y = r.outputs[0]
+    assert r.overflow == "saturation" and y.nonfinite == 0 and not y.passed
+    assert r.fix is not None and r.fix.kept == ["sum"] and r.fix.failing_after == []
 
 
 def test_the_same_run_twice_gives_the_same_files(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     model = overflow_model(tmp_path / "m.onnx")
     args = [str(model), "--precision-mode", "force_fp16", "--input-shape", "x:3,1024",
+            "--soc-version", "Ascend910B3",
             "--fix", "--fix-by", "op-type"]
     for out in ("a", "b"):
         assert main(["precision", *args, "-o", str(tmp_path / out)]) == 0
@@ -202,7 +216,7 @@ def test_opsdk_atc_takes_the_files(tmp_path: Path, capsys: pytest.CaptureFixture
     model = overflow_model(tmp_path / "m.onnx")
     out = tmp_path / "out"
     assert main(["precision", str(model), "--precision-mode", "force_fp16", "--input-shape",
-                 "x:2,1024", "--fix", "-o", str(out)]) == 0
+                 "x:2,1024", "--overflow", "inf-nan", "--fix", "-o", str(out)]) == 0
     capsys.readouterr()
     common = ["atc", str(model), "--soc-version", "Ascend310P3", "--output",
               str(tmp_path / "m"), "--input-shape", "x:2,1024", "--dry-run", "--json"]
@@ -228,6 +242,13 @@ def test_errors_name_the_input_and_the_fix(tmp_path: Path) -> None:
     keep.write_text("nope\n")
     with pytest.raises(SpecError, match="--keep-dtype names node\\(s\\) nope that the model"):
         analyze_model(model, "force_fp16", keep_dtype=keep, input_shape={"x": (1, 1024)})
+    mixlist = tmp_path / "mix.json"
+    mixlist.write_text('{"black-list": {"to-add": ["ReduceSum"]}}')
+    with pytest.raises(SpecError, match="--modify-mixlist applies to the mixed-precision modes"):
+        analyze_model(model, "force_fp16", modify_mixlist=mixlist, input_shape={"x": (1, 1024)})
+    mixed = analyze_model(model, "allow_mix_precision", modify_mixlist=mixlist,
+                          input_shape={"x": (1, 1024)}, attribute=False)
+    assert [d.run for d in mixed.nodes] == ["float32"] * 4  # gray behind the model input
 
 
 def test_a_real_corpus_model(tmp_path: Path) -> None:

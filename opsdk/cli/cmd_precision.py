@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
                    "allow_fp32_to_fp16, allow_mix_precision")
     p.add_argument("--soc-version", help="SoC whose built-in lists apply (default ascend310p; "
                    "recorded: ascend310p, ascend910b)")
+    p.add_argument("--overflow", choices=("inf-nan", "saturation"),
+                   help="how a float16 overflow ends (default: the SoC's: saturation on "
+                   "ascend310p, inf-nan on ascend910b)")
     p.add_argument("--keep-dtype", metavar="FILE", help="ATC --keep_dtype file to apply")
     p.add_argument("--modify-mixlist", metavar="FILE", help="ATC --modify_mixlist JSON to apply")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:DIMS",
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         modify_mixlist=args.modify_mixlist, soc=args.soc_version, input_shape=shapes,
         input_files=_files(args.input), standard=args.standard,
         fix=args.fix_by if args.fix else None, output_dir=out, force=args.force,
-        attribute=not args.no_attribution, progress=stderr_progress)
+        attribute=not args.no_attribution, overflow=args.overflow, progress=stderr_progress)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

@@ -27,7 +27,7 @@ from ._fix import (
 )
 from ._graph import float_tensors, lower_model
 from ._inputs import make_inputs
-from ._lists import op_facts, soc_unit
+from ._lists import OVERFLOW_MODES, op_facts, overflow_mode, soc_unit
 
 __all__ = ["FixResult", "ModelPrecisionReport", "analyze_model", "DEFAULT_STANDARD"]
 
@@ -71,6 +71,7 @@ class ModelPrecisionReport:
     soc: str
     standard: str
     low: str
+    overflow: str
     inputs: dict[str, list[int]]
     nodes: list[NodeDtype]
     outputs: list[OutputResult]
@@ -88,7 +89,8 @@ class ModelPrecisionReport:
         return {
             "generator": "opsdk precision",
             "model": self.model, "precision_mode": self.mode, "soc": self.soc,
-            "standard": self.standard, "low_dtype": self.low, "inputs": self.inputs,
+            "standard": self.standard, "low_dtype": self.low, "overflow": self.overflow,
+            "inputs": self.inputs,
             "counts": dict(summary(self.nodes)),
             "lowered": [d.name for d in self.nodes if d.lowered],
             "nodes": [d.as_dict() for d in self.nodes if d.run != "-"],
@@ -102,7 +104,8 @@ class ModelPrecisionReport:
         c = summary(self.nodes)
         lines = [f"{self.model} under {self.mode} ({self.soc}): {c.get('low', 0)} nodes in "
                  f"{self.low}, {c.get('low-in', 0)} with {self.low} inputs, "
-                 f"{c.get('float32', 0)} in float32; standard {self.standard}"]
+                 f"{c.get('float32', 0)} in float32; overflow {self.overflow}; standard "
+                 f"{self.standard}"]
         for r in self.outputs:
             lines.append(f"  output {r.name}: {'PASS' if r.passed else 'FAIL'}  max abs "
                          f"{r.max_abs:.4g}  max rel {r.max_rel:.4g}  cosine {r.cosine:.6f}  "
@@ -135,12 +138,13 @@ def analyze_model(
     input_files: Mapping[str, str | Path] | None = None,
     standard: str | Standard = DEFAULT_STANDARD, fix: str | None = None,
     output_dir: str | Path | None = None, force: bool = False, attribute: bool = True,
-    progress: Progress | None = None,
+    overflow: str | None = None, progress: Progress | None = None,
 ) -> ModelPrecisionReport:
     """Emulate ATC's precision setting on a whole ONNX model and judge its outputs.
 
     ``fix``: None, ``"node"`` or ``"op-type"``: search what to keep in float32 and write
-    the ``--keep_dtype`` and ``--modify_mixlist`` files into ``output_dir``.
+    the ``--keep_dtype`` and ``--modify_mixlist`` files into ``output_dir``. ``overflow``:
+    ``inf-nan`` or ``saturation`` (default: the SoC's, see :func:`overflow_mode`).
 
     Example:
         >>> r = analyze_model("model.onnx", "force_fp16", input_shape={"x": (1, 3, 64, 64)},
@@ -155,6 +159,12 @@ def analyze_model(
     pm = _setting(mode, keep_dtype, modify_mixlist)
     check_names(model.graph.node, pm, str(path))
     unit = soc_unit(soc)
+    over = overflow or overflow_mode(unit)
+    if over not in OVERFLOW_MODES:
+        raise SpecError(f"--overflow {over!r}: expected one of {', '.join(OVERFLOW_MODES)}")
+    if modify_mixlist and not pm.behaves_as.startswith("allow_mix_precision"):
+        raise SpecError(f"--modify-mixlist applies to the mixed-precision modes "
+                        f"(allow_mix_precision*, mixed_float16, mixed_bfloat16), not {mode}")
     feeds = make_inputs(model, input_shape, input_files)
     floats = float_tensors(model)
     assigned = assign_dtypes(model.graph.node, floats, pm, unit)
@@ -162,11 +172,11 @@ def analyze_model(
     candidates = [d for d in _candidates(model, floats, pm, unit) if d.lowered]
     say(f"{path.name}: {len(candidates)} of {len(assigned)} nodes lowerable under {mode}; "
         f"{sum(d.lowered for d in assigned)} lowered")
-    runner = Runner(model, candidates, floats, feeds, low, std)
+    runner = Runner(model, candidates, floats, feeds, low, std, over == "saturation")
     outputs = runner.evaluate_assignment(assigned)
     attribution = runner.attribution(say) if attribute and candidates else []
     report = ModelPrecisionReport(
-        str(path.name), mode, unit, getattr(std, "name", str(standard)), low,
+        str(path.name), mode, unit, getattr(std, "name", str(standard)), low, over,
         {k: list(v.shape) for k, v in feeds.items()}, assigned, outputs, attribution, 0)
     if fix:
         report.fix = _fix(model, pm, unit, floats, feeds, runner, attribution, fix,
@@ -254,6 +264,6 @@ def recheck(model: onnx.ModelProto, mode: str, keep_file: Path, unit: str, float
     (a static model with plain Cast pairs, not the switchboard) and judge its outputs."""
     pm = PrecisionMode.from_atc(mode, keep_file)
     assigned = assign_dtypes(model.graph.node, floats, pm, unit)
-    got = run_model(lower_model(model, assigned, floats, low_dtype(pm)), feeds)
+    got = run_model(lower_model(model, assigned, floats, low_dtype(pm), runner.saturate), feeds)
     return [judge_output(n, a, e, runner.low, runner.standard)
             for n, a, e in zip(runner.output_names, got, runner.expected, strict=True)]

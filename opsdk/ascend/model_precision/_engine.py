@@ -124,12 +124,12 @@ class Runner:
 
     def __init__(self, model: onnx.ModelProto, candidates: Sequence[NodeDtype],
                  floats: set[str], feeds: Mapping[str, np.ndarray], low: str,
-                 standard: Standard) -> None:
+                 standard: Standard, saturate: bool = False) -> None:
         self.candidates = list(candidates)
         self.feeds = dict(feeds)
-        self.low, self.standard = low, standard
+        self.low, self.standard, self.saturate = low, standard, saturate
         self.output_names = [o.name for o in model.graph.output]
-        self.session = _session(switchboard(model, self.candidates, floats, low))
+        self.session = _session(switchboard(model, self.candidates, floats, low, saturate))
         self.expected = self._run(np.zeros(len(self.candidates), bool))
         self.runs = 0
 

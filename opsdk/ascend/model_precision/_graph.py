@@ -8,6 +8,9 @@ in float32 in ONNX Runtime, whose CPU kernels mostly lack float16: the emulation
 every tensor a lowered node reads or writes, as the NPU stores them, and computes inside
 the node in float32 (as the cube unit accumulates; a vector unit's float16 arithmetic inside
 one op is not emulated). ``low-in`` nodes (cube ops under ``force_fp32``) round inputs only.
+Under the ``saturation`` overflow mode every rounding first turns NaN into 0 and clips to
+the largest finite value of the low dtype (what the SoC's saturation mode gives); under
+``inf-nan`` a float16 overflow is Inf (IEEE 754 round to nearest even).
 
 :func:`switchboard` builds one model in which every candidate node's rounding is switched
 by an element of a boolean input, so the attribution and the bisector run one session.
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -61,12 +65,18 @@ def untyped(model: onnx.ModelProto, known: set[str], typed: set[str]) -> list[st
 class _Builder:
     """New nodes and renamed tensors for one lowered copy of a graph."""
 
-    def __init__(self, model: onnx.ModelProto, low: str) -> None:
+    def __init__(self, model: onnx.ModelProto, low: str, saturate: bool = False) -> None:
         self.model = onnx.ModelProto()
         self.model.CopyFrom(model)
         self.low = _ONNX_LOW[low]
         self.rounded: dict[str, str] = {}
         self.count = 0
+        self.saturate = saturate
+        if saturate:
+            big = float(ml_dtypes.finfo(getattr(ml_dtypes, low, np.float16)).max)
+            for name, v in (("zero", 0.0), ("max", big), ("min", -big)):
+                self.model.graph.initializer.append(
+                    onnx.numpy_helper.from_array(np.array(v, np.float32), f"{CAST_PREFIX}{name}"))
 
     def _name(self, what: str) -> str:
         self.count += 1
@@ -74,19 +84,30 @@ class _Builder:
 
     def round_pair(self, src: str, dst: str) -> list[onnx.NodeProto]:
         mid = self._name("f16")
-        return [helper.make_node("Cast", [src], [mid], name=self._name("cast_in"), to=self.low),
+        pre: list[onnx.NodeProto] = []
+        if self.saturate:
+            nan, clean, clipped = self._name("isnan"), self._name("nan0"), self._name("sat")
+            pre = [helper.make_node("IsNaN", [src], [nan], name=self._name("isnan")),
+                   helper.make_node("Where", [nan, f"{CAST_PREFIX}zero", src], [clean],
+                                    name=self._name("nan_to_zero")),
+                   helper.make_node("Clip", [clean, f"{CAST_PREFIX}min", f"{CAST_PREFIX}max"],
+                                    [clipped], name=self._name("saturate"))]
+            src = clipped
+        return [*pre,
+                helper.make_node("Cast", [src], [mid], name=self._name("cast_in"), to=self.low),
                 helper.make_node("Cast", [mid], [dst], name=self._name("cast_out"),
                                  to=TensorProto.FLOAT)]
 
 
 def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
-                floats: set[str], low: str = "float16") -> onnx.ModelProto:
+                floats: set[str], low: str = "float16", saturate: bool = False
+                ) -> onnx.ModelProto:
     """A copy of ``model`` with Cast pairs where ATC lowers (see the module docstring).
 
     Example:
         >>> # see tests/test_model_precision.py::test_casts_are_inserted_where_atc_lowers
     """
-    b = _Builder(model, low)
+    b = _Builder(model, low, saturate)
     nodes = list(b.model.graph.node)
     low_values: set[str] = set()
     new: list[onnx.NodeProto] = []
@@ -117,13 +138,13 @@ def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
 
 
 def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats: set[str],
-                low: str = "float16") -> onnx.ModelProto:
+                low: str = "float16", saturate: bool = False) -> onnx.ModelProto:
     """``model`` with each candidate's rounding switched by ``opsdk_lower[i]`` (bool [N]).
 
     A switched node rounds its float inputs (idempotent on values already rounded) and, for
     LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``.
     """
-    b = _Builder(model, low)
+    b = _Builder(model, low, saturate)
     g = b.model.graph
     g.input.append(helper.make_tensor_value_info(SWITCH_INPUT, TensorProto.BOOL,
                                                  [len(candidates)]))

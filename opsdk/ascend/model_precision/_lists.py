@@ -17,7 +17,12 @@ from typing import Any
 
 from ..socs import compute_unit
 
-__all__ = ["OpFacts", "lists_data", "op_facts", "recorded_socs", "DEFAULT_SOC"]
+__all__ = ["OpFacts", "lists_data", "op_facts", "recorded_socs", "overflow_mode", "DEFAULT_SOC",
+           "OVERFLOW_MODES"]
+
+#: How a float16 overflow ends: ``inf-nan`` (IEEE 754) or ``saturation`` (the largest finite
+#: value; a NaN becomes 0).
+OVERFLOW_MODES = ("inf-nan", "saturation")
 
 #: The compute unit whose lists apply when no ``--soc-version`` is given (an inference card).
 DEFAULT_SOC = "ascend310p"
@@ -77,6 +82,16 @@ def soc_unit(soc: str | None) -> str:
         raise CannArgError(f"no precision lists are recorded for {unit} (recorded: "
                            f"{', '.join(recorded_socs())}); pass --soc-version with one of them")
     return unit
+
+
+def overflow_mode(soc: str | None = None) -> str:
+    """The overflow mode a SoC computes in by default (CANN's runtime API documentation).
+
+    Example:
+        >>> overflow_mode("Ascend310P3"), overflow_mode("ascend910b")
+        ('saturation', 'inf-nan')
+    """
+    return str(lists_data()["overflow"][soc_unit(soc)])
 
 
 def op_facts(onnx_type: str, soc: str | None = None) -> OpFacts:
