@@ -246,6 +246,8 @@ def run_check(args: argparse.Namespace) -> int:
           f"{report.onnxruntime or '(did not run)'}")
     for name, err in report.max_abs_error.items():
         print(f"  output '{name}': max abs error vs opsdk {err:.3g}")
+    for note in report.notes:
+        print(f"  note: {note}")
     for problem in report.problems:
         print(f"  problem: {problem}")
     print("ok" if report.ok else f"{len(report.problems)} problem(s)")

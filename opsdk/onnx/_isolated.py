@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
@@ -30,12 +29,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCrash, KernelError
-from ..runtime._procs import Worker, arm_worker, reply_error, signal_name, stop_children
+from ..runtime._procs import (
+    Worker,
+    arm_worker,
+    kernel_last_words,
+    reply_error,
+    signal_name,
+    stop_children,
+)
 from ._session import IOInfo
 
 __all__ = ["IsolatedSession"]
-
-_KERNEL_LINE = re.compile(r"opsdk: the kernel of (\S+) (crashed with \w+|called \w+\(-?\d+\))")
 
 
 class IsolatedSession:
@@ -135,12 +139,12 @@ class IsolatedSession:
         assert self._worker is not None
         code = self._worker.proc.wait()
         text = self._echo(show=False)
-        found = _KERNEL_LINE.findall(text)
+        found = kernel_last_words(text)
         self.close()
         if restart:
             self._start()
         if found:
-            op, what = found[-1]
+            op, what = found
             if code < 0 and what.startswith("crashed"):
                 what = f"crashed with {signal_name(-code)} (signal {-code})"
             return f"the kernel of {op} {what}; its worker process was restarted"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import select
 import signal
 import sys
@@ -35,9 +36,12 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Lifeline", "Worker", "arm_worker", "kill_group", "parent_death_command", "reply_error",
-    "signal_name", "stop_children",
+    "Lifeline", "Worker", "arm_worker", "kernel_last_words", "kill_group",
+    "parent_death_command", "reply_error", "signal_name", "stop_children",
 ]
+
+# What the operator module's fatal-signal and exit hooks print (csrc/py/process_guards.h)
+_KERNEL_LINE = re.compile(r"opsdk: the kernel of (\S+) (crashed with \w+|called \w+\(-?\d+\))")
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -130,6 +134,18 @@ def reply_error(reply: tuple[Any, ...]) -> Exception:
     if not (isinstance(cls, type) and issubclass(cls, errors.OpsdkError)):
         cls = errors.KernelError
     return cls(reply[2])
+
+
+def kernel_last_words(text: str) -> tuple[str, str] | None:
+    """``(operator, what)`` from the last line an operator module printed as its kernel
+    ended the process, e.g. ``("Gelu", "crashed with SIGSEGV")``; None without one.
+
+    Example:
+        >>> kernel_last_words("opsdk: the kernel of Gelu called _exit(3); the process ends")
+        ('Gelu', 'called _exit(3)')
+    """
+    found = _KERNEL_LINE.findall(text)
+    return (found[-1][0], found[-1][1]) if found else None
 
 
 def signal_name(num: int) -> str:

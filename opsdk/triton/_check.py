@@ -6,14 +6,26 @@ parser rules of the target CANN accept it, with the plugin keys `opsdk cann` reg
 ONNX Runtime 1.23.2 with no custom ops opens and runs it, and its outputs (the fallback
 functions) match opsdk's graph executor (the operators' own kernels); the output dims
 npu_ge computes from their symbolic names are the ones that run gives.
+
+Whatever opens the model in ONNX Runtime or runs the operators' kernels runs in one child
+process (``python -m opsdk.triton._check_child``), which runs ONNX Runtime 1.23.2 in its own
+child: a crash in either is a finding naming the model, the ONNX Runtime version, the
+signal and, where :mod:`._crash` isolates it, the node. When a change of that node's
+outputs alone avoids the crash, the rest of the check judges the changed copy and a note
+says so.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +44,7 @@ from ._ascend_model import custom_specs
 from ._config_check import config_problems, parse_config
 from ._errors import TritonConfigError
 from ._onnx_io import read_graph_io
-from ._ort_check import run_like_npu_ge
+from ._ort_check import OrtCrash, run_like_npu_ge
 from ._target_ascend import MODEL_FILE, check_folder
 
 __all__ = ["NpuGeCheck", "check_npu_ge_folder"]
@@ -49,6 +61,7 @@ class NpuGeCheck:
     problems: list[str] = field(default_factory=list)
     max_abs_error: dict[str, float] = field(default_factory=dict)
     onnxruntime: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -112,22 +125,150 @@ def check_npu_ge_folder(
     specs = custom_specs(model, folder.name)
     keys = {s.name: registered.get(s.name) or [default_origin_op_type(s)] for s in specs}
     report.problems += [f"GE parser: {p}" for p in model_problems(model, version, keys, specs)]
+    _judge_in_child(report, path, dims, values, seed, python, batched=not re.search(
+        r"^max_batch_size: 0$", config.read_text(), re.M))
+    return report
+
+
+def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | None,
+                    values: Mapping[str, float] | None, seed: int,
+                    python: str | Path | None, batched: bool) -> None:
+    """Run :func:`_judge` in a child process; a crash there is a finding."""
+    here = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
+    with tempfile.TemporaryDirectory(prefix="opsdk-check-") as tmp:
+        result, feeds_file = Path(tmp) / "result.json", Path(tmp) / "feeds.npz"
+        job = {"path": str(path), "dims": dict(dims) if dims else None,
+               "values": dict(values) if values else None, "seed": seed,
+               "python": str(python) if python else None, "batched": batched,
+               "result": str(result), "feeds": str(feeds_file)}
+        (Path(tmp) / "job.json").write_text(json.dumps(job))
+        proc = subprocess.run([sys.executable, "-m", "opsdk.triton._check_child",
+                               str(Path(tmp) / "job.json")], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        said = proc.stdout.decode(errors="replace")
+        sys.stderr.write(said)
+        if proc.returncode == 0 and result.is_file():
+            _take(report, json.loads(result.read_text()))
+            return
+        feeds = dict(np.load(feeds_file)) if feeds_file.is_file() else None
+    report.problems.append(_child_crash(path, proc.returncode, said, feeds))
+
+
+def _take(report: NpuGeCheck, result: Mapping[str, Any]) -> None:
+    if "error" in result:
+        from .. import errors
+
+        name, message = result["error"]
+        cls = getattr(errors, name, None)
+        raise (cls if isinstance(cls, type) and issubclass(cls, Exception)
+               else TritonConfigError)(message)
+    report.problems += result["problems"]
+    report.notes += result["notes"]
+    report.max_abs_error.update(result["max_abs_error"])
+    report.onnxruntime = result["onnxruntime"]
+
+
+def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarray] | None,
+                 ) -> str:
+    """The finding of a check child that died: the kernel that did it, else the node."""
+    from importlib.metadata import version
+
+    from ..runtime._procs import kernel_last_words, signal_name
+
+    how = (f"crashed with {signal_name(-code)} (signal {-code})" if code < 0
+           else f"ended with exit status {code}")
+    head = (f"the check's own run of {path} (opsdk's kernels, ONNX Runtime "
+            f"{version('onnxruntime')}) {how}")
+    words = kernel_last_words(said)
+    if words is not None:
+        op, what = words
+        return (f"{head}: the kernel of {op} {what}; run the operator's tests (opsdk test "
+                f"{op}) to find the input that does it")
+    if feeds is None:
+        return f"{head} before it had its probe inputs; run it alone to see where"
+    from ._crash import isolate_crash
+
+    found = isolate_crash(onnx.load(str(path)), feeds, sys.executable)
+    return head + (f"; the crash is node {found.node}: {found.why}" if found else "")
+
+
+def _judge(path: Path, dims: Mapping[str, int] | None, values: Mapping[str, float] | None,
+           seed: int, python: str | None, batched: bool, feeds_file: Path) -> dict[str, Any]:
+    """In the child: the probe inputs, ONNX Runtime 1.23.2's run, the output dims, and the
+    comparison with opsdk's kernels."""
+    model = onnx.load(str(path))
+    report = NpuGeCheck(str(path.parent.parent), "")
     plain = _plain(model)
     feeds = probe_feeds(plain, dims or runnable_sizes(plain, values), values, random=True,
                         seed=seed)
+    np.savez(feeds_file, **dict(feeds))  # type: ignore[arg-type]  # for the parent's bisection
     try:
         run = run_like_npu_ge(path, feeds, python)
+    except OrtCrash as e:
+        fixed = _work_around(report, path, model, feeds, python, e)
+        if fixed is None:
+            return _result(report)
+        model = fixed
+        with tempfile.TemporaryDirectory(prefix="opsdk-check-") as tmp:
+            onnx.save(model, str(Path(tmp) / "model.onnx"))
+            run = run_like_npu_ge(Path(tmp) / "model.onnx", feeds, python)
     except TritonConfigError as e:
         report.problems.append(str(e))
-        return report
+        return _result(report)
     report.onnxruntime = run.version
     shapes = {**{k: list(v.shape) for k, v in feeds.items()},
               **{k: list(np.shape(v)) for k, v in run.results.items()}}
-    batched = not re.search(r"^max_batch_size: 0$", config.read_text(), re.M)
     report.problems += check_output_names([(n, d) for n, _, d in run.inputs],
                                           [(n, d) for n, _, d in run.outputs], shapes, batched)
     _compare(report, run.results, _run_opsdk(model, feeds))
-    return report
+    return _result(report)
+
+
+def _work_around(report: NpuGeCheck, path: Path, model: onnx.ModelProto,
+                 feeds: Mapping[str, np.ndarray], python: str | None,
+                 crash: OrtCrash) -> onnx.ModelProto | None:
+    """The crash as a problem; the copy to judge on when a change of one node avoids it."""
+    from ..runtime._procs import signal_name
+    from ._crash import isolate_crash
+    from ._ort_check import ort_python
+
+    head = (f"ONNX Runtime {crash.version} (as inside npu_ge) crashed with "
+            f"{signal_name(crash.signal)} (signal {crash.signal}) {crash.stage} {path}: "
+            "npu_ge would crash loading it too")
+    found = isolate_crash(model, feeds, python or ort_python() or sys.executable)
+    if found is None:
+        report.problems.append(f"{head} ({crash.last_words}); no one node could be blamed")
+        return None
+    fix = f"; fix: {found.fix}" if found.fix else ""
+    report.problems.append(f"{head}; the crash is node {found.node}: {found.why}{fix} "
+                           f"(ONNX Runtime's last words: {crash.last_words})")
+    if found.fixed is None:
+        return None
+    rel = path.relative_to(path.parent.parent).as_posix()
+    report.notes.append(f"judged a copy of {rel} whose node {found.node} {found.change}: the "
+                        f"file itself crashes ONNX Runtime {crash.version}")
+    return found.fixed
+
+
+def judge_job(job_file: str) -> None:
+    """The child's work: read the job, judge, write the result (an opsdk error as its
+    class name and text)."""
+    from ..errors import OpsdkError
+
+    job = json.loads(Path(job_file).read_text())
+    try:
+        result = _judge(Path(job["path"]), job["dims"], job["values"], job["seed"],
+                        job["python"], job["batched"], Path(job["feeds"]))
+    except OpsdkError as e:
+        result = {"error": [type(e).__name__, str(e)]}
+    Path(job["result"]).write_text(json.dumps(result))
+
+
+def _result(report: NpuGeCheck) -> dict[str, Any]:
+    out = asdict(report)
+    return {k: out[k] for k in ("problems", "notes", "max_abs_error", "onnxruntime")}
 
 
 def _plain(model: onnx.ModelProto) -> onnx.ModelProto:

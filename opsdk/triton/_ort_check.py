@@ -24,15 +24,21 @@ from ..errors import DeviceUnavailable
 from . import _npu_ge as ge
 from ._errors import TritonConfigError
 
-__all__ = ["OrtRun", "ort_env_dir", "ort_python", "ensure_ort_env", "run_like_npu_ge"]
+__all__ = ["OrtCrash", "OrtRun", "ort_env_dir", "ort_python", "ensure_ort_env",
+           "run_like_npu_ge", "run_ort_child"]
 
+# The child: open the model (saying so on stdout, so a crash tells opening from running),
+# run it on the feeds, write the outputs; the last stdout line is the I/O as JSON.
 _SCRIPT = r"""
 import json, sys
 import numpy as np
 import onnxruntime as ort
 model, feeds_path, out_path = sys.argv[1:4]
+print("opsdk-ort-version " + ort.__version__, flush=True)
 sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-feeds = dict(np.load(feeds_path))
+print("opsdk-ort-opened", flush=True)
+feeds = {k: v for k, v in np.load(feeds_path).items()
+         if k in {i.name for i in sess.get_inputs()}}
 names = [o.name for o in sess.get_outputs()]
 np.savez(out_path, *sess.run(names, feeds))
 io = lambda vs: [[v.name, v.type, [d if isinstance(d, int) else str(d) for d in v.shape]]
@@ -40,6 +46,17 @@ io = lambda vs: [[v.name, v.type, [d if isinstance(d, int) else str(d) for d in 
 print(json.dumps({"version": ort.__version__, "inputs": io(sess.get_inputs()),
                   "outputs": io(sess.get_outputs())}))
 """
+
+
+class OrtCrash(TritonConfigError):
+    """ONNX Runtime died in its child process (a signal): ``signal``, ``version`` (of the
+    runtime that crashed), ``stage`` ("opening" or "running") and its ``last_words``."""
+
+    def __init__(self, message: str, signal: int, version: str, stage: str,
+                 last_words: str) -> None:
+        super().__init__(message)
+        self.signal, self.version, self.stage, self.last_words = (signal, version, stage,
+                                                                  last_words)
 
 
 @dataclass(frozen=True)
@@ -129,26 +146,64 @@ def run_like_npu_ge(
             f"no ONNX Runtime {ge.ORT_VERSION} venv at {ort_env_dir()}; create it with "
             "bash scripts/setup.d/30-onnxruntime-1.23.2.sh (or opsdk.triton.ensure_ort_env())"
         )
+    try:
+        return run_ort_child(py, model, feeds)
+    except OrtCrash:
+        raise
+    except TritonConfigError as e:
+        raise TritonConfigError(
+            f"ONNX Runtime {ge.ORT_VERSION} (as inside npu_ge) cannot run {model}: {e}"
+        ) from None
+
+
+def run_ort_child(python: str | Path, model: str | Path,
+                  feeds: Mapping[str, np.ndarray]) -> OrtRun:
+    """Open and run ``model`` with the ONNX Runtime of ``python``, in a child process.
+
+    Inputs of ``feeds`` the model does not take are left out (a bisected part of a model).
+
+    Raises:
+        OrtCrash: the child died of a signal (naming it, the version and the stage).
+        TritonConfigError: ONNX Runtime refused the model (its last error line).
+
+    Example:
+        >>> run_ort_child("venv/bin/python", "m.onnx", {"x": x}).version  # doctest: +SKIP
+        '1.23.2'
+    """
     with tempfile.TemporaryDirectory(prefix="opsdk-ort-") as tmp:
         arrays_in: dict[str, Any] = {k: np.asarray(v) for k, v in feeds.items()}
         np.savez(Path(tmp) / "feeds.npz", **arrays_in)
         out = Path(tmp) / "out.npz"
         proc = subprocess.run(
-            [str(py), "-c", _SCRIPT, str(model), str(Path(tmp) / "feeds.npz"), str(out)],
+            [str(python), "-c", _SCRIPT, str(model), str(Path(tmp) / "feeds.npz"), str(out)],
             capture_output=True, text=True, env=_clean_env(),
         )
+        lines = proc.stdout.strip().splitlines()
+        err = proc.stderr.strip().splitlines()
+        if proc.returncode < 0:
+            raise _crash(-proc.returncode, lines, err, model)
         if proc.returncode != 0:
-            err = proc.stderr.strip().splitlines()
-            raise TritonConfigError(
-                f"ONNX Runtime {ge.ORT_VERSION} (as inside npu_ge) cannot run {model}: "
-                f"{err[-1] if err else 'exit code ' + str(proc.returncode)}"
-            )
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
+            raise TritonConfigError(err[-1] if err else f"exit code {proc.returncode}")
+        info = json.loads(lines[-1])
         with np.load(out) as data:
             arrays = [data[f"arr_{i}"] for i in range(len(info["outputs"]))]
     names = [o[0] for o in info["outputs"]]
     return OrtRun(info["version"], [tuple(i) for i in info["inputs"]],
                   [tuple(o) for o in info["outputs"]], dict(zip(names, arrays, strict=True)))
+
+
+def _crash(sig: int, out: list[str], err: list[str], model: str | Path) -> OrtCrash:
+    from ..runtime._procs import signal_name
+
+    version = next((ln.split()[1] for ln in out if ln.startswith("opsdk-ort-version ")), "?")
+    stage = "running" if "opsdk-ort-opened" in out else "opening"
+    words = err[-1] if err else ""
+    if "Assertion " in words:  # a failed assertion: its condition is what says most
+        words = words[words.index("Assertion "):]
+    words = words if len(words) <= 200 else "..." + words[-200:]
+    return OrtCrash(f"ONNX Runtime {version} crashed with {signal_name(sig)} (signal {sig}) "
+                    f"{stage} {model}" + (f" ({words})" if words else ""),
+                    sig, version, stage, words)
 
 
 def _clean_env() -> dict[str, str]:
