@@ -77,11 +77,17 @@ def register(sub: Any) -> None:
                    help="GE's static-memory policy (0 by size, 2 static shapes, 3 dynamic "
                    "shapes, 4 both): not an ATC flag, exported as GE_USE_STATIC_MEMORY for the "
                    "application that runs the .om; the doctor warns where it conflicts")
+    p.add_argument("--aipp", metavar="FILE",
+                   help="a preprocessing declaration (TOML, see docs/npu_host_guide.md): its "
+                   "AIPP config is written to OUTPUT.insert_op.cfg and passed as "
+                   "--insert_op_conf, after the model fed by the AIPP emulator is checked "
+                   "against the model fed by the CPU preprocessing")
     p.add_argument("--soc-as-written", action="store_true",
                    help="take an ambiguous --soc-version (Ascend910B: a first-generation 910 "
                    "in CANN's platform config) as written")
     p.add_argument("--force", action="store_true",
-                   help="overwrite the domain-normalised copy of the model (MODEL.atc.onnx)")
+                   help="overwrite the domain-normalised copy of the model (MODEL.atc.onnx) "
+                   "and the AIPP config (OUTPUT.insert_op.cfg)")
     p.add_argument("--skip-doctor", action="store_true", help="do not run the doctor check")
     p.add_argument("--dry-run", action="store_true", help="print the plan, do not run atc")
     p.add_argument("--json", action="store_true", help="print a JSON report")
@@ -115,7 +121,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..ascend import atc_executable, plan_atc, run_atc
-    from ..ascend.atc._atc import write_model_copy
+    from ..ascend.atc._atc import write_aipp_config, write_model_copy
 
     plan = plan_atc(
         args.model,
@@ -134,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         soc_as_written=args.soc_as_written,
         buffer_optimize=args.buffer_optimize,
         static_memory_policy=args.static_memory_policy,
+        aipp=args.aipp,
     )
     report = plan.as_dict()
     if plan.blocking:
@@ -141,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         _emit(args, report)
         return 1
     write_model_copy(plan, force=args.force)
+    write_aipp_config(plan, force=args.force)
     exe = atc_executable()
     if args.dry_run or exe is None:
         report["status"] = "dry-run" if args.dry_run else "no-atc"

@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[2] / "opsdk"
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the facts: typed spec, dtypes, errors, names, version, paths, banner and templates
     ("spec", "dtypes", "errors", "naming", "_version", "_paths", "_generated", "_isa",
-     "_cross", "_written"),
+     "_cross", "_written", "_toml"),
     # finding, building, loading and running operators; the executor registry
     ("registry", "_prebuilt", "build", "runtime", "_fetch", "_decomposition", "scaffold"),
     # the backends' facts: pure data every floor above may read (opsdk.ascend's face
@@ -27,7 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ascend.socs", "ascend.versions", "ascend.precision", "ascend.parser", "ascend._cpp",
      "ascend._op", "ascend.spellings", "ascend.aicore_apis"),
     ("testing",),
-    ("onnx",),
+    ("onnx", "preprocess"),
     ("ascend", "cann"),
     ("triton",),
     ("package",),

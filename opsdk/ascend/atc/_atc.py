@@ -31,7 +31,7 @@ from ._onnx_keys import check_plugin_keys, normalize_default_domain, origin_op_t
 
 __all__ = [
     "AtcPlan", "plan_atc", "run_atc", "parse_input_shape", "atc_executable", "project_plugin_keys",
-    "write_model_copy",
+    "write_model_copy", "write_aipp_config",
 ]
 
 _DIM = re.compile(r"^(-1|\d+|\d+~\d+)$")
@@ -53,6 +53,9 @@ class AtcPlan:
     #: where the domain-normalised copy ATC converts goes (None: ATC reads the model itself)
     model_copy: str | None = None
     copy_proto: Any = field(default=None, repr=False)
+    #: the AIPP config ATC reads (--insert_op_conf), and where it goes
+    aipp_config: str | None = None
+    aipp_config_path: str | None = None
 
     @property
     def shell(self) -> str:
@@ -71,6 +74,7 @@ class AtcPlan:
             "cann": self.cann,
             "procedure": self.procedure,
             "model_copy": self.model_copy,
+            "aipp_config_path": self.aipp_config_path,
         }
 
 
@@ -306,6 +310,7 @@ def plan_atc(
     soc_as_written: bool = False,
     buffer_optimize: str | None = None,
     static_memory_policy: int | None = None,
+    aipp: str | Path | Any = None,
 ) -> AtcPlan:
     """Validate the arguments and build the ATC command (see the module docstring).
 
@@ -314,7 +319,10 @@ def plan_atc(
     one value per ``-1`` dim of ``input_shape`` each (``"1,224;8,448"``); ``soc_as_written``
     takes an ambiguous SoC version (``Ascend910B``) as CANN's platform config spells it;
     ``buffer_optimize`` and ``static_memory_policy``: see :mod:`opsdk.ascend.atc._memory`
-    (the policy is not an ATC flag: the plan sets it for the application that runs the .om).
+    (the policy is not an ATC flag: the plan sets it for the application that runs the .om);
+    ``aipp``: a preprocessing declaration (a TOML file or an :class:`opsdk.preprocess.Preprocess`)
+    whose AIPP config ATC reads (``--insert_op_conf``), checked against ATC's rules, after the
+    model fed by the AIPP emulator is compared with the model fed by the CPU step.
 
     Example:
         >>> plan = plan_atc("model.onnx", soc_version="Ascend910B3", output="out")  # doctest: +SKIP
@@ -362,6 +370,9 @@ def plan_atc(
     memory = _memory_plan(buffer_optimize, static_memory_policy, shapes, bool(gears))
     cmd.extend(memory.flags)
     notes.extend(memory.notes)
+    aipp_text, aipp_path, aipp_check = _aipp_plan(aipp, model, shapes, soc_version, out)
+    if aipp_path:
+        cmd.append(f"--insert_op_conf={aipp_path}")
     plan = AtcPlan(cmd, _custom_opp_env(custom_opp), notes, cann=str(version),
                    model_copy=None if copy_path is None else str(copy_path),
                    copy_proto=converted if copy_path is not None else None)
@@ -371,6 +382,9 @@ def plan_atc(
         plan.findings, plan.blocking, more = _doctor(converted, version, shapes)
         plan.notes.extend(more)
     plan.findings += [{"severity": f.severity, "message": f.message} for f in memory.findings]
+    plan.aipp_config, plan.aipp_config_path = aipp_text, aipp_path
+    if aipp_check is not None:
+        (plan.notes if aipp_check.passed else plan.blocking).append(aipp_check.summary())
     keys = project_plugin_keys(op_projects)
     for problem in check_plugin_keys(converted, keys, version):
         plan.blocking.append(f"plugin keys: {problem.message}")
@@ -430,6 +444,16 @@ def _domain_copy(model: Any, path: Path, cann: CannVersion) -> tuple[Any, Path |
     return normalize_default_domain(model), path.with_name(f"{path.stem}.atc.onnx")
 
 
+def _write_generated(target: Path, data: bytes, force: bool, what: str) -> Path:
+    """Write a file the plan needs, refusing to replace a different file without ``force``."""
+    from ..._written import write_file
+
+    if target.exists() and not force and target.read_bytes() != data:
+        raise CannArgError(f"{target} exists and is not the {what} ATC needs now; remove it "
+                           "or pass --force")
+    return write_file(target.parent, target.name, data)
+
+
 def write_model_copy(plan: AtcPlan, force: bool = False) -> Path | None:
     """Write the domain-normalised copy the plan's command converts (if it has one).
 
@@ -443,14 +467,46 @@ def write_model_copy(plan: AtcPlan, force: bool = False) -> Path | None:
     """
     if plan.model_copy is None:
         return None
-    target = Path(plan.model_copy)
-    data = plan.copy_proto.SerializeToString()
-    if target.exists() and not force and target.read_bytes() != data:
-        raise CannArgError(
-            f"{target} exists and is not the copy ATC needs now; remove it or pass --force"
-        )
-    target.write_bytes(data)
-    return target
+    return _write_generated(Path(plan.model_copy), plan.copy_proto.SerializeToString(), force,
+                            "copy")
+
+
+def write_aipp_config(plan: AtcPlan, force: bool = False) -> Path | None:
+    """Write the plan's AIPP config (``--insert_op_conf``), if it has one.
+
+    Raises:
+        CannArgError: the path holds another file and ``force`` is not set.
+
+    Example:
+        >>> plan = plan_atc("m.onnx", soc_version="Ascend310P3", output="o",
+        ...                 aipp="preprocess.toml")  # doctest: +SKIP
+        >>> write_aipp_config(plan)  # doctest: +SKIP
+        PosixPath('o.insert_op.cfg')
+    """
+    if plan.aipp_config is None or plan.aipp_config_path is None:
+        return None
+    return _write_generated(Path(plan.aipp_config_path), plan.aipp_config.encode(), force,
+                            "AIPP config")
+
+
+def _aipp_plan(aipp: Any, model: Any, shapes: Mapping[str, list[str]] | None, soc: str,
+               out: str) -> tuple[str | None, str | None, Any]:
+    """(cfg text, its path, the emulator-vs-CPU check) for a declaration, else Nones."""
+    if aipp is None:
+        return None, None, None
+    from ...preprocess import Preprocess, load_preprocess
+    from .aipp import check_aipp_model, render_insert_op_cfg
+
+    p = aipp if isinstance(aipp, Preprocess) else load_preprocess(aipp)
+    inputs = _graph_inputs(model)
+    name = p.input or next(iter(inputs), None)
+    if name not in inputs:
+        raise CannArgError(f"{p.source}: field 'input' names {name!r}, which is not a graph "
+                           f"input; inputs are: {', '.join(inputs) or 'none'}")
+    text = render_insert_op_cfg(p, soc=soc, model_dims=inputs[name],
+                                given=(shapes or {}).get(name), rank=list(inputs).index(name),
+                                input_name=name)
+    return text, f"{out}.insert_op.cfg", check_aipp_model(model, p, name)
 
 
 def run_atc(plan: AtcPlan, atc: str | None = None) -> subprocess.CompletedProcess[str]:
