@@ -251,6 +251,19 @@ def test_errors_name_the_input_and_the_fix(tmp_path: Path) -> None:
     assert [d.run for d in mixed.nodes] == ["float32"] * 4  # gray behind the model input
 
 
+def test_an_untyped_tensor_is_refused() -> None:
+    g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], name="foo", domain="com.x")],
+                          "g", [helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_tensor_value_info("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.x", 1)])
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_empty_tensor_value_info("y"))
+    with pytest.raises(SpecError, match="node 'foo': ONNX shape inference gives no element "
+                       "type for its output 'y'"):
+        float_tensors(m)
+
+
 def test_a_real_corpus_model(tmp_path: Path) -> None:
     """PP-OCR's direction classifier under allow_fp32_to_fp16, judged by the strict
     double-thousandths standard: it fails, --fix finds nodes to keep, the re-check passes."""

@@ -119,9 +119,10 @@ class ModelPrecisionReport:
                              f"1-cos {a.error:.3g}  max rel {a.max_rel:.3g}{fails}")
         if self.fix:
             f = self.fix
-            lines.append(f"  fix: keep {len(f.kept)} {f.by}(s) in float32 ({f.kept_nodes} nodes): "
-                         f"{', '.join(f.kept) or '(none)'}; {f.runs} runs (bound {f.bound}); "
-                         f"re-checked: {len(f.failing_after)} output(s) failing")
+            what = (f"keep {len(f.kept)} {f.by}(s) in float32 ({f.kept_nodes} nodes): "
+                    f"{', '.join(f.kept)}" if f.kept else "nothing to keep: every output passes")
+            lines.append(f"  fix: {what}; {f.runs} runs (bound {f.bound}); re-checked with "
+                         f"the written {KEEP_FILE}: {len(f.failing_after)} output(s) failing")
         lines.append(f"  runs: {self.runs}")
         return "\n".join(lines)
 

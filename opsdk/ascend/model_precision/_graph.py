@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from ...errors import SpecError
 from ._assign import LOW, LOW_IN, NodeDtype
 
 __all__ = ["float_tensors", "lower_model", "switchboard", "SWITCH_INPUT", "CAST_PREFIX"]
@@ -40,26 +41,27 @@ _ONNX_LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
 def float_tensors(model: onnx.ModelProto) -> set[str]:
     """Names of the model's float32 tensors (graph inputs, initializers, node outputs).
 
-    Types come from ONNX shape inference; tensors it leaves untyped are typed by one run of
-    the model with them as extra outputs (see :func:`probe_types`).
+    Types come from the initializers, ``Constant`` nodes and ONNX shape inference; a node
+    output they leave untyped is refused (its rounding could not be decided), naming it.
     """
     g = model.graph
     types: dict[str, int] = {i.name: i.data_type for i in g.initializer}
     inferred = onnx.shape_inference.infer_shapes(model)
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
-        if vi.type.HasField("tensor_type"):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
             types[vi.name] = vi.type.tensor_type.elem_type
     for n in g.node:
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value":
                     types[n.output[0]] = a.t.data_type
+    unknown = [(n.name or n.op_type, t) for n in g.node for t in n.output if t and t not in types]
+    if unknown:
+        node, t = unknown[0]
+        raise SpecError(f"node {node!r}: ONNX shape inference gives no element type for its "
+                        f"output {t!r} ({len(unknown)} such tensors); give the model's inputs "
+                        "static shapes (--input-shape) or declare the types (value_info)")
     return {t for t, e in types.items() if e == TensorProto.FLOAT}
-
-
-def untyped(model: onnx.ModelProto, known: set[str], typed: set[str]) -> list[str]:
-    """Node outputs whose element type shape inference did not give."""
-    return [t for n in model.graph.node for t in n.output if t and t not in known | typed]
 
 
 class _Builder:
