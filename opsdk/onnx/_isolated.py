@@ -30,8 +30,10 @@ import numpy as np
 
 from ..errors import KernelCrash, KernelError
 from ..runtime._procs import (
+    Running,
     Worker,
     arm_worker,
+    has_children,
     kernel_last_words,
     reply_error,
     signal_name,
@@ -140,6 +142,7 @@ class IsolatedSession:
         code = self._worker.proc.wait()
         text = self._echo(show=False)
         found = kernel_last_words(text)
+        running = self._worker.running.read()  # "op\tnode" while a kernel ran
         self.close()
         if restart:
             self._start()
@@ -148,9 +151,14 @@ class IsolatedSession:
             if code < 0 and what.startswith("crashed"):
                 what = f"crashed with {signal_name(-code)} (signal {-code})"
             return f"the kernel of {op} {what}; its worker process was restarted"
-        how = f"ended with {signal_name(-code)} (signal {-code})" if code < 0 else (
-            f"ended with exit status {code}")
-        return f"the graph's worker process {how}; it was restarted"
+        how = f"with {signal_name(-code)} (signal {-code})" if code < 0 else (
+            f"with exit status {code}")
+        if running:  # nothing of the operator module saw it: an exit from another library
+            op, node = running.split("\t", 1)
+            return (f"the kernel of {op} (node {node}) ended the worker process {how} while it "
+                    "ran (an exit from code outside the operator module, e.g. a library it "
+                    "calls); its worker process was restarted")
+        return f"the graph's worker process ended {how}; it was restarted"
 
     def _echo(self, show: bool = True) -> str:
         """The worker's new output, passed on to our stderr unless ``show`` is False."""
@@ -182,6 +190,7 @@ def _serve(fd: int) -> None:
         conn.send(("error", type(e).__name__, str(e)))
         return
     _watch_natively(lifeline, parent)
+    _watch_kernels(sess, Running.from_env())
     conn.send(("ready", sess.get_inputs(), sess.get_outputs()))
     while True:
         try:
@@ -197,6 +206,50 @@ def _serve(fd: int) -> None:
             conn.send(("ok", outs))
         except Exception as e:
             conn.send(("error", type(e).__name__, str(e)))
+
+
+class _Watched:
+    """A custom step's kernel that says it runs (:class:`Running`) and is stopped at its
+    first fork, naming its operator and node."""
+
+    def __init__(self, kernel: Any, label: str, running: Running | None) -> None:
+        spec = getattr(kernel, "spec", None)
+        op_part = label.rsplit(" (", 1)
+        self.kernel = kernel
+        self.op = str(getattr(spec, "name", "") or op_part[-1].rstrip(")").split("::")[-1])
+        self.node = op_part[0]
+        self.running = running
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self._watch(self.kernel, args, kw)
+
+    def run(self, *args: Any, **kw: Any) -> Any:
+        return self._watch(self.kernel.run, args, kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+    def _watch(self, call: Any, args: Any, kw: Any) -> Any:
+        if self.running is not None:
+            self.running.set(f"{self.op}\t{self.node}")
+        try:
+            return call(*args, **kw)
+        finally:
+            if self.running is not None:
+                self.running.clear()
+            if has_children():
+                n = stop_children()
+                raise KernelCrash(
+                    f"the kernel of {self.op} (node {self.node}) started {n} child "
+                    f"process{'es' * (n > 1)} (fork), stopped after the call; a kernel must "
+                    "not fork (use ctx.parallel_for for threads)")
+
+
+def _watch_kernels(sess: Any, running: Running | None) -> None:
+    """Wrap every custom step's kernel of ``sess`` in :class:`_Watched`."""
+    for step in sess._steps:
+        if step.info.kind == "opsdk":
+            step.kernel = _Watched(step.kernel, step.info.nodes[0], running)
 
 
 def _watch_natively(lifeline: int, parent: int) -> None:

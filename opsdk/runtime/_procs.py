@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Lifeline", "Worker", "arm_worker", "kernel_last_words", "kill_group",
-    "parent_death_command", "reply_error", "signal_name", "stop_children",
+    "Lifeline", "Running", "Worker", "arm_worker", "has_children", "kernel_last_words",
+    "kill_group", "parent_death_command", "reply_error", "signal_name", "stop_children",
 ]
 
 # What the operator module's fatal-signal and exit hooks print (csrc/py/process_guards.h)
@@ -73,6 +73,47 @@ class Lifeline:
             self._write_fd = -1
 
 
+class Running:
+    """What a worker is running now: a few hundred bytes of a file both sides hold open.
+
+    The worker sets it (one ``pwrite``) before each kernel call and clears it after; when
+    the worker ends in a way no hook of the operator module saw (an exit from a library,
+    say), the parent reads there which operator and node was running. The worker finds
+    the file through ``$OPSDK_RUNNING`` (its descriptor), set by :class:`Worker`.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryFile() as f:
+        ...     r = Running(f.fileno())
+        ...     r.set("Gelu, node 'g1'")
+        ...     said = r.read()
+        ...     r.clear()
+        ...     said, r.read()
+        ("Gelu, node 'g1'", '')
+    """
+
+    SIZE = 512
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    @classmethod
+    def from_env(cls) -> Running | None:
+        """In the worker: the file its parent passed on, else None."""
+        spec = os.environ.pop("OPSDK_RUNNING", "")
+        return cls(int(spec)) if spec else None
+
+    def set(self, what: str) -> None:
+        raw = what.encode()[: self.SIZE]
+        os.pwrite(self.fd, raw + b"\0" * (self.SIZE - len(raw)), 0)
+
+    def clear(self) -> None:
+        os.pwrite(self.fd, b"\0", 0)
+
+    def read(self) -> str:
+        return os.pread(self.fd, self.SIZE, 0).split(b"\0", 1)[0].decode(errors="replace")
+
+
 class Worker:
     """One worker process: ``python -m <module> <fd>`` started with a :class:`Lifeline`, a
     socket pair to it (``conn``), and its stdout and stderr in a log file read with
@@ -88,11 +129,14 @@ class Worker:
 
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile()
+        self._running = tempfile.TemporaryFile()
+        self.running = Running(self._running.fileno())
         self._pos = 0  # how much of the log was read
         self.lifeline = Lifeline()
         kw = self.lifeline.popen_kwargs()
         kw["env"].update(env or {})
-        kw["pass_fds"].append(theirs.fileno())
+        kw["env"]["OPSDK_RUNNING"] = str(self.running.fd)
+        kw["pass_fds"].extend([theirs.fileno(), self.running.fd])
         self.proc = subprocess.Popen(
             [python, "-m", module, str(theirs.fileno())],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, **kw,
@@ -123,6 +167,7 @@ class Worker:
         self.proc.wait()
         self.lifeline.close()
         self.log.close()
+        self._running.close()
 
 
 def reply_error(reply: tuple[Any, ...]) -> Exception:
@@ -204,8 +249,9 @@ def _libc() -> Any:
         return None
 
 
-def _has_children() -> bool:
-    """True when this process has a child (running or exited, not yet reaped): cheap."""
+def has_children() -> bool:
+    """True when this process has a child (running or exited, not yet reaped): one
+    system call, cheap enough to ask after every kernel call."""
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
@@ -236,7 +282,7 @@ def stop_children() -> int:
     """
     found: set[int] = set()
     for _ in range(100):
-        kids = _children() if _has_children() else []
+        kids = _children() if has_children() else []
         if not kids:
             break
         for pid in kids:

@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCrash, KernelError
-from ._procs import Worker, arm_worker, kill_group, reply_error, signal_name, stop_children
+from ._procs import (
+    Running,
+    Worker,
+    arm_worker,
+    kill_group,
+    reply_error,
+    signal_name,
+    stop_children,
+)
 
 __all__ = ["IsolatedOperator"]
 
@@ -164,6 +172,7 @@ class IsolatedOperator:
             code = proc.wait()
         kill_group(proc.pid)  # whatever the kernel started dies with the worker
         text = self._worker.new_output(echo=False) if self._worker is not None else ""
+        running = bool(self._worker.running.read()) if self._worker is not None else False
         sanitizer, exited = _SANITIZER_LINE.findall(text), _EXIT_LINE.findall(text)
         detail = sanitizer[0] if sanitizer else ""
         if code < 0:
@@ -173,6 +182,10 @@ class IsolatedOperator:
         elif exited:
             how = (f"called {exited[0]}, which ended the worker process (a kernel must return "
                    "or throw, never end the process)")
+        elif running:  # no hook of the operator module saw it: an exit from a library
+            how = (f"ended the worker process with exit status {code} while it ran (an exit "
+                   "from code outside the operator module, e.g. a library it calls; a kernel "
+                   "must return or throw, never end the process)")
         else:
             how = f"ended the worker process with exit status {code}"
         return f"{self._where()}: the kernel {how}" + (f": {detail}" if detail else "")
@@ -208,13 +221,18 @@ def _unpack(item: Any) -> Any:
     return item
 
 
-def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
+def _run_one(op: Any, packed: list[Any], attrs: dict[str, Any],
+             running: Running | None = None) -> tuple[Any, ...]:
     """One call in the worker: outputs, and any input the kernel modified."""
     inputs = [_unpack(x) for x in packed]
     before = [None if x is None else x.copy() for x in inputs]
+    if running is not None:
+        running.set(op.spec.name)
     try:
         outs = op.run(inputs, attrs)
     finally:
+        if running is not None:
+            running.clear()
         forked = stop_children()
     if forked:
         raise KernelCrash(
@@ -233,6 +251,7 @@ def _serve(fd: int) -> None:
     """The worker: load the operator, then answer ``(inputs, attrs)`` requests until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
     lifeline, parent = arm_worker()
+    running = Running.from_env()
     conn = Connection(fd)
     folder, module, guard = conn.recv()
     try:
@@ -254,7 +273,7 @@ def _serve(fd: int) -> None:
         except EOFError:
             return
         try:
-            conn.send(_run_one(op, inputs, attrs))
+            conn.send(_run_one(op, inputs, attrs, running))
         except Exception as e:
             conn.send(("error", type(e).__name__, str(e)))
 
