@@ -156,3 +156,21 @@ def test_findings_table() -> None:
                                                            concurrent_graphs=3))]
     assert codes == ["buffer-optimize-l1", "static-memory-1", "static-memory-dynamic-shape",
                      "static-memory-concurrent"]
+
+
+def test_triton_build_cli_writes_and_warns(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "m.onnx"
+    onnx.save(mlp_model(), str(src))
+    rc = main(["triton", "build", str(src), "-o", str(tmp_path / "repo"), "--name", "m",
+               "--target", "ascend", "--cann", "8.1.RC1", "--shape-gears", "1,1;4,4",
+               "--buffer-optimize", "l1_optimize", "--static-memory-policy", "3"])
+    assert rc == 0
+    params = {k: v.string_value for k, v in parse_config(  # type: ignore[attr-defined]
+        (tmp_path / "repo" / "m" / "config.pbtxt").read_text()).parameters.items()}
+    assert params["session.ge.bufferOptimize"] == "l1_optimize"
+    assert params["session.ge.exec.staticMemoryPolicy"] == "3"
+    err = capsys.readouterr().err
+    assert "warning: m: --buffer_optimize=l1_optimize has no effect" in err
+    assert "warning: m: ge.exec.staticMemoryPolicy=3 expands memory for dynamic-shape graphs " \
+           "only, but shape gears compile one static-shape graph per gear -- fix: use 2" in err

@@ -92,7 +92,8 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("lower,upper", [("onnx", "ascend"), ("onnx", "triton"), ("ascend", "triton")])
+@pytest.mark.parametrize("lower,upper", [("onnx", "ascend"), ("onnx", "triton"), ("ascend", "triton"),
+                                         ("preprocess", "ascend"), ("preprocess", "triton")])
 def test_lower_layer_never_imports_upper(lower: str, upper: str) -> None:
     offenders = [
         f"{p.relative_to(PKG.parent)} imports {m}"

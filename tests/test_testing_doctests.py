@@ -28,6 +28,16 @@ MODULES = [
     "opsdk.ascend.spellings",
     "opsdk._generated",
     "opsdk.dtypes",
+    "opsdk._toml",
+    "opsdk.preprocess",
+    "opsdk.preprocess._pixels",
+    "opsdk.preprocess._declaration",
+    "opsdk.preprocess._cpu",
+    "opsdk.ascend.atc.aipp",
+    "opsdk.ascend.atc._aipp_rules",
+    "opsdk.ascend.atc._aipp_emulate",
+    "opsdk.ascend.atc._memory",
+    "opsdk.triton._warmup",
 ]
 
 
