@@ -74,6 +74,9 @@ def register(sub: Any) -> None:
                    "test run (repeatable; default: the constant the graph compares it with)")
     c.add_argument("--json", action="store_true", help="print a JSON report")
     c.set_defaults(func=run_check)
+    from . import cmd_triton_pipeline
+
+    cmd_triton_pipeline.register(tsub)
     p.set_defaults(func=lambda args: _usage(p))
 
 
@@ -230,8 +233,12 @@ def run_check(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from ..triton import check_npu_ge_folder
+    from ..triton import check_npu_ge_folder, is_ensemble
 
+    if is_ensemble(args.folder):
+        from .cmd_triton_pipeline import run_ensemble_check
+
+        return run_ensemble_check(args)
     try:
         dims = {k: int(v) for k, v in args.dim}
     except ValueError as e:

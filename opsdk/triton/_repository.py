@@ -211,9 +211,10 @@ def _ours(target: Path) -> list[str] | None:
     return list(read_record(target, MANIFEST))
 
 
-def _make_room(target: Path, force: bool) -> None:
+def _make_room(target: Path, force: bool, check_only: bool = False) -> None:
     """Remove the model folder opsdk wrote at ``target`` (``force``), never another file:
-    nothing outside ``target`` and nothing through a symlink (``1/`` linked elsewhere)."""
+    nothing outside ``target`` and nothing through a symlink (``1/`` linked elsewhere).
+    ``check_only``: raise as it would, remove nothing (a pipeline checks all its folders)."""
     if not target.exists() and not target.is_symlink():
         return
     ours = _ours(target) if target.is_dir() and not target.is_symlink() else None
@@ -238,6 +239,8 @@ def _make_room(target: Path, force: bool) -> None:
             f"{target} holds files opsdk did not write ({shown}); --force replaces only opsdk's "
             "own files: move those away or pick another --name / -o"
         )
+    if check_only:
+        return
     for rel in sorted(keep):
         remove_file(target, rel, str(target / MANIFEST))
     remove_empty_dirs(target)

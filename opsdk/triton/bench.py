@@ -113,6 +113,7 @@ def _stats(latencies: list[float], wall: float, items: int) -> dict[str, float]:
     arr = np.asarray(latencies) * 1e3
     return {
         "p50_ms": float(np.percentile(arr, 50)),
+        "p90_ms": float(np.percentile(arr, 90)),
         "p99_ms": float(np.percentile(arr, 99)),
         "mean_ms": float(arr.mean()),
         "throughput_rps": len(latencies) / wall,

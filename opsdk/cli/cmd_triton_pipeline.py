@@ -1,0 +1,138 @@
+"""``opsdk triton pipeline PIPELINE -o REPO --target cpu|ascend`` (an ensemble repository),
+the ensemble branch of ``opsdk triton check``, and ``opsdk triton bench`` (a load report)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from ..errors import OpsdkError
+
+
+def register(tsub: Any) -> None:
+    """Add ``pipeline`` and ``bench`` to the ``opsdk triton`` subcommands."""
+    p = tsub.add_parser(
+        "pipeline",
+        help="write a Triton ensemble repository from a pipeline description (TOML)",
+        description="Write REPO/<pipeline>/ (an ensemble) and one model folder per step: "
+        "ONNX models and opsdk operators as `triton build` writes them for the target, "
+        "Python functions as Python-backend models. The wiring is checked as written.",
+    )
+    p.add_argument("pipeline", help="the pipeline file (.toml)")
+    p.add_argument("-o", "--output", required=True, help="model repository folder")
+    p.add_argument("--target", choices=("cpu", "ascend"), default="cpu")
+    p.add_argument("--operators", action="append", default=None, metavar="DIR",
+                   help="folder holding operator folders (repeatable; default: where opsdk "
+                   "finds the models' custom ops)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the pipeline's existing folders (only those opsdk wrote)")
+    p.set_defaults(func=run_pipeline_build)
+    b = tsub.add_parser(
+        "bench",
+        help="load report of a served model or ensemble: latency, throughput, server stats",
+        description="Serve REPO on 127.0.0.1 twice over (dynamic batching on and off), drive "
+        "MODEL at each concurrency and report client latency p50/p90/p99 and throughput "
+        "beside the server's own statistics (/v2/models/<m>/stats: queue and compute time, "
+        "batch sizes executed). Figures depend on the host: compare ratios of one run.",
+    )
+    b.add_argument("repository", help="model repository (from triton build or pipeline)")
+    b.add_argument("--model", required=True, help="the model or ensemble to drive")
+    b.add_argument("--concurrency", type=_ints, default=(1, 2, 4, 8, 16),
+                   help="comma-separated client counts (default 1,2,4,8,16)")
+    b.add_argument("--requests", type=int, default=200, help="timed requests per run")
+    b.add_argument("--batch", type=int, default=1, help="rows per request (batched models)")
+    b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
+                   help="an input's shape per request (for -1 dims; repeatable)")
+    b.add_argument("--batching", choices=("both", "on", "off"), default="both",
+                   help="dynamic batching variants to run (default both)")
+    b.add_argument("--plot", default=None, metavar="PNG",
+                   help="write a plot of latency and throughput against concurrency "
+                   "(needs matplotlib: pip install 'opsdk[report]')")
+    b.add_argument("--json", action="store_true", help="print the report as JSON")
+    b.add_argument("--force", action="store_true", help="replace an existing --plot file")
+    b.set_defaults(func=run_load_report)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from e
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"concurrency values must be >= 1, got {text!r}")
+    return values
+
+
+def _shape(text: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = text.partition("=")
+    try:
+        return name.strip(), tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected INPUT=D0,D1,... with integer sizes, got {text!r}") from None
+
+
+def run_pipeline_build(args: argparse.Namespace) -> int:
+    import os
+
+    from ..triton import build_pipeline, load_pipeline
+    from ._io import check_output_dir
+
+    check_output_dir(args.output, "-o")
+    pipe = load_pipeline(args.pipeline)
+    ops = None if args.operators is None else tuple(os.path.abspath(d) for d in args.operators)
+    try:
+        folder = build_pipeline(pipe, args.output, target=args.target, force=args.force,
+                                report=lambda line: print(f"note: {line}", file=sys.stderr),
+                                operators_path=ops)
+    except OpsdkError as e:
+        raise type(e)(f"{e} -- while building the pipeline '{pipe.name}'") from e
+    print(f"wrote ensemble {folder} (target {args.target}): "
+          f"{' -> '.join(s.name for s in pipe.steps)}")
+    for step in pipe.steps:
+        print(f"  {folder.parent / step.name} ({step.kind}: {step.source})")
+    print(f"check it: opsdk triton check {folder}")
+    if args.target == "cpu":
+        print(f"serve it: opsdk serve {args.output}")
+    return 0
+
+
+def run_ensemble_check(args: argparse.Namespace) -> int:
+    """``opsdk triton check`` on an ensemble folder: wiring, then each npu_ge step."""
+    from ..triton import check_ensemble
+
+    report = check_ensemble(args.folder, models=True, cann=args.cann)
+    if args.json:
+        data = asdict(report)
+        data["models"] = {k: {**asdict(v), "ok": v.ok} for k, v in report.models.items()}
+        print(json.dumps({**data, "ok": report.ok}, indent=2))
+        return 0 if report.ok else 1
+    print(f"{args.folder}: ensemble of {len(report.steps)} step(s): {' -> '.join(report.steps)}")
+    for e in report.edges:
+        print(f"  '{e.tensor}' {e.data_type} {list(e.dims)}: {e.producer} -> {e.consumer}")
+    for step, result in report.models.items():
+        print(f"  step '{step}': npu_ge model, CANN {result.cann} parser rules, ONNX Runtime "
+              f"{result.onnxruntime or '(did not run)'}")
+    for problem in report.problems:
+        print(f"  problem: {problem}")
+    print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+    return 0 if report.ok else 1
+
+
+def run_load_report(args: argparse.Namespace) -> int:
+    from ..triton import format_load_report, load_report, plot_load_report
+
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.batching]
+    result = load_report(
+        args.repository, args.model, concurrency=args.concurrency, requests=args.requests,
+        batch=args.batch, shapes=dict(args.shape), batching=modes,
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+    if args.plot:
+        plot_load_report(result, args.plot, force=args.force)
+        result["plot"] = args.plot
+    print(json.dumps(result, indent=2) if args.json else format_load_report(result))
+    return 0

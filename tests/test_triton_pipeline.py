@@ -1,0 +1,252 @@
+"""`opsdk triton pipeline`: a pipeline description -> an ensemble repository, its wiring
+check and the same steps run in one process (no server here: see
+test_triton_ensemble_server.py). Goldens live in tests/golden/triton/pipeline_*/;
+regenerate them with OPSDK_UPDATE_GOLDEN=1."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _helpers.golden import check_golden
+from _helpers.pipelines import PIPELINE_TOML, write_pipeline
+
+from opsdk.cli import main
+from opsdk.triton import (
+    PipelineError,
+    build_pipeline,
+    check_ensemble,
+    load_pipeline,
+    pipeline_from_dict,
+    run_pipeline,
+)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_pipeline(tmp_path_factory.mktemp("pipeline")).parent
+
+
+@pytest.fixture(scope="module")
+def cpu_repo(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("repo")
+    build_pipeline(load_pipeline(folder / "pipeline.toml"), repo, operators_path=())
+    return repo
+
+
+def _feeds(batch: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"raw": rng.standard_normal((batch, 16), dtype=np.float32),
+            "z": rng.standard_normal((batch, 8), dtype=np.float32)}
+
+
+def test_cpu_ensemble_config_and_step_models_golden(cpu_repo: Path) -> None:
+    assert sorted(p.name for p in cpu_repo.iterdir()) == ["mlp", "scale", "scaled_mlp", "top"]
+    check_golden("triton/pipeline_cpu/scaled_mlp/config.pbtxt",
+                 (cpu_repo / "scaled_mlp" / "config.pbtxt").read_text())
+    check_golden("triton/pipeline_cpu/top/config.pbtxt",
+                 (cpu_repo / "top" / "config.pbtxt").read_text())
+    check_golden("triton/pipeline_cpu/top/1/model.py",
+                 (cpu_repo / "top" / "1" / "model.py").read_text())
+    assert (cpu_repo / "scaled_mlp" / "1").is_dir()  # the version folder Triton wants
+    assert (cpu_repo / "top" / "1" / "steps.py").read_text().startswith("import numpy")
+    assert 'backend: "python"' in (cpu_repo / "mlp" / "config.pbtxt").read_text()
+
+
+def test_wiring_check_passes_the_written_ensemble(cpu_repo: Path) -> None:
+    report = check_ensemble(cpu_repo / "scaled_mlp")
+    assert report.ok, report.problems
+    assert report.steps == ["scale", "mlp", "top"]
+    edges = {(e.tensor, e.producer, e.consumer) for e in report.edges}
+    assert ("x", "output 'x' of step 'scale'", "input 'x' of step 'mlp'") in edges
+    assert ("label", "output 'label' of step 'top'",
+            "output 'label' of ensemble 'scaled_mlp'") in edges
+    assert len(report.edges) == 6
+
+
+def _retype(folder: str, old: str, new: str) -> Callable[[Path], None]:
+    def edit(repo: Path) -> None:
+        path = repo / folder / "config.pbtxt"
+        text = path.read_text()
+        assert old in text, f"{old!r} not in {path}"
+        path.write_text(text.replace(old, new, 1))
+    return edit
+
+
+MISWIRED = {
+    "dtype": (_retype("mlp", "TYPE_FP32", "TYPE_FP16"),
+              r"ensemble tensor 'x': output 'x' of step 'scale' is TYPE_FP32, input 'x' of "
+              r"step 'mlp' expects TYPE_FP16; make both the same type"),
+    "dims": (_retype("top", "dims: [ 8 ]", "dims: [ 9 ]"),
+             r"ensemble tensor 'y': output 'y' of step 'mlp' has dims \[-1, 8\], input 'y' "
+             r"of step 'top' expects \[-1, 9\]"),
+    "batch": (_retype("scale", "max_batch_size: 8", "max_batch_size: 4"),
+              r"step 'scale' allows max_batch_size 4, the ensemble 'scaled_mlp' 8: .*raise "
+              r"the step's max_batch_size to 8"),
+    "unmapped": (_retype("scaled_mlp", 'input_map { key: "z" value: "z" }', ""),
+                 r"input 'z' of step 'mlp' is not mapped to any ensemble tensor; add input_map"),
+    "renamed": (_retype("scaled_mlp", 'input_map { key: "y" value: "y" }',
+                        'input_map { key: "y" value: "why" }'),
+                r"input 'y' of step 'top' reads ensemble tensor 'why', which nothing before "
+                r"it writes"),
+    "missing step": (lambda repo: shutil.rmtree(repo / "mlp"),
+                     r"step 'mlp': no model folder .* beside the ensemble"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISWIRED))
+def test_a_miswired_copy_is_refused_naming_the_edge(
+    case: str, cpu_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edit, message = MISWIRED[case]
+    repo = tmp_path / "repo"
+    shutil.copytree(cpu_repo, repo, symlinks=True)
+    edit(repo)
+    report = check_ensemble(repo / "scaled_mlp")
+    assert not report.ok
+    assert any(re.search(message, p) for p in report.problems), report.problems
+    assert main(["triton", "check", str(repo / "scaled_mlp")]) == 1
+    assert re.search(message, capsys.readouterr().out)
+
+
+def test_run_pipeline_equals_the_steps_composed_by_hand(folder: Path) -> None:
+    from _helpers.triton_models import graph_session
+
+    feeds = _feeds(3)
+    got = run_pipeline(load_pipeline(folder / "pipeline.toml"), feeds)
+    x = feeds["raw"] * np.float32(0.5) + np.float32(1.0)
+    (y,) = graph_session(folder / "mlp.onnx").run(None, {"x": x, "z": feeds["z"]})
+    np.testing.assert_array_equal(got["label"][:, 0], np.argmax(y, axis=-1))
+    np.testing.assert_array_equal(got["score"][:, 0], np.max(y, axis=-1))
+    assert got["label"].dtype == np.int64 and got["score"].shape == (3, 1)
+
+
+def test_ascend_ensemble_with_an_operator_step_is_generated_and_checked(
+    tmp_path: Path, ort_1232: Path
+) -> None:
+    pipe = load_pipeline(write_pipeline(tmp_path / "src", operator=True))
+    folder = build_pipeline(pipe, tmp_path / "repo", target="ascend")
+    check_golden("triton/pipeline_ascend/scaled_mlp/config.pbtxt",
+                 (folder / "config.pbtxt").read_text())
+    for step in ("mlp", "gate"):
+        assert 'backend: "npu_ge"' in (tmp_path / "repo" / step / "config.pbtxt").read_text()
+    assert 'backend: "python"' in (tmp_path / "repo" / "top" / "config.pbtxt").read_text()
+    report = check_ensemble(folder, models=True)
+    assert report.ok, report.problems
+    assert sorted(report.models) == ["gate", "mlp"]
+    assert {m.onnxruntime for m in report.models.values()} == {"1.23.2"}
+    feeds = _feeds(2)
+    out = run_pipeline(pipe, feeds)  # the operator step runs its opsdk kernel in-process
+    assert out["score"].shape == (2, 1) and (out["score"] >= 0).all()
+
+
+PIPELINE_ERRORS = {
+    "unknown key": ({"stepz": []}, r"unknown key 'stepz'; allowed: "),
+    "no steps": ({"steps": []}, r"no steps; add at least one \[\[steps\]\] table"),
+    "bad dtype": ({"inputs": {"raw": {"dtype": "float", "dims": [16]}}},
+                  r"inputs.raw: dtype 'float' is not one of bool, uint8"),
+    "bad dims": ({"inputs": {"raw": {"dtype": "float32", "dims": [0]}}},
+                 r"dims must be a non-empty list of sizes \(-1 for a variable dim\)"),
+    "two kinds": ({"steps": [{"name": "s", "python": "steps.py:scale", "onnx": "mlp.onnx"}]},
+                  r"step 's': give exactly one of python"),
+    "no function": ({"steps": [{"name": "s", "python": "steps.py:nope"}]},
+                    r"steps.py defines no top-level function 'nope'; it has scale, top"),
+    "untyped output": ({"steps": [{"name": "s", "python": "steps.py:scale",
+                                   "inputs": {"raw": "raw"}, "outputs": {"x": "x"}}]},
+                       r"step 's': output 'x' needs a dtype and dims"),
+    "unknown tensor": ({"steps": [{"name": "s", "onnx": "mlp.onnx",
+                                   "inputs": {"x": "nothing"}}]},
+                       r"input 'x' reads tensor 'nothing', which no earlier step produces"),
+    "missing model": ({"steps": [{"name": "s", "onnx": "gone.onnx"}]},
+                      r"ONNX model .*gone.onnx does not exist"),
+    "step named like pipeline": ({"steps": [{"name": "scaled_mlp", "onnx": "mlp.onnx"}]},
+                                 r"step 'scaled_mlp': the name is taken"),
+    "output not produced": ({"outputs": ["nope"]}, r"output 'nope' is not produced by any"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PIPELINE_ERRORS))
+def test_a_wrong_description_is_refused_with_the_fix(case: str, folder: Path) -> None:
+    import tomllib
+
+    data = tomllib.loads(PIPELINE_TOML % {"extra": "", "top_input": "y"})
+    change, message = PIPELINE_ERRORS[case]
+    data.update(change)
+    with pytest.raises(PipelineError, match=message):
+        pipeline_from_dict(data, folder, source="pipeline.toml")
+
+
+def test_model_input_unknown_to_the_onnx_file_is_refused(folder: Path, tmp_path: Path) -> None:
+    text = (folder / "pipeline.toml").read_text().replace("z = \"z\" }", "w = \"z\" }")
+    (tmp_path / "p.toml").write_text(text)
+    for name in ("steps.py", "mlp.onnx"):
+        shutil.copy(folder / name, tmp_path / name)
+    with pytest.raises(PipelineError, match=r"step 'mlp': the model has no input 'w'; its "
+                                            r"inputs are x, z"):
+        build_pipeline(load_pipeline(tmp_path / "p.toml"), tmp_path / "repo")
+    assert not (tmp_path / "repo").exists()  # nothing written before every step planned
+
+
+def test_a_function_object_is_a_step(folder: Path) -> None:
+    from opsdk.triton._steps import load_function
+
+    fn = load_function(folder / "steps.py", "scale", "opsdk_test_steps")
+    import tomllib
+
+    data = tomllib.loads(PIPELINE_TOML % {"extra": "", "top_input": "y"})
+    data["steps"][0]["python"] = fn
+    pipe = pipeline_from_dict(data, folder)
+    assert pipe.steps[0].function == ((folder / "steps.py").resolve(), "scale")
+    data["steps"][0]["python"] = lambda raw: raw
+    with pytest.raises(PipelineError, match="must be a top-level function of a .py file"):
+        pipeline_from_dict(data, folder)
+
+
+def test_rebuild_needs_force_and_keeps_foreign_folders(folder: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    repo = tmp_path / "repo"
+    args = ["triton", "pipeline", str(folder / "pipeline.toml"), "-o", str(repo),
+            "--operators", str(tmp_path / "none")]
+    assert main(args) == 0
+    assert "wrote ensemble" in capsys.readouterr().out
+    assert main(args) != 0
+    assert re.search(r"scaled_mlp already exists; pass --force", capsys.readouterr().err)
+    (repo / "top" / "notes.txt").write_text("mine")
+    assert main([*args, "--force"]) != 0
+    assert re.search(r"top holds files opsdk did not write \(notes.txt\)",
+                     capsys.readouterr().err)
+    assert (repo / "scale" / "1" / "model.py").is_file()  # refused before any folder went
+    assert (repo / "top" / "notes.txt").read_text() == "mine"
+    (repo / "top" / "notes.txt").unlink()
+    assert main([*args, "--force"]) == 0
+
+
+def test_a_step_function_failure_names_the_step() -> None:
+    from opsdk.triton._steps import call_step
+
+    f32 = np.dtype(np.float32)
+    with pytest.raises(TypeError, match=r"step 'top': output 'y' has dtype float64, the "
+                                        r"pipeline declares float32; cast it"):
+        call_step("top", lambda x: {"y": x * 2.0}, {"x": np.ones(2)}, [("y", f32)])
+    with pytest.raises(ValueError, match=r"step 'top': the function returned \['z'\], not the "
+                                         r"declared output 'y'"):
+        call_step("top", lambda x: {"z": x}, {"x": np.ones(2, np.float32)}, [("y", f32)])
+
+
+def test_bench_arguments_parse() -> None:
+    import argparse
+
+    from opsdk.cli import cmd_triton_pipeline
+
+    parser = argparse.ArgumentParser()
+    cmd_triton_pipeline.register(parser.add_subparsers())
+    args = parser.parse_args(["bench", "repo", "--model", "m", "--concurrency", "1,4",
+                              "--shape", "image=32,48,3", "--json"])
+    assert args.concurrency == (1, 4) and args.shape == [("image", (32, 48, 3))]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "repo", "--model", "m", "--concurrency", "0"])
