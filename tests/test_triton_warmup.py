@@ -4,6 +4,11 @@ proto, so a malformed entry fails here, not at server start."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
+import onnx
 import pytest
 from _helpers.triton_models import mlp_model, parse_config
 from onnx import TensorProto as T
@@ -11,6 +16,7 @@ from onnx import helper
 
 from opsdk.triton import RepositoryOptions, TritonConfigError, read_graph_io, render_model
 from opsdk.triton._warmup import batch_sizes_formed
+from opsdk.triton.testing import triton_server  # noqa: F401
 
 
 def _warmups(opts: RepositoryOptions, model: object = None) -> list[tuple[str, int, list[list[int]]]]:
@@ -89,3 +95,20 @@ def test_no_warmup_without_the_flag() -> None:
     opts = RepositoryOptions("m", max_batch_size=8, operators_path=())
     assert _warmups(opts) == []
     assert batch_sizes_formed(0, [4], True) == [1]
+
+
+@pytest.mark.slow
+def test_a_real_server_runs_every_warmup_sample(
+        tmp_path: Path, triton_server: Any) -> None:  # noqa: F811
+    """tritonserver loads the config and runs one warm-up sample per batch size before it
+    reports the model ready (its verbose log names each sample)."""
+    from opsdk.triton import build_repository
+
+    src = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(), str(src))
+    build_repository(src, tmp_path / "repo", RepositoryOptions(
+        "mlp", max_batch_size=4, preferred_batch_sizes=(2,), warmup=True, operators_path=()))
+    server = triton_server(tmp_path / "repo", log_verbose=1)
+    log = server.log_tail(chars=2_000_000)
+    for name in ("opsdk_batch_1", "opsdk_batch_2", "opsdk_batch_4"):
+        assert re.search(rf"running warmup sample '{name}'", log), name
