@@ -22,7 +22,7 @@ from opsdk.triton.testing import triton_server  # noqa: F401
 def _warmups(opts: RepositoryOptions, model: object = None) -> list[tuple[str, int, list[list[int]]]]:
     io = read_graph_io(model if model is not None else mlp_model())
     config = parse_config(render_model(io, opts)["config.pbtxt"])
-    return [(w.name, w.batch_size, [list(v.dims) for v in w.inputs.values()])
+    return [(w.name, w.batch_size, [list(w.inputs[k].dims) for k in sorted(w.inputs)])
             for w in config.model_warmup]  # type: ignore[attr-defined]
 
 
