@@ -89,7 +89,16 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
     "CompareScalar": (frozenset({200, 220, 300}), "basic_api/impl/dav_c100/"
                       "kernel_operator_vec_cmpsel_impl.h: CompareScalar is "
                       "ASCENDC_REPORT_NOT_SUPPORT"),
+    "Gather": (frozenset({200, 220, 300}), "basic_api/impl/dav_c100/"
+               "kernel_operator_vec_gather_impl.h: GatherImpl is ASCENDC_REPORT_NOT_SUPPORT"),
+    "Gatherb": (frozenset({220, 300}), "basic_api/impl/dav_c100 and dav_m200/"
+                "kernel_operator_vec_gather_impl.h: GatherbImpl is ASCENDC_REPORT_NOT_SUPPORT"),
 }
+
+#: int4b_t in Cast: half -> int4b_t on 200 and 220 (200: CAST_NONE only), int4b_t -> half on
+#: 220 only (basic_api/impl/dav_c220 and dav_m200/kernel_operator_vec_vconv_impl.h,
+#: CheckCastDatatype; dav_c100 and dav_m300 have no int4b_t conversion).
+INT4_CAST_ARCHS = frozenset({200, 220})
 
 #: API -> (the __CCE_AICORE__ values where it takes bfloat16_t, where that is said).
 BF16_API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
@@ -152,4 +161,5 @@ def api_flags(soc: str) -> dict[str, int]:
     arch = aicore_arch(soc).cce_aicore
     flags = {api: int(arch in archs) for api, (archs, _) in API_ARCHS.items()}
     flags.update({f"BF16_{api}": int(arch in archs) for api, (archs, _) in BF16_API_ARCHS.items()})
+    flags["INT4_Cast"] = int(arch in INT4_CAST_ARCHS)
     return flags

@@ -57,6 +57,15 @@
 #ifndef OPSDK_HAS_SetPadValue
 #define OPSDK_HAS_SetPadValue 1
 #endif
+#ifndef OPSDK_HAS_Gather
+#define OPSDK_HAS_Gather 1
+#endif
+#ifndef OPSDK_HAS_Gatherb
+#define OPSDK_HAS_Gatherb 1
+#endif
+#ifndef OPSDK_HAS_INT4_Cast
+#define OPSDK_HAS_INT4_Cast 1
+#endif
 #ifndef OPSDK_HAS_BF16_Cast
 #define OPSDK_HAS_BF16_Cast 1
 #endif
@@ -101,9 +110,44 @@ struct bfloat16_t {
     }
 };
 
+namespace AscendC {
+// int4b_t: a signed 4-bit integer, two to a byte, the even element in the low nibble
+// (basic_api/impl/utils/kernel_utils_constants.h: IntegerSubType<INT4_BIT_NUM, true>; the
+// nibble order is LocalTensor::GetValue/SetValue's in basic_api/impl/kernel_tensor_impl.h).
+// Tensors of it count elements; their bytes are half that.
+struct int4b_t {
+    uint8_t storage = 0;
+    int4b_t() = default;
+    int4b_t(int32_t value) : storage(static_cast<uint8_t>(value & 0xF)) {}
+    operator int32_t() const { return (storage & 0x8u) ? int32_t(storage) - 16 : int32_t(storage); }
+};
+}  // namespace AscendC
+
 namespace opsdk_ascendc {
 
 template <typename... A> constexpr bool kNever = false;
+template <typename T> constexpr bool kInt4 = std::is_same_v<T, AscendC::int4b_t>;
+// Bytes of n elements of T, and elements in n bytes (int4b_t: two elements to a byte).
+template <typename T> constexpr uint64_t BytesOf(uint64_t n) { return kInt4<T> ? n / 2 : n * sizeof(T); }
+template <typename T> constexpr uint64_t ElemsOf(uint64_t bytes) { return kInt4<T> ? bytes * 2 : bytes / sizeof(T); }
+// Element i of the T elements at p (an int4b_t is the low nibble for even i, the high for odd).
+template <typename T> inline T LoadAt(const uint8_t* p, uint64_t i) {
+    T v;
+    if constexpr (kInt4<T>) {
+        v.storage = static_cast<uint8_t>((p[i / 2] >> (4 * (i % 2))) & 0xFu);
+    } else {
+        std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+    }
+    return v;
+}
+template <typename T> inline void StoreAt(uint8_t* p, uint64_t i, T v) {
+    if constexpr (kInt4<T>) {
+        const unsigned shift = 4 * (i % 2);
+        p[i / 2] = static_cast<uint8_t>((p[i / 2] & ~(0xFu << shift)) | ((v.storage & 0xFu) << shift));
+    } else {
+        std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+    }
+}
 template <typename T, typename... Ok> constexpr bool OneOfT = (std::is_same_v<T, Ok> || ...);
 
 class ModelError : public std::runtime_error {
@@ -122,6 +166,7 @@ template <typename T> constexpr const char* TypeName() {
     else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
     else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
     else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, AscendC::int4b_t>) return "int4b_t";
     else return "an unmodelled type";
 }
 
@@ -263,6 +308,8 @@ struct Block {
     uint8_t cmpMask[16] = {};  // the vector's CMPMASK register (128 bits): Compare without dstLocal
     bool padSet = false;   // the MTE2 pad register (set_mov_pad_val): SetPadValue, or a padding
     uint64_t padBits = 0;  // DataCopyPad; its bit code, low bytes first
+    uint32_t accInstr = 0; // the ACC_VAL register (get_acc_val): the instruction that set it, or 0
+    uint64_t accBits = 0;  // ... and its bits, the value in the low bytes
 };
 
 inline thread_local Block* tBlock = nullptr;

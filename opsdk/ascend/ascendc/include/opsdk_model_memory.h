@@ -2,6 +2,8 @@
 #ifndef OPSDK_ASCENDC_MODEL_MEMORY_H
 #define OPSDK_ASCENDC_MODEL_MEMORY_H
 
+#include <deque>
+
 #include "opsdk_model_core.h"
 #include "opsdk_model_pipes.h"
 
@@ -58,6 +60,21 @@ constexpr Pipe QueueConsumer(AscendC::TPosition src, AscendC::TPosition dst) {
     return (dst == AscendC::TPosition::VECOUT && src != AscendC::TPosition::VECCALC) ? Pipe::MTE3 : Pipe::V;
 }
 
+// The Unified Buffer range of a LocalTensor made from an address (no TPipe behind it): one
+// descriptor per range and thread, kept for the thread's life so tensors may point at it.
+inline Slot* RawSlot(uint64_t offset, uint64_t bytes) {
+    thread_local std::deque<Slot> slots;
+    for (Slot& s : slots) {
+        if (s.offset == offset && s.bytes == bytes) return &s;
+    }
+    Slot s;
+    s.offset = offset;
+    s.bytes = bytes;
+    s.state = SlotState::Fixed;
+    slots.push_back(s);
+    return &slots.back();
+}
+
 }  // namespace opsdk_ascendc
 
 namespace AscendC {
@@ -68,6 +85,30 @@ public:
     LocalTensor() = default;
     LocalTensor(opsdk_ascendc::Slot* slot, uint64_t byteOffset, uint32_t size)
         : slot_(slot), gen_(slot ? slot->gen : 0), byteOffset_(byteOffset), size_(size) {}
+    // tileSize elements at Unified Buffer byte addr, outside any TPipe buffer. Newer than CANN
+    // 8.1.RC1 (whose interface/kernel_tensor.h lacks it): asc-devkit's include/basic_api/
+    // kernel_tensor.h, with CreateTensor's checks (impl/basic_api/kernel_tensor_impl.h).
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) {
+        const char* api = "LocalTensor(TPosition, addr, tileSize)";
+        const uint64_t bytes = opsdk_ascendc::BytesOf<T>(tileSize), ub = opsdk_ascendc::Cur().launch->ubBytes;
+        if (pos == TPosition::GM || pos == TPosition::MAX) {
+            opsdk_ascendc::Fail(api, "pos is GM or MAX; a LocalTensor lives in the Unified Buffer (VECIN, VECOUT, VECCALC)");
+        }
+        if (addr % opsdk_ascendc::kBlockBytes != 0) {
+            opsdk_ascendc::Fail(api, "addr is " + opsdk_ascendc::S(addr) + "; it must be a multiple of 32 bytes");
+        }
+        if (tileSize == 0 || (opsdk_ascendc::kInt4<T> && tileSize % 2 != 0) || bytes % opsdk_ascendc::kBlockBytes != 0) {
+            opsdk_ascendc::Fail(api, "tileSize is " + opsdk_ascendc::S(tileSize) + " " + opsdk_ascendc::TypeName<T>() +
+                                         " elements = " + opsdk_ascendc::S(bytes) +
+                                         " bytes; it must be above 0 and a multiple of 32 bytes");
+        }
+        if (addr + bytes > ub) {
+            opsdk_ascendc::Fail(api, "addr " + opsdk_ascendc::S(addr) + " + " + opsdk_ascendc::S(bytes) +
+                                         " bytes runs past the Unified Buffer's " + opsdk_ascendc::S(ub) + " bytes");
+        }
+        slot_ = opsdk_ascendc::RawSlot(addr, bytes);
+        size_ = tileSize;
+    }
 
     LocalTensor operator[](uint32_t offset) const {
         Check("LocalTensor::operator[]", "tensor");
@@ -76,29 +117,47 @@ public:
                                 "offset " + opsdk_ascendc::S(offset) + " is past the tensor's " +
                                     opsdk_ascendc::S(size_) + " elements");
         }
+        if (opsdk_ascendc::kInt4<T> && offset % 2 != 0) {
+            opsdk_ascendc::Fail("LocalTensor::operator[]", "offset " + opsdk_ascendc::S(offset) +
+                                                               " into a LocalTensor<int4b_t> must be even (two "
+                                                               "elements to a byte)");
+        }
         LocalTensor t(*this);
-        t.byteOffset_ += static_cast<uint64_t>(offset) * sizeof(T);
+        t.byteOffset_ += opsdk_ascendc::BytesOf<T>(offset);
         t.size_ -= offset;
         return t;
     }
     uint32_t GetSize() const { return size_; }
+    // The tensor's length in elements; it may grow past its buffer up to the end of the Unified
+    // Buffer (basic_api/impl/kernel_tensor_impl.h: SetSize checks only that bound).
+    void SetSize(const uint32_t size) {
+        Check("LocalTensor::SetSize", "tensor");
+        const uint64_t ub = opsdk_ascendc::Cur().launch->ubBytes, need = opsdk_ascendc::BytesOf<T>(size);
+        if (UbAddr() + need > ub) {
+            opsdk_ascendc::Fail("LocalTensor::SetSize", "size " + opsdk_ascendc::S(size) + " " +
+                                                            opsdk_ascendc::TypeName<T>() + " elements = " +
+                                                            opsdk_ascendc::S(need) + " bytes from Unified Buffer byte " +
+                                                            opsdk_ascendc::S(UbAddr()) + " run past its " +
+                                                            opsdk_ascendc::S(ub) + " bytes (buffer overflow)");
+        }
+        size_ = size;
+    }
     T* GetPhyAddr() const { return reinterpret_cast<T*>(Span("LocalTensor::GetPhyAddr", "tensor", 0, 0)); }
     T* GetPhyAddr(const uint32_t offset) const {
         return reinterpret_cast<T*>(Span("LocalTensor::GetPhyAddr", "offset", offset, 0));
     }
     T GetValue(uint32_t i, opsdk_ascendc::Loc loc = {}) const {
         opsdk_ascendc::Issue is("LocalTensor::GetValue", opsdk_ascendc::Pipe::S, loc);
-        T v;
-        std::memcpy(&v, Elem("LocalTensor::GetValue", i), sizeof(T));
-        return v;
+        return opsdk_ascendc::LoadAt<T>(Elem("LocalTensor::GetValue", i), opsdk_ascendc::kInt4<T> ? i % 2 : 0);
     }
     void SetValue(uint32_t i, T v, opsdk_ascendc::Loc loc = {}) const {
         opsdk_ascendc::Issue is("LocalTensor::SetValue", opsdk_ascendc::Pipe::SS, loc);
-        std::memcpy(Elem("LocalTensor::SetValue", i), &v, sizeof(T));
+        opsdk_ascendc::StoreAt<T>(Elem("LocalTensor::SetValue", i), opsdk_ascendc::kInt4<T> ? i % 2 : 0, v);
     }
     template <typename U> LocalTensor<U> ReinterpretCast() const {
         Check("LocalTensor::ReinterpretCast", "tensor");
-        LocalTensor<U> t(slot_, byteOffset_, static_cast<uint32_t>(size_ * sizeof(T) / sizeof(U)));
+        LocalTensor<U> t(slot_, byteOffset_,
+                         static_cast<uint32_t>(opsdk_ascendc::ElemsOf<U>(opsdk_ascendc::BytesOf<T>(size_))));
         return t;
     }
 
@@ -119,7 +178,8 @@ public:
                                          " is used between EnQue and DeQue; DeQue it first");
         }
     }
-    // Checked pointer to elements [i, i + n) (n may exceed the tensor: that is the error).
+    // Checked pointer to elements [i, i + n) (n may exceed the tensor: that is the error); for
+    // int4b_t, to the byte holding element i.
     uint8_t* Span(const char* api, const char* arg, uint64_t i, uint64_t n) const {
         Check(api, arg);
         if (i + n > size_) {
@@ -128,13 +188,16 @@ public:
                                          ") of a LocalTensor<" + opsdk_ascendc::TypeName<T>() +
                                          "> of " + opsdk_ascendc::S(size_) + " elements");
         }
+        const uint64_t first = opsdk_ascendc::BytesOf<T>(i);
+        const uint64_t end = opsdk_ascendc::kInt4<T> ? (i + n + 1) / 2 : opsdk_ascendc::BytesOf<T>(i + n);
         const int dir = opsdk_ascendc::Direction(api, arg);
         if (dir != 0) {
-            opsdk_ascendc::Access(slot_->offset + byteOffset_ + i * sizeof(T), n * sizeof(T), dir == 2,
+            opsdk_ascendc::Access(slot_->offset + byteOffset_ + first, end - first, dir == 2,
                                   opsdk_ascendc::Buffer{arg, slot_->offset, slot_->bytes,
-                                                        slot_->state == opsdk_ascendc::SlotState::Fixed});
+                                                        slot_->state == opsdk_ascendc::SlotState::Fixed,
+                                                        slot_->owner == nullptr});
         }
-        return opsdk_ascendc::Cur().ub.data() + slot_->offset + byteOffset_ + i * sizeof(T);
+        return opsdk_ascendc::Cur().ub.data() + slot_->offset + byteOffset_ + first;
     }
     uint8_t* Elem(const char* api, uint64_t i) const { return Span(api, "index", i, 1); }
     uint64_t UbAddr() const { return slot_ ? slot_->offset + byteOffset_ : 0; }
@@ -165,8 +228,13 @@ public:
         size_ = UINT64_MAX / sizeof(T);
     }
     GlobalTensor operator[](uint64_t offset) const {
+        if (opsdk_ascendc::kInt4<T> && offset % 2 != 0) {
+            opsdk_ascendc::Fail("GlobalTensor::operator[]", "offset " + opsdk_ascendc::S(offset) +
+                                                                " into a GlobalTensor<int4b_t> must be even (two "
+                                                                "elements to a byte)");
+        }
         GlobalTensor t(*this);
-        t.ptr_ = ptr_ + offset;
+        t.ptr_ = ptr_ + (opsdk_ascendc::kInt4<T> ? offset / 2 : offset);
         t.size_ = size_ >= offset ? size_ - offset : 0;
         return t;
     }
@@ -221,7 +289,7 @@ public:
                 if (kSynced && s.freed.set) {
                     opsdk_ascendc::WaitFlagOn(s.freed, kProducer, "TQue::AllocTensor", loc, "the buffer's free");
                 }
-                return LocalTensor<T>(&s, 0, static_cast<uint32_t>(s.bytes / sizeof(T)));
+                return LocalTensor<T>(&s, 0, static_cast<uint32_t>(opsdk_ascendc::ElemsOf<T>(s.bytes)));
             }
         }
         opsdk_ascendc::Fail("TQue::AllocTensor",
@@ -259,7 +327,7 @@ public:
         --count_;
         s->state = opsdk_ascendc::SlotState::Dequeued;
         if (kSynced) opsdk_ascendc::WaitFlagOn(s->enqueued, kConsumer, "TQue::DeQue", loc, "the queue's EnQue flag");
-        return LocalTensor<T>(s, 0, static_cast<uint32_t>(s->bytes / sizeof(T)));
+        return LocalTensor<T>(s, 0, static_cast<uint32_t>(opsdk_ascendc::ElemsOf<T>(s->bytes)));
     }
     template <typename T> void FreeTensor(const LocalTensor<T>& t, opsdk_ascendc::Loc loc = {}) {
         Ready("TQue::FreeTensor");
@@ -298,14 +366,14 @@ template <TPosition POS = TPosition::VECCALC> class TBuf {
 public:
     template <typename T> LocalTensor<T> Get() {
         Ready("TBuf::Get");
-        return LocalTensor<T>(&slot_, 0, static_cast<uint32_t>(slot_.bytes / sizeof(T)));
+        return LocalTensor<T>(&slot_, 0, static_cast<uint32_t>(opsdk_ascendc::ElemsOf<T>(slot_.bytes)));
     }
     template <typename T> LocalTensor<T> Get(uint32_t len) {
         Ready("TBuf::Get");
-        if (static_cast<uint64_t>(len) * sizeof(T) > slot_.bytes) {
+        if (opsdk_ascendc::BytesOf<T>(len) > slot_.bytes) {
             opsdk_ascendc::Fail("TBuf::Get", "len " + opsdk_ascendc::S(len) + " " +
                                                  opsdk_ascendc::TypeName<T>() + " elements need " +
-                                                 opsdk_ascendc::S(len * sizeof(T)) +
+                                                 opsdk_ascendc::S(opsdk_ascendc::BytesOf<T>(len)) +
                                                  " bytes; InitBuffer gave this TBuf " +
                                                  opsdk_ascendc::S(slot_.bytes));
         }
@@ -314,10 +382,10 @@ public:
     template <typename T> LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {
         Ready("TBuf::GetWithOffset");
         if (bufOffset % opsdk_ascendc::kBlockBytes != 0 ||
-            bufOffset + static_cast<uint64_t>(size) * sizeof(T) > slot_.bytes) {
+            bufOffset + opsdk_ascendc::BytesOf<T>(size) > slot_.bytes) {
             opsdk_ascendc::Fail("TBuf::GetWithOffset",
                                 "bufOffset " + opsdk_ascendc::S(bufOffset) + " + " +
-                                    opsdk_ascendc::S(size * sizeof(T)) +
+                                    opsdk_ascendc::S(opsdk_ascendc::BytesOf<T>(size)) +
                                     " bytes must be 32-byte aligned and within the TBuf's " +
                                     opsdk_ascendc::S(slot_.bytes) + " bytes");
         }
@@ -424,6 +492,19 @@ namespace AscendC {
 
 inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
 inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
+
+}  // namespace AscendC
+
+// The block's index and the launch's block count as kernels read them outside AscendC: the
+// compiler's builtins (ccec_compiler's __clang_cce_aicore_builtin_vars.h: #define block_idx
+// get_block_idx(), #define block_num get_block_num()) and CPU-debug's (tools/tikicpulib/lib/
+// include/stub_fun.h: int64_t get_block_idx(), get_block_num()).
+inline int64_t get_block_idx() { return opsdk_ascendc::Cur().idx; }
+inline int64_t get_block_num() { return opsdk_ascendc::Cur().launch->blockNum; }
+#define block_idx get_block_idx()
+#define block_num get_block_num()
+
+namespace AscendC {
 
 // Synchronisation between pipes (opsdk_model_pipes.h): SetFlag/WaitFlag per HardEvent and
 // event id, PipeBarrier<PIPE_ALL>. A pipe runs its own instructions in order, so
@@ -554,9 +635,9 @@ template <typename T> inline void StoreGm(const char* api, T* g, const uint8_t* 
 }
 
 template <typename T> inline void CheckCopyCount(const char* api, uint64_t count) {
-    if (count * sizeof(T) % kBlockBytes != 0) {
+    if (BytesOf<T>(count) % kBlockBytes != 0 || (kInt4<T> && count % 2 != 0)) {
         Fail(api, "calCount is " + S(count) + " " + TypeName<T>() + " elements = " +
-                      S(count * sizeof(T)) +
+                      S(BytesOf<T>(count)) +
                       " bytes; it must be a multiple of 32 bytes (use DataCopyPad for a tail)");
     }
 }
@@ -577,8 +658,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
     uint8_t* d = dst.Span("DataCopy", "dstLocal", 0, calCount);
-    opsdk_ascendc::GmRead("DataCopy", src.ptr_, uint64_t(calCount) * sizeof(T));
-    std::memcpy(d, src.ptr_, uint64_t(calCount) * sizeof(T));
+    opsdk_ascendc::GmRead("DataCopy", src.ptr_, opsdk_ascendc::BytesOf<T>(calCount));
+    std::memcpy(d, src.ptr_, opsdk_ascendc::BytesOf<T>(calCount));
 }
 
 template <typename T>
@@ -588,7 +669,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     src.CheckAligned("DataCopy", "srcLocal");
     uint8_t* s = src.Span("DataCopy", "srcLocal", 0, calCount);
-    opsdk_ascendc::StoreGm<T>("DataCopy", dst.ptr_, s, calCount);
+    opsdk_ascendc::StoreGm<T>("DataCopy", dst.ptr_, s, opsdk_ascendc::kInt4<T> ? calCount / 2 : calCount);
 }
 
 template <typename T>
@@ -599,7 +680,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     dst.CheckAligned("DataCopy", "dstLocal");
     src.CheckAligned("DataCopy", "srcLocal");
     std::memmove(dst.Span("DataCopy", "dstLocal", 0, calCount),
-                 src.Span("DataCopy", "srcLocal", 0, calCount), uint64_t(calCount) * sizeof(T));
+                 src.Span("DataCopy", "srcLocal", 0, calCount), opsdk_ascendc::BytesOf<T>(calCount));
 }
 
 // DataCopyParams form: blockLen and strides in 32-byte blocks on both sides.

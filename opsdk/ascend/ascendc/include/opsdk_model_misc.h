@@ -77,10 +77,20 @@ template <typename D, typename S> constexpr bool kCastPair =
     (std::is_same_v<S, bfloat16_t> && OneOf<D, float, int32_t>) ||
     (std::is_same_v<S, int32_t> && OneOf<D, float, half, int16_t, int64_t>) ||
     (std::is_same_v<S, int16_t> && OneOf<D, half, float>) ||
-    (std::is_same_v<S, int8_t> && OneOf<D, half>) || (std::is_same_v<S, uint8_t> && OneOf<D, half>);
+    (std::is_same_v<S, int8_t> && OneOf<D, half>) || (std::is_same_v<S, uint8_t> && OneOf<D, half>) ||
+    (std::is_same_v<S, half> && kInt4<D>) || (kInt4<S> && std::is_same_v<D, half>);
+
+// The int4b_t casts: half -> int4b_t on 200 and 220, int4b_t -> half on 220 only
+// (basic_api/impl/dav_c220 and dav_m200/kernel_operator_vec_vconv_impl.h, CheckCastDatatype).
+template <typename D, typename S> constexpr bool kInt4CastOk =
+    !(kInt4<D> || kInt4<S>) || (OPSDK_HAS_INT4_Cast && (kInt4<D> || OPSDK_AICORE_ARCH == 220));
 
 template <typename D, typename S> inline D CastOne(S s, AscendC::RoundMode m) {
-    if constexpr (std::is_integral_v<D>) {
+    if constexpr (kInt4<D>) {  // rounded, then saturated to [-8, 7] as the 8-bit casts saturate
+        return D(std::clamp(RoundToInt<int32_t>(ToF(s), m), -8, 7));
+    } else if constexpr (kInt4<S>) {
+        return FromF<D>(static_cast<float>(static_cast<int32_t>(s)));  // exact
+    } else if constexpr (std::is_integral_v<D>) {
         return RoundToInt<D>(static_cast<float>(ToF(s)), m);
     } else if constexpr (std::is_integral_v<S>) {
         return RoundTo<D>(static_cast<float>(s), m);
@@ -112,6 +122,14 @@ template <typename D, typename S> inline void CheckCastMode(AscendC::RoundMode m
                      "(\"CAST_NONE from float to bfloat16_t not supported on current device\"); name the "
                      "rounding, e.g. CAST_RINT");
     }
+    if (kInt4<S> && m != RoundMode::CAST_NONE) {
+        Fail("Cast", std::string("round_mode ") + ModeName(m) + " for int4b_t -> half: this conversion is exact and "
+                     "takes CAST_NONE only (dav_c220/kernel_operator_vec_vconv_impl.h)");
+    }
+    if (kInt4<D> && OPSDK_AICORE_ARCH != 220 && m != RoundMode::CAST_NONE) {
+        Fail("Cast", std::string("round_mode ") + ModeName(m) + " for half -> int4b_t: __CCE_AICORE__ " +
+                         std::to_string(OPSDK_AICORE_ARCH) + " takes CAST_NONE only (dav_m200/kernel_operator_vec_vconv_impl.h)");
+    }
     if (m == RoundMode::CAST_ODD && !(std::is_same_v<S, float> && std::is_same_v<D, half>)) {
         Fail("Cast", std::string("round_mode CAST_ODD is for float -> half only, not ") + TypeName<S>() + " -> " +
                          TypeName<D>());
@@ -129,14 +147,15 @@ inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const R
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
     static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
+    static_assert(opsdk_ascendc::kInt4CastOk<T1, T2>,
+                  "Cast of int4b_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     dst.CheckAligned("Cast", "dstLocal");
     src.CheckAligned("Cast", "srcLocal");
     uint8_t* d = dst.Span("Cast", "dstLocal", 0, calCount);
     uint8_t* s = src.Span("Cast", "srcLocal", 0, calCount);
     for (uint32_t i = 0; i < calCount; ++i) {
-        opsdk_ascendc::Store<T1>(d + i * sizeof(T1),
-                                 opsdk_ascendc::CastOne<T1>(opsdk_ascendc::Load<T2>(s + i * sizeof(T2)), round_mode));
+        opsdk_ascendc::StoreAt<T1>(d, i, opsdk_ascendc::CastOne<T1>(opsdk_ascendc::LoadAt<T2>(s, i), round_mode));
     }
 }
 
@@ -148,19 +167,22 @@ inline void Cast(const LocalTensor<T1>& dst, const LocalTensor<T2>& src, const R
     static_assert(opsdk_ascendc::kCastPair<T1, T2>, "Cast: this source/destination dtype pair is not a documented Ascend C Cast");
     static_assert(OPSDK_HAS_BF16_Cast || !(std::is_same_v<T1, bfloat16_t> || std::is_same_v<T2, bfloat16_t>),
                   "Cast of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
+    static_assert(opsdk_ascendc::kInt4CastOk<T1, T2>,
+                  "Cast of int4b_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
     opsdk_ascendc::CheckCastMode<T1, T2>(round_mode);
     using W = std::conditional_t<(sizeof(T1) > sizeof(T2)), T1, T2>;  // the wider type sets the repeat
     const uint64_t m[2] = {mask, 0};
     opsdk_ascendc::RepeatShape r = opsdk_ascendc::CheckMask<W>("Cast", m, false);
     dst.CheckAligned("Cast", "dstLocal");
     src.CheckAligned("Cast", "srcLocal");
-    const uint64_t dpb = 32 / sizeof(T1), spb = 32 / sizeof(T2);
+    const uint64_t dpb = opsdk_ascendc::ElemsOf<T1>(32), spb = opsdk_ascendc::ElemsOf<T2>(32);
     opsdk_ascendc::ForRepeats(r, repeatTimes, m, false, [&](uint64_t rep, uint64_t blk, uint64_t k) {
         uint64_t idx = blk * r.perBlock + k;
         uint64_t so = (rep * p.srcRepStride + (idx / spb) * p.srcBlkStride) * spb + idx % spb;
         uint64_t dO = (rep * p.dstRepStride + (idx / dpb) * p.dstBlkStride) * dpb + idx % dpb;
-        T2 v = opsdk_ascendc::Load<T2>(src.Span("Cast", "srcLocal", so, 1));
-        opsdk_ascendc::Store<T1>(dst.Span("Cast", "dstLocal", dO, 1), opsdk_ascendc::CastOne<T1>(v, round_mode));
+        T2 v = opsdk_ascendc::LoadAt<T2>(src.Span("Cast", "srcLocal", so, 1), opsdk_ascendc::kInt4<T2> ? so % 2 : 0);
+        opsdk_ascendc::StoreAt<T1>(dst.Span("Cast", "dstLocal", dO, 1), opsdk_ascendc::kInt4<T1> ? dO % 2 : 0,
+                                   opsdk_ascendc::CastOne<T1>(v, round_mode));
     });
 }
 
@@ -379,6 +401,143 @@ inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, co
 OPSDK_UNAVAILABLE(GatherMask)
 #endif
 
+// GatherRepeatParams as basic_api/interface/kernel_struct_gather.h declares it (Gatherb reads
+// dstBlkStride and dstRepStride, in 32-byte blocks).
+struct GatherRepeatParams {
+    GatherRepeatParams() = default;
+    GatherRepeatParams(const uint8_t dstBlkStrideIn, const uint8_t dstRepStrideIn)
+        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn) {}
+    uint32_t blockNumber = 8;
+    uint16_t dstRepStride = 8;
+    uint8_t dstBlkStride = 1;
+    uint8_t src0BlkStride = 1;
+    uint8_t src1BlkStride = 1;
+    uint8_t src0RepStride = 8;
+    uint8_t src1RepStride = 8;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+};
+
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// The source element a Gather offset names: srcBaseAddr + offset bytes from srcLocal's start
+// (vgather's address is srcLocal + srcBaseAddr, each offset added in bytes: basic_api/impl/
+// dav_c220/kernel_operator_vec_gather_impl.h), a whole element inside srcLocal.
+template <typename T>
+inline uint64_t GatherSource(const char* api, const char* arg, const AscendC::LocalTensor<T>& src, uint32_t base,
+                             uint32_t offset, uint64_t i, uint64_t unit) {
+    const uint64_t at = uint64_t(base) + offset, have = uint64_t(src.GetSize()) * sizeof(T);
+    if (at % unit != 0 || at + unit > have) {
+        Fail(api, std::string(arg) + "[" + S(i) + "] = " + S(offset) + " bytes (+ srcBaseAddr " + S(base) +
+                      ") names source bytes [" + S(at) + ", " + S(at + unit) + "); expected a multiple of " +
+                      S(unit) + " within the source tensor's " + S(have) +
+                      " bytes (the offsets are byte offsets, not element indices: index * sizeof(T))");
+    }
+    return at / sizeof(T);
+}
+
+template <typename T>
+inline void GatherRepeats(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                          const AscendC::LocalTensor<uint32_t>& offsets, uint32_t base, const uint64_t mask[2],
+                          bool bitwise, uint8_t repeatTimes, uint16_t dstRepStride, const Loc& loc) {
+    static_assert(OneOf<T, half, bfloat16_t, uint16_t, int16_t, float, uint32_t, int32_t>,
+                  "Gather supports half, bfloat16_t, uint16_t, int16_t, float, uint32_t, int32_t only "
+                  "(basic_api/inner_interface/inner_kernel_operator_vec_gather_intf.cppm)");
+    static_assert(OPSDK_AICORE_ARCH != 200 || !std::is_same_v<T, bfloat16_t>,
+                  "Gather of bfloat16_t is not in the Ascend C of __CCE_AICORE__ 200");
+    Issue is("Gather", Pipe::V, loc);
+    RepeatShape r = CheckMask<T>("Gather", mask, bitwise);
+    dst.CheckAligned("Gather", "dstLocal");
+    src.CheckAligned("Gather", "srcLocal");
+    offsets.CheckAligned("Gather", "srcOffsetLocal");
+    ForRepeats(r, repeatTimes, mask, bitwise, [&](uint64_t rep, uint64_t blk, uint64_t k) {
+        const uint64_t e = rep * r.perRepeat + blk * r.perBlock + k;
+        const uint32_t off = Load<uint32_t>(offsets.Span("Gather", "srcOffsetLocal", e, 1));
+        const uint64_t from = GatherSource("Gather", "srcOffsetLocal", src, base, off, e, sizeof(T));
+        std::memcpy(dst.Span("Gather", "dstLocal", At(r, rep, blk, k, dstRepStride, 1), 1),
+                    src.Span("Gather", "srcLocal", from, 1), sizeof(T));
+    });
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+#if OPSDK_HAS_Gather
+// Gather: dstLocal[i] = the srcLocal element at srcBaseAddr + srcOffsetLocal[i] bytes; offsets
+// in bytes, as the API takes them (basic_api/interface/kernel_operator_vec_gather_intf.h).
+// Mask form: repeatTimes repeats of one repeat's elements, offsets continuous, dst repeats
+// dstRepStride blocks apart.
+template <typename T>
+inline void Gather(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal,
+                   const LocalTensor<uint32_t>& srcOffsetLocal, const uint32_t srcBaseAddr, const uint64_t mask,
+                   const uint8_t repeatTimes, const uint16_t dstRepStride, opsdk_ascendc::Loc loc = {}) {
+    const uint64_t m[2] = {mask, 0};
+    opsdk_ascendc::GatherRepeats(dstLocal, srcLocal, srcOffsetLocal, srcBaseAddr, m, false, repeatTimes,
+                                 dstRepStride, loc);
+}
+template <typename T>
+inline void Gather(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal,
+                   const LocalTensor<uint32_t>& srcOffsetLocal, const uint32_t srcBaseAddr, const uint64_t mask[],
+                   const uint8_t repeatTimes, const uint16_t dstRepStride, opsdk_ascendc::Loc loc = {}) {
+    opsdk_ascendc::GatherRepeats(dstLocal, srcLocal, srcOffsetLocal, srcBaseAddr, mask, true, repeatTimes,
+                                 dstRepStride, loc);
+}
+// Count form: the first count elements, as the interface splits them into whole repeats and a
+// tail (inner_kernel_operator_vec_gather_intf.cppm; its repeat count is a uint8_t).
+template <typename T>
+inline void Gather(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal,
+                   const LocalTensor<uint32_t>& srcOffsetLocal, const uint32_t srcBaseAddr, const uint32_t count,
+                   opsdk_ascendc::Loc loc = {}) {
+    const uint32_t per = uint32_t(opsdk_ascendc::kRepeatBytes / sizeof(T)), repeats = count / per, tail = count % per;
+    if (repeats > 255) {
+        opsdk_ascendc::Fail("Gather", "count " + opsdk_ascendc::S(count) + " " + opsdk_ascendc::TypeName<T>() +
+                                          " elements is " + opsdk_ascendc::S(repeats) +
+                                          " whole repeats; the interface takes at most 255 (split the gather)");
+    }
+    if (repeats > 0) Gather(dstLocal, srcLocal, srcOffsetLocal, srcBaseAddr, uint64_t(per), uint8_t(repeats), 8, loc);
+    if (tail > 0) {
+        Gather(dstLocal[count - tail], srcLocal, srcOffsetLocal[count - tail], srcBaseAddr, uint64_t(tail), 1, 8, loc);
+    }
+}
+#else
+OPSDK_UNAVAILABLE(Gather)
+#endif
+
+#if OPSDK_HAS_Gatherb
+// Gatherb: 8 blocks of 32 bytes per repeat, block j from srcLocal + offsetLocal[8 * rep + j]
+// bytes, to dstLocal block rep * dstRepStride + j * dstBlkStride (vgatherb: basic_api/impl/
+// dav_c220/kernel_operator_vec_gather_impl.h; uint16_t and uint32_t on 220).
+template <typename T>
+inline void Gatherb(const LocalTensor<T>& dstLocal, const LocalTensor<T>& src0Local,
+                    const LocalTensor<uint32_t>& offsetLocal, const uint8_t repeatTimes,
+                    const GatherRepeatParams& repeatParams, opsdk_ascendc::Loc loc = {}) {
+    static_assert(OPSDK_AICORE_ARCH != 220 || opsdk_ascendc::OneOf<T, uint16_t, uint32_t>,
+                  "Gatherb supports uint16_t and uint32_t only on __CCE_AICORE__ 220 (dav_c220/"
+                  "kernel_operator_vec_gather_impl.h)");
+    opsdk_ascendc::Issue is("Gatherb", opsdk_ascendc::Pipe::V, loc);
+    dstLocal.CheckAligned("Gatherb", "dstLocal");
+    src0Local.CheckAligned("Gatherb", "src0Local");
+    offsetLocal.CheckAligned("Gatherb", "offsetLocal");
+    const uint64_t per = opsdk_ascendc::kBlockBytes / sizeof(T);
+    for (uint64_t rep = 0; rep < repeatTimes; ++rep) {
+        for (uint64_t j = 0; j < 8; ++j) {
+            const uint64_t e = rep * 8 + j;
+            const uint32_t off = opsdk_ascendc::Load<uint32_t>(offsetLocal.Span("Gatherb", "offsetLocal", e, 1));
+            const uint64_t from = opsdk_ascendc::GatherSource("Gatherb", "offsetLocal", src0Local, 0, off, e,
+                                                             opsdk_ascendc::kBlockBytes);
+            const uint64_t to = (rep * repeatParams.dstRepStride + j * repeatParams.dstBlkStride) * per;
+            std::memcpy(dstLocal.Span("Gatherb", "dstLocal", to, per), src0Local.Span("Gatherb", "src0Local", from, per),
+                        opsdk_ascendc::kBlockBytes);
+        }
+    }
+}
+#else
+OPSDK_UNAVAILABLE(Gatherb)
+#endif
+
 #if OPSDK_HAS_CompareScalar
 template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
@@ -530,10 +689,32 @@ OPSDK_WHOLE_REDUCE(WholeReduceSum, [](float a, float b) { return a + b; }, OPSDK
 OPSDK_WHOLE_REDUCE(WholeReduceMax, opsdk_ascendc::MaxNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMax", order))
 OPSDK_WHOLE_REDUCE(WholeReduceMin, opsdk_ascendc::MinNan, OPSDK_ORDER, opsdk_ascendc::CheckOrder("WholeReduceMin", order))
 
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// The reduction's result into dstLocal: its value, and with calIndex its source element's
+// offset, whose bits take the next T slot (uint16_t bits for half, uint32_t for float), as
+// basic_api/impl/dav_c220/kernel_operator_vec_reduce_impl.h writes them
+// (*(dstLocal + 1) = *reinterpret_cast<T*>(&index)).
+template <typename T>
+inline void StoreReduced(const char* api, const AscendC::LocalTensor<T>& dst, float value, bool calIndex,
+                         uint64_t index) {
+    uint8_t* d = dst.Span(api, "dstLocal", 0, calIndex ? 2 : 1);
+    Store<T>(d, FromF<T>(value));
+    if (!calIndex) return;
+    using U = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+    Store<U>(d + sizeof(T), static_cast<U>(index));
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
 // Reductions over count elements into dstLocal[0]; workLocal is scratch of the same type.
 template <typename T, typename F>
 inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,
-                   int32_t count, F f, opsdk_ascendc::Loc loc = {}) {
+                   int32_t count, F f, opsdk_ascendc::Loc loc = {}, bool calIndex = false) {
     opsdk_ascendc::Issue is(api, opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, "ReduceMax/ReduceMin/ReduceSum support half, float only (Ascend C API documentation)");
     if (count <= 0) opsdk_ascendc::Fail(api, "count is " + std::to_string(count) + "; it must be >= 1");
@@ -542,22 +723,36 @@ inline void Reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor
     work.CheckAligned(api, "workLocal");
     uint64_t per = opsdk_ascendc::kRepeatBytes / sizeof(T);
     uint64_t need = (uint64_t(count) + per - 1) / per;  // one partial result per repeat
-    work.Span(api, "workLocal", 0, std::max<uint64_t>(need, 1));
+    work.Span(api, "workLocal", 0, std::max<uint64_t>(need, 1) * (calIndex ? 2 : 1));
     uint8_t* s = src.Span(api, "srcLocal", 0, count);
     float acc = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(s));
-    for (int32_t i = 1; i < count; ++i) acc = f(acc, opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(s + i * sizeof(T))));
-    opsdk_ascendc::Store<T>(dst.Span(api, "dstLocal", 0, 1), opsdk_ascendc::FromF<T>(acc));
+    uint64_t index = 0;  // the first element holding the result
+    for (int32_t i = 1; i < count; ++i) {
+        const float next = f(acc, opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(s + i * sizeof(T))));
+        if (next != acc && !(std::isnan(next) && std::isnan(acc))) index = uint64_t(i);
+        acc = next;
+    }
+    opsdk_ascendc::StoreReduced(api, dst, acc, calIndex, index);
+    if (std::strcmp(api, "ReduceSum") == 0 && OPSDK_AICORE_ARCH == 220) {
+        // 220's count form sums with one vcadd that leaves the sum in ACC_VAL (ReduceSumImpl,
+        // dav_c220/kernel_operator_vec_reduce_impl.h); GetAccVal reads it back
+        opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        const T v = opsdk_ascendc::FromF<T>(acc);
+        b.accBits = 0;
+        std::memcpy(&b.accBits, &v, sizeof(T));
+        b.accInstr = static_cast<uint32_t>(b.pipes.current);
+    }
 }
 
 // Mask/repeat form: the active elements of repeatTimes repeats (srcRepStride blocks apart)
 // reduce into dstLocal[0] (basic_api/interface/kernel_operator_vec_reduce_intf.h).
+
 template <typename T, typename F>
 inline void MaskReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
                        const LocalTensor<T>& work, const uint64_t mask[2], bool bitwise, int32_t repeat,
                        int32_t srcRepStride, bool calIndex, F f, const opsdk_ascendc::Loc& loc) {
     opsdk_ascendc::Issue is(api, opsdk_ascendc::Pipe::V, loc);
     static_assert(kFloat<T>, "ReduceMax/ReduceMin/ReduceSum support half, float only (Ascend C API documentation)");
-    if (calIndex) opsdk_ascendc::Fail(api, "calIndex = true is not modelled by opsdk");
     if (repeat < 1 || repeat > 255) {
         opsdk_ascendc::Fail(api, "repeatTimes is " + std::to_string(repeat) + "; expected 1 to 255");
     }
@@ -565,19 +760,22 @@ inline void MaskReduce(const char* api, const LocalTensor<T>& dst, const LocalTe
     dst.CheckAligned(api, "dstLocal");
     src.CheckAligned(api, "srcLocal");
     work.CheckAligned(api, "workLocal");
-    work.Span(api, "workLocal", 0, uint64_t(repeat));  // one partial result per repeat
+    work.Span(api, "workLocal", 0, uint64_t(repeat) * (calIndex ? 2 : 1));  // one partial result per repeat
     bool any = false;
     float acc = 0.0f;
+    uint64_t index = 0;  // the first element holding the result
     for (int32_t rep = 0; rep < repeat; ++rep) {
         for (uint64_t idx = 0; idx < r.perRepeat; ++idx) {
             if (!opsdk_ascendc::MaskOn(mask, bitwise, idx)) continue;
             uint64_t at = opsdk_ascendc::At(r, rep, idx / r.perBlock, idx % r.perBlock, srcRepStride, 1);
             float v = opsdk_ascendc::ToF(opsdk_ascendc::Load<T>(src.Span(api, "srcLocal", at, 1)));
-            acc = any ? f(acc, v) : v;
+            const float next = any ? f(acc, v) : v;
+            if (!any || (next != acc && !(std::isnan(next) && std::isnan(acc)))) index = at;
+            acc = next;
             any = true;
         }
     }
-    opsdk_ascendc::Store<T>(dst.Span(api, "dstLocal", 0, 1), opsdk_ascendc::FromF<T>(acc));
+    opsdk_ascendc::StoreReduced(api, dst, acc, calIndex, index);
 }
 
 #define OPSDK_MASK_REDUCE(NAME, FN, IDX_PARAM, IDX)                                                                \
@@ -608,15 +806,39 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T>
 inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
                       bool calIndex = false, opsdk_ascendc::Loc loc = {}) {
-    if (calIndex) opsdk_ascendc::Fail("ReduceMax", "calIndex = true is not modelled by opsdk");
-    Reduce<T>("ReduceMax", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }, loc);
+    Reduce<T>("ReduceMax", dst, src, work, count, opsdk_ascendc::MaxNan, loc, calIndex);
 }
 template <typename T>
 inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, const int32_t count,
                       bool calIndex = false, opsdk_ascendc::Loc loc = {}) {
-    if (calIndex) opsdk_ascendc::Fail("ReduceMin", "calIndex = true is not modelled by opsdk");
-    Reduce<T>("ReduceMin", dst, src, work, count, [](float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }, loc);
+    Reduce<T>("ReduceMin", dst, src, work, count, opsdk_ascendc::MinNan, loc, calIndex);
 }
+
+// The ACC_VAL register a count-form ReduceSum leaves (220): GetAccVal in CANN 8.1
+// (basic_api/interface/kernel_operator_vec_reduce_intf.h, __inout_pipe__(S)), named
+// GetReduceRepeatSumSpr in the newer asc-devkit. A scalar read of what pipe V wrote: it needs
+// SetFlag<HardEvent::V_S>/WaitFlag after the ReduceSum, as the samples do.
+template <typename T> inline T GetAccVal(opsdk_ascendc::Loc loc = {}) {
+    static_assert(kFloat<T>, "GetAccVal supports half, float only (inner_kernel_operator_vec_reduce_intf.cppm)");
+    opsdk_ascendc::Issue is("GetAccVal", opsdk_ascendc::Pipe::S, loc);
+    opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    if (b.accInstr == 0) {
+        opsdk_ascendc::Fail("GetAccVal", "the ACC_VAL register holds nothing: opsdk's model sets it by a count-form "
+                                         "ReduceSum(dst, src, work, count) on __CCE_AICORE__ 220, and none ran before");
+    }
+    const opsdk_ascendc::Pipes& P = b.pipes;
+    if (!opsdk_ascendc::Before(P, b.accInstr, opsdk_ascendc::Pipe::S)) {
+        opsdk_ascendc::Fail("GetAccVal", "race on the ACC_VAL register: GetAccVal" + opsdk_ascendc::Where(loc) +
+                                             " on pipe S reads what " + opsdk_ascendc::Describe(P.instrs[b.accInstr]) +
+                                             " wrote, with no synchronisation between the two pipes. Fix: "
+                                             "SetFlag<HardEvent::V_S>(id) after the ReduceSum and "
+                                             "WaitFlag<HardEvent::V_S>(id) before reading the register");
+    }
+    T v;
+    std::memcpy(&v, &b.accBits, sizeof(T));
+    return v;
+}
+template <typename T> inline T GetReduceRepeatSumSpr(opsdk_ascendc::Loc loc = {}) { return GetAccVal<T>(loc); }
 
 }  // namespace AscendC
 

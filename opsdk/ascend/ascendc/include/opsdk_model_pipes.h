@@ -165,8 +165,10 @@ struct Buffer {
     const char* arg;
     uint64_t offset, bytes;
     bool tbuf;
+    bool raw = false;  // a LocalTensor(TPosition, addr, tileSize): no TPipe buffer behind it
     std::string Name() const {
-        return std::string(tbuf ? "a TBuf" : "a TQue buffer") + " at Unified Buffer bytes [" + S(offset) + ", " +
+        const char* kind = raw ? "a LocalTensor made from an address" : tbuf ? "a TBuf" : "a TQue buffer";
+        return std::string(kind) + " at Unified Buffer bytes [" + S(offset) + ", " +
                S(offset + bytes) + ") (argument " + arg + ")";
     }
 };
