@@ -24,6 +24,8 @@ example:
   opsdk atc model.onnx --soc-version Ascend910B3 --output out \\
       --precision-mode allow_fp32_to_fp16 --op-select-implmode high_performance \\
       --input-shape "x:1,3,224,224" --custom-opp ~/opp/vendors/opsdk --op-project build/cann/my_op
+  opsdk atc model.onnx --soc-version Ascend310P3 --output out --input-shape "image:1,3,224,224" \\
+      --aipp preprocess.toml --buffer-optimize l2_optimize
 
 exit codes: 0 converted (or --dry-run), 1 invalid arguments / blocking findings / ATC failed,
 3 atc not on PATH (the exact command and environment are printed for an NPU host).

@@ -64,9 +64,10 @@ def check_aipp_model(model: Any, p: Preprocess, input_name: str, images: int = 2
     from ...testing import compare, standard_for
 
     session = Session(model)
-    elem = next(vi.type.tensor_type.elem_type for vi in model.graph.input
-                if vi.name == input_name)
-    dtype = _NP.get(elem, np.float32)
+    vi = next(vi for vi in model.graph.input if vi.name == input_name)
+    dtype = _NP.get(vi.type.tensor_type.elem_type, np.float32)
+    dims = vi.type.tensor_type.shape.dim
+    batch = dims[0].dim_value if dims and dims[0].dim_value > 0 else 1  # a fixed batch
     fields = dict(static_fields(p))
     check = AippCheck(0)
     for seed in range(images):
@@ -76,8 +77,9 @@ def check_aipp_model(model: Any, p: Preprocess, input_name: str, images: int = 2
         check.stage_lsb = max([check.stage_lsb] + [
             int(np.abs(npu[k].astype(np.int16) - cpu[k].astype(np.int16)).max())
             for k in ("color", "resize")])
-        got = session.run(None, _feeds(model, input_name, npu["output"].astype(dtype)))
-        want = session.run(None, _feeds(model, input_name, cpu["output"].astype(dtype)))
+        x_npu, x_cpu = (np.repeat(x["output"].astype(dtype), batch, axis=0) for x in (npu, cpu))
+        got = session.run(None, _feeds(model, input_name, x_npu))
+        want = session.run(None, _feeds(model, input_name, x_cpu))
         for out, a, e in zip(session.get_outputs(), got, want):
             std = standard_for(str(e.dtype), override=standard)
             c = compare(a, e.astype(a.dtype), std, output=out.name, judge_dtype="float16")
