@@ -10,6 +10,11 @@ Every folder opsdk generates (a CANN project, a Triton model folder, an operator
   file is refused (naming it), so nothing is created, overwritten or deleted elsewhere;
 - only files the record lists are removed; the caller decides what to do with the rest.
 
+Single files a command writes where the user said (``opsdk export -o m.onnx``, a rewritten
+model, a wheel) go through :func:`write_output`: a symlink there is refused (its target is
+never touched), an existing file is replaced only with ``--force``, and the file's hash is
+kept in the folder's ``.opsdk-outputs.json``, the record of what opsdk wrote there.
+
 Example:
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -35,7 +40,11 @@ from typing import Any
 from .errors import OpsdkError
 
 __all__ = [
+    "OUTPUT_RECORD",
+    "OutputExistsError",
     "UnsafePath",
+    "check_output",
+    "write_output",
     "check_relative",
     "safe_target",
     "write_file",
@@ -51,9 +60,16 @@ __all__ = [
 #: Largest record opsdk reads (a record lists a few hundred paths at most).
 _RECORD_LIMIT = 4 << 20
 
+#: The record, in a folder, of the single files opsdk wrote there (see write_output).
+OUTPUT_RECORD = ".opsdk-outputs.json"
+
 
 class UnsafePath(ValueError, OpsdkError):
     """A path leaves the folder opsdk was given, or goes through a symlink."""
+
+
+class OutputExistsError(FileExistsError, OpsdkError):
+    """The output file exists and ``--force`` (``force=True``) was not given."""
 
 
 def sha256(data: str | bytes) -> str:
@@ -278,3 +294,71 @@ def walk_files(root: Path, want: Callable[[str, bool], bool] | None = None) -> I
             if (want is None or want(rel, False)) and (base / f).is_file():
                 found.append(rel)
     yield from sorted(found)
+
+
+def check_output(path: str | os.PathLike[str], force: bool = False, flag: str = "-o") -> Path:
+    """Refuse an output path before any long work: a symlink (even with ``force``), a
+    folder or other non-file, or an existing file without ``force``.
+
+    ``flag`` is the option that named the path, for the fix in the message.
+
+    Raises:
+        UnsafePath: a symlink or a non-file at ``path``.
+        OutputExistsError: a file there and no ``force``.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "m.onnx"
+        >>> check_output(p) == p
+        True
+    """
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(
+            f"{p} is a symlink (to {os.readlink(p)}); opsdk never writes through a symlink, "
+            f"--force or not: remove the link or choose another {flag}"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"{p} exists and is not a file; choose another {flag}")
+    if not force:
+        raise OutputExistsError(
+            f"{p} exists; pass --force (force=True) to replace it, or choose another {flag}"
+        )
+    return p
+
+
+def write_output(path: str | os.PathLike[str], data: str | bytes, *, force: bool = False,
+                 mode: int | None = None, flag: str = "-o",
+                 also: Mapping[str, str | bytes] | None = None) -> Path:
+    """Write the user-visible file ``path`` by the rules of :func:`check_output`, atomically
+    (written beside it and renamed), and record its hash in the folder's
+    :data:`OUTPUT_RECORD`. ``also`` holds files written beside it by the same rules
+    (``{name: data}``, e.g. a model's external data).
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "m.onnx"
+        >>> write_output(p, b"onnx") == p
+        True
+        >>> write_output(p, b"again")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        opsdk._written.OutputExistsError: .../m.onnx exists; pass --force (force=True) to replace...
+        >>> read_record(p.parent, OUTPUT_RECORD) == {"m.onnx": sha256(b"onnx")}
+        True
+    """
+    p = Path(path)
+    files = {p.name: data, **dict(also or {})}
+    for name in files:
+        check_output(p.parent / check_relative(name), force, flag)
+    folder = p.parent if str(p.parent) else Path(".")
+    record = read_record(folder, OUTPUT_RECORD)
+    for name, content in files.items():
+        write_file(folder, name, content, mode)
+        record[name] = sha256(content)
+    write_record(folder, OUTPUT_RECORD, record)
+    return p

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import _paths
 from ._decomposition import decomposition_source
+from ._written import safe_target, write_file
 from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings
@@ -262,7 +263,7 @@ def new_operator(
     autograd through ``opsdk.torch``); a decomposition gives gradients by itself.
     """
     s = spellings(name)
-    target = Path(root) / s.snake
+    target = safe_target(Path(root), s.snake)  # a symlink there, dangling or not: refused
     if target.exists():
         raise ScaffoldError(
             f"{name}: {target} already exists; opsdk never overwrites an operator folder. "
@@ -296,9 +297,8 @@ def new_operator(
                                      {a.name: a.type for a in spec.attrs})
     _render(target, _context(spec, doc, backward))
     if extra is not None:
-        with open(target / "spec.py", "a") as fh:
-            fh.write(extra)
-        (target / "reference.py").write_text(_decomposition_reference(spec))
+        write_file(target, "spec.py", (target / "spec.py").read_text() + extra)
+        write_file(target, "reference.py", _decomposition_reference(spec))
     return target
 
 

@@ -101,11 +101,11 @@ def _dtypes(items: list[str]) -> str | dict[str, str] | None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..onnx import DEFAULT_OPSET, OutputExistsError, export_model, save_model
+    from .._written import check_output
+    from ..onnx import DEFAULT_OPSET, export_model, save_model
     from ._io import check_output_file
 
-    if Path(args.output).exists() and not args.force:
-        raise OutputExistsError(f"{args.output} exists; pass --force to overwrite it")
+    check_output(Path(args.output), args.force)  # before the work: a symlink, a file
     check_output_file(args.output, "-o")
     model = export_model(
         args.op,

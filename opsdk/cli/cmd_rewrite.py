@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("pass -o OUT.onnx to write the rewritten model, or --report alone")
     replace = [op for item in args.replace for op in item.split(",") if op]
     if args.output:
+        from .._written import check_output
+
+        check_output(args.output, args.force)  # before the work: a symlink, a file
         check_output_file(args.output, "-o")
     source = load_model(args.model)
     measure = args.target == "cpu" and args.fuse and not args.force_fuse and not args.no_measure

@@ -15,6 +15,7 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
+from .._written import OutputExistsError, check_output, write_output
 from ..dtypes import onnx_dtype_name, onnx_elem_type
 from ..errors import OpsdkError
 from ..spec import Dim, TensorType
@@ -44,10 +45,6 @@ _TWO_GB = 2**31
 
 class ModelError(ValueError, OpsdkError):
     """An ONNX model cannot be read, or its graph is malformed."""
-
-
-class OutputExistsError(FileExistsError, OpsdkError):
-    """An output file exists and overwriting was not requested."""
 
 
 def load_model(source: str | os.PathLike[str] | bytes | ModelProto) -> ModelProto:
@@ -102,26 +99,32 @@ def _uses_external_data(model: ModelProto) -> bool:
 
 
 def save_model(model: ModelProto, path: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Write ``model``; refuse to replace an existing file unless ``force``.
+    """Write ``model`` through opsdk's one writer (:func:`opsdk._written.write_output`): a
+    symlink at ``path`` is refused, an existing file is replaced only with ``force``, and
+    the file is recorded in the folder's ``.opsdk-outputs.json``.
 
-    Models over 2 GB are written with external data beside the file.
+    Models over 2 GB are written with external data beside the file (``<name>.data``).
 
     Example:
         >>> save_model(model, "out.onnx")  # doctest: +SKIP
         PosixPath('out.onnx')
     """
     out = Path(path)
-    if out.exists() and not force:
-        raise OutputExistsError(
-            f"{out} exists; pass --force (force=True) to overwrite it or choose another -o"
-        )
+    check_output(out, force)
     if out.parent and not out.parent.is_dir():
         raise ModelError(f"{out}: folder {out.parent} does not exist")
-    external = model.ByteSize() >= _TWO_GB
-    onnx.save_model(
-        model, str(out), save_as_external_data=external, location=out.name + ".data"
-    )
-    return out
+    if model.ByteSize() < _TWO_GB:
+        return write_output(out, model.SerializeToString(), force=force)
+    import copy
+    import tempfile
+
+    big = copy.deepcopy(model)
+    with tempfile.TemporaryDirectory(prefix=".opsdk-save-", dir=out.parent) as tmp:
+        onnx.save_model(big, str(Path(tmp) / out.name), save_as_external_data=True,
+                        location=out.name + ".data")
+        data = (Path(tmp) / (out.name + ".data")).read_bytes()
+        return write_output(out, (Path(tmp) / out.name).read_bytes(), force=force,
+                            also={out.name + ".data": data})
 
 
 # ------------------------------------------------------------------------- naming

@@ -17,6 +17,7 @@ from typing import Any
 from .._generated import BANNER
 from .._isa import isa_variants
 from .._prebuilt import CPU_LEVELS, FORMAT, source_hashes
+from .._written import check_output, write_output
 from ..ascend._op import DEFAULT_SOCS
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
@@ -257,7 +258,7 @@ def make_manifest(
 def _publish(built: Path, out_dir: Path, force: bool) -> tuple[Path, bool]:
     """Move the wheel into ``out_dir``; an existing different wheel is kept unless forced."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / built.name
+    target = check_output(out_dir / built.name, force=True, flag="--out-dir")  # no symlink
     if target.exists():
         if wheel_contents(target) == wheel_contents(built):
             return target, True
@@ -266,9 +267,7 @@ def _publish(built: Path, out_dir: Path, force: bool) -> tuple[Path, bool]:
                 f"{target} exists with other contents; bump --version (pip will not reinstall "
                 "the same version) or pass --force to replace it"
             )
-    tmp = out_dir / f".{built.name}.{os.getpid()}.tmp"
-    shutil.copyfile(built, tmp)
-    os.replace(tmp, target)
+    write_output(target, built.read_bytes(), force=True, flag="--out-dir")
     return target, False
 
 
