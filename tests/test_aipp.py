@@ -213,6 +213,11 @@ DECLARATION_RULES = [
      r"field 'normalize' is \['mean', 'std', 'var_reci'\], expected mean with std or "
      r"var_reci \(one of them\)"),
     (dict(padding={"left": -1}), r"field 'padding.left' is -1, expected an integer >= 0"),
+    (dict(padding={"value": "black"}), r"field 'padding.value' is 'black', expected a number"),
+    (dict(normalize={"mean": ["a", 1, 2], "std": [1, 1, 1]}),
+     r"field 'normalize.mean' is \['a', 1, 2\], expected a list of numbers"),
+    (dict(source_size="640x480"), r"field 'source_size' is '640x480', expected \[a, b\], two "
+     r"integers"),
     (dict(output={"dtype": "int8"}), r"field 'output.dtype' is 'int8', expected one of"),
     (dict(colour="RGB"), r"unknown field 'colour'; the fields here are input, format"),
     (dict(crop={"start": [0, 0], "size": [8, 8], "offset": 1}), r"unknown field 'crop.offset'"),

@@ -247,6 +247,10 @@ def _check_padding(p: Preprocess) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise _fail(p.source, f"padding.{side}", value, "an integer >= 0",
                         "give the pixels added on that side")
+    value = p.padding.value
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise _fail(p.source, "padding.value", value, "a number (in the output dtype)",
+                    "write e.g. value = 0.0")
 
 
 def _pair(where: str, table: Mapping[str, Any], key: str, name: str) -> tuple[int, int]:
@@ -276,20 +280,29 @@ def _table(where: str, data: Mapping[str, Any], key: str,
     return value
 
 
+def _numbers(where: str, t: Mapping[str, Any], key: str) -> list[float]:
+    values = t.get(key, [])
+    if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise _fail(where, f"normalize.{key}", values, "a list of numbers, one per channel",
+                    f"write e.g. {key} = [0.5, 0.5, 0.5]")
+    return [float(v) for v in values]
+
+
 def _normalize(where: str, t: Mapping[str, Any] | None) -> Normalize | None:
     if t is None:
         return None
-    mean = [float(v) for v in t.get("mean", [])]
+    mean = _numbers(where, t, "mean")
     if ("std" in t) == ("var_reci" in t):
         raise _fail(where, "normalize", sorted(t), "mean with std or var_reci (one of them)",
                     "give std (the divisor) or var_reci (its reciprocal)")
     if "std" in t:
-        std = [float(v) for v in t["std"]]
+        std = _numbers(where, t, "std")
         if any(v == 0 for v in std):
             raise _fail(where, "normalize.std", std, "non-zero values", "a std of 0 divides by 0")
         reci = [1.0 / v for v in std]
     else:
-        reci = [float(v) for v in t["var_reci"]]
+        reci = _numbers(where, t, "var_reci")
     return Normalize(tuple(mean or [0.0] * len(reci)), tuple(reci))
 
 
@@ -324,7 +337,7 @@ def preprocess_from_dict(data: Mapping[str, Any], source: str = "preprocess") ->
         resize = Resize(w, h, resize_t.get("interpolation", "bilinear"))
     std = data.get("color_standard")
     return Preprocess(
-        format=data["format"], source_size=tuple(data["source_size"]),
+        format=data["format"], source_size=_pair(source, data, "source_size", "source_size"),
         channels=data.get("channels", "RGB"),
         color_standard=(canonical_standard(std) or std) if isinstance(std, str) else std,
         crop=crop, resize=resize,
