@@ -14,8 +14,9 @@ channel order, crop, colour conversion, resize, normalize, padding, layout and d
   in float64, rounded half up to uint8. AIPP's scaler steps by ``(in - 1) / (out - 1)`` in
   fixed point with 18 fractional bits (low 2 bits cleared), so its position drifts from
   this one by up to ``i * 2**-16`` pixels; the two agree within 1 LSB while ``out * 2**-16``
-  times the image's steepest step between neighbours stays below 1/2 (any image up to 128
-  pixels out; a smooth image much further).
+  times the image's steepest step between neighbours stays below 1 (any image up to 256
+  pixels out; uniform noise scaled 1280x720 to 1920x1080 differs by up to 4 LSB on 1.7%
+  of the values).
 * Normalize: ``(x - mean) * var_reci`` in float32 (AIPP: float16); padding after it,
   filled with the value.
 """
