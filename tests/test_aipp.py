@@ -58,6 +58,9 @@ GOLDEN = {
         "Ascend910B3", [1, 1, 29, 37]),
     "rgb888_to_bgr": (Preprocess("RGB888_U8", (37, 29), channels="BGR", source="preprocess.toml"),
                       "Ascend310P3", ["n", 3, 29, 37]),
+    "xrgb8888_to_bgr": (Preprocess("XRGB8888_U8", (37, 29), channels="BGR",
+                                   crop=Crop(1, 2, 30, 20), source="preprocess.toml"),
+                        "Ascend910B3", [1, 3, 20, 30]),
     "yuv400": (Preprocess("YUV400_U8", (33, 17), channels="GRAY", source="preprocess.toml"),
                "Ascend310B1", [1, 1, 17, 33]),
     "dynamic_rgb888": (Preprocess("RGB888_U8", (640, 480), mode="dynamic",
@@ -257,7 +260,8 @@ FORMATS = [("RGB888_U8", "RGB", None), ("RGB888_U8", "BGR", None), ("BGR888_U8",
            ("BGR888_U8", "GRAY", None), ("RGB888_U8", "GRAY", None),
            ("YUV420SP_U8", "RGB", "BT-601NARROW"), ("YUV420SP_U8", "BGR", "BT-709NARROW"),
            ("YVU420SP_U8", "RGB", "BT-601WIDE"), ("YVU420SP_U8", "BGR", "BT-709WIDE"),
-           ("YUV400_U8", "GRAY", None)]
+           ("YUV400_U8", "GRAY", None), ("XRGB8888_U8", "RGB", None),
+           ("XRGB8888_U8", "BGR", None), ("XRGB8888_U8", "GRAY", None)]
 RESIZES = [None, (50, 41), (17, 13), (120, 97)]  # none, up, down, up by 3.6x
 
 

@@ -64,6 +64,17 @@ def test_channel_order_templates(source: str, channels: str, template: str) -> N
             assert have[key] == want[key].lower(), (key, have[key], want[key])
 
 
+@pytest.mark.parametrize(("channels", "template"), [("RGB", "ARGB8888_U8_RGBA"),
+                                                   ("BGR", "ARGB8888_U8_BGRA")])
+def test_padding_byte_first_swaps_as_the_argb_templates(channels: str, template: str) -> None:
+    """XRGB8888_U8 (a padding byte, then R, G, B) swaps as ARGB8888_U8 does."""
+    want = _read(template)
+    have = {k: str(v).lower() for k, v in static_fields(Preprocess("XRGB8888_U8", (64, 48),
+                                                                    channels=channels))}
+    for key in ("csc_switch", "rbuv_swap_switch", "ax_swap_switch"):
+        assert have[key] == want[key].lower(), (key, have[key], want[key])
+
+
 def test_gray_row_equals_the_template() -> None:
     """The luma row of RGB888_U8_GRAY.txt. That template also switches rbuv_swap on, which
     in the channel order opsdk follows (channel 0 is a pixel's first byte) is a BGR888

@@ -3,7 +3,8 @@ what image the application sends and what tensor the model takes.
 
 ```toml
 input = "image"               # the model input it feeds (default: the first)
-format = "YUV420SP_U8"        # RGB888_U8, BGR888_U8, YUV420SP_U8, YVU420SP_U8, YUV400_U8
+format = "YUV420SP_U8"        # RGB888_U8, BGR888_U8, XRGB8888_U8, YUV420SP_U8, YVU420SP_U8,
+                              # YUV400_U8
 source_size = [640, 480]      # [width, height] of the image sent
 color_standard = "BT-601NARROW"   # YUV to RGB: BT-601NARROW/WIDE, BT-709NARROW/WIDE
 channels = "RGB"              # what the model takes: RGB, BGR or GRAY
@@ -56,6 +57,7 @@ CHANNELS: dict[str, tuple[str, ...]] = {
     "YUV420SP_U8": ("RGB", "BGR"),
     "YVU420SP_U8": ("RGB", "BGR"),
     "YUV400_U8": ("GRAY",),
+    "XRGB8888_U8": ("RGB", "BGR", "GRAY"),
 }
 LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("float32", "float16")

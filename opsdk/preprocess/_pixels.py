@@ -1,6 +1,7 @@
 """Pixel formats as the application hands them over (ATC's names), and colour standards.
 
-A raw image is a uint8 array: ``(H, W, 3)`` for the packed 3-channel formats, ``(H, W)``
+A raw image is a uint8 array: ``(H, W, C)`` for the packed formats (XRGB8888_U8: a
+padding byte, then R, G, B), ``(H, W)``
 for YUV400 (gray), ``(H * 3 / 2, W)`` for the semi-planar YUV 4:2:0 formats (a Y plane,
 then one row of interleaved chroma pairs per two luma rows: U,V for NV12 = YUV420SP_U8,
 V,U for NV21 = YVU420SP_U8). Chroma is upsampled by repeating each sample over its 2x2
@@ -30,6 +31,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "YUV420SP_U8": ("Y", "U", "V"),
     "YVU420SP_U8": ("Y", "V", "U"),
     "YUV400_U8": ("Y",),
+    "XRGB8888_U8": ("X", "R", "G", "B"),
 }
 
 #: Colour standard -> (Kr, Kb, narrow range): the luma weights of the standard (ITU-R BT.601

@@ -1,7 +1,8 @@
 """A NumPy emulator of AIPP: what the AI Core's preprocessing computes from the fields of
 an ``aipp_op``, with the chip's documented arithmetic. A model, never called an NPU.
 
-Order (the ATC guide's configuration template): channel swap (R with B; U with V), crop,
+Order (the ATC guide's configuration template): channel swaps (the padding byte of XRGB
+last; then R with B, or U with V), crop,
 colour-space conversion, resize, data type conversion (mean, min, var_reci), padding.
 Arithmetic:
 
@@ -98,14 +99,16 @@ def emulate_aipp(fields: Mapping[str, Any], image: np.ndarray, channels: int = 3
     f = dict(fields)
     size = (int(f["src_image_size_w"]), int(f["src_image_size_h"]))
     pixels = decode(str(f["input_format"]), image, size)
-    if f.get("rbuv_swap_switch") and pixels.shape[2] == 3:  # R with B, or U with V
+    if f.get("ax_swap_switch") and pixels.shape[2] == 4:  # XRGB -> RGBX
+        pixels = pixels[..., [1, 2, 3, 0]]
+    if f.get("rbuv_swap_switch") and pixels.shape[2] >= 3:  # R with B, or U with V
         pixels = pixels[..., [0, 2, 1]] if str(f["input_format"]).startswith("YUV") \
-            else pixels[..., ::-1]
+            else pixels[..., [2, 1, 0, *range(3, pixels.shape[2])]]
     if f.get("crop"):
         x, y = int(f["load_start_pos_w"]), int(f["load_start_pos_h"])
         pixels = pixels[y:y + int(f["crop_size_h"]), x:x + int(f["crop_size_w"])]
     cropped = pixels
-    colored = _csc(f, pixels) if f.get("csc_switch") else pixels
+    colored = _csc(f, pixels[..., :3]) if f.get("csc_switch") else pixels
     colored = colored[..., :channels]
     resized = _resize(colored, int(f["resize_output_w"]), int(f["resize_output_h"])) \
         if f.get("resize") else colored

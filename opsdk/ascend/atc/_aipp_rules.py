@@ -9,7 +9,9 @@ take dynamic AIPP, resize, odd crop starts, the padding limits). The CSC matrice
 templates). Channel order: the hardware's channel 0 is the
 first byte of a pixel in memory (R for RGB888_U8); ``rbuv_swap_switch`` swaps channels 0
 and 2 first, so a BGR888 image is RGB888_U8 with the swap, and NV21 (YVU420SP) is
-YUV420SP_U8 with the swap, as the templates write them.
+YUV420SP_U8 with the swap, as the templates write them. For XRGB8888_U8 (the padding
+byte first) ``ax_swap_switch`` moves the padding byte last, before the R/B swap, as the
+ARGB8888 templates do; the model takes the first three channels.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def _swap(p: Preprocess) -> bool:
         return True
     if p.format == "BGR888_U8":
         return p.channels in ("RGB", "GRAY")
-    return p.format == "RGB888_U8" and p.channels == "BGR"
+    return p.format in ("RGB888_U8", "XRGB8888_U8") and p.channels == "BGR"
 
 
 def _csc(p: Preprocess) -> list[tuple[str, Any]]:
@@ -113,7 +115,10 @@ def static_fields(p: Preprocess, rank: int = 0) -> list[tuple[str, Any]]:
         fields += [("resize", True), ("resize_output_w", p.resize.width),
                    ("resize_output_h", p.resize.height)]
     csc = _csc(p)
-    fields += [("csc_switch", bool(csc)), ("rbuv_swap_switch", _swap(p))] + csc + _dtc(p)
+    fields += [("csc_switch", bool(csc)), ("rbuv_swap_switch", _swap(p))]
+    if p.format == "XRGB8888_U8":
+        fields.append(("ax_swap_switch", True))
+    fields += csc + _dtc(p)
     if p.padding:
         pad = p.padding
         fields += [("padding", True), ("left_padding_size", pad.left),
