@@ -389,12 +389,13 @@ def test_gather_and_gatherb_exist_where_cann_8_1_has_them() -> None:
      "Cast of int4b_t is not in the Ascend C of this SoC family"),
     (["-DOPSDK_AICORE_ARCH=200"], "Cast(h, q, RoundMode::CAST_NONE, 64);",
      "Cast of int4b_t is not in the Ascend C of this SoC family"),
+    ([], "DataCopy(q, g, DataCopyParams(1, 1, 0, 0));", "DataCopy of int4b_t is modelled in the count form only"),
 ])
 def test_unavailable_forms_do_not_compile(tmp_path: Path, defines: list[str], line: str, message: str) -> None:
     src = tmp_path / "k.cpp"
     src.write_text('#include "kernel_operator.h"\nusing namespace AscendC;\n'
                    "void k(LocalTensor<uint16_t> d, LocalTensor<uint32_t> o, LocalTensor<half> h, "
-                   f"LocalTensor<int4b_t> q) {{ {line} }}\n")
+                   f"LocalTensor<int4b_t> q, GlobalTensor<int4b_t> g) {{ {line} }}\n")
     proc = subprocess.run([toolchain().cxx, "-std=c++17", "-fsyntax-only", *defines, f"-I{model_include_dir()}",
                            str(src)], capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr

@@ -242,11 +242,13 @@ public:
     __gm__ T* GetPhyAddr() const { return ptr_; }
     T GetValue(uint64_t i, opsdk_ascendc::Loc loc = {}) const {
         opsdk_ascendc::Issue is("GlobalTensor::GetValue", opsdk_ascendc::Pipe::S, loc);
+        static_assert(!opsdk_ascendc::kInt4<T>, "GlobalTensor<int4b_t>::GetValue is not modelled by opsdk");
         opsdk_ascendc::GmRead("GlobalTensor::GetValue", ptr_ + i, sizeof(T));
         return ptr_[i];
     }
     void SetValue(uint64_t i, T v, opsdk_ascendc::Loc loc = {}) const {
         opsdk_ascendc::Issue is("GlobalTensor::SetValue", opsdk_ascendc::Pipe::S, loc);
+        static_assert(!opsdk_ascendc::kInt4<T>, "GlobalTensor<int4b_t>::SetValue is not modelled by opsdk");
         opsdk_ascendc::GmWrite("GlobalTensor::SetValue", ptr_ + i, sizeof(T), &v);
         ptr_[i] = v;
     }
@@ -688,6 +690,7 @@ template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
                      opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE2, loc);
+    static_assert(!opsdk_ascendc::kInt4<T>, "DataCopy of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     dst.CheckAligned("DataCopy", "dstLocal");
     const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
@@ -703,6 +706,7 @@ template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE3, loc);
+    static_assert(!opsdk_ascendc::kInt4<T>, "DataCopy of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     src.CheckAligned("DataCopy", "srcLocal");
     const uint64_t e = 32 / sizeof(T), len = p.blockLen * e;
@@ -719,6 +723,7 @@ template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::V, loc);
+    static_assert(!opsdk_ascendc::kInt4<T>, "DataCopy of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     dst.CheckAligned("DataCopy", "dstLocal");
     src.CheckAligned("DataCopy", "srcLocal");
@@ -739,6 +744,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src,
     opsdk_ascendc::Issue is("DataCopyPad", opsdk_ascendc::Pipe::MTE2, loc);
     static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
                   "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
+    static_assert(!opsdk_ascendc::kInt4<T>, "DataCopyPad of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     dst.CheckAligned("DataCopyPad", "dstLocal");
     if (p.blockLen % sizeof(T) != 0) {
@@ -783,6 +789,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     opsdk_ascendc::Issue is("DataCopyPad", opsdk_ascendc::Pipe::MTE3, loc);
     static_assert(OPSDK_HAS_BF16_DataCopyPad || !std::is_same_v<T, bfloat16_t>,
                   "DataCopyPad of bfloat16_t is not in the Ascend C of this SoC family (see opsdk/ascend/aicore_apis.py)");
+    static_assert(!opsdk_ascendc::kInt4<T>, "DataCopyPad of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopyPad", p.blockCount, p.blockLen, 2097151);
     src.CheckAligned("DataCopyPad", "srcLocal");
     if (p.blockLen % sizeof(T) != 0) {
