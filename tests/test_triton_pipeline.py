@@ -166,6 +166,15 @@ PIPELINE_ERRORS = {
     "step named like pipeline": ({"steps": [{"name": "scaled_mlp", "onnx": "mlp.onnx"}]},
                                  r"step 'scaled_mlp': the name is taken"),
     "output not produced": ({"outputs": ["nope"]}, r"output 'nope' is not produced by any"),
+    "file in a folder": ({"steps": [{"name": "s", "python": "steps.py:scale",
+                                     "files": ["../keys.txt"]}]},
+                         r"files entry '../keys.txt' must be the name of a file beside steps.py"),
+    "missing file": ({"steps": [{"name": "s", "python": "steps.py:scale",
+                                 "files": ["keys.txt"]}]}, r"keys.txt does not exist; files name"),
+    "target table key": ({"steps": [{"name": "s", "onnx": "mlp.onnx",
+                                     "ascend": {"batch": 0}}]},
+                         r"step 's', ascend: unknown key 'batch'; allowed: dynamic_batching, "
+                         r"instances, max_batch_size"),
 }
 
 
@@ -178,6 +187,17 @@ def test_a_wrong_description_is_refused_with_the_fix(case: str, folder: Path) ->
     data.update(change)
     with pytest.raises(PipelineError, match=message):
         pipeline_from_dict(data, folder, source="pipeline.toml")
+
+
+def test_a_target_table_overrides_the_step_for_that_target(folder: Path) -> None:
+    import tomllib
+
+    data = tomllib.loads(PIPELINE_TOML % {"extra": "", "top_input": "y"})
+    data["steps"][1]["ascend"] = {"max_batch_size": 0}
+    data["max_batch_size"] = 0
+    step = pipeline_from_dict(data, folder).steps[1]
+    assert step.for_target("ascend").max_batch_size == 0
+    assert step.for_target("cpu") is step and step.max_batch_size is None
 
 
 def test_model_input_unknown_to_the_onnx_file_is_refused(folder: Path, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from ._onnx_io import GraphIO, TensorIO, read_graph_io
 from ._ort_check import OrtRun, ensure_ort_env, ort_python, run_like_npu_ge
 from ._pipeline import Pipeline, PipelineError, PipeTensor, Step, load_pipeline, pipeline_from_dict
 from ._repository import TARGETS, RepositoryOptions, build_repository, render_model
-from ._run import run_pipeline
+from ._run import PipelineRun, run_pipeline
 from ._server import TritonServer, free_port
 from ._wiring import EnsembleCheck, check_ensemble, is_ensemble
 
@@ -40,6 +40,7 @@ __all__ = [
     "NpuGeCheck",
     "OrtRun",
     "PipeTensor",
+    "PipelineRun",
     "Pipeline",
     "PipelineError",
     "RepositoryOptions",

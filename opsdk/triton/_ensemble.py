@@ -22,7 +22,14 @@ from ._config import template_env
 from ._errors import TritonConfigError
 from ._onnx_io import read_graph_io
 from ._pipeline import Pipeline, PipelineError, Step, numpy_dtype
-from ._repository import MANIFEST, TARGETS, RepositoryOptions, _make_room, build_repository
+from ._repository import (
+    MANIFEST,
+    TARGETS,
+    RepositoryOptions,
+    _make_room,
+    build_repository,
+    render_model,
+)
 
 __all__ = ["build_pipeline", "PIPELINE_BANNER", "plan_pipeline", "PlannedTensor"]
 
@@ -63,9 +70,10 @@ def _own(full: tuple[int, ...], batched: bool, where: str) -> tuple[int, ...]:
     return full[1:]
 
 
-def plan_pipeline(pipe: Pipeline) -> tuple[list[StepPlan], dict[str, PlannedTensor]]:
+def plan_pipeline(pipe: Pipeline, target: str = "cpu"
+                  ) -> tuple[list[StepPlan], dict[str, PlannedTensor]]:
     """Each step's model inputs/outputs and every pipeline tensor (full dims, batch axis
-    included) before anything is written.
+    included) for ``target`` before anything is written.
 
     Example:
         >>> plans, tensors = plan_pipeline(load_pipeline("p.toml"))  # doctest: +SKIP
@@ -75,7 +83,7 @@ def plan_pipeline(pipe: Pipeline) -> tuple[list[StepPlan], dict[str, PlannedTens
     tensors = {t.name: PlannedTensor(t.name, t.triton_type, _full(t.dims, batched))
                for t in pipe.inputs}
     plans = []
-    for step in pipe.steps:
+    for step in (s.for_target(target) for s in pipe.steps):
         plan = _plan_step(pipe, step, tensors)
         mb = plan.max_batch_size > 0
         for own, tensor in step.outputs:
@@ -149,7 +157,14 @@ def build_pipeline(
     if target not in TARGETS:
         raise TritonConfigError(f"target {target!r} is not one of {', '.join(TARGETS)}")
     note = report or (lambda line: None)
-    plans, tensors = plan_pipeline(pipe)
+    plans, tensors = plan_pipeline(pipe, target)
+    for plan in plans:  # every step's own checks before any folder is written
+        if plan.model is not None:
+            try:
+                render_model(read_graph_io(plan.model), _options(plan, target, operators_path))
+            except TritonConfigError as e:
+                raise type(e)(f"{e} -- while planning step {plan.step.name!r} of pipeline "
+                              f"{pipe.name!r}") from e
     out = Path(out_dir)
     for name in [pipe.name, *(p.step.name for p in plans)]:
         if (out / name).exists() and not force:
@@ -178,9 +193,7 @@ def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: b
     if step.kind == "python":
         _write_python_step(pipe, plan, out, force)
         return
-    opts = RepositoryOptions(step.name, target=target, max_batch_size=plan.max_batch_size,
-                             dynamic_batching=step.dynamic_batching, instances=step.instances,
-                             operators_path=operators_path)
+    opts = _options(plan, target, operators_path)
     if step.kind == "onnx":
         build_repository(step.source, out, opts, force=force, report=note)
         return
@@ -189,6 +202,14 @@ def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: b
         path = Path(tmp) / f"{step.name}.onnx"
         onnx.save(plan.model, str(path))
         build_repository(path, out, opts, force=force, report=note)
+
+
+def _options(plan: StepPlan, target: str, operators_path: tuple[str, ...] | None
+             ) -> RepositoryOptions:
+    step = plan.step
+    return RepositoryOptions(step.name, target=target, max_batch_size=plan.max_batch_size,
+                             dynamic_batching=step.dynamic_batching, instances=step.instances,
+                             operators_path=operators_path)
 
 
 def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool) -> None:
@@ -223,6 +244,7 @@ def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool) -
         "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),
         "1/model.py": env.get_template("step_model.py.j2").render(ctx),
         f"1/{module}": path.read_bytes(),
+        **{f"1/{name}": (path.parent / name).read_bytes() for name in step.files},
     }
     _write_folder(out / step.name, files, force)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,10 @@ TRITON_OF_DTYPE: dict[str, str] = {
 KINDS = ("python", "onnx", "operator")
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _TOP_KEYS = {"name", "max_batch_size", "inputs", "outputs", "steps"}
-_STEP_KEYS = {"name", *KINDS, "inputs", "outputs", "shapes", "dtype", "attrs",
-              "max_batch_size", "dynamic_batching", "instances"}
+_SERVING_KEYS = {"max_batch_size", "dynamic_batching", "instances"}
+_TARGETS = ("cpu", "ascend")
+_STEP_KEYS = {"name", *KINDS, "inputs", "outputs", "shapes", "dtype", "attrs", "files",
+              *_SERVING_KEYS, *_TARGETS}
 
 
 class PipelineError(TritonConfigError):
@@ -79,7 +81,9 @@ class Step:
     """One model of the ensemble. ``kind`` is python, onnx or operator; ``source`` the
     function (``file.py:function``), the .onnx path or the operator's name; ``inputs`` and
     ``outputs`` pair the step's own tensor names with pipeline tensors; ``output_types``
-    declare a Python step's outputs (an ONNX model or operator declares its own)."""
+    declare a Python step's outputs (an ONNX model or operator declares its own); ``files``
+    name data files beside a Python step's module (a dictionary, a declaration) that are
+    copied beside it, so ``Path(__file__).parent / name`` finds them in both runs."""
 
     name: str
     kind: str
@@ -93,6 +97,14 @@ class Step:
     max_batch_size: int | None = None  # None: the pipeline's
     dynamic_batching: bool = True
     instances: int = 1
+    files: tuple[str, ...] = ()  # python: data files beside the module, served beside it
+    overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # target -> settings
+
+    def for_target(self, target: str) -> Step:
+        """The step with its ``[steps.<target>]`` settings applied (e.g. ascend: npu_ge
+        will not batch this model, max_batch_size = 0)."""
+        settings = dict(dict(self.overrides).get(target, ()))
+        return replace(self, **settings) if settings else self
 
     @property
     def function(self) -> tuple[Path, str]:
@@ -186,6 +198,9 @@ def _check_kind(step: Step, at: str) -> None:
         if missing:
             raise PipelineError(f"{at}: output {missing[0]!r} needs a dtype and dims "
                                 "(outputs = { name = { dtype = ..., dims = [...] } })")
+        _check_files(step, path, at)
+    elif step.files:
+        raise PipelineError(f"{at}: files belong to python steps (data their function reads)")
     elif step.kind == "onnx" and not Path(step.source).is_file():
         raise PipelineError(f"{at}: ONNX model {step.source} does not exist; give its path "
                             "relative to the pipeline file")
@@ -193,6 +208,18 @@ def _check_kind(step: Step, at: str) -> None:
         raise PipelineError(f"{at}: max_batch_size {step.max_batch_size} must be >= 0")
     if step.instances < 1:
         raise PipelineError(f"{at}: instances {step.instances} must be >= 1")
+
+
+def _check_files(step: Step, module: Path, at: str) -> None:
+    taken = {module.name, "model.py"}
+    for name in step.files:
+        if Path(name).name != name or name in taken or name.startswith("."):
+            raise PipelineError(f"{at}: files entry {name!r} must be the name of a file beside "
+                                f"{module.name} (no folders), other than it and model.py")
+        taken.add(name)
+        if not (module.parent / name).is_file():
+            raise PipelineError(f"{at}: {module.parent / name} does not exist; files name "
+                                f"data files in the folder of {module.name}")
 
 
 def _check_function(path: Path, func: str, at: str) -> None:
@@ -334,11 +361,32 @@ def _step(data: Any, index: int, base: Path, where: str) -> Step:
                  "attrs": tuple(_table(data.get("attrs", {}), at, "attrs").items())}
     elif any(k in data for k in ("shapes", "dtype", "attrs")):
         raise PipelineError(f"{at}: shapes, dtype and attrs belong to operator steps")
-    mbs = data.get("max_batch_size")
-    return Step(name, kind, source, inputs, outputs, types,
-                max_batch_size=None if mbs is None else _int(mbs, at, "max_batch_size"),
-                dynamic_batching=bool(data.get("dynamic_batching", True)),
-                instances=_int(data.get("instances", 1), at, "instances"), **extra)
+    files = data.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise PipelineError(f"{at}: files must be a list of file names, e.g. [\"keys.txt\"]")
+    overrides = tuple((t, tuple(_target_table(data, t, at).items()))
+                      for t in _TARGETS if t in data)
+    return Step(name, kind, source, inputs, outputs, types, files=tuple(files),
+                overrides=overrides, **_serving(data, at), **extra)
+
+
+def _serving(data: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """max_batch_size / dynamic_batching / instances of a step (or of a target's table)."""
+    out: dict[str, Any] = {}
+    if data.get("max_batch_size") is not None:
+        out["max_batch_size"] = _int(data["max_batch_size"], at, "max_batch_size")
+    if "dynamic_batching" in data:
+        out["dynamic_batching"] = _typed(data["dynamic_batching"], bool, at,
+                                         "dynamic_batching", "true or false")
+    if "instances" in data:
+        out["instances"] = _int(data["instances"], at, "instances")
+    return out
+
+
+def _target_table(data: Mapping[str, Any], target: str, at: str) -> dict[str, Any]:
+    table = _table(data[target], at, target)
+    _unknown(table, _SERVING_KEYS, f"{at}, {target}")
+    return _serving(table, f"{at}, {target}")
 
 
 def _source(kind: str, value: Any, base: Path, at: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from _helpers.triton_models import mlp_model
@@ -72,3 +73,83 @@ def write_pipeline(folder: Path, operator: bool = False) -> Path:
     path = folder / "pipeline.toml"
     path.write_text(text)
     return path
+
+
+OCR = Path(__file__).resolve().parent / "ocr"
+OCR_TOML = '''\
+name = "ocr"
+max_batch_size = 0
+outputs = ["boxes", "texts"]
+
+[inputs]
+image = { dtype = "uint8", dims = [96, 320, 3] }
+
+[[steps]]
+name = "det_pre"
+python = "ocr_steps.py:det_pre"
+files = ["det_preprocess.toml"]
+inputs = { image = "image" }
+outputs = { x = { dtype = "float32", dims = [1, 3, 96, 320] } }
+
+[[steps]]
+name = "det"
+onnx = "%(det)s"
+max_batch_size = 8
+ascend = { max_batch_size = 0 }  # npu_ge does not merge a map of variable height and width
+inputs = { x = "x" }
+outputs = { "sigmoid_0.tmp_0" = "prob" }
+
+[[steps]]
+name = "det_post"
+python = "ocr_steps.py:det_post"
+inputs = { prob = "prob", image = "image" }
+outputs = { boxes = { dtype = "int32", dims = [-1, 4] }, crops = { dtype = "float32", dims = [-1, 3, 48, 320] } }
+
+[[steps]]
+name = "rec"
+onnx = "%(rec)s"
+max_batch_size = 16
+ascend = { max_batch_size = 0 }
+inputs = { x = "crops" }
+outputs = { "softmax_11.tmp_0" = "probs" }
+
+[[steps]]
+name = "rec_post"
+python = "ocr_steps.py:rec_post"
+files = ["ppocr_keys.txt"]
+inputs = { probs = "probs", boxes = "boxes" }
+outputs = { texts = { dtype = "string", dims = [-1] } }
+'''
+
+
+def write_ocr_pipeline(folder: Path, det: Path, rec: Path) -> Path:
+    """folder/{pipeline.toml, ocr_steps.py, det_preprocess.toml, ppocr_keys.txt}: PP-OCR det
+    and rec of the corpus as one pipeline; the dictionary is the one the rec model carries
+    (its ``character`` metadata). Returns the TOML's path."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("ocr_steps.py", "det_preprocess.toml"):
+        shutil.copy(OCR / name, folder / name)
+    meta = {p.key: p.value for p in onnx.load(str(rec), load_external_data=False).metadata_props}
+    (folder / "ppocr_keys.txt").write_text(meta["character"], encoding="utf-8")
+    path = folder / "pipeline.toml"
+    path.write_text(OCR_TOML % {"det": det, "rec": rec})
+    return path
+
+
+def text_images(words: list[list[str]], seed: int = 0) -> list[np.ndarray]:
+    """One 96x320 RGB uint8 image per entry, its lines of words rendered with Pillow."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=26)
+    rng = np.random.default_rng(seed)
+    images = []
+    for lines in words:
+        img = Image.new("RGB", (320, 96), (255, 255, 255))
+        draw = ImageDraw.Draw(img)
+        for row, text in enumerate(lines):
+            x, y = int(rng.integers(8, 40)), 10 + 44 * row
+            draw.text((x, y), text, fill=(0, 0, 0), font=font)
+        images.append(np.asarray(img, dtype=np.uint8).copy())
+    return images

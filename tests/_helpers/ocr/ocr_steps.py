@@ -1,0 +1,100 @@
+"""The Python steps of the PP-OCR pipeline (det -> DB postprocessing -> rec -> CTC decode).
+
+One self-contained file, as a pipeline's Python step must be: numpy and opsdk only, data
+files beside it (``det_preprocess.toml``, the preprocessing declaration of the detector;
+``ppocr_keys.txt``, the recogniser's dictionary). The same functions run in the server's
+Python backend and in ``opsdk.triton.run_pipeline``.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REC_HEIGHT, REC_WIDTH = 48, 320
+MAX_BOXES = 16
+BIN_THRESHOLD, BOX_THRESHOLD, UNCLIP_RATIO, MIN_SIDE = 0.3, 0.6, 1.5, 3
+_DECL = None
+_KEYS = None
+
+
+def det_pre(image):
+    """uint8 RGB [H, W, 3] -> the detector's float32 [1, 3, H, W] (the declaration's mean/std)."""
+    global _DECL
+    from opsdk.preprocess import load_preprocess, preprocess_cpu
+
+    if _DECL is None:
+        _DECL = load_preprocess(HERE / "det_preprocess.toml")
+    return {"x": np.ascontiguousarray(preprocess_cpu(_DECL, image), dtype=np.float32)}
+
+
+def _components(mask):
+    """4-connected labels of a boolean map (0 background), by min-label propagation."""
+    h, w = mask.shape
+    big = h * w + 1
+    labels = np.where(mask, np.arange(1, h * w + 1).reshape(h, w), big)
+    while True:
+        padded = np.pad(labels, 1, constant_values=big)
+        nxt = np.minimum.reduce([labels, padded[:-2, 1:-1], padded[2:, 1:-1],
+                                 padded[1:-1, :-2], padded[1:-1, 2:]])
+        nxt = np.where(mask, nxt, big)
+        if np.array_equal(nxt, labels):
+            return np.where(mask, labels, 0)
+        labels = nxt
+
+
+def _boxes(prob):
+    """DB postprocessing with axis-aligned boxes: threshold, components, box score, unclip."""
+    h, w = prob.shape
+    labels = _components(prob > BIN_THRESHOLD)
+    boxes = []
+    for label in np.unique(labels[labels > 0]):
+        ys, xs = np.nonzero(labels == label)
+        y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+        if min(y1 - y0, x1 - x0) < MIN_SIDE or prob[ys, xs].mean() < BOX_THRESHOLD:
+            continue
+        bw, bh = x1 - x0, y1 - y0
+        d = int(round(bw * bh * UNCLIP_RATIO / (2 * (bw + bh))))
+        boxes.append((max(x0 - d, 0), max(y0 - d, 0), min(x1 + d, w), min(y1 + d, h)))
+    boxes.sort(key=lambda b: (b[1] // 8, b[0]))  # reading order: rows, then left to right
+    return np.array(boxes[:MAX_BOXES], dtype=np.int32).reshape(-1, 4)
+
+
+def _resize(img, out_h, out_w):
+    """Bilinear resize (half-pixel centres) of a float [H, W, C] image."""
+    h, w = img.shape[:2]
+    ys = np.clip((np.arange(out_h) + 0.5) * h / out_h - 0.5, 0, h - 1)
+    xs = np.clip((np.arange(out_w) + 0.5) * w / out_w - 0.5, 0, w - 1)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    fy, fx = (ys - y0)[:, None, None], (xs - x0)[None, :, None]
+    top = img[y0][:, x0] * (1 - fx) + img[y0][:, x1] * fx
+    bottom = img[y1][:, x0] * (1 - fx) + img[y1][:, x1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+def det_post(prob, image):
+    """The detector's map -> text boxes [N, 4] (x0, y0, x1, y1) and the recogniser's crops
+    [max(N, 1), 3, 48, 320] (height 48, aspect kept, (x / 255 - 0.5) / 0.5, zero-padded)."""
+    boxes = _boxes(prob[0, 0])
+    crops = np.zeros((max(len(boxes), 1), 3, REC_HEIGHT, REC_WIDTH), np.float32)
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
+        crop = image[y0:y1, x0:x1].astype(np.float32)
+        width = min(REC_WIDTH, int(np.ceil(REC_HEIGHT * (x1 - x0) / (y1 - y0))))
+        resized = _resize(crop, REC_HEIGHT, width)
+        crops[i, :, :, :width] = ((resized / 255.0 - 0.5) / 0.5).transpose(2, 0, 1)
+    return {"boxes": boxes, "crops": crops}
+
+
+def rec_post(probs, boxes):
+    """CTC greedy decoding: per box, the argmax path without repeats and blanks (class 0),
+    classes 1.. through the dictionary, the last class a space."""
+    global _KEYS
+    if _KEYS is None:
+        _KEYS = (HERE / "ppocr_keys.txt").read_text(encoding="utf-8").split("\n") + [" "]
+    texts = []
+    for row in probs[: len(boxes)]:
+        best = row.argmax(axis=-1)
+        keep = (best != 0) & np.concatenate([[True], best[1:] != best[:-1]])
+        texts.append("".join(_KEYS[i - 1] for i in best[keep]).encode("utf-8"))
+    return {"texts": np.array(texts, dtype=object).reshape(-1)}
