@@ -1,8 +1,10 @@
-"""The generated AI Core kernels on Ascend310P3 (__CCE_AICORE__ 200, no DataCopyPad), on
-opsdk's Ascend C model: whole 32-byte blocks only, an unaligned tail by a window moved back to
-the range's end, a tensor shorter than one block through the scalar unit. Each case is compared
-with the operator's NumPy reference under its precision standard, race-free (a finding of the
-race checker, or two blocks writing the same bytes, fails the run)."""
+"""The shipped AI Core kernels on Ascend310P3 (__CCE_AICORE__ 200, no DataCopyPad), on opsdk's
+Ascend C model. Generated (ThresholdedRelu, Gelu): whole 32-byte blocks only, an unaligned tail
+by a window moved back to the range's end, a tensor shorter than one block through the scalar
+unit. Hand-written row kernels (Softmax, LayerNormalization): a tile's part block by the scalar
+unit, rows shorter than one block and the per-row statistics through a staging buffer. Each
+case is compared with the operator's NumPy reference under its precision standard, race-free (a
+finding of the race checker, or two blocks writing the same bytes, fails the run)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 from opsdk.ascend.aicore_apis import missing_apis
 from opsdk.ascend.ascendc._gen import generate
+from opsdk.ascend.ascendc._kernels import aicore_kernel
 from opsdk.ascend.ascendc._tiling import evaluate
 from opsdk.ascend.ascendc.model import AscendcModel
 from opsdk.ascend.socs import core_resources
@@ -27,7 +30,7 @@ SOC = "Ascend310P3"
 #: elements: tiny (below one float32/float16 block), one block, aligned, unaligned with a
 #: short last range, multi-core unaligned, and longer than one core's tile.
 LENGTHS = [1, 5, 7, 8, 16, 100, 131, 4096, 4099, 65_541, 1_048_579]
-ATTRS = {"thresholded_relu": {"alpha": 0.5}, "gelu": {}}
+ATTRS: dict[str, dict[str, object]] = {"thresholded_relu": {"alpha": 0.5}, "gelu": {}}
 
 
 @pytest.fixture(scope="module", params=["thresholded_relu", "gelu"])
@@ -35,15 +38,18 @@ def model(request: pytest.FixtureRequest) -> AscendcModel:
     return AscendcModel(OPS / request.param, soc=SOC, seed=3)
 
 
-def _check(model: AscendcModel, x: np.ndarray, attrs: dict[str, float]) -> None:
+def _check(model: AscendcModel, x: np.ndarray, attrs: dict[str, object],
+           more: tuple[np.ndarray, ...] = ()) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # blocks writing the same bytes is a warning: fail it
-        (y,) = model.run([x], attrs)
+        outs = model.run([x, *more], attrs)
     spec = model.spec
-    (want,) = reference_outputs(spec, [x], spec.resolve_attrs(dict(attrs)))
-    dtype = str(x.dtype)
-    result = compare(y, want.astype(x.dtype), standard_for(dtype, spec.standard))
-    assert result.passed, f"{spec.name} {x.shape} {dtype} on {SOC}: {result.reason}"
+    wants = reference_outputs(spec, [x, *more], spec.resolve_attrs(dict(attrs)))
+    assert len(outs) == len(wants) == len(spec.outputs)
+    for o, y, want in zip(spec.outputs, outs, wants, strict=True):
+        dtype = str(y.dtype)
+        result = compare(y, want.astype(y.dtype), standard_for(dtype, spec.standard))
+        assert result.passed, f"{spec.name} {o.name} {x.shape} {dtype} on {SOC}: {result.reason}"
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -73,6 +79,39 @@ def test_lengths_reach_each_tail_regime(n: int, regime: str) -> None:
              else "one short range" if last % 8 and last < tile
              else "window moved back" if last % 8 and last > tile else "aligned")
     assert found == regime, (n, used, td)
+
+
+@pytest.fixture(scope="module", params=["softmax", "layer_normalization"])
+def row_model(request: pytest.FixtureRequest) -> AscendcModel:
+    return AscendcModel(OPS / request.param, soc=SOC, seed=3)
+
+
+#: rows: aligned, unaligned, shorter than one block (one core, several cores), a tensor below
+#: one block, 13 rows of 64 (LayerNormalization's statistics: 8 rows a core at least), rows of
+#: several tiles with an unaligned tail, and a tile's rest below one block (float32: the
+#: Unified Buffer's tile of the two kernels plus 3).
+ROWS = [(4, 1024), (3, 1001), (5, 3), (100, 3), (1, 5), (1, 1), (13, 64), (2, 100_003),
+        (2, 8963), (2, 6979), (0, 4)]
+
+
+@pytest.mark.parametrize("shape", ROWS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_row_kernels_on_310p(row_model: AscendcModel, shape: tuple[int, int], dtype: type) -> None:
+    rng = np.random.default_rng(sum(shape))
+    x: np.ndarray = rng.uniform(-3, 3, shape).astype(dtype)
+    more: tuple[np.ndarray, ...] = ()
+    if row_model.spec.snake_name == "layer_normalization":
+        more = (rng.normal(size=shape[-1]).astype(dtype), rng.normal(size=shape[-1]).astype(dtype))
+    _check(row_model, x, {"axis": -1}, more)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_normalization"])
+def test_row_kernels_keep_datacopypad_on_910b_only(op: str) -> None:
+    source = aicore_kernel(load_spec(OPS / op), OPS / op).source  # opsdk_block_copy.h in place
+    assert "namespace block_copy" in source
+    assert missing_apis(source, SOC, ["float32", "float16"]) == []
+    assert missing_apis(source, "Ascend910B3", ["float32", "float16", "bfloat16"]) == []
+    assert "DataCopyPad(" in source  # the 220 path copies a tail with DataCopyPad, as before
 
 
 def test_bfloat16_is_refused_naming_cast() -> None:

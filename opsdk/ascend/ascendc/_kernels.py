@@ -27,7 +27,8 @@ from ._tiling import Tiling, cpp_tiling
 from ._tuning_file import read_tuning
 
 __all__ = [
-    "aicore_kernel", "tiling_header", "pack_tiling", "TilingSlot", "tiling_slots",
+    "aicore_kernel", "inline_helpers", "HELPERS", "tiling_header", "pack_tiling", "TilingSlot",
+    "tiling_slots",
     "project_sources", "write_kernel_files", "check_socs_have",
 ]
 
@@ -64,12 +65,36 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
             if not isinstance(tiling, Tiling):
                 raise SpecError(f"{spec.name}: {desc} must define TILING = Tiling(...)")
             names = tuple(p.name for p in [*spec.inputs, *spec.outputs] if hasattr(p, "name"))
-            return AicoreKernel(spec.name, spec.snake_name, src.read_text(), tiling, names,
+            return AicoreKernel(spec.name, spec.snake_name, inline_helpers(src.read_text()),
+                                tiling, names,
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None))
     tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
+
+
+#: Ascend C helpers opsdk ships for hand-written kernels (in the model's include folder, real
+#: Ascend C): an ``#include "<name>"`` line of a kernel becomes the helper's text, so the kernel
+#: stays one self-contained source for the model, the CANN project and the toolkit's builds.
+HELPERS = ("opsdk_block_copy.h",)
+
+
+def inline_helpers(source: str) -> str:
+    """``source`` with each ``#include`` of a helper in :data:`HELPERS` replaced by its text.
+
+    Example:
+        >>> text = inline_helpers('#include "opsdk_block_copy.h"\\n')
+        >>> "namespace block_copy" in text and "#include" not in text.splitlines()[0]
+        True
+    """
+    def _one(m: re.Match[str]) -> str:
+        body = (Path(__file__).with_name("include") / m.group(1)).read_text()
+        return (f"// ---- {m.group(1)}: opsdk's helper, put here by opsdk ----\n{body}"
+                f"// ---- end of {m.group(1)} ----\n")
+
+    names = "|".join(re.escape(h) for h in HELPERS)
+    return re.sub(rf'^[ \t]*#[ \t]*include[ \t]+"({names})"[ \t]*\n', _one, source, flags=re.M)
 
 
 _KERNEL_MANIFEST = ".opsdk-manifest.json"
