@@ -251,6 +251,25 @@ def test_errors_name_the_input_and_the_fix(tmp_path: Path) -> None:
     assert [d.run for d in mixed.nodes] == ["float32"] * 4  # gray behind the model input
 
 
+def test_atc_folds_batch_norm_into_its_conv(tmp_path: Path) -> None:
+    """A running variance of 1e7 is Inf in float16, but ATC folds the BatchNorm into the
+    Conv's float32 weights first: only the unfused emulation fails."""
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "mu", "var"], ["y"],
+                              name="bn")]
+    inits = [_const("w", rng.standard_normal((4, 3, 1, 1))), _const("s", np.ones(4)),
+             _const("b", np.zeros(4)), _const("mu", np.zeros(4)), _const("var", np.full(4, 1e7))]
+    g = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("x", F, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", F, [1, 4, 4, 4])], inits)
+    path = tmp_path / "bn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    fused = analyze_model(path, "force_fp16", soc="ascend910b", attribute=False)
+    assert fused.folded == ["bn"] and fused.failing == [] and len(fused.nodes) == 1
+    unfused = analyze_model(path, "force_fp16", soc="ascend910b", fuse=False)
+    assert unfused.failing == ["y"] and unfused.attribution[0].node == "bn"
+
+
 def test_an_untyped_tensor_is_refused() -> None:
     g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], name="foo", domain="com.x")],
                           "g", [helper.make_tensor_value_info("x", F, [2])],

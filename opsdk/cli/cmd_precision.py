@@ -44,6 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--overflow", choices=("inf-nan", "saturation"),
                    help="how a float16 overflow ends (default: the SoC's: saturation on "
                    "ascend310p, inf-nan on ascend910b)")
+    p.add_argument("--no-fusion", action="store_true",
+                   help="do not fold Conv+BatchNormalization first (ATC folds them)")
     p.add_argument("--keep-dtype", metavar="FILE", help="ATC --keep_dtype file to apply")
     p.add_argument("--modify-mixlist", metavar="FILE", help="ATC --modify_mixlist JSON to apply")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:DIMS",
@@ -96,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         modify_mixlist=args.modify_mixlist, soc=args.soc_version, input_shape=shapes,
         input_files=_files(args.input), standard=args.standard,
         fix=args.fix_by if args.fix else None, output_dir=out, force=args.force,
-        attribute=not args.no_attribution, overflow=args.overflow, progress=stderr_progress)
+        attribute=not args.no_attribution, overflow=args.overflow, fuse=not args.no_fusion,
+        progress=stderr_progress)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

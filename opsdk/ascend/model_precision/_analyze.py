@@ -25,6 +25,7 @@ from ._fix import (
     search_bound,
     write_outputs,
 )
+from ._fusions import fold_conv_batch_norm
 from ._graph import float_tensors, lower_model
 from ._inputs import make_inputs
 from ._lists import OVERFLOW_MODES, op_facts, overflow_mode, soc_unit
@@ -72,6 +73,7 @@ class ModelPrecisionReport:
     standard: str
     low: str
     overflow: str
+    folded: list[str]
     inputs: dict[str, list[int]]
     nodes: list[NodeDtype]
     outputs: list[OutputResult]
@@ -90,7 +92,7 @@ class ModelPrecisionReport:
             "generator": "opsdk precision",
             "model": self.model, "precision_mode": self.mode, "soc": self.soc,
             "standard": self.standard, "low_dtype": self.low, "overflow": self.overflow,
-            "inputs": self.inputs,
+            "folded_batch_norms": self.folded, "inputs": self.inputs,
             "counts": dict(summary(self.nodes)),
             "lowered": [d.name for d in self.nodes if d.lowered],
             "nodes": [d.as_dict() for d in self.nodes if d.run != "-"],
@@ -106,6 +108,9 @@ class ModelPrecisionReport:
                  f"{self.low}, {c.get('low-in', 0)} with {self.low} inputs, "
                  f"{c.get('float32', 0)} in float32; overflow {self.overflow}; standard "
                  f"{self.standard}"]
+        if self.folded:
+            lines.append(f"  ATC's Conv+BatchNorm fusion first: {len(self.folded)} "
+                         "BatchNormalization nodes folded into their Conv")
         for r in self.outputs:
             lines.append(f"  output {r.name}: {'PASS' if r.passed else 'FAIL'}  max abs "
                          f"{r.max_abs:.4g}  max rel {r.max_rel:.4g}  cosine {r.cosine:.6f}  "
@@ -139,13 +144,15 @@ def analyze_model(
     input_files: Mapping[str, str | Path] | None = None,
     standard: str | Standard = DEFAULT_STANDARD, fix: str | None = None,
     output_dir: str | Path | None = None, force: bool = False, attribute: bool = True,
-    overflow: str | None = None, progress: Progress | None = None,
+    overflow: str | None = None, fuse: bool = True, progress: Progress | None = None,
 ) -> ModelPrecisionReport:
     """Emulate ATC's precision setting on a whole ONNX model and judge its outputs.
 
     ``fix``: None, ``"node"`` or ``"op-type"``: search what to keep in float32 and write
     the ``--keep_dtype`` and ``--modify_mixlist`` files into ``output_dir``. ``overflow``:
     ``inf-nan`` or ``saturation`` (default: the SoC's, see :func:`overflow_mode`).
+    ``fuse``: fold Conv+BatchNormalization pairs first, as ATC does. The outputs are
+    judged against the float32 run of the model as given.
 
     Example:
         >>> r = analyze_model("model.onnx", "force_fp16", input_shape={"x": (1, 3, 64, 64)},
@@ -155,7 +162,8 @@ def analyze_model(
     """
     say = progress or (lambda _m: None)
     path = Path(model_path)
-    model = onnx.load(str(path))
+    original = onnx.load(str(path))
+    model, folded = fold_conv_batch_norm(original) if fuse else (original, [])
     std = get_standard(standard) if isinstance(standard, str) else standard
     pm = _setting(mode, keep_dtype, modify_mixlist)
     check_names(model.graph.node, pm, str(path))
@@ -173,11 +181,12 @@ def analyze_model(
     candidates = [d for d in _candidates(model, floats, pm, unit) if d.lowered]
     say(f"{path.name}: {len(candidates)} of {len(assigned)} nodes lowerable under {mode}; "
         f"{sum(d.lowered for d in assigned)} lowered")
-    runner = Runner(model, candidates, floats, feeds, low, std, over == "saturation")
+    runner = Runner(model, candidates, floats, feeds, low, std, over == "saturation",
+                    expected=run_model(original, feeds))
     outputs = runner.evaluate_assignment(assigned)
     attribution = runner.attribution(say) if attribute and candidates else []
     report = ModelPrecisionReport(
-        str(path.name), mode, unit, getattr(std, "name", str(standard)), low, over,
+        str(path.name), mode, unit, getattr(std, "name", str(standard)), low, over, folded,
         {k: list(v.shape) for k, v in feeds.items()}, assigned, outputs, attribution, 0)
     if fix:
         report.fix = _fix(model, pm, unit, floats, feeds, runner, attribution, fix,

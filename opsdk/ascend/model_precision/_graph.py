@@ -115,7 +115,8 @@ def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
     new: list[onnx.NodeProto] = []
     for node, d in zip(nodes, assigned, strict=True):
         if d.run not in (LOW, LOW_IN):
-            if d.run == "-" and any(t in low_values for t in node.input):
+            fin = [t for t in node.input if t in floats]
+            if d.run == "-" and fin and all(t in low_values for t in fin):
                 low_values.update(t for t in node.output if t in floats)
             new.append(node)
             continue
