@@ -12,7 +12,9 @@ operator's domain with dots as underscores (``com.opsdk`` -> ``com_opsdk``):
 - gradients come from the operator's own backward (``@SPEC.register_backward``) or from
   differentiating its decomposition (``@SPEC.register_function``);
 - ONNX export writes one node per call in the spec's domain (:func:`export`,
-  :func:`onnx_translations`); :func:`replace` swaps standard layers for opsdk operators.
+  :func:`onnx_translations`); a plain ``torch.onnx.export(dynamo=True)`` without them warns
+  naming the operator (:class:`OnnxExportHint`); :func:`replace` swaps standard layers for
+  opsdk operators.
 
 Importing :mod:`opsdk` never imports torch; only this subpackage does.
 
@@ -31,6 +33,7 @@ from typing import Any
 
 from ._autograd import gradient_source
 from ._check import GradcheckResult, OpcheckReport, gradcheck, opcheck
+from ._export_hint import OnnxExportHint
 from ._npu import npu_unavailable
 from ._onnx_export import export, onnx_translations
 from ._register import OPS, Registered, register, register_all, registered
@@ -41,7 +44,7 @@ __all__ = [
     "ops", "load", "register", "register_all", "registered", "Registered", "schema",
     "namespace", "opcheck", "OpcheckReport", "gradcheck", "GradcheckResult",
     "gradient_source", "export",
-    "onnx_translations", "replace", "ReplaceReport", "npu_unavailable",
+    "onnx_translations", "OnnxExportHint", "replace", "ReplaceReport", "npu_unavailable",
 ]
 
 #: ``ops.<namespace>.<Name>`` is ``torch.ops.<namespace>.<Name>``, registered on first use.

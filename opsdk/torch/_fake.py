@@ -57,12 +57,16 @@ def infer_outputs(
     return out
 
 
-def make_fake(spec: OpSpec) -> Callable[..., Any]:
-    """The fake implementation to register for ``spec`` with ``register_fake``."""
+def make_fake(spec: OpSpec, on_trace: Callable[[OpSpec], None] | None = None,
+              ) -> Callable[..., Any]:
+    """The fake implementation to register for ``spec`` with ``register_fake``;
+    ``on_trace(spec)`` runs first on each call (the ONNX export hint)."""
 
     def fake(*inputs: Any, **attrs: Any) -> Any:
         import torch
 
+        if on_trace is not None:
+            on_trace(spec)
         device = next(t.device for t in inputs if t is not None)
         outs = [torch.empty(shape, dtype=dtype, device=device)
                 for shape, dtype in infer_outputs(spec, inputs, attrs, _new_size)]

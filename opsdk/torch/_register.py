@@ -4,9 +4,10 @@ Each operator becomes ``torch.ops.<namespace>.<Name>`` (namespace: its domain wi
 underscores) with the schema of :func:`~opsdk.torch._schema.schema`, a CPU implementation
 that calls the compiled opsdk kernel on zero-copy NumPy views, the fake implementation of
 :mod:`~opsdk.torch._fake`, autograd (:mod:`~opsdk.torch._autograd`), the TorchScript ONNX
-symbolic (:mod:`~opsdk.torch._onnx_export`) and, where torch_npu is importable, the NPU
-implementation (:mod:`~opsdk.torch._npu`). The kernel is compiled on the first call, not
-on registration.
+symbolic (:mod:`~opsdk.torch._onnx_export`), the hint of a dynamo ONNX export without
+opsdk's translations (:mod:`~opsdk.torch._export_hint`) and, where torch_npu is
+importable, the NPU implementation (:mod:`~opsdk.torch._npu`). The kernel is compiled on
+the first call, not on registration.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..registry import OperatorInfo, find_operator, find_operators
 from ..spec import OpSpec
 from ._autograd import register_autograd
 from ._convert import from_numpy, to_numpy
+from ._export_hint import hint_if_exporting
 from ._fake import make_fake
 from ._registered import REGISTERED as _REGISTERED
 from ._registered import Registered, registered
@@ -48,7 +50,7 @@ def _define(info: OperatorInfo) -> Registered:
     kernel = functools.cache(lambda: load(str(info.folder)))
     op = torch.library.custom_op(qualified_name(spec), _cpu_impl(spec, kernel),
                                  mutates_args=(), device_types="cpu", schema=schema(spec))
-    op.register_fake(make_fake(spec))
+    op.register_fake(make_fake(spec, hint_if_exporting))
     register_autograd(spec, op)
     reg = Registered(spec, info, op, kernel)
     from ._npu import register_npu
