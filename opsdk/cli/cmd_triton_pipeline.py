@@ -46,6 +46,10 @@ def register(tsub: Any) -> None:
     b.add_argument("--batch", type=int, default=1, help="rows per request (batched models)")
     b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
                    help="an input's shape per request (for -1 dims; repeatable)")
+    b.add_argument("--input", action="append", type=_input_file, default=[],
+                   metavar="INPUT=FILE.npy",
+                   help="send this array as the input (e.g. a real image), the others random "
+                   "(repeatable)")
     b.add_argument("--batching", choices=("both", "on", "off"), default="both",
                    help="dynamic batching variants to run (default both)")
     b.add_argument("--plot", default=None, metavar="PNG",
@@ -74,6 +78,13 @@ def _shape(text: str) -> tuple[str, tuple[int, ...]]:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected INPUT=D0,D1,... with integer sizes, got {text!r}") from None
+
+
+def _input_file(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path:
+        raise argparse.ArgumentTypeError(f"expected INPUT=FILE.npy, got {text!r}")
+    return name.strip(), path
 
 
 def run_pipeline_build(args: argparse.Namespace) -> int:
@@ -124,12 +135,18 @@ def run_ensemble_check(args: argparse.Namespace) -> int:
 
 
 def run_load_report(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from ..triton import format_load_report, load_report, plot_load_report
 
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.batching]
+    try:
+        given = {name: np.load(path) for name, path in args.input}
+    except (OSError, ValueError) as e:
+        raise OpsdkError(f"--input: {e}; pass INPUT=FILE.npy (numpy.save's format)") from e
     result = load_report(
         args.repository, args.model, concurrency=args.concurrency, requests=args.requests,
-        batch=args.batch, shapes=dict(args.shape), batching=modes,
+        batch=args.batch, shapes=dict(args.shape), batching=modes, inputs=given,
         progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
     if args.plot:
         plot_load_report(result, args.plot, force=args.force)

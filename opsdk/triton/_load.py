@@ -190,12 +190,15 @@ def load_report(
     venv: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     served: LoadTarget | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Drive ``model`` of ``repo`` at each concurrency, dynamic batching on and off; return
     the JSON-ready report: per run the client figures (``client``: p50/p90/p99 latency,
     throughput, errors) and the server's (``server``: per model, the counts it served,
     mean queue and compute times per request, the batch sizes it executed). ``served``: a
-    :func:`variant_server` already running (else one is started and stopped here).
+    :func:`variant_server` already running (else one is started and stopped here);
+    ``inputs``: the request's arrays by input name (e.g. a real image; batch axis included
+    for a batching model), the others random.
 
     Example:
         >>> report = load_report("repo", "scaled_mlp", concurrency=(1, 4))  # doctest: +SKIP
@@ -206,12 +209,15 @@ def load_report(
         with variant_server(repo, model, batching, venv, note) as target:
             return load_report(repo, model, concurrency=concurrency, requests=requests,
                                batch=batch, shapes=shapes, batching=batching, warmup=warmup,
-                               protocol=protocol, progress=note, served=target)
+                               protocol=protocol, progress=note, served=target,
+                               inputs=inputs)
     configs = served.configs
-    feeds = _feeds(configs[model], batch, shapes or {})
-    runs = [run for on in batching
-            for run in _drive_variant(served, protocol, on, feeds, concurrency, requests,
-                                      warmup, note)]
+    given = dict(inputs or {})
+    feeds = _feeds(configs[model], batch,
+                   {**{k: v.shape[1 if configs[model].max_batch_size > 0 else 0:]
+                       for k, v in given.items()}, **(shapes or {})})
+    feeds.update(given)
+    runs = _drive_all(served, protocol, batching, feeds, concurrency, requests, warmup, note)
     return {
         "model": model, "repository": str(served.repository), "protocol": protocol,
         "batch": batch, "ensemble": configs[model].platform == "ensemble",
@@ -221,34 +227,38 @@ def load_report(
     }
 
 
-def _drive_variant(target_: LoadTarget, protocol: str, on: bool,
-                   feeds: dict[str, np.ndarray], concurrency: Sequence[int], requests: int,
-                   warmup: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
+def _drive_all(target: LoadTarget, protocol: str, batching: Sequence[bool],
+               feeds: dict[str, np.ndarray], concurrency: Sequence[int], requests: int,
+               warmup: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Every (concurrency, mode) run, the modes interleaved at each concurrency so that a
+    drift of the host's load falls on both alike; returned mode by mode."""
     import tritonclient.http as http
 
-    if on not in target_.batching:
-        raise TritonConfigError(f"the server runs no variant with dynamic batching "
-                                f"{'on' if on else 'off'}")
-    server = target_.server
-    names = list(target_.configs)
-    served = [target_.name(on, n) for n in names]
-    target = target_.name(on)
-    if warmup:
-        _drive(protocol, server, target, feeds, 1, warmup, 0)
+    for on in batching:
+        if on not in target.batching:
+            raise TritonConfigError(f"the server runs no variant with dynamic batching "
+                                    f"{'on' if on else 'off'}")
+        if warmup:
+            _drive(protocol, target.server, target.name(on), feeds, 1, warmup, 0)
+    names = list(target.configs)
     runs = []
-    with http.InferenceServerClient(server.http_url) as client:
+    with http.InferenceServerClient(target.server.http_url) as client:
         for conc in concurrency:
-            note(f"dynamic batching {'on' if on else 'off'}, concurrency {conc}")
-            before = _snapshot(client, served)
-            stats = _drive(protocol, server, target, feeds, conc, requests, 0)
-            after = _snapshot(client, served)
-            runs.append({
-                "dynamic_batching": on, "concurrency": conc,
-                "client": {"requests": requests, **stats},
-                "server": {n: _server_delta(before[s], after[s])
-                           for n, s in zip(names, served, strict=True)},
-            })
-    return runs
+            for on in batching:
+                note(f"dynamic batching {'on' if on else 'off'}, concurrency {conc}")
+                served = [target.name(on, n) for n in names]
+                before = _snapshot(client, served)
+                stats = _drive(protocol, target.server, target.name(on), feeds, conc,
+                               requests, 0)
+                after = _snapshot(client, served)
+                runs.append({
+                    "dynamic_batching": on, "concurrency": conc,
+                    "client": {"requests": requests, **stats},
+                    "server": {n: _server_delta(before[s], after[s])
+                               for n, s in zip(names, served, strict=True)},
+                })
+    order = {on: i for i, on in enumerate(batching)}
+    return sorted(runs, key=lambda r: order[r["dynamic_batching"]])
 
 
 def format_load_report(result: Mapping[str, Any]) -> str:
@@ -299,18 +309,21 @@ def plot_load_report(result: Mapping[str, Any], path: str | Path, force: bool = 
         raise TritonConfigError(f"{out} exists; pass --force to replace it or pick another "
                                 "--plot file")
     fig, (lat, thr) = plt.subplots(1, 2, figsize=(10, 4))
-    for on in (True, False):
+    for on, color in ((True, "tab:blue"), (False, "tab:orange")):
         runs = [r for r in result["runs"] if r["dynamic_batching"] is on]
         if not runs:
             continue
         conc = [r["concurrency"] for r in runs]
         label = f"dynamic batching {'on' if on else 'off'}"
         for pct, style in (("p50", "-o"), ("p99", "--^")):
-            lat.plot(conc, [r["client"][f"{pct}_ms"] for r in runs], style,
+            lat.plot(conc, [r["client"][f"{pct}_ms"] for r in runs], style, color=color,
                      label=f"{label}, {pct}")
-        thr.plot(conc, [r["client"]["throughput_rps"] for r in runs], "-o", label=label)
+        thr.plot(conc, [r["client"]["throughput_rps"] for r in runs], "-o", color=color,
+                 label=label)
+    ticks = sorted({r["concurrency"] for r in result["runs"]})
     for ax, ylabel in ((lat, "latency (ms)"), (thr, "throughput (requests/s)")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xlabel("concurrent clients")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)

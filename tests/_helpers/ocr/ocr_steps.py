@@ -29,18 +29,28 @@ def det_pre(image):
 
 
 def _components(mask):
-    """4-connected labels of a boolean map (0 background), by min-label propagation."""
+    """4-connected labels of a boolean map (0 background): each pixel takes the smallest
+    label among itself and its neighbours, then the label of the pixel its label names
+    (pointer jumping), until nothing changes."""
     h, w = mask.shape
-    big = h * w + 1
-    labels = np.where(mask, np.arange(1, h * w + 1).reshape(h, w), big)
+    big = h * w
+    flat = np.where(mask.ravel(), np.arange(h * w), big)
     while True:
-        padded = np.pad(labels, 1, constant_values=big)
-        nxt = np.minimum.reduce([labels, padded[:-2, 1:-1], padded[2:, 1:-1],
-                                 padded[1:-1, :-2], padded[1:-1, 2:]])
-        nxt = np.where(mask, nxt, big)
-        if np.array_equal(nxt, labels):
-            return np.where(mask, labels, 0)
-        labels = nxt
+        grid = flat.reshape(h, w)
+        padded = np.pad(grid, 1, constant_values=big)
+        nxt = np.minimum.reduce([grid, padded[:-2, 1:-1], padded[2:, 1:-1],
+                                 padded[1:-1, :-2], padded[1:-1, 2:]]).ravel()
+        nxt = np.where(mask.ravel(), nxt, big)
+        fg = nxt < big
+        while True:  # jump: a label is a pixel index, take that pixel's label
+            jumped = nxt.copy()
+            jumped[fg] = nxt[nxt[fg]]
+            if np.array_equal(jumped, nxt):
+                break
+            nxt = jumped
+        if np.array_equal(nxt, flat):
+            return np.where(mask, flat.reshape(h, w) + 1, 0)
+        flat = nxt
 
 
 def _boxes(prob):
