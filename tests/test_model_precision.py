@@ -138,6 +138,12 @@ def test_casts_are_inserted_where_atc_lowers() -> None:
     y16 = ort.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0]
     assert y16.shape == y32.shape and not np.array_equal(y16, y32)
     assert np.allclose(y16, y32, rtol=0.05, atol=0.05)
+    # the bf16 modes round to bfloat16 at the same places
+    bf = PrecisionMode("allow_fp32_to_bf16")
+    lowered_bf = lower_model(model, assign_dtypes(model.graph.node, floats, bf, "ascend910b"),
+                             floats, "bfloat16")
+    assert [(src, to) for _n, src, _d, to in inserted(lowered_bf)][::2] == [
+        (src, TensorProto.BFLOAT16) for src, _to in casts[::2]]
 
 
 def overflow_model(path: Path) -> Path:
