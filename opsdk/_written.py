@@ -296,11 +296,14 @@ def walk_files(root: Path, want: Callable[[str, bool], bool] | None = None) -> I
     yield from sorted(found)
 
 
-def check_output(path: str | os.PathLike[str], force: bool = False, flag: str = "-o") -> Path:
+def check_output(path: str | os.PathLike[str], force: bool = False, flag: str = "-o",
+                 replace_own: bool = False) -> Path:
     """Refuse an output path before any long work: a symlink (even with ``force``), a
     folder or other non-file, or an existing file without ``force``.
 
-    ``flag`` is the option that named the path, for the fix in the message.
+    ``flag`` is the option that named the path, for the fix in the message. With
+    ``replace_own`` (a command with no ``--force``, such as a report rewritten on each run),
+    a file the folder's record says opsdk wrote, unchanged since, is replaced.
 
     Raises:
         UnsafePath: a symlink or a non-file at ``path``.
@@ -322,18 +325,29 @@ def check_output(path: str | os.PathLike[str], force: bool = False, flag: str = 
             f"{p} is a symlink (to {os.readlink(p)}); opsdk never writes through a symlink, "
             f"--force or not: remove the link or choose another {flag}"
         )
+    if stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(f"{flag} {p}: it is a folder; pass a file path")
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(f"{p} exists and is not a file; choose another {flag}")
-    if not force:
+        raise UnsafePath(f"{flag} {p}: it exists and is not a file; choose another {flag}")
+    if force:
+        return p
+    if replace_own:
+        folder = p.parent if str(p.parent) else Path(".")
+        if read_record(folder, OUTPUT_RECORD).get(p.name) == sha256(p.read_bytes()):
+            return p
         raise OutputExistsError(
-            f"{p} exists; pass --force (force=True) to replace it, or choose another {flag}"
+            f"{p} exists and opsdk did not write it (or it changed since, see "
+            f"{folder / OUTPUT_RECORD}); remove it yourself or choose another {flag}"
         )
-    return p
+    raise OutputExistsError(
+        f"{p} exists; pass --force (force=True) to replace it, or choose another {flag}"
+    )
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes, *, force: bool = False,
                  mode: int | None = None, flag: str = "-o",
-                 also: Mapping[str, str | bytes] | None = None) -> Path:
+                 also: Mapping[str, str | bytes] | None = None,
+                 replace_own: bool = False) -> Path:
     """Write the user-visible file ``path`` by the rules of :func:`check_output`, atomically
     (written beside it and renamed), and record its hash in the folder's
     :data:`OUTPUT_RECORD`. ``also`` holds files written beside it by the same rules
@@ -354,7 +368,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, *, force: bool
     p = Path(path)
     files = {p.name: data, **dict(also or {})}
     for name in files:
-        check_output(p.parent / check_relative(name), force, flag)
+        check_output(p.parent / check_relative(name), force, flag, replace_own)
     folder = p.parent if str(p.parent) else Path(".")
     record = read_record(folder, OUTPUT_RECORD)
     for name, content in files.items():

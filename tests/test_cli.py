@@ -21,6 +21,15 @@ def test_every_core_command_is_there():
     assert {"new", "build", "list", "test", "check", "export"} <= set(subcommands())
 
 
+def test_action_modules_are_not_top_level_commands():
+    """cmd_triton_pipeline holds `opsdk triton pipeline/bench`: registered once, by triton."""
+    names = set(subcommands())
+    assert not names & {"pipeline", "triton_pipeline"}
+    triton = build_parser("triton")._actions[-1].choices["triton"]  # type: ignore[index]
+    actions = next(a for a in triton._actions if a.dest == "triton_command").choices
+    assert {"build", "check", "pipeline", "bench"} <= set(actions)
+
+
 @pytest.mark.parametrize("command", subcommands())
 def test_help_on_every_subcommand(command, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -2,7 +2,8 @@
 
 Every subcommand lives in its own module ``opsdk/cli/cmd_<name>.py`` that defines
 ``register(subparsers)``; the parser it adds sets ``func(args) -> int``. Modules are
-discovered automatically, so adding a command touches no shared file.
+discovered automatically, so adding a command touches no shared file. A module
+``cmd_<name>_<action>.py`` holds actions of ``<name>`` and is registered by ``cmd_<name>``.
 
 Example:
     >>> from opsdk.cli import main
@@ -25,7 +26,11 @@ __all__ = ["main", "build_parser"]
 
 
 def _command_modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_"))
+    """The top-level command modules: ``cmd_<name>``, but not ``cmd_<name>_<action>``, which
+    holds actions of ``cmd_<name>`` (``opsdk triton pipeline``) and is registered by it."""
+    names = {m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")}
+    return sorted(n for n in names
+                  if not any(n.startswith(f"{parent}_") for parent in names if parent != n))
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

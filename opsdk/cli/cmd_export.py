@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from ..onnx import DEFAULT_OPSET, export_model, save_model
     from ._io import check_output_file
 
+    check_output_file(args.output, "-o")  # its folder exists or can
     check_output(Path(args.output), args.force)  # before the work: a symlink, a file
-    check_output_file(args.output, "-o")
     model = export_model(
         args.op,
         shapes=parse_shapes(args.shape),

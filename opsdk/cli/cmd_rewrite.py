@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         from .._written import check_output
 
+        check_output_file(args.output, "-o")  # its folder exists or can
         check_output(args.output, args.force)  # before the work: a symlink, a file
-        check_output_file(args.output, "-o")
     source = load_model(args.model)
     measure = args.target == "cpu" and args.fuse and not args.force_fuse and not args.no_measure
     pays = _timer(source, args) if measure else None
