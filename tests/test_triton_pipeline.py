@@ -243,7 +243,12 @@ def test_rebuild_needs_force_and_keeps_foreign_folders(folder: Path, tmp_path: P
     assert (repo / "scale" / "1" / "model.py").is_file()  # refused before any folder went
     assert (repo / "top" / "notes.txt").read_text() == "mine"
     (repo / "top" / "notes.txt").unlink()
+    cache = repo / "top" / "1" / "__pycache__"  # what a server's Python compiles there
+    cache.mkdir()
+    (cache / "model.cpython-311.pyc").write_bytes(b"")
+    (cache / "steps.cpython-311.pyc").write_bytes(b"")
     assert main([*args, "--force"]) == 0
+    assert not cache.exists()
 
 
 def test_a_step_function_failure_names_the_step() -> None:

@@ -6,9 +6,9 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 
 import onnx
@@ -211,6 +211,19 @@ def _ours(target: Path) -> list[str] | None:
     return list(read_record(target, MANIFEST))
 
 
+def _bytecode_of(ours: set[str], present: Iterable[str]) -> set[str]:
+    """``__pycache__/<stem>.*.pyc`` files beside a ``.py`` opsdk wrote: the bytecode a
+    server's Python compiled from it (model.py, a pipeline step's module), not a user's file."""
+    found = set()
+    for rel in present:
+        path = PurePosixPath(rel)
+        if path.parent.name == "__pycache__" and path.suffix == ".pyc":
+            source = path.parent.parent / f"{path.name.split('.', 1)[0]}.py"
+            if str(source) in ours:
+                found.add(rel)
+    return found
+
+
 def _make_room(target: Path, force: bool, check_only: bool = False) -> None:
     """Remove the model folder opsdk wrote at ``target`` (``force``), never another file:
     nothing outside ``target`` and nothing through a symlink (``1/`` linked elsewhere).
@@ -229,6 +242,7 @@ def _make_room(target: Path, force: bool, check_only: bool = False) -> None:
             "folder opsdk did not write: remove it yourself or pick another --name / -o"
         )
     keep = {*ours, MANIFEST}
+    keep |= _bytecode_of(keep, walk_files(target))
     for rel in sorted(keep):
         safe_target(target, rel, str(target / MANIFEST))  # no symlink on the way, before any delete
     foreign = [rel for rel in walk_files(target) if rel not in keep]

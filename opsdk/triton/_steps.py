@@ -28,7 +28,11 @@ def load_function(path: str | Path, name: str, module_name: str) -> Callable[...
         raise ImportError(f"cannot import {path} (not a Python file)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:  # no __pycache__ in the model folder: --force replaces only opsdk's own files
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = keep
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ImportError(f"{path} has no function {name!r}")
