@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -143,3 +144,44 @@ def test_package_publishes_its_wheel_through_the_writer(tmp_path: Path) -> None:
     assert (out / name).read_bytes() == built.read_bytes()
     record = json.loads((out / OUTPUT_RECORD).read_text())
     assert record["files"] == {name: sha256(built.read_bytes())}
+
+
+def _opsdk_test(report: Path) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "opsdk", "test", "ThresholdedRelu", "--report",
+                           str(report), "-k", "float32-odd", "-q", "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_opsdk_test_report_goes_through_the_writer(tmp_path: Path) -> None:
+    """`opsdk test --report` (no --force): a symlink or a file opsdk did not write is refused
+    before the run, naming the fix; its own report of an earlier run is replaced."""
+    target = tmp_path / "precious.json"
+    target.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    p = _opsdk_test(link)
+    assert p.returncode != 0 and f"{link} is a symlink (to {target})" in p.stderr, p.stderr
+    assert target.read_text() == "keep me"
+    p = _opsdk_test(target)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert (f"{target} exists and opsdk did not write it (or it changed since, see "
+            f"{tmp_path / OUTPUT_RECORD}); remove it yourself or choose another --report"
+            in p.stderr), p.stderr
+    assert target.read_text() == "keep me"
+
+
+def test_a_report_replaces_only_the_report_opsdk_wrote(tmp_path: Path) -> None:
+    from opsdk.testing import Report
+
+    path = tmp_path / "r.json"
+    Report(title="first").write(path)
+    Report(title="second").write(path)  # its own, unchanged: replaced without --force
+    assert json.loads(path.read_text())["title"] == "second"
+    assert json.loads((tmp_path / OUTPUT_RECORD).read_text())["files"] == {
+        "r.json": sha256(path.read_bytes())}
+    path.write_text(path.read_text() + " ")  # the user edited it: kept
+    with pytest.raises(FileExistsError, match="opsdk did not write it .or it changed since"):
+        Report(title="third").write(path)

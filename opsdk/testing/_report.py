@@ -62,15 +62,18 @@ class Report:
 
     def write(self, path: str | Path) -> Path:
         """Write ``.json`` or ``.html`` (chosen by the suffix); return the path."""
+        from .._written import write_output
+
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if p.suffix.lower() == ".json":
-            p.write_text(json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n")
+            text = json.dumps(self.to_dict(), indent=1, default=_jsonable) + "\n"
         elif p.suffix.lower() in (".html", ".htm"):
-            p.write_text(self.to_html())
+            text = self.to_html()
         else:
             raise ValueError(f"report {p}: use a .json or .html file name")
-        return p
+        # opsdk's one writer: no symlink, and only a report opsdk wrote is replaced
+        return write_output(p, text, flag="--report", replace_own=True)
 
     @staticmethod
     def check_path(path: str | Path) -> None:
@@ -94,6 +97,12 @@ class Report:
                 f"--report {p}: cannot write in {p.parent} ({e.strerror or e}); pass a path in "
                 "a folder you can write"
             ) from None
+        from .._written import check_output
+
+        try:  # a symlink, or a file opsdk did not write: refused before the run
+            check_output(p, flag="--report", replace_own=True)
+        except OSError as e:
+            raise ValueError(str(e)) from None
 
     def to_html(self) -> str:
         """A self-contained HTML page: summary table, then per case its statistics,
