@@ -185,3 +185,24 @@ def test_a_report_replaces_only_the_report_opsdk_wrote(tmp_path: Path) -> None:
     path.write_text(path.read_text() + " ")  # the user edited it: kept
     with pytest.raises(FileExistsError, match="opsdk did not write it .or it changed since"):
         Report(title="third").write(path)
+
+
+def test_package_keep_project_refuses_a_symlink(tmp_path: Path) -> None:
+    """`opsdk package --keep-project DIR` copies the project there: never through a symlink,
+    dangling or not."""
+    from opsdk._written import UnsafePath
+    from opsdk.package._project import copy_tree
+
+    src = tmp_path / "project"
+    (src / "src").mkdir(parents=True)
+    (src / "src" / "a.cpp").write_text("int a;\n")
+    for target in (tmp_path / "elsewhere", tmp_path / "missing"):
+        link = tmp_path / f"keep-{target.name}"
+        if target.name == "elsewhere":
+            target.mkdir()
+        link.symlink_to(target)
+        with pytest.raises(UnsafePath, match=r"--keep-project .* is a symlink"):
+            copy_tree(src, link)
+        assert not (target / "src").exists()
+    copy_tree(src, tmp_path / "kept")
+    assert (tmp_path / "kept" / "src" / "a.cpp").read_text() == "int a;\n"

@@ -379,7 +379,11 @@ def write_tree(root: Path, files: dict[str, bytes], executable: Iterable[str] = 
 
 
 def copy_tree(src: Path, dst: Path) -> None:
-    """Copy a finished project elsewhere (``--keep-project``), refusing to overwrite."""
+    """Copy a finished project elsewhere (``--keep-project``), refusing to overwrite and
+    to write through a symlink (dangling or not)."""
+    if dst.is_symlink():
+        raise UnsafePath(f"--keep-project {dst} is a symlink (to {os.readlink(dst)}); opsdk never "
+                         "writes through a symlink: remove the link or choose another folder")
     if dst.exists():
         raise BuildError(f"--keep-project {dst}: it exists; opsdk never overwrites a folder")
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build"))
