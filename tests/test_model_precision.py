@@ -107,12 +107,20 @@ def test_the_lists_are_canns() -> None:
     assert (d.run, d.why) == ("low", "allow_fp32_to_fp16: vector op without a float32 kernel")
 
 
-def test_an_opsdk_operator_follows_its_spec() -> None:
+def test_an_opsdk_operator_follows_its_spec(tmp_path: Path) -> None:
     node = helper.make_node("ThresholdedRelu", ["x"], ["y"], name="tr", domain="com.opsdk",
                             alpha=0.5)
     for mode, run in [("force_fp16", "low"), ("allow_fp32_to_fp16", "float32")]:
         [d] = assign_dtypes([node], {"x", "y"}, PrecisionMode(mode))
         assert d.run == run and "opsdk operator ThresholdedRelu" in d.why
+    # and the model runs through opsdk's Session, its kernel between the casts
+    from opsdk.onnx import export_model
+
+    onnx.save(export_model("ThresholdedRelu", shapes={"x": (2, 8)}, attrs={"alpha": 0.5}),
+              tmp_path / "tr.onnx")
+    r = analyze_model(tmp_path / "tr.onnx", "force_fp16")
+    assert [d.run for d in r.nodes] == ["low"] and r.failing == []
+    assert 0 < r.outputs[0].max_rel < 2 ** -10  # float16 rounding, nothing more
 
 
 def test_casts_are_inserted_where_atc_lowers() -> None:
