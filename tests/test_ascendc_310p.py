@@ -195,3 +195,22 @@ def test_every_scalar_hand_off_of_the_310p_path_is_needed(op: str, tmp_path: Pat
     missed = [lines[i].strip() + f" (line {i + 1})" for i, e in zip(cut, errors, strict=True)
               if "race on Unified Buffer" not in e]
     assert not missed, f"{op}: removing these reports no race on {SOC}: {missed}"
+
+
+@pytest.mark.parametrize(("source", "on_310p", "on_910b"), [
+    ("#if __CCE_AICORE__ == 200\nDataCopy(a, b, n);\n#else\nDataCopyPad(a, b, p);\n#endif\n",
+     [], []),
+    ("#define ONLY_BLOCKS 0\n#if ONLY_BLOCKS\nDataCopy(a, b, n);\n#else\nDataCopyPad(a, b, p);\n"
+     "#endif\n", ["DataCopyPad"], []),
+    # a condition the check cannot evaluate keeps every branch: refused as before
+    ("#ifdef SOME_BUILD_FLAG\nDataCopyPad(a, b, p);\n#endif\n", ["DataCopyPad"], []),
+    ("#if defined(__CCE_AICORE__) && __CCE_AICORE__ >= 220\nDataCopyPad(a, b, p);\n#elif 1\n"
+     "DataCopy(a, b, n);\n#endif\n", [], []),
+])
+def test_api_check_reads_the_branches_a_family_compiles(source: str, on_310p: list[str],
+                                                         on_910b: list[str]) -> None:
+    def apis(soc: str) -> list[str]:
+        return [why.split(":")[0] for why in missing_apis(source, soc, ["float32"])]
+
+    assert apis(SOC) == on_310p
+    assert apis("Ascend910B3") == on_910b
