@@ -55,7 +55,8 @@ def register(sub: Any) -> None:
     b.set_defaults(func=run_build)
     c = tsub.add_parser(
         "check",
-        help="check an npu_ge model folder as the backend and GE will see it",
+        help="check an npu_ge model folder as the backend and GE will see it, or an "
+        "ensemble's wiring (every edge's name, dtype, dims, batch size) and its npu_ge steps",
         description="Check REPO/NAME written by `opsdk triton build --target ascend`: one "
         "model file in the folder; GE's ONNX parser rules of the target CANN; ONNX Runtime "
         "1.23.2 (as inside npu_ge, no custom ops) opens and runs it, matching opsdk's kernels. "
