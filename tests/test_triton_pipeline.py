@@ -68,6 +68,17 @@ def test_wiring_check_passes_the_written_ensemble(cpu_repo: Path) -> None:
     assert len(report.edges) == 6
 
 
+def test_check_json_lists_every_edge(cpu_repo: Path, capsys: pytest.CaptureFixture[str]
+                                     ) -> None:
+    import json
+
+    assert main(["triton", "check", str(cpu_repo / "scaled_mlp"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["problems"] == [] and report["models"] == {}
+    assert [e["tensor"] for e in report["edges"]] == ["raw", "x", "z", "y", "label", "score"]
+    assert report["edges"][1]["dims"] == [-1, 16]
+
+
 def _retype(folder: str, old: str, new: str) -> Callable[[Path], None]:
     def edit(repo: Path) -> None:
         path = repo / folder / "config.pbtxt"
