@@ -134,9 +134,6 @@ def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | No
                     values: Mapping[str, float] | None, seed: int,
                     python: str | Path | None, batched: bool) -> None:
     """Run :func:`_judge` in a child process; a crash there is a finding."""
-    here = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
     with tempfile.TemporaryDirectory(prefix="opsdk-check-") as tmp:
         result, feeds_file = Path(tmp) / "result.json", Path(tmp) / "feeds.npz"
         job = {"path": str(path), "dims": dict(dims) if dims else None,
@@ -144,16 +141,26 @@ def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | No
                "python": str(python) if python else None, "batched": batched,
                "result": str(result), "feeds": str(feeds_file)}
         (Path(tmp) / "job.json").write_text(json.dumps(job))
-        proc = subprocess.run([sys.executable, "-m", "opsdk.triton._check_child",
-                               str(Path(tmp) / "job.json")], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-        said = proc.stdout.decode(errors="replace")
+        code, said = _run_child(str(Path(tmp) / "job.json"))
         sys.stderr.write(said)
-        if proc.returncode == 0 and result.is_file():
+        if code == 0 and result.is_file():
             _take(report, json.loads(result.read_text()))
             return
         feeds = dict(np.load(feeds_file)) if feeds_file.is_file() else None
-    report.problems.append(_child_crash(path, proc.returncode, said, feeds))
+    report.problems.append(_child_crash(path, code, said, feeds))
+
+
+def _run_child(job_file: str) -> tuple[int, str]:
+    """Run :func:`judge_job` in ``python -m opsdk.triton._check_child``: its exit code
+    (negative: the signal) and output. A fresh interpreter, not a fork: numpy's BLAS
+    threads are running by then, and forking a threaded process can deadlock the child."""
+    here = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.run([sys.executable, "-m", "opsdk.triton._check_child", job_file],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=env)
+    return proc.returncode, proc.stdout.decode(errors="replace")
 
 
 def _take(report: NpuGeCheck, result: Mapping[str, Any]) -> None:
