@@ -222,6 +222,25 @@ def test_model_input_unknown_to_the_onnx_file_is_refused(folder: Path, tmp_path:
     assert not (tmp_path / "repo").exists()  # nothing written before every step planned
 
 
+@pytest.mark.parametrize("declared, message", [
+    ('x = { dtype = "float64", dims = [16] }', r"tensor 'x' from 'scale' into input 'x' of step "
+     r"'mlp': it is TYPE_FP64, the step takes TYPE_FP32; cast it"),
+    ('x = { dtype = "float32", dims = [15] }', r"tensor 'x' from 'scale' into input 'x' of step "
+     r"'mlp': it has dims \[-1, 15\], the step takes \[-1, 16\]"),
+])
+def test_an_edge_that_cannot_wire_is_refused_before_writing(
+    declared: str, message: str, folder: Path, tmp_path: Path
+) -> None:
+    text = (folder / "pipeline.toml").read_text()
+    text = text.replace('x = { dtype = "float32", dims = [16] }', declared)
+    (tmp_path / "p.toml").write_text(text)
+    for name in ("steps.py", "mlp.onnx"):
+        shutil.copy(folder / name, tmp_path / name)
+    with pytest.raises(PipelineError, match=message):
+        build_pipeline(load_pipeline(tmp_path / "p.toml"), tmp_path / "repo")
+    assert not (tmp_path / "repo").exists()
+
+
 def test_a_function_object_is_a_step(folder: Path) -> None:
     from opsdk.triton._steps import load_function
 

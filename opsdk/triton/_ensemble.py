@@ -21,7 +21,7 @@ from .._written import sha256, write_file, write_record
 from ._config import template_env
 from ._errors import TritonConfigError
 from ._onnx_io import read_graph_io
-from ._pipeline import Pipeline, PipelineError, Step, numpy_dtype
+from ._pipeline import Pipeline, PipelineError, Step
 from ._repository import (
     MANIFEST,
     TARGETS,
@@ -45,6 +45,7 @@ class PlannedTensor:
     name: str
     data_type: str
     dims: tuple[int, ...]
+    batched: bool = False  # a pipeline tensor: its producer batches (dims start with it)
 
 
 @dataclass(frozen=True)
@@ -80,21 +81,47 @@ def plan_pipeline(pipe: Pipeline, target: str = "cpu"
     """
     pipe.check()
     batched = pipe.max_batch_size > 0
-    tensors = {t.name: PlannedTensor(t.name, t.triton_type, _full(t.dims, batched))
+    tensors = {t.name: PlannedTensor(t.name, t.triton_type, _full(t.dims, batched), batched)
                for t in pipe.inputs}
     plans = []
     for step in (s.for_target(target) for s in pipe.steps):
         plan = _plan_step(pipe, step, tensors)
         mb = plan.max_batch_size > 0
+        _check_inputs(pipe, plan, tensors)
         for own, tensor in step.outputs:
             t = next((o for o in plan.outputs if o.name == own), None)
             if t is None:
                 names = ", ".join(o.name for o in plan.outputs)
                 raise PipelineError(f"pipeline {pipe.name!r}, step {step.name!r}: the model "
                                     f"has no output {own!r}; its outputs are {names}")
-            tensors[tensor] = PlannedTensor(tensor, t.data_type, _full(t.dims, mb))
+            tensors[tensor] = PlannedTensor(tensor, t.data_type, _full(t.dims, mb), mb)
         plans.append(plan)
     return plans, tensors
+
+
+def _check_inputs(pipe: Pipeline, plan: StepPlan, tensors: dict[str, PlannedTensor]) -> None:
+    """Each input's tensor has the type and dims the step's model declares (as the wiring
+    check will find them in the written configs), before anything is written."""
+    from ._wiring import dims_agree
+
+    batched = plan.max_batch_size > 0
+    own = {t.name: t for t in plan.inputs}
+    producers = pipe.producers()
+    for name, tensor in plan.step.inputs:
+        have, want = tensors[tensor], own[name]
+        made = producers[tensor] or "the pipeline's inputs"
+        at = (f"pipeline {pipe.name!r}: tensor {tensor!r} from {made!r} into input {name!r} "
+              f"of step {plan.step.name!r}")
+        if have.data_type != want.data_type:
+            raise PipelineError(f"{at}: it is {have.data_type}, the step takes "
+                                f"{want.data_type}; cast it in the producing step or declare "
+                                "the dtype the model takes")
+        full = _full(want.dims, batched)
+        have_own = have.dims[1:] if have.batched else have.dims
+        if not (dims_agree(have.dims, full) or dims_agree(have_own, want.dims)):
+            raise PipelineError(f"{at}: it has dims {list(have.dims)}, the step takes "
+                                f"{list(full)} (batch axis included, -1 any size); make the "
+                                "shapes agree")
 
 
 def _plan_step(pipe: Pipeline, step: Step, tensors: dict[str, PlannedTensor]) -> StepPlan:
@@ -237,8 +264,6 @@ def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool) -
         "function": function,
         "arguments": dict(step.inputs),
     }
-    for t in step.output_types:
-        numpy_dtype(t.dtype)  # a name the server's numpy knows
     env = template_env()
     files: dict[str, str | bytes] = {
         "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),

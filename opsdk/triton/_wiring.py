@@ -18,7 +18,7 @@ from typing import Any
 from ._config_check import parse_config
 from ._errors import TritonConfigError
 
-__all__ = ["EnsembleCheck", "Edge", "check_ensemble", "is_ensemble"]
+__all__ = ["EnsembleCheck", "Edge", "check_ensemble", "is_ensemble", "dims_agree"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def _ends(config: Any, kind: str, label: str, batching: bool) -> dict[str, _End]
     return out
 
 
-def _same(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+def dims_agree(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Same rank, and each dim equal or -1 on either side (Triton's wildcard compare)."""
     return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b, strict=True))
 
 
@@ -199,7 +200,7 @@ def _edge(report: EnsembleCheck, tensor: str, producer: _End | None, consumer: _
             f"ensemble tensor '{tensor}': {producer.label} is {producer.data_type}, "
             f"{consumer.label} expects {consumer.data_type}; make both the same type (cast "
             "in the producing step, or change the consumer's declared dtype)")
-    elif not (_same(producer.dims, consumer.dims) or _same(producer.full, consumer.full)):
+    elif not (dims_agree(producer.dims, consumer.dims) or dims_agree(producer.full, consumer.full)):
         report.problems.append(
             f"ensemble tensor '{tensor}': {producer.label} has dims {list(producer.full)}, "
             f"{consumer.label} expects {list(consumer.full)} (batch axis included, -1 any "
