@@ -223,10 +223,10 @@ def test_shipped_kernels_estimate_and_stay_correct() -> None:
 
 
 def test_a_kernel_the_soc_cannot_build_is_refused_by_name() -> None:
-    model = AscendcModel(ROOT / "operators" / "thresholded_relu", soc="Ascend310P3")
+    model = AscendcModel(ROOT / "operators" / "thresholded_relu", soc="Ascend910A")
     from opsdk.errors import DeviceUnavailable
 
-    with pytest.raises(DeviceUnavailable, match="DataCopyPad: not in the Ascend C of Ascend310P3"):
+    with pytest.raises(DeviceUnavailable, match="DataCopyPad: not in the Ascend C of Ascend910A"):
         model.estimate([np.ones(1024, np.float32)], {"alpha": 0.5})
 
 
