@@ -129,8 +129,8 @@ public:
         const uint64_t start = static_cast<uint64_t>(GetBlockIdx()) * td_.blockLength;
         length_ = GetBlockIdx() == GetBlockNum() - 1 ? td_.lastBlockLength : td_.blockLength;
 #if OPSDK_BLOCK_COPY_ONLY
-        // a last range shorter than one 32-byte block goes to the core before it: no two cores
-        // ever write the same block
+        // a last range shorter than one 32-byte block goes to the core before it (alone it would
+        // need the scalar unit, whose data cache line the core before writes too)
         if (GetBlockNum() > 1 && td_.lastBlockLength * sizeof(T) < 32) {
             const int64_t last = GetBlockNum() - 1;
             length_ = GetBlockIdx() == last ? 0 : GetBlockIdx() + 1 == last ? td_.blockLength + td_.lastBlockLength : length_;
