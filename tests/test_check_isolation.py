@@ -147,3 +147,31 @@ def _misbehave_folder(tmp_path: Path) -> Path:
                                   helper.make_opsetid("com.opsdk.test", 1)])
     onnx.save(model, str(folder / "1" / "model.onnx"))
     return folder
+
+
+def test_the_build_dim_check_runs_onnx_runtime_in_a_child(tmp_path: Path, ort_1232: Path) -> None:
+    """`opsdk triton build --target ascend` proves its dim names with ONNX Runtime in a child
+    (here the pinned 1.23.2, on which the model crashes): the crash is an error naming the
+    model, the version, the signal and the node, raised once, and the process lives on."""
+    from opsdk.triton._ort_check import OrtCrash
+    from opsdk.triton._ort_shapes import ChildRunner
+
+    folder = _layer_norm_folder(tmp_path)
+    model = onnx.load(str(folder / "1" / "model.onnx"))
+    with pytest.raises(OrtCrash) as crash:
+        ChildRunner(model, "ln", python=ort_1232)
+    assert str(crash.value).startswith(
+        "ln: checking the output dim names, ONNX Runtime 1.23.2 crashed with SIGABRT "
+        "(signal 6) opening the model; the crash is node #1 (com.opsdk::LayerNormalization): "
+        "it leaves off outputs Mean, InvStdDev of its function; with them named it loads")
+    assert "Assertion '__n < this->size()' failed" in str(crash.value)
+    good = onnx.load(str(folder / "1" / "model.onnx"))
+    next(n for n in good.graph.node if n.op_type == "LayerNormalization").output.extend(
+        ["mean", "inv"])
+    runner = ChildRunner(good, "ln", python=ort_1232)
+    try:
+        assert runner.version == "1.23.2"
+        assert runner.shapes({"n": 3}, seed=1) == {"y": (3, 8)}
+        assert runner.shapes({"n": 5}) == {"y": (5, 8)}  # the same child, a second probe
+    finally:
+        runner.close()

@@ -20,6 +20,7 @@ import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -105,27 +106,43 @@ def name_dims(
         found = _from_onnx_inference(model, missing, known, inner, out.notes)
         checked += found
         missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
-    sessions: list[_Runner] = []  # one ONNX Runtime session for the fit and the proof
+    # one ONNX Runtime session for the fit and the proof, in a child process: a model that
+    # crashes ONNX Runtime fails the build naming the node (OrtCrash), once
+    from ._ort_check import OrtCrash
+    from ._ort_shapes import ChildRunner
 
-    def runner() -> _Runner:
+    sessions: list[ChildRunner] = []
+    crashed: list[OrtCrash] = []
+
+    def runner() -> ChildRunner:
+        if crashed:
+            raise crashed[0]
         if not sessions:
-            sessions.append(_Runner(model, label, values))
+            try:
+                sessions.append(ChildRunner(model, label, values))
+            except OrtCrash as e:
+                crashed.append(e)
+                raise
         return sessions[0]
 
-    if required and missing:  # what the graph does not tell (an If whose branches differ)
-        found = _fit_from_probes(model, missing, symbols, known, inner, runner, out.notes)
-        checked += found
-        missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
-    if required and missing:
-        o, a = missing[0]
-        raise _unnamed(label, o, a, derived, inner if a else known, dropped)
-    if checked:  # every name written (or kept) is proven, needed by the backend or not
-        defaults = default_probes(symbols)
-        given = _given(out, defaults[0], probes, gears)
-        out.probes = _prove(checked, given, defaults, runner(), label)
-        shown = "; ".join(_show(p) for p in out.probes)
-        out.notes.append(f"output dims checked with ONNX Runtime on {len(out.probes)} probes "
-                         f"({shown}){_show_values(model, values or {})}")
+    try:
+        if required and missing:  # what the graph does not tell (an If whose branches differ)
+            found = _fit_from_probes(model, missing, symbols, known, inner, runner, out.notes)
+            checked += found
+            missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
+        if required and missing:
+            o, a = missing[0]
+            raise _unnamed(label, o, a, derived, inner if a else known, dropped)
+        if checked:  # every name written (or kept) is proven, needed by the backend or not
+            defaults = default_probes(symbols)
+            given = _given(out, defaults[0], probes, gears)
+            out.probes = _prove(checked, given, defaults, runner(), label)
+            shown = "; ".join(_show(p) for p in out.probes)
+            out.notes.append(f"output dims checked with ONNX Runtime on {len(out.probes)} "
+                             f"probes ({shown}){_show_values(model, values or {})}")
+    finally:
+        for s in sessions:
+            s.close()
     if batched:
         out.notes += _shift_for_batching(model, checked, label)
     return out
@@ -359,7 +376,7 @@ def _from_onnx_inference(model: ModelProto, missing: list[tuple[str, int]], know
 
 def _fit_from_probes(model: ModelProto, missing: list[tuple[str, int]],
                      symbols: Mapping[str, tuple[Dim | None, ...]], known: set[str],
-                     inner: set[str], session: Callable[[], _Runner],
+                     inner: set[str], session: Callable[[], Any],
                      notes: list[str]) -> list[tuple[str, int, str]]:
     """Names for dims neither opsdk's propagation nor ONNX inference found, from three
     ONNX Runtime runs: two probe sizings on random inputs and the first again on zeros (value
@@ -541,13 +558,19 @@ class _Runner:
         try:
             results = self.sess.run(self.outputs, feeds)
         except Exception as e:
-            raise TritonConfigError(
-                f"{self.label}: checking the output dim names, ONNX Runtime could not run the "
-                f"model with input dims {_show(probe)}{_show_values(self.model, self.values)}: "
-                f"{str(e).splitlines()[0][:300]}; {_baked_hint(e)}pass sizes the model "
-                "accepts with --probe-dims NAME=SIZE,... (twice) or --shape-gears, and values "
-                "for its value inputs with --probe-values NAME=VALUE") from e
+            raise run_error(self.label, self.model, probe, self.values, e) from e
         return dict(zip(self.outputs, (tuple(np.shape(r)) for r in results), strict=True))
+
+
+def run_error(label: str, model: ModelProto, probe: Probe, values: Mapping[str, float],
+              e: Exception) -> TritonConfigError:
+    """The error of a probe ONNX Runtime could not run, with the fixes."""
+    return TritonConfigError(
+        f"{label}: checking the output dim names, ONNX Runtime could not run the "
+        f"model with input dims {_show(probe)}{_show_values(model, values)}: "
+        f"{str(e).splitlines()[0][:300]}; {_baked_hint(e)}pass sizes the model "
+        "accepts with --probe-dims NAME=SIZE,... (twice) or --shape-gears, and values "
+        "for its value inputs with --probe-values NAME=VALUE")
 
 
 def _baked_hint(e: Exception) -> str:
@@ -559,7 +582,7 @@ def _baked_hint(e: Exception) -> str:
             "constants): re-export with dynamo=True, or give the dims fixed sizes; else ")
 
 
-def _run_probes(runner: _Runner, given: list[Probe], defaults: list[Probe],
+def _run_probes(runner: Any, given: list[Probe], defaults: list[Probe],
                 ) -> list[tuple[Probe, dict[str, tuple[int, ...]]]]:
     """The user's probes (each must run), then defaults until two different ones ran (one
     when every input dim is fixed: there is nothing to vary)."""
@@ -590,7 +613,7 @@ def _show_values(model: ModelProto, values: Mapping[str, float]) -> str:
 
 
 def _prove(named: list[tuple[str, int, str]], given: list[Probe], defaults: list[Probe],
-           runner: _Runner, label: str) -> list[Probe]:
+           runner: Any, label: str) -> list[Probe]:
     """Every name must give the size ONNX Runtime computes, on every probe; return them."""
     runs = _run_probes(runner, given, defaults)
     for probe, shapes in runs:
