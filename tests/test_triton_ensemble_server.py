@@ -18,6 +18,7 @@ from opsdk.triton import (
     LoadTarget,
     Pipeline,
     TritonConfigError,
+    TritonServer,
     build_pipeline,
     format_load_report,
     load_pipeline,
@@ -120,3 +121,24 @@ def test_load_report_refuses_an_npu_ge_model(tmp_path: Path, pipe: Pipeline) -> 
     with pytest.raises(TritonConfigError, match=r"model 'mlp' uses backend 'npu_ge', which "
                                                 r"this host's tritonserver does not have"):
         load_report(tmp_path, "scaled_mlp")
+
+
+def test_ctrl_c_while_the_server_loads_leaves_no_server(repo: Path) -> None:
+    """Found interrupting `opsdk triton bench` during startup: the server outlived it."""
+    from opsdk.triton.testing import process_gone
+
+    env = serve_env_or_skip()
+    server = TritonServer(repo, venv=env.venv)
+    seen: list[int] = []
+
+    def interrupted() -> None:
+        assert server.pid is not None and server.poll() is None
+        seen.append(server.pid)
+        raise KeyboardInterrupt
+
+    server._wait_ready = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        server.start()
+    assert len(seen) == 1 and server.pid is None
+    assert process_gone(seen[0])
+    assert not list(Path("/dev/shm").glob(f"{server.shm_prefix}*"))

@@ -114,6 +114,9 @@ class TritonServer:
                 if "address already in use" not in log.lower() or attempt == _START_ATTEMPTS:
                     self._cleanup_workdir()
                     raise TritonServerError(f"{e}\n--- tritonserver errors ---\n{log}") from e
+            except BaseException:  # Ctrl-C while it loads: no server left behind
+                self.stop()
+                raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def stop(self, keep_workdir: bool = False) -> int | None:
