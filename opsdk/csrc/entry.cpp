@@ -16,6 +16,7 @@
 //   output_pool.h  output arrays and the pool of large output blocks
 //   fast_call.h    the fast path: `op(*inputs, **attrs)` through vectorcall
 //   vectorcall.h   the vectorcall subclass of the Python Operator class
+//   kernel_abi.h   a kernel run through plain C structs (opsdk/kernel_abi.h), for torch
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -25,6 +26,7 @@
 #include "py/convert.h"
 #include "py/fast_call.h"
 #include "py/interrupt.h"
+#include "py/kernel_abi.h"
 #include "py/output_pool.h"
 #include "py/process_guards.h"
 #include "py/vectorcall.h"
@@ -58,6 +60,7 @@ PYBIND11_MODULE(_opsdk_kernels, m) {
   m.def("fast_caller", &fast_caller, py::arg("n_required"), py::arg("n_inputs"),
         py::arg("kernels"), py::arg("attrs"), py::arg("fallback"),
         py::arg("planner") = py::none(), py::arg("on_error") = py::none());
+  m.def("kernel_abi", &kernel_abi);
   m.def("vectorcall_subclass", &vectorcall_subclass, py::arg("base"));
   m.def("enable_vectorcall", &enable_vectorcall, py::arg("op"));
   m.def("empty", &empty, py::arg("shape"), py::arg("dtype"));

@@ -1,8 +1,10 @@
 """Register opsdk operators as ``torch.library`` custom ops.
 
 Each operator becomes ``torch.ops.<namespace>.<Name>`` (namespace: its domain with dots as
-underscores) with the schema of :func:`~opsdk.torch._schema.schema`, a CPU implementation
-that calls the compiled opsdk kernel on zero-copy NumPy views, the fake implementation of
+underscores) with the schema of :func:`~opsdk.torch._schema.schema`, a CPU kernel
+registered in C++ that calls the compiled opsdk kernel on the tensors' memory
+(:mod:`~opsdk.torch._cpp`; without torch's headers, a Python one on zero-copy NumPy
+views), the fake implementation of
 :mod:`~opsdk.torch._fake`, autograd (:mod:`~opsdk.torch._autograd`), the TorchScript ONNX
 symbolic (:mod:`~opsdk.torch._onnx_export`), the hint of a dynamo ONNX export without
 opsdk's translations (:mod:`~opsdk.torch._export_hint`) and, where torch_npu is
@@ -21,6 +23,7 @@ from ..registry import OperatorInfo, find_operator, find_operators
 from ..spec import OpSpec
 from ._autograd import register_autograd
 from ._convert import from_numpy, to_numpy
+from ._cpp import define_op, install_cpu
 from ._export_hint import hint_if_exporting
 from ._fake import make_fake
 from ._registered import REGISTERED as _REGISTERED
@@ -42,16 +45,15 @@ def _cpu_impl(spec: OpSpec, kernel: Callable[[], Any]) -> Callable[..., Any]:
 
 
 def _define(info: OperatorInfo) -> Registered:
-    import torch
-
     from ..runtime._load import load
 
     spec = info.spec
     kernel = functools.cache(lambda: load(str(info.folder)))
-    op = torch.library.custom_op(qualified_name(spec), _cpu_impl(spec, kernel),
-                                 mutates_args=(), device_types="cpu", schema=schema(spec))
+    cpu = _cpu_impl(spec, kernel)
+    op = define_op(qualified_name(spec), schema(spec), cpu)
     op.register_fake(make_fake(spec, hint_if_exporting))
     register_autograd(spec, op)
+    install_cpu(qualified_name(spec), op, kernel, cpu)
     reg = Registered(spec, info, op, kernel)
     from ._npu import register_npu
     from ._onnx_export import register_torchscript_symbolic
