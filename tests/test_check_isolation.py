@@ -108,6 +108,22 @@ def test_a_kernel_crash_inside_the_check_is_a_finding(
         report.problems
 
 
+def test_a_kernel_ending_the_check_with_status_0_is_a_finding(
+        tmp_path: Path, ort_1232: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that ends the process from code no hook sees (exit_group, as a library may)
+    took the whole check down with status 0, a success; now it is a problem, and no node is
+    blamed for what was not a crash."""
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(MISBEHAVE.parent))
+    folder = _misbehave_folder(tmp_path)
+    monkeypatch.setenv("OPSDK_MISBEHAVE", "exit_group0")
+    report = check_npu_ge_folder(folder, cann="8.1.RC1", python=ort_1232)
+    assert not report.ok
+    ended = [p for p in report.problems if p.startswith("the check's own run")]
+    assert ended == [f"the check's own run of {folder / '1' / 'model.onnx'} (opsdk's kernels, "
+                     f"ONNX Runtime {_ort_version()}) ended with exit status 0 before it "
+                     "wrote its result (an exit from code outside opsdk?)"], report.problems
+
+
 def test_the_cli_prints_the_finding_and_exits_1(tmp_path: Path, ort_1232: Path) -> None:
     folder = _layer_norm_folder(tmp_path)
     env = {**os.environ, "OPSDK_ORT_VENV": str(ort_1232.parents[1])}

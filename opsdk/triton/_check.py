@@ -193,6 +193,11 @@ def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarra
         op, what = words
         return (f"{head}: the kernel of {op} {what}; run the operator's tests (opsdk test "
                 f"{op}) to find the input that does it")
+    if code >= 0:  # an exit, not a crash: a traceback's last line says why, if it left one
+        lines = [ln for ln in said.strip().splitlines() if ln.strip()]
+        traced = "Traceback (most recent call last):" in said and lines
+        return head + (f": {lines[-1][:300]}" if traced else
+                       " before it wrote its result (an exit from code outside opsdk?)")
     if feeds is None:
         return f"{head} before it had its probe inputs; run it alone to see where"
     from ._crash import isolate_crash

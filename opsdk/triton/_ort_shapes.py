@@ -112,10 +112,13 @@ class ChildRunner:
         return {o: tuple(reply["shapes"][o]) for o in self.outputs}
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            self._proc.wait()
+        """End the child (EOF on its stdin) and remove its files."""
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            try:
+                self._proc.stdin.close()
+            except OSError:  # the child is gone and the pipe broken
+                pass
+        self._proc.wait()
         for f in (self._proc.stdout, self._log):
             if f is not None:
                 f.close()
