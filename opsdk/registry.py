@@ -177,6 +177,7 @@ class BrokenOperator:
 
     folder: Path
     error: str
+    origin: str = "source"
 
 
 def _load_into(
@@ -185,7 +186,7 @@ def _load_into(
     try:
         candidates.append(OperatorInfo(load_spec(folder), folder.resolve(), origin))
     except SpecError as e:
-        broken.append(BrokenOperator(folder.resolve(), str(e)))
+        broken.append(BrokenOperator(folder.resolve(), str(e), origin))
 
 
 def find_operators(broken: list[BrokenOperator] | None = None) -> list[OperatorInfo]:
@@ -248,8 +249,17 @@ def find_operator(name: str) -> OperatorInfo:
     ops = find_operators(broken)
     matches = [o for o in ops if name in (o.name, o.qualified, o.spec.snake_name, o.folder.name)]
     for b in broken:
-        if not matches and b.folder.name in (name, _snake(name)):
+        if b.folder.name not in (name, _snake(name)):
+            continue
+        if not matches:
             raise SpecError(b.error)
+        if b.origin == "source" and all(m.origin != "source" for m in matches):
+            # the user's own folder would shadow it: never fall back to another silently
+            raise SpecError(
+                f"{b.error} -- {b.folder} would shadow the {matches[0].origin} "
+                f"{matches[0].qualified} ({matches[0].folder}); fix it, or remove or rename "
+                "the folder to use the other one"
+            )
     if not matches:
         known = ", ".join(sorted(o.name for o in ops)) or "none"
         raise OperatorNotFound(

@@ -177,6 +177,23 @@ def test_a_broken_spec_is_listed_and_does_not_hide_the_others(tmp_path):
                    "SystemExit: 0")
 
 
+def test_a_broken_copy_of_a_shipped_operator_is_not_replaced_by_it(tmp_path, monkeypatch):
+    """The user's own thresholded_relu/ with a typo in spec.py: building, loading or testing
+    ThresholdedRelu must say so, not silently take the shipped one (stale numerics)."""
+    from opsdk.errors import SpecError
+    from opsdk.registry import find_operator
+
+    mine = tmp_path / "ops" / "thresholded_relu"
+    mine.mkdir(parents=True)
+    (mine / "spec.py").write_text("SPEC = OpSpec(\n// a C++ comment\n")
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(tmp_path / "ops"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError, match=r"SyntaxError.* -- .*thresholded_relu would shadow the "
+                       r"shipped com.opsdk::ThresholdedRelu .*fix it, or remove or rename"):
+        find_operator("ThresholdedRelu")
+    assert find_operator("Gelu").origin == "shipped"  # the others are still there
+
+
 def test_bad_values_are_refused_not_silently_accepted(tmp_path):
     cases = [
         (["new", "NanOp", "--attrs", "a:float=nan"], "new",
