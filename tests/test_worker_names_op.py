@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -21,15 +22,15 @@ import opsdk
 from opsdk.errors import KernelCrash
 from opsdk.onnx import IsolatedSession
 from opsdk.runtime.isolated import IsolatedOperator
+from opsdk.triton import RepositoryOptions, build_repository
+from opsdk.triton.testing import triton_server  # noqa: F401 - the fixture
 
 OP_DIR = Path(__file__).resolve().parent / "data" / "misbehave"
 CAP_S = 600.0  # only a hung worker reaches it
 
 
-def _served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> IsolatedSession:
-    """A graph Relu -> Misbehave (node 'copy') -> Relu in the serving worker."""
-    monkeypatch.setenv("OPSDK_MISBEHAVE", mode)
-    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(OP_DIR.parent))
+def _model(tmp_path: Path) -> Path:
+    """A graph Relu -> Misbehave (node 'copy') -> Relu."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),
              helper.make_node("Misbehave", ["r"], ["m"], domain="com.opsdk.test", name="copy"),
              helper.make_node("Relu", ["m"], ["y"])]
@@ -38,7 +39,14 @@ def _served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> Isola
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                                   helper.make_opsetid("com.opsdk.test", 1)]),
               str(tmp_path / "m.onnx"))
-    return IsolatedSession(tmp_path / "m.onnx", threads=1)
+    return tmp_path / "m.onnx"
+
+
+def _served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> IsolatedSession:
+    """That graph in the serving worker."""
+    monkeypatch.setenv("OPSDK_MISBEHAVE", mode)
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(OP_DIR.parent))
+    return IsolatedSession(_model(tmp_path), threads=1)
 
 
 @pytest.mark.parametrize("mode, message", [
@@ -72,3 +80,25 @@ def test_an_exit_from_any_code_in_a_validation_worker_says_so() -> None:
         np.testing.assert_array_equal(op.run([np.arange(2, dtype=np.float32)], {})[0], [0, 1])
     finally:
         op.close()
+
+
+def test_a_real_server_names_the_operator_that_forked(
+        triton_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """The same through tritonserver (the CPU target's Python model): the failed request's
+    error names the operator and the node, and the model keeps serving."""
+    import tritonclient.http as http
+    from tritonclient.utils import InferenceServerException
+
+    monkeypatch.setenv("OPSDK_MISBEHAVE", "fork")
+    build_repository(_model(tmp_path), tmp_path / "repo", RepositoryOptions(
+        "mis", max_batch_size=0, operators_path=(str(OP_DIR.parent),)))
+    server = triton_server(tmp_path / "repo")
+    x = http.InferInput("x", [3], "FP64")
+    x.set_data_from_numpy(np.arange(3.0))
+    with http.InferenceServerClient(server.http_url) as client:
+        with pytest.raises(InferenceServerException, match=re.escape(
+                "the kernel of Misbehave (node 'copy') started 1 child process (fork)")):
+            client.infer("mis", [x])
+        assert client.is_model_ready("mis")
+    server.stop()
