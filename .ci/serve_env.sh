@@ -19,7 +19,9 @@ PYTHON="${PYTHON:-python3}"
 
 # The server and numpy<2; opsdk's own dependencies come from pyproject.toml, resolved with
 # numpy<2 (ml_dtypes, onnx, onnxruntime, pybind11, cmake, ninja, platformdirs, jinja2, ...).
-SERVER_PKGS=("nvidia-pytriton>=0.5" "numpy>=1.26,<2")
+# Pillow decodes the image bytes a pipeline's first step receives (PNG, JPEG; one wheel with
+# its codecs, no system library), as the OCR ensemble's decode step does.
+SERVER_PKGS=("nvidia-pytriton>=0.5" "numpy>=1.26,<2" "pillow>=10")
 
 say() { printf 'serve_env: %s\n' "$*"; }
 
@@ -36,7 +38,7 @@ stamp_file="$VENV/.opsdk-serve-stamp"
 check_venv() {
   "$VENV/bin/python" - "$REPO" <<'EOF'
 import pathlib, sys
-import numpy, onnx, onnxruntime, pytriton  # noqa: F401
+import numpy, onnx, onnxruntime, pytriton, PIL.Image  # noqa: F401
 import opsdk
 repo = pathlib.Path(sys.argv[1]).resolve()
 assert int(numpy.__version__.split(".")[0]) < 2, f"numpy {numpy.__version__} is not < 2"

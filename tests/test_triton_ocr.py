@@ -1,5 +1,6 @@
 """The OCR case (issue 31, item 3): PP-OCRv4 det + rec of the model corpus as one pipeline,
-image pixels in, text boxes and strings out: the detector's preprocessing from an
+PNG bytes in, text boxes and strings out: the image decoded with Pillow, the detector's
+preprocessing from an
 opsdk.preprocess declaration, DB postprocessing, the recogniser's crops, CTC decoding with
 the dictionary the rec model carries. Served by a real tritonserver, the output equals the
 same steps in one process on text images rendered with Pillow; the ascend ensemble is
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _helpers.pipelines import text_images, write_ocr_pipeline
+from _helpers.pipelines import png_bytes, text_images, write_ocr_pipeline
 
 from opsdk.testing import corpus
 from opsdk.triton import (
@@ -53,16 +54,21 @@ def server(pipe: Pipeline, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def _served(server: TritonServer, image: np.ndarray) -> Any:
     import tritonclient.http as http
 
-    t = http.InferInput("image", list(image.shape), "UINT8")
+    t = http.InferInput("image", list(image.shape), "BYTES")
     t.set_data_from_numpy(image)
     with http.InferenceServerClient(server.http_url) as client:
         return client.infer("ocr", [t])
 
 
+def _file(data: bytes) -> np.ndarray:
+    return np.array([data], dtype=object)
+
+
 def test_served_ocr_equals_the_steps_in_one_process(server: TritonServer,
                                                     pipe: Pipeline) -> None:
     run = PipelineRun(pipe)
-    for image, lines in zip(text_images(WORDS), WORDS, strict=True):
+    for pixels, lines in zip(text_images(WORDS), WORDS, strict=True):
+        image = _file(png_bytes(pixels))
         got = _served(server, image)
         want = run({"image": image})
         np.testing.assert_array_equal(got.as_numpy("boxes"), want["boxes"])
@@ -72,12 +78,24 @@ def test_served_ocr_equals_the_steps_in_one_process(server: TritonServer,
         assert want["boxes"].shape == (len(lines), 4)
 
 
+def test_a_payload_that_is_no_image_fails_its_request_only(server: TritonServer) -> None:
+    from tritonclient.utils import InferenceServerException
+
+    good = png_bytes(text_images(WORDS[1:2])[0])
+    for payload, says in ((b"not an image at all", "is not a readable PNG or JPEG file"),
+                          (good[: len(good) // 2], "is not a readable PNG or JPEG file")):
+        with pytest.raises(InferenceServerException, match=f"decode: ValueError: .*{says}"):
+            _served(server, _file(payload))
+    texts = [t.decode("utf-8") for t in _served(server, _file(good)).as_numpy("texts")]
+    assert texts == WORDS[1]  # the server is still up and answers the next request
+
+
 def test_ascend_ocr_ensemble_is_generated_and_checked(pipe: Pipeline, tmp_path: Path,
                                                       ort_1232: Path) -> None:
     folder = build_pipeline(pipe, tmp_path, target="ascend")
     report = check_ensemble(folder, models=True)
     assert report.ok, report.problems
-    assert report.steps == ["det_pre", "det", "det_post", "rec", "rec_post"]
+    assert report.steps == ["decode", "det_pre", "det", "det_post", "rec", "rec_post"]
     assert sorted(report.models) == ["det", "rec"]
     for step in ("det", "rec"):  # npu_ge does not merge these maps: the ascend table says 0
         assert "max_batch_size: 0" in (tmp_path / step / "config.pbtxt").read_text()

@@ -305,3 +305,16 @@ def test_bench_arguments_parse() -> None:
     assert args.concurrency == (1, 4) and args.shape == [("image", (32, 48, 3))]
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "repo", "--model", "m", "--concurrency", "0"])
+
+
+def test_bench_input_is_an_array_or_a_files_bytes(tmp_path: Path) -> None:
+    from opsdk.cli.cmd_triton_pipeline import _read_input
+    from opsdk.errors import OpsdkError
+
+    np.save(tmp_path / "x.npy", np.arange(3, dtype=np.uint8))
+    (tmp_path / "img.png").write_bytes(b"\x89PNG...")
+    assert _read_input("x", str(tmp_path / "x.npy")).tolist() == [0, 1, 2]
+    sent = _read_input("image", str(tmp_path / "img.png"))  # one TYPE_STRING element
+    assert sent.dtype == object and sent.tolist() == [b"\x89PNG..."]
+    with pytest.raises(OpsdkError, match=r"--input image=.*nothing.png: .*or INPUT=FILE"):
+        _read_input("image", str(tmp_path / "nothing.png"))

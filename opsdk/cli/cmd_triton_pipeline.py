@@ -47,9 +47,10 @@ def register(tsub: Any) -> None:
     b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
                    help="an input's shape per request (for -1 dims; repeatable)")
     b.add_argument("--input", action="append", type=_input_file, default=[],
-                   metavar="INPUT=FILE.npy",
-                   help="send this array as the input (e.g. a real image), the others random "
-                   "(repeatable)")
+                   metavar="INPUT=FILE",
+                   help="send this as the input, the others random (repeatable): a .npy "
+                   "file's array, or any other file's bytes as one TYPE_STRING element (e.g. "
+                   "a PNG for an input that takes encoded images)")
     b.add_argument("--batching", choices=("both", "on", "off"), default="both",
                    help="dynamic batching variants to run (default both)")
     b.add_argument("--plot", default=None, metavar="PNG",
@@ -85,6 +86,20 @@ def _input_file(text: str) -> tuple[str, str]:
     if not sep or not name.strip() or not path:
         raise argparse.ArgumentTypeError(f"expected INPUT=FILE.npy, got {text!r}")
     return name.strip(), path
+
+
+def _read_input(name: str, path: str) -> Any:
+    """A .npy file's array, or any other file's bytes as a one-element object array."""
+    import numpy as np
+
+    try:
+        if path.endswith(".npy"):
+            return np.load(path)
+        with open(path, "rb") as f:
+            return np.array([f.read()], dtype=object)
+    except (OSError, ValueError) as e:
+        raise OpsdkError(f"--input {name}={path}: {e}; pass INPUT=FILE.npy (numpy.save's "
+                         "format) or INPUT=FILE (its bytes, e.g. a PNG)") from e
 
 
 def run_pipeline_build(args: argparse.Namespace) -> int:
@@ -135,15 +150,11 @@ def run_ensemble_check(args: argparse.Namespace) -> int:
 
 
 def run_load_report(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from ..triton import format_load_report, load_report, plot_load_report
 
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.batching]
-    try:
-        given = {name: np.load(path) for name, path in args.input}
-    except (OSError, ValueError) as e:
-        raise OpsdkError(f"--input: {e}; pass INPUT=FILE.npy (numpy.save's format)") from e
+    given = {name: _read_input(name, path) for name, path in args.input}
     result = load_report(
         args.repository, args.model, concurrency=args.concurrency, requests=args.requests,
         batch=args.batch, shapes=dict(args.shape), batching=modes, inputs=given,

@@ -80,13 +80,16 @@ def _variant(repo: Path, configs: Mapping[str, Any], dest: Path, on: bool) -> No
 
 
 def _feeds(config: Any, batch: int, shapes: Mapping[str, Sequence[int]],
-           seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs of the model's dtypes: dims from ``shapes``, else the config's."""
+           given: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, np.ndarray]:
+    """``given`` and random inputs of the model's dtypes for the others: dims from
+    ``shapes``, else the config's."""
     from tritonclient.utils import triton_to_np_dtype
 
     rng = np.random.default_rng(seed)
-    feeds = {}
+    feeds = dict(given)
     for t in config.input:
+        if t.name in given:
+            continue
         dims = list(shapes.get(t.name, t.dims))
         if len(dims) != len(t.dims) or any(d < 1 for d in dims):
             raise TritonConfigError(
@@ -102,7 +105,8 @@ def _feeds(config: Any, batch: int, shapes: Mapping[str, Sequence[int]],
         else:
             raise TritonConfigError(f"model '{config.name}': input '{t.name}' is "
                                     f"{_type_name(t.data_type)}; the load report makes "
-                                    "numeric inputs only")
+                                    "numeric inputs only: give its value with --input "
+                                    f"{t.name}=FILE (a file's bytes, e.g. a PNG)")
     return feeds
 
 
@@ -213,10 +217,7 @@ def load_report(
                                inputs=inputs)
     configs = served.configs
     given = dict(inputs or {})
-    feeds = _feeds(configs[model], batch,
-                   {**{k: v.shape[1 if configs[model].max_batch_size > 0 else 0:]
-                       for k, v in given.items()}, **(shapes or {})})
-    feeds.update(given)
+    feeds = _feeds(configs[model], batch, shapes or {}, given)
     runs = _drive_all(served, protocol, batching, feeds, concurrency, requests, warmup, note)
     return {
         "model": model, "repository": str(served.repository), "protocol": protocol,

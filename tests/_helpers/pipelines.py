@@ -82,13 +82,19 @@ max_batch_size = 0
 outputs = ["boxes", "texts"]
 
 [inputs]
-image = { dtype = "uint8", dims = [96, 320, 3] }
+image = { dtype = "string", dims = [1] }  # one PNG or JPEG file per request
+
+[[steps]]
+name = "decode"
+python = "ocr_steps.py:decode"
+inputs = { image = "image" }
+outputs = { pixels = { dtype = "uint8", dims = [1, 96, 320, 3] } }
 
 [[steps]]
 name = "det_pre"
 python = "ocr_steps.py:det_pre"
 files = ["det_preprocess.toml"]
-inputs = { image = "image" }
+inputs = { pixels = "pixels" }
 outputs = { x = { dtype = "float32", dims = [1, 3, 96, 320] } }
 
 [[steps]]
@@ -102,7 +108,7 @@ outputs = { "sigmoid_0.tmp_0" = "prob" }
 [[steps]]
 name = "det_post"
 python = "ocr_steps.py:det_post"
-inputs = { prob = "prob", image = "image" }
+inputs = { prob = "prob", pixels = "pixels" }
 outputs = { boxes = { dtype = "int32", dims = [-1, 4] }, crops = { dtype = "float32", dims = [-1, 3, 48, 320] } }
 
 [[steps]]
@@ -136,6 +142,17 @@ def write_ocr_pipeline(folder: Path, det: Path, rec: Path) -> Path:
     path = folder / "pipeline.toml"
     path.write_text(OCR_TOML % {"det": det, "rec": rec})
     return path
+
+
+def png_bytes(image: np.ndarray) -> bytes:
+    """The PNG file (Pillow's encoder) of an RGB uint8 [H, W, 3] image."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(image).save(out, format="PNG")
+    return out.getvalue()
 
 
 def text_images(words: list[list[str]], seed: int = 0) -> list[np.ndarray]:

@@ -1,6 +1,8 @@
-"""The Python steps of the PP-OCR pipeline (det -> DB postprocessing -> rec -> CTC decode).
+"""The Python steps of the PP-OCR pipeline (image decode -> det -> DB postprocessing -> rec ->
+CTC decode).
 
-One self-contained file, as a pipeline's Python step must be: numpy and opsdk only, data
+One self-contained file, as a pipeline's Python step must be: numpy, Pillow (the decoder)
+and opsdk only, data
 files beside it (``det_preprocess.toml``, the preprocessing declaration of the detector;
 ``ppocr_keys.txt``, the recogniser's dictionary). The same functions run in the server's
 Python backend and in ``opsdk.triton.run_pipeline``.
@@ -11,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+SOURCE_HEIGHT, SOURCE_WIDTH = 96, 320
 REC_HEIGHT, REC_WIDTH = 48, 320
 MAX_BOXES = 16
 BIN_THRESHOLD, BOX_THRESHOLD, UNCLIP_RATIO, MIN_SIDE = 0.3, 0.6, 1.5, 3
@@ -18,14 +21,40 @@ _DECL = None
 _KEYS = None
 
 
-def det_pre(image):
-    """uint8 RGB [H, W, 3] -> the detector's float32 [1, 3, H, W] (the declaration's mean/std)."""
+def decode(image):
+    """One encoded PNG or JPEG file (a TYPE_STRING tensor of one element) -> its RGB pixels
+    uint8 [1, H, W, 3]; a payload that is not an image, or one of another size, fails the
+    request with what was expected and the fix."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if image.size != 1 or not isinstance(image.flat[0], bytes):
+        raise ValueError(f"input 'image' holds {image.size} element(s) of "
+                         f"{type(image.flat[0]).__name__ if image.size else 'nothing'}; send "
+                         "one element: the bytes of one PNG or JPEG file")
+    try:
+        with Image.open(io.BytesIO(image.flat[0])) as img:
+            pixels = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise ValueError(f"input 'image' ({len(image.flat[0])} bytes) is not a readable PNG "
+                         f"or JPEG file ({type(e).__name__}: {e}); send the file's bytes as "
+                         "they are on disk") from None
+    if pixels.shape != (SOURCE_HEIGHT, SOURCE_WIDTH, 3):
+        raise ValueError(f"input 'image' is {pixels.shape[1]}x{pixels.shape[0]} pixels, the "
+                         f"pipeline takes {SOURCE_WIDTH}x{SOURCE_HEIGHT}; resize it first")
+    return {"pixels": pixels[None]}
+
+
+def det_pre(pixels):
+    """uint8 RGB [1, H, W, 3] -> the detector's float32 [1, 3, H, W] (the declaration's
+    mean/std)."""
     global _DECL
     from opsdk.preprocess import load_preprocess, preprocess_cpu
 
     if _DECL is None:
         _DECL = load_preprocess(HERE / "det_preprocess.toml")
-    return {"x": np.ascontiguousarray(preprocess_cpu(_DECL, image), dtype=np.float32)}
+    return {"x": np.ascontiguousarray(preprocess_cpu(_DECL, pixels[0]), dtype=np.float32)}
 
 
 def _components(mask):
@@ -83,10 +112,10 @@ def _resize(img, out_h, out_w):
     return top * (1 - fy) + bottom * fy
 
 
-def det_post(prob, image):
+def det_post(prob, pixels):
     """The detector's map -> text boxes [N, 4] (x0, y0, x1, y1) and the recogniser's crops
     [max(N, 1), 3, 48, 320] (height 48, aspect kept, (x / 255 - 0.5) / 0.5, zero-padded)."""
-    boxes = _boxes(prob[0, 0])
+    boxes, image = _boxes(prob[0, 0]), pixels[0]
     crops = np.zeros((max(len(boxes), 1), 3, REC_HEIGHT, REC_WIDTH), np.float32)
     for i, (x0, y0, x1, y1) in enumerate(boxes):
         crop = image[y0:y1, x0:x1].astype(np.float32)
