@@ -275,6 +275,21 @@ def test_atc_blocks_on_plugin_key_mismatch(
     assert "needs the plugin key 'com.opsdk::2::ThresholdedRelu'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content, reason", [
+    (b"\x08\x07garbage\xff\xff", "not a readable ONNX model"),
+    (b"", "the file is empty"),
+])
+def test_atc_names_an_unreadable_model(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       content: bytes, reason: str) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(content)
+    code = main(["atc", "--dry-run", str(bad), "--soc-version", "Ascend910B3", "--output",
+                 str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and f"opsdk atc: error: {bad}: {reason}" in err, err
+    assert "re-export it" in err and "Traceback" not in err
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="uses a shell script as atc")
 def test_atc_runs_atc_when_present(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

@@ -219,6 +219,10 @@ def _relu_chain():
         ("duplicate", "output 'a' is defined twice"),
         ("undefined", "input 'ghost' is never defined"),
         ("no_opset", "the model imports no opset"),
+        ("no_output", "the graph has no output"),
+        ("input_twice", "a graph input 'x' is listed twice"),
+        ("unnamed_output", "a graph output has an empty name"),
+        ("future_ir", "the model has IR version 99, newer than any onnx"),
     ],
 )
 def test_models_onnx_checker_rejects_are_findings(damage, reason, capsys):
@@ -233,8 +237,17 @@ def test_models_onnx_checker_rejects_are_findings(damage, reason, capsys):
     m = build(nodes, [x_input()])
     if damage == "no_opset":
         del m.opset_import[:]
-    with pytest.raises(onnx.checker.ValidationError):
-        onnx.checker.check_model(m)  # the same model, rejected by ONNX itself
+    elif damage == "no_output":
+        del m.graph.output[:]
+    elif damage == "input_twice":
+        m.graph.input.append(m.graph.input[0])
+    elif damage == "unnamed_output":
+        m.graph.output.append(helper.make_tensor_value_info("", onnx.TensorProto.FLOAT, [1]))
+    elif damage == "future_ir":
+        m.ir_version = 99
+    if damage != "no_output":  # ONNX's checker allows it; nothing is left for ATC to build
+        with pytest.raises(onnx.checker.ValidationError):
+            onnx.checker.check_model(m)  # the same model, rejected by ONNX itself
     findings = diagnose(m)
     assert "invalid-model" in codes(findings)
     assert any(reason in f.reason for f in findings), findings

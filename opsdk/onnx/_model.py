@@ -47,10 +47,11 @@ class ModelError(ValueError, OpsdkError):
     """An ONNX model cannot be read, or its graph is malformed."""
 
 
-def load_model(source: str | os.PathLike[str] | bytes | ModelProto) -> ModelProto:
+def load_model(source: str | os.PathLike[str] | bytes | ModelProto, *,
+               external_data: bool = True) -> ModelProto:
     """Read an ONNX model from a path, bytes or a ModelProto; raise ModelError if unreadable.
 
-    External data next to the file is loaded too.
+    External data next to the file is loaded too, unless ``external_data`` is false.
 
     Example:
         >>> load_model("missing.onnx")
@@ -69,7 +70,7 @@ def load_model(source: str | os.PathLike[str] | bytes | ModelProto) -> ModelProt
         data = path.read_bytes()
     except OSError as e:
         raise ModelError(f"{path}: cannot read: {e.strerror or e}") from None
-    return _parse(data, str(path), path.parent)
+    return _parse(data, str(path), path.parent if external_data else None)
 
 
 def _parse(data: bytes, where: str, base_dir: Path | None) -> ModelProto:

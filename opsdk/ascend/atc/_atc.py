@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
-from ...onnx._model import iter_all_nodes
+from ...onnx._model import iter_all_nodes, load_model
 from ..socs import CannArgError, check_soc_version, implmodes
 from ..versions import CannVersion, resolve_cann
 from ._host import gear_flags, host_procedure
@@ -329,15 +329,13 @@ def plan_atc(
         >>> plan.command[:2]  # doctest: +SKIP
         ['atc', '--framework=5']
     """
-    import onnx
-
     path = Path(model_path)
     if not path.is_file():
         raise CannArgError(f"model {model_path} does not exist")
     check_soc_version(soc_version, soc_as_written)
     precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
-    model = onnx.load(str(path), load_external_data=False)
+    model = load_model(path, external_data=False)  # ModelError naming it if unreadable
     shapes = parse_input_shape(input_shape) if input_shape else None
     notes = _validate_shapes(model, shapes) + precision_notes
     version = resolve_cann(cann).version

@@ -185,6 +185,7 @@ def _invalid_model(m: ModelProto) -> list[Finding]:
         out.append(Finding("invalid-model", "error", None, None,
                            "the model imports no opset", fix + ", e.g. "
                            "model.opset_import.append(onnx.helper.make_opsetid('', 15))"))
+    out += _invalid_interface(m, fix)
     defined = {vi.name for vi in m.graph.input} | {t.name for t in m.graph.initializer}
     produced = {o for n in m.graph.node for o in n.output if o}
     for idx, node in enumerate(m.graph.node):
@@ -357,6 +358,33 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
                     "accepts it, older hosts do not", f"for hosts before CANN 9.2, {fix}")]
 
 
+def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
+    """The model's header and the graph's interface: an IR version newer than onnx knows, an
+    empty or repeated input/output name (ONNX's checker rejects them), no output at all."""
+    out = []
+    if m.ir_version > onnx.IR_VERSION:
+        out.append(Finding("invalid-model", "error", None, None,
+                           f"the model has IR version {m.ir_version}, newer than any onnx "
+                           f"{onnx.__version__} reads (up to {onnx.IR_VERSION})",
+                           "re-export it with an exporter of the onnx release ATC's parser "
+                           f"reads, or set model.ir_version = {onnx.IR_VERSION} if nothing "
+                           "newer is used"))
+    if not m.graph.output:
+        out.append(Finding("invalid-model", "error", None, None, "the graph has no output",
+                           "ATC builds a graph's outputs (its NetOutput): list the values "
+                           "the model computes in model.graph.output"))
+    for kind, values in (("input", m.graph.input), ("output", m.graph.output)):
+        seen: set[str] = set()
+        for vi in values:
+            if not vi.name or vi.name in seen:
+                what = "has an empty name" if not vi.name else f"{vi.name!r} is listed twice"
+                out.append(Finding("invalid-model", "error", f"graph {kind}", None,
+                                   f"a graph {kind} {what}",
+                                   fix + f": give each graph {kind} one unique name"))
+            seen.add(vi.name)
+    return out
+
+
 def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
     inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
     out = []
@@ -368,7 +396,13 @@ def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
         if dims is not None and all(isinstance(d, int) for d in dims):
             continue
         if runnable is None:  # once: sizes ONNX Runtime runs the model on, for the example
-            runnable = runnable_shapes(m) or {}
+            crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
+            runnable = runnable_shapes(m, crashes=crashes) or {}
+            out += [Finding("onnxruntime-crash", "warning", None, None,
+                            f"{c}, asked for example input shapes; a host that opens the model "
+                            "with ONNX Runtime (Triton's npu_ge backend) may crash too",
+                            "opsdk triton build --target ascend, then opsdk triton check on the "
+                            "folder, name the node that crashes it") for c in crashes]
         out.append(_dynamic_finding(vi, dims, runnable.get(vi.name)))
     return out
 
