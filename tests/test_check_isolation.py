@@ -191,3 +191,21 @@ def test_the_build_dim_check_runs_onnx_runtime_in_a_child(tmp_path: Path, ort_12
         assert runner.shapes({"n": 5}) == {"y": (5, 8)}  # the same child, a second probe
     finally:
         runner.close()
+
+
+def test_runnable_shapes_survives_a_crash_and_says_so(tmp_path: Path, ort_1232: Path) -> None:
+    """What `opsdk doctor`, `opsdk atc` and `opsdk rewrite` ask ONNX Runtime for (shapes it
+    runs the model on) comes from a child: a crash is no answer and one line, not the end of
+    the command."""
+    from opsdk.onnx._probe import runnable_shapes
+
+    folder = _layer_norm_folder(tmp_path)
+    model = onnx.load(str(folder / "1" / "model.onnx"))
+    crashes: list[str] = []
+    assert runnable_shapes(model, crashes=crashes, python=str(ort_1232)) is None
+    assert len(crashes) == 1 and crashes[0].startswith(
+        "ONNX Runtime 1.23.2 crashed with SIGABRT (signal 6) opening the model (Assertion ")
+    next(n for n in model.graph.node if n.op_type == "LayerNormalization").output.extend(
+        ["mean", "inv"])
+    assert runnable_shapes(model, crashes=crashes, python=str(ort_1232)) == {"x": (1, 8)}
+    assert len(crashes) == 1

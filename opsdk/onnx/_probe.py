@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -206,28 +207,45 @@ def runnable_shapes(
     model: onnx.ModelProto,
     values: Mapping[str, Any] | None = None,
     sizes: Sequence[int] = SIZES,
+    crashes: list[str] | None = None,
+    python: str | None = None,
 ) -> dict[str, tuple[int, ...]] | None:
     """The input shapes of the first sizing ONNX Runtime runs (see the module docstring),
     or None when none runs or ONNX Runtime cannot open the model (custom ops).
+
+    ONNX Runtime runs in a child process (:class:`~opsdk.onnx._ort_child.OrtChild`): when
+    it crashes, the answer is None and ``crashes`` (if given) gets one line naming the
+    version, the signal and the stage. ``python``: the interpreter whose ONNX Runtime runs
+    it (default: this one).
 
     Example:
         >>> runnable_shapes(yolo)  # doctest: +SKIP
         {'images': (1, 3, 32, 32)}
     """
-    import onnxruntime as ort
+    from ._model import ModelError
+    from ._ort_child import OrtChild, OrtChildCrash
 
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 4
+    def crashed(e: OrtChildCrash) -> None:
+        if crashes is not None:
+            crashes.append(str(e) + (f" ({e.last_words})" if e.last_words else ""))
+
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                    providers=["CPUExecutionProvider"])
-    except Exception:  # custom ops, or a model ONNX Runtime refuses: no sizing to offer
+        child = OrtChild(model, python or sys.executable)
+    except OrtChildCrash as e:
+        crashed(e)
         return None
-    for sizing in _sizings(model, sizes):
-        feeds = probe_feeds(model, sizing, values)
-        try:
-            sess.run(None, feeds)
-        except Exception:  # this sizing does not run: try the next
-            continue
-        return {name: tuple(int(n) for n in arr.shape) for name, arr in feeds.items()}
+    except ModelError:  # custom ops, or a model ONNX Runtime refuses: no sizing to offer
+        return None
+    try:
+        for sizing in _sizings(model, sizes):
+            feeds = probe_feeds(model, sizing, values)
+            try:
+                child.run(feeds)
+            except RuntimeError:  # this sizing does not run: try the next
+                continue
+            return {name: tuple(int(n) for n in arr.shape) for name, arr in feeds.items()}
+    except OrtChildCrash as e:
+        crashed(e)
+    finally:
+        child.close()
     return None

@@ -2,10 +2,9 @@
 
 `opsdk triton build --target ascend` proves the output dim names it writes by running the
 model with ONNX Runtime on probe inputs (:mod:`opsdk.triton._ascend_dims`). The session
-lives in a child (a small script of ONNX Runtime and numpy only, fed probe files one line
-at a time), so a model that crashes ONNX Runtime ends the child, not the build: the build
-fails naming the model, the ONNX Runtime version, the signal and, where
-:mod:`opsdk.triton._crash` isolates it, the node.
+lives in a child (:class:`opsdk.onnx._ort_child.OrtChild`), so a model that crashes ONNX
+Runtime ends the child, not the build: the build fails naming the model, the ONNX Runtime
+version, the signal and, where :mod:`opsdk.triton._crash` isolates it, the node.
 
 Example:
     >>> runner = ChildRunner(model, "m")  # doctest: +SKIP
@@ -16,49 +15,19 @@ Example:
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 from onnx import ModelProto
 
-from ..runtime._procs import signal_name
+from ..onnx._model import ModelError
+from ..onnx._ort_child import OrtChild, OrtChildCrash
 from ._errors import TritonConfigError
 from ._ort_check import OrtCrash
 
 __all__ = ["ChildRunner"]
-
-# The child: open the model, say "opened VERSION"; then per line (a .npz of feeds) one line
-# of JSON, the output shapes or ONNX Runtime's error; end at EOF.
-_SERVE = r"""
-import json, sys
-import numpy as np
-import onnxruntime as ort
-print("version " + ort.__version__, flush=True)
-opts = ort.SessionOptions()
-opts.log_severity_level = 4
-try:
-    sess = ort.InferenceSession(sys.argv[1], opts, providers=["CPUExecutionProvider"])
-except Exception as e:
-    print("error " + json.dumps(str(e)), flush=True)
-    sys.exit(0)
-names = [o.name for o in sess.get_outputs()]
-print("opened", flush=True)
-for line in sys.stdin:
-    try:
-        outs = sess.run(names, dict(np.load(line.strip())))
-        reply = {"shapes": {n: list(np.shape(o)) for n, o in zip(names, outs)}}
-    except Exception as e:
-        reply = {"error": str(e)}
-    print(json.dumps(reply), flush=True)
-"""
 
 
 class ChildRunner:
@@ -72,20 +41,15 @@ class ChildRunner:
                  python: str | Path = sys.executable) -> None:
         self.model, self.label, self.values = model, label, dict(values or {})
         self.outputs = [o.name for o in model.graph.output]
-        self._python = str(python)
+        self._python = python
         self._crash: OrtCrash | None = None
-        self._dir = Path(tempfile.mkdtemp(prefix="opsdk-shapes-"))
-        onnx.save(model, str(self._dir / "model.onnx"))
-        self._log = open(self._dir / "stderr.txt", "w+b")  # closed in close()
-        self._proc = subprocess.Popen(
-            [self._python, "-c", _SERVE, str(self._dir / "model.onnx")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
-        self.version = self._line("opening", {}).removeprefix("version ")
-        first = self._line("opening", {})
-        if first.startswith("error "):
-            self.close()
-            raise TritonConfigError(f"{label}: checking the output dim names, ONNX Runtime "
-                                    f"cannot open the model: {json.loads(first[6:])[:300]}")
+        try:
+            self._child = OrtChild(model, python)
+        except OrtChildCrash as e:
+            raise self._crashed(e, {}) from None
+        except ModelError as e:
+            raise TritonConfigError(f"{label}: checking the output dim names, {e}") from None
+        self.version = self._child.version
 
     def shapes(self, probe: Mapping[str, int], seed: int | None = None,
                ) -> dict[str, tuple[int, ...]]:
@@ -97,65 +61,26 @@ class ChildRunner:
             raise self._crash
         feeds = probe_feeds(self.model, dict(probe), self.values, random=seed is not None,
                             seed=seed or 0)
-        path = self._dir / "feeds.npz"
-        np.savez(path, **dict(feeds))  # type: ignore[arg-type]
-        assert self._proc.stdin is not None
         try:
-            self._proc.stdin.write(f"{path}\n")
-            self._proc.stdin.flush()
-        except OSError:
-            pass  # the child is gone: _line says how
-        reply = json.loads(self._line("running", feeds))
-        if "error" in reply:
-            raise run_error(self.label, self.model, dict(probe), self.values,
-                            RuntimeError(reply["error"]))
-        return {o: tuple(reply["shapes"][o]) for o in self.outputs}
+            got = self._child.run(feeds)
+        except OrtChildCrash as e:
+            raise self._crashed(e, feeds) from None
+        except RuntimeError as e:
+            raise run_error(self.label, self.model, dict(probe), self.values, e) from None
+        return {o: tuple(got[o]) for o in self.outputs}
 
     def close(self) -> None:
-        """End the child (EOF on its stdin) and remove its files."""
-        if self._proc.stdin is not None and not self._proc.stdin.closed:
-            try:
-                self._proc.stdin.close()
-            except OSError:  # the child is gone and the pipe broken
-                pass
-        self._proc.wait()
-        for f in (self._proc.stdout, self._log):
-            if f is not None:
-                f.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        child = getattr(self, "_child", None)
+        if child is not None:
+            child.close()
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-    def _line(self, stage: str, feeds: Mapping[str, Any]) -> str:
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if line:
-            return line.rstrip("\n")
-        self._crash = self._crashed(stage, feeds)
-        raise self._crash
-
-    def _crashed(self, stage: str, feeds: Mapping[str, Any]) -> OrtCrash:
+    def _crashed(self, e: OrtChildCrash, feeds: Mapping[str, Any]) -> OrtCrash:
         from ._crash import isolate_crash
 
-        code = self._proc.wait()
-        self._log.seek(0)
-        said = self._log.read().decode(errors="replace").strip().splitlines()
-        version = getattr(self, "version", "?")
-        sig = -code if code < 0 else 0
-        how = f"crashed with {signal_name(sig)} (signal {sig})" if sig else (
-            f"ended with exit status {code}")
         found = isolate_crash(self.model, feeds, self._python)
         where = f"; the crash is node {found.node}: {found.why}" if found else ""
         fix = f"; fix: {found.fix}" if found and found.fix else ""
-        words = said[-1] if said else ""
-        if "Assertion " in words:
-            words = words[words.index("Assertion "):]
-        self.close()
-        return OrtCrash(f"{self.label}: checking the output dim names, ONNX Runtime {version} "
-                        f"{how} {stage} the model{where}{fix}"
-                        + (f" (its last words: {words[-200:]})" if words else ""),
-                        sig, version, stage, words)
+        words = f" (its last words: {e.last_words})" if e.last_words else ""
+        self._crash = OrtCrash(f"{self.label}: checking the output dim names, {e}{where}{fix}"
+                               f"{words}", e.signal, e.version, e.stage, e.last_words)
+        return self._crash
