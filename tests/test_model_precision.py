@@ -351,3 +351,72 @@ def test_the_data_file_matches_the_toolkit(soc: str) -> None:
         assert rec.get("floats") == _floats(entry), cann
     mapped = {e["cann"] for e in lists_data()["onnx"].values()}
     assert mapped <= set(info), sorted(mapped - set(info))
+
+
+def _relu_model(path: Path, dims: list[int] | None = None,
+                elem: int = F, opset: int = 17) -> Path:
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", elem, dims or [1, 4])],
+                          [helper.make_tensor_value_info("y", elem, dims or [1, 4])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return path
+
+
+HOSTILE = [
+    ("garbage model", "model", b"\x08\x07garbage\xff", r"m.onnx: not a readable ONNX model"),
+    ("empty model file", "model", b"", r"m.onnx: the file is empty"),
+    ("a cycle", "cycle", None, r"m.onnx: #0 \(Relu\): input 'b' is used before the node"),
+    ("an opset from the future", "opset", None,
+     r"m.onnx: ONNX Runtime \S+ cannot run the model as given \(.*check it with opsdk doctor"),
+    ("a huge input", "dims", [1 << 40, 1 << 40],
+     r"input 'x' of shape .* elements, more than the \d+ a generated input may hold"),
+    ("a string input", "elem", TensorProto.STRING, r"input 'x' is string; .* numeric tensors"),
+    ("an .npy of another dtype", "npy", np.zeros((1, 4), np.int64),
+     r"--input x=.*x.npy: dtype int64, but input 'x' is float32; save it as array.astype"),
+    ("an .npy of another shape", "npy", np.zeros((3, 3), np.float32),
+     r"--input x=.*x.npy: shape \(3, 3\), but input 'x' has dims \(1,4\)"),
+    ("a pickled .npy", "npy", np.array([{"a": 1}], dtype=object),
+     r"--input x=.*x.npy: not a readable .npy array"),
+    ("a binary keep_dtype file", "keep", b"\xff\xfe\x00", r"cannot be read as UTF-8 text"),
+    ("a mixlist with a bare string", "mix", '{"black-list": {"to-add": "Conv"}}',
+     r"black-list.to-add must be a list of op type names"),
+    ("a mixlist with a list of numbers", "mix", '{"white-list": {"to-add": [1]}}',
+     r"white-list.to-add must be a list of op type names"),
+]
+
+
+@pytest.mark.parametrize("what, kind, value, message", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_models_and_files_are_refused_naming_them(
+        tmp_path: Path, what: str, kind: str, value: object, message: str) -> None:
+    path = tmp_path / "m.onnx"
+    kw: dict[str, object] = {}
+    mode = "force_fp16"
+    if kind == "model":
+        path.write_bytes(value)  # type: ignore[arg-type]
+    elif kind == "cycle":
+        _relu_model(path)
+        m = onnx.load(path)
+        m.graph.node.insert(0, helper.make_node("Relu", ["b"], ["a"]))
+        m.graph.node[1].input[0] = "a"
+        m.graph.node[1].output[0] = "b"
+        m.graph.output[0].name = "b"
+        onnx.save(m, path)
+    elif kind == "opset":
+        _relu_model(path, opset=99)
+    elif kind == "dims":
+        _relu_model(path, dims=value)  # type: ignore[arg-type]
+    elif kind == "elem":
+        _relu_model(path, elem=value)  # type: ignore[arg-type]
+    elif kind == "npy":
+        np.save(tmp_path / "x.npy", value, allow_pickle=True)  # type: ignore[arg-type]
+        kw["input_files"] = {"x": tmp_path / "x.npy"}
+    elif kind == "keep":
+        (tmp_path / "k.cfg").write_bytes(value)  # type: ignore[arg-type]
+        kw["keep_dtype"] = tmp_path / "k.cfg"
+    elif kind == "mix":
+        (tmp_path / "mix.json").write_text(value)  # type: ignore[arg-type]
+        kw["modify_mixlist"], mode = tmp_path / "mix.json", "allow_mix_precision"
+    if not path.exists():
+        _relu_model(path)
+    with pytest.raises((SpecError, ValueError), match=message):
+        analyze_model(path, mode, attribute=False, **kw)  # type: ignore[arg-type]

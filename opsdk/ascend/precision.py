@@ -36,6 +36,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -155,10 +156,16 @@ def read_keep_dtype_file(path: str | Path) -> tuple[set[str], set[str]]:
     """
     p = Path(path)
     if not p.is_file():
-        raise SpecError(f"--keep_dtype file {p} does not exist; write it (one node name or "
+        what = "is a folder, not a file" if p.is_dir() else "does not exist"
+        raise SpecError(f"--keep_dtype file {p} {what}; write it (one node name or "
                         "OpType::Type per line) or drop --keep-dtype")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"--keep_dtype file {p}: cannot be read as UTF-8 text ({e}); write "
+                        "one node name or OpType::Type per line") from None
     nodes, types = set(), set()
-    for line in p.read_text().splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if line.startswith("OpType::"):
             types.add(line[len("OpType::"):].strip())
@@ -187,13 +194,25 @@ def read_mixlist(path: str | Path) -> tuple[set[str], set[str]]:
         got = sorted(data) if isinstance(data, dict) else data
         raise SpecError(f"--modify_mixlist file {p}: expected an object with the keys "
                         f"{' and '.join(_LISTS)}, got {got!r}")
-    lists = {n: set(data.get(n, {}).get("to-add", ())) - set(data.get(n, {}).get("to-remove", ()))
-             for n in _LISTS}
+    lists = {n: _mixlist_ops(p, n, data.get(n, {}), "to-add")
+             - _mixlist_ops(p, n, data.get(n, {}), "to-remove") for n in _LISTS}
     both = lists["white-list"] & lists["black-list"]
     if both:
         raise SpecError(f"--modify_mixlist file {p}: {', '.join(sorted(both))} added to both "
                         "black-list and white-list; keep one")
     return lists["white-list"], lists["black-list"]
+
+
+def _mixlist_ops(p: Path, name: str, entry: Any, key: str) -> set[str]:
+    """The op types of ``entry[key]``: a list of strings (a bare string would be its letters)."""
+    if not isinstance(entry, dict) or not set(entry) <= {"to-add", "to-remove"}:
+        raise SpecError(f"--modify_mixlist file {p}: {name!r} must be an object with the keys "
+                        f"to-add and to-remove, got {entry!r}")
+    ops = entry.get(key, [])
+    if not isinstance(ops, list) or not all(isinstance(o, str) and o for o in ops):
+        raise SpecError(f"--modify_mixlist file {p}: {name}.{key} must be a list of op type "
+                        f"names, e.g. [\"Conv2D\"], got {ops!r}")
+    return set(ops)
 
 
 def _as_mode(mode: str | PrecisionMode) -> PrecisionMode:

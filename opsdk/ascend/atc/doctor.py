@@ -37,7 +37,8 @@ from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
 from ..versions import CannVersion, parse_cann_version, resolve_cann
 
-__all__ = ["Finding", "diagnose", "TARGETS", "format_findings", "rules_for", "blocking_findings"]
+__all__ = ["Finding", "diagnose", "TARGETS", "format_findings", "rules_for", "blocking_findings",
+           "structure_errors"]
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,19 @@ def blocking_findings(
 
 
 # ------------------------------------------------------------------ model level
+def structure_errors(m: ModelProto) -> list[Finding]:
+    """What makes ``m`` no valid ONNX model whatever the target (a broken graph, a repeated
+    name, a custom domain it does not import), for commands that run the model themselves.
+
+    Example:
+        >>> import onnx.helper as h
+        >>> m = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [], []))
+        >>> [f.reason for f in structure_errors(m)]
+        ['the graph has no output', "input 'x' is never defined"]
+    """
+    return _invalid_model(m) + _import_findings(m)
+
+
 def _invalid_model(m: ModelProto) -> list[Finding]:
     """What ONNX's checker rejects in the graph's structure: no opset import at all, a
     value defined twice, a value used but never defined, nodes out of order or in a cycle."""
@@ -275,6 +289,11 @@ def _opset_findings(m: ModelProto, profile: TargetProfile) -> list[Finding]:
                     _opset_fix(m, version, to),
                 )
             )
+    return out + _import_findings(m)
+
+
+def _import_findings(m: ModelProto) -> list[Finding]:
+    out: list[Finding] = []
     used = {n.domain for n in iter_all_nodes(m.graph)}
     imported = {imp.domain for imp in m.opset_import}
     for domain in sorted(used - imported - {"", "ai.onnx"}):

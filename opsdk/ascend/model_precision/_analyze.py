@@ -162,7 +162,7 @@ def analyze_model(
     """
     say = progress or (lambda _m: None)
     path = Path(model_path)
-    original = onnx.load(str(path))
+    original = _open(path)
     model, folded = fold_conv_batch_norm(original) if fuse else (original, [])
     std = get_standard(standard) if isinstance(standard, str) else standard
     pm = _setting(mode, keep_dtype, modify_mixlist)
@@ -182,7 +182,7 @@ def analyze_model(
     say(f"{path.name}: {len(candidates)} of {len(assigned)} nodes lowerable under {mode}; "
         f"{sum(d.lowered for d in assigned)} lowered")
     runner = Runner(model, candidates, floats, feeds, low, std, over == "saturation",
-                    expected=run_model(original, feeds))
+                    expected=_reference_run(path, original, feeds))
     outputs = runner.evaluate_assignment(assigned)
     attribution = runner.attribution(say) if attribute and candidates else []
     report = ModelPrecisionReport(
@@ -198,6 +198,40 @@ def analyze_model(
         files = {REPORT_FILE: json.dumps(report.as_dict(), indent=2, sort_keys=False) + "\n"}
         write_outputs(Path(output_dir), files, force)
     return report
+
+
+def _open(path: Path) -> onnx.ModelProto:
+    """The model, refused naming it when unreadable or no valid graph (ONNX Runtime's own
+    messages for those name neither the model nor the fix)."""
+    from ...onnx._model import ModelError, load_model
+    from ..atc.doctor import structure_errors
+
+    model = load_model(path)
+    problems = structure_errors(model)
+    if problems:
+        raise ModelError(f"{path}: {problems[0].message}"
+                         + (f" (and {len(problems) - 1} more: opsdk doctor {path} lists them)"
+                            if len(problems) > 1 else ""))
+    return model
+
+
+def _reference_run(path: Path, model: onnx.ModelProto,
+                   feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The float32 run every assignment is judged against; ONNX Runtime refusing the model
+    is an error naming it (an opset or op it lacks, an input of another dtype)."""
+    import onnxruntime as ort
+
+    from ...onnx._model import ModelError
+
+    try:
+        return run_model(model, feeds)
+    except Exception as e:
+        if not type(e).__module__.startswith("onnxruntime"):
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"{path}: ONNX Runtime {ort.__version__} cannot run the model as "
+                         f"given ({first}); the emulation needs the float32 model to run: "
+                         f"check it with opsdk doctor {path}") from None
 
 
 def _candidates(model: onnx.ModelProto, floats: set[str], pm: PrecisionMode,

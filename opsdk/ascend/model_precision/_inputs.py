@@ -105,8 +105,58 @@ def make_inputs(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]] | 
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for vi in inputs:
+        _check_numeric(vi)
         if vi.name in files:
-            feeds[vi.name] = np.load(files[vi.name], allow_pickle=False)
+            feeds[vi.name] = _load_file(vi, files[vi.name])
         else:
-            feeds[vi.name] = _generate(model, vi, _shape(vi, shapes), rng)
+            feeds[vi.name] = _generate(model, vi, _sized(vi, _shape(vi, shapes)), rng)
     return feeds
+
+
+MAX_ELEMENTS = 1 << 30
+"""The most elements one generated input may hold (4 GiB of float32; the model runs many
+times over): beyond it, a shape is refused naming the input instead of exhausting memory."""
+
+
+def _check_numeric(vi: onnx.ValueInfoProto) -> None:
+    elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+    if elem in (TensorProto.STRING, TensorProto.UNDEFINED) or \
+            not vi.type.HasField("tensor_type"):
+        kind = onnx.TensorProto.DataType.Name(elem) if elem else "no tensor type"
+        raise SpecError(f"input {vi.name!r} is {kind.lower()}; the precision emulation feeds "
+                        "numeric tensors only: give the input a numeric tensor type")
+
+
+def _sized(vi: onnx.ValueInfoProto, shape: tuple[int, ...]) -> tuple[int, ...]:
+    count = int(np.prod(shape, dtype=object))
+    if count > MAX_ELEMENTS:
+        raise SpecError(f"input {vi.name!r} of shape {shape} has {count} elements, more than "
+                        f"the {MAX_ELEMENTS} a generated input may hold; give a smaller shape "
+                        f"with --input-shape {vi.name}:<d0,d1,...>")
+    return shape
+
+
+def _load_file(vi: onnx.ValueInfoProto, path: str | Path) -> np.ndarray:
+    """The array of ``--input NAME=FILE.npy``, checked against the input's dtype and dims."""
+    flag = f"--input {vi.name}={path}"
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{flag}: not a readable .npy array ({e}); write it with "
+                        "numpy.save(path, array)") from None
+    if not isinstance(arr, np.ndarray):
+        raise SpecError(f"{flag}: holds several arrays (.npz); give one .npy per input")
+    tt = vi.type.tensor_type
+    want = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+    if arr.dtype != want:
+        raise SpecError(f"{flag}: dtype {arr.dtype}, but input {vi.name!r} is {want}; "
+                        f"save it as array.astype(numpy.{want})")
+    if tt.HasField("shape"):
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                for d in tt.shape.dim]
+        if len(dims) != arr.ndim or any(d is not None and d != a
+                                        for d, a in zip(dims, arr.shape)):
+            shown = ",".join("?" if d is None else str(d) for d in dims)
+            raise SpecError(f"{flag}: shape {arr.shape}, but input {vi.name!r} has dims "
+                            f"({shown}); give an array of that shape")
+    return arr
