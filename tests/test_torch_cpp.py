@@ -90,6 +90,15 @@ def test_strided_inputs_are_made_contiguous() -> None:
     assert gelu(x).shape == (7, 5)
 
 
+def test_empty_tensors_take_the_python_path_and_equal_op_x() -> None:
+    gelu, softmax = ot.load("Gelu"), ot.load("Softmax")
+    for x in (torch.ones(0), torch.ones(3, 0)):
+        assert gelu(x).shape == x.shape
+        assert softmax(x, axis=0).shape == x.shape
+        np.testing.assert_array_equal(softmax(x, axis=0).numpy(),
+                                      opsdk.load("Softmax")(x.numpy(), axis=0))
+
+
 def test_outputs_are_fresh_tensors_not_views_of_inputs() -> None:
     relu = ot.load("ThresholdedRelu")
     x = torch.randn(64)

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _paths
 from ..build import _check_writable, _write_record, cache_dir, cache_problem, file_lock, toolchain
+from ..dtypes import DTYPES
 from ..errors import BuildError
 from ._schema import dtype_name
 
@@ -42,10 +43,8 @@ __all__ = ["TorchCppUnavailable", "extension", "unavailable", "binder", "build_e
 
 _SOURCE = Path(__file__).resolve().parent / "csrc" / "dispatch.cpp"
 _MODULE = "_opsdk_torch"
-#: opsdk::DType codes (custom_op.h), in the enum's order
-_DTYPE_CODES = {n: i for i, n in enumerate(
-    ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-     "bool"))}
+#: opsdk::DType codes (custom_op.h): the dtype table is in the enum's order
+_DTYPE_CODES = {n: i for i, n in enumerate(DTYPES)}
 
 
 class TorchCppUnavailable(UserWarning):

@@ -41,36 +41,31 @@
 #include <utility>
 #include <vector>
 
+#include "opsdk/custom_op.h"
 #include "opsdk/kernel_abi.h"
 
 namespace py = pybind11;
 
 namespace {
 
-// opsdk::DType codes (custom_op.h) of the torch scalar types opsdk has; -1 for others.
+// The opsdk::DType (custom_op.h) of a torch scalar type, as the kernel ABI passes it; -1 when
+// opsdk has no such dtype.
 int opsdk_dtype(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Half: return 0;
-    case c10::ScalarType::BFloat16: return 1;
-    case c10::ScalarType::Float: return 2;
-    case c10::ScalarType::Double: return 3;
-    case c10::ScalarType::Char: return 4;
-    case c10::ScalarType::Short: return 5;
-    case c10::ScalarType::Int: return 6;
-    case c10::ScalarType::Long: return 7;
-    case c10::ScalarType::Byte: return 8;
-    case c10::ScalarType::Bool: return 9;
-    default: return -1;
-  }
+  using D = opsdk::DType;
+  using S = c10::ScalarType;
+  static const std::pair<S, D> table[] = {
+      {S::Half, D::Float16}, {S::BFloat16, D::BFloat16}, {S::Float, D::Float32},
+      {S::Double, D::Float64}, {S::Char, D::Int8}, {S::Short, D::Int16}, {S::Int, D::Int32},
+      {S::Long, D::Int64}, {S::Byte, D::UInt8}, {S::Bool, D::Bool}};
+  for (const auto& [torch_type, opsdk_type] : table)
+    if (torch_type == t) return static_cast<int>(opsdk_type);
+  return -1;
 }
 
 c10::ScalarType torch_dtype(int code) {
-  static const c10::ScalarType types[] = {
-      c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Float,
-      c10::ScalarType::Double, c10::ScalarType::Char, c10::ScalarType::Short,
-      c10::ScalarType::Int, c10::ScalarType::Long, c10::ScalarType::Byte,
-      c10::ScalarType::Bool};
-  return types[code];
+  for (int s = 0; s < static_cast<int>(c10::ScalarType::NumOptions); ++s)
+    if (opsdk_dtype(static_cast<c10::ScalarType>(s)) == code) return static_cast<c10::ScalarType>(s);
+  throw std::invalid_argument("opsdk dtype " + std::to_string(code) + " has no torch dtype");
 }
 
 // One registration of the module: its input dtypes (-1: any, for an optional input left
@@ -80,6 +75,7 @@ struct Entry {
   std::vector<int> in_types;
   size_t index = 0;
   std::vector<int> out_types;
+  std::vector<c10::ScalarType> out_scalar_types;  // the same, as torch spells them
   std::vector<size_t> attr_slots;
 };
 
@@ -139,7 +135,8 @@ class CpuKernel final : public c10::OperatorKernel {
       if (args[i].isNone()) continue;
       ins[i] = args[i].toTensor();
       types[i] = opsdk_dtype(ins[i].scalar_type());
-      if (types[i] < 0 || ins[i].device().type() != c10::DeviceType::CPU)
+      // empty tensors too: the kernel ABI reads a NULL data pointer as an absent input
+      if (types[i] < 0 || ins[i].device().type() != c10::DeviceType::CPU || ins[i].numel() == 0)
         return fall_back(op, stack, n_args);
     }
     const Entry* e = lookup(b, types);
@@ -150,6 +147,9 @@ class CpuKernel final : public c10::OperatorKernel {
     std::vector<std::vector<int64_t>> out_shapes;
     if (!output_shapes(b, *e, ins, attrs, stack, n_args, out_shapes))
       return fall_back(op, stack, n_args);
+    for (const auto& shape : out_shapes)
+      for (int64_t d : shape)
+        if (d == 0) return fall_back(op, stack, n_args);  // an empty output: as above
     std::vector<opsdk_abi_tensor> c_in(n_inputs_), c_out(out_shapes.size());
     for (size_t i = 0; i < n_inputs_; ++i) {
       if (!ins[i].defined()) {
@@ -163,7 +163,7 @@ class CpuKernel final : public c10::OperatorKernel {
     std::vector<at::Tensor> outs;
     outs.reserve(out_shapes.size());
     for (size_t i = 0; i < out_shapes.size(); ++i) {
-      outs.emplace_back(at::detail::empty_cpu(out_shapes[i], torch_dtype(e->out_types[i])));
+      outs.emplace_back(at::detail::empty_cpu(out_shapes[i], e->out_scalar_types[i]));
       c_out[i] = {outs[i].data_ptr(), e->out_types[i], static_cast<int32_t>(out_shapes[i].size()),
                   outs[i].sizes().data()};
     }
@@ -205,6 +205,7 @@ class CpuKernel final : public c10::OperatorKernel {
       e.in_types = kt[0].cast<std::vector<int>>();
       e.index = kt[1].cast<size_t>();
       e.out_types = kt[2].cast<std::vector<int>>();
+      for (int code : e.out_types) e.out_scalar_types.push_back(torch_dtype(code));
       for (const auto& n : kt[3].cast<std::vector<std::string>>()) {
         size_t slot = 0;
         while (slot < attr_names_.size() && attr_names_[slot] != n) ++slot;
