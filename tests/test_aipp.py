@@ -216,9 +216,15 @@ DECLARATION_RULES = [
      r"field 'normalize' is \['mean', 'std', 'var_reci'\], expected mean with std or "
      r"var_reci \(one of them\)"),
     (dict(padding={"left": -1}), r"field 'padding.left' is -1, expected an integer >= 0"),
-    (dict(padding={"value": "black"}), r"field 'padding.value' is 'black', expected a number"),
+    (dict(padding={"value": "black"}), r"field 'padding.value' is 'black', expected a finite "
+     r"number"),
+    (dict(padding={"value": float("nan")}), r"field 'padding.value' is nan, expected a finite"),
     (dict(normalize={"mean": ["a", 1, 2], "std": [1, 1, 1]}),
-     r"field 'normalize.mean' is \['a', 1, 2\], expected a list of numbers"),
+     r"field 'normalize.mean' is \['a', 1, 2\], expected a list of finite numbers"),
+    (dict(normalize={"mean": [float("nan"), 1, 2], "std": [1, 1, float("inf")]}),
+     r"field 'normalize.mean' is \[nan, 1, 2\], expected a list of finite numbers"),
+    (dict(normalize={"mean": [0, 1, 2], "var_reci": [1, float("inf"), 1]}),
+     r"field 'normalize.var_reci' is \[1, inf, 1\], expected a list of finite numbers"),
     (dict(source_size="640x480"), r"field 'source_size' is '640x480', expected \[a, b\], two "
      r"integers"),
     (dict(output={"dtype": "int8"}), r"field 'output.dtype' is 'int8', expected one of"),

@@ -39,6 +39,7 @@ what is expected and the fix.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,6 +240,9 @@ def _check_normalize(p: Preprocess) -> None:
         if len(values) != n:
             raise _fail(p.source, name, list(values), f"{n} value(s), one per {p.channels} "
                         "channel", "give one value per channel the model takes")
+        if not all(_finite(v) for v in values):
+            raise _fail(p.source, name, list(values), "finite numbers",
+                        "give a finite value per channel (no nan or inf)")
 
 
 def _check_padding(p: Preprocess) -> None:
@@ -250,9 +254,14 @@ def _check_padding(p: Preprocess) -> None:
             raise _fail(p.source, f"padding.{side}", value, "an integer >= 0",
                         "give the pixels added on that side")
     value = p.padding.value
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise _fail(p.source, "padding.value", value, "a number (in the output dtype)",
+    if not _finite(value):
+        raise _fail(p.source, "padding.value", value, "a finite number (in the output dtype)",
                     "write e.g. value = 0.0")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 def _pair(where: str, table: Mapping[str, Any], key: str, name: str) -> tuple[int, int]:
@@ -284,10 +293,9 @@ def _table(where: str, data: Mapping[str, Any], key: str,
 
 def _numbers(where: str, t: Mapping[str, Any], key: str) -> list[float]:
     values = t.get(key, [])
-    if not isinstance(values, list) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise _fail(where, f"normalize.{key}", values, "a list of numbers, one per channel",
-                    f"write e.g. {key} = [0.5, 0.5, 0.5]")
+    if not isinstance(values, list) or not all(_finite(v) for v in values):
+        raise _fail(where, f"normalize.{key}", values, "a list of finite numbers, one per "
+                    "channel", f"write e.g. {key} = [0.5, 0.5, 0.5]")
     return [float(v) for v in values]
 
 
