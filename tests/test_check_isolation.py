@@ -169,8 +169,8 @@ def test_the_build_dim_check_runs_onnx_runtime_in_a_child(tmp_path: Path, ort_12
     """`opsdk triton build --target ascend` proves its dim names with ONNX Runtime in a child
     (here the pinned 1.23.2, on which the model crashes): the crash is an error naming the
     model, the version, the signal and the node, raised once, and the process lives on."""
+    from opsdk.triton._ascend_dims import _ChildRunner as ChildRunner
     from opsdk.triton._ort_check import OrtCrash
-    from opsdk.triton._ort_shapes import ChildRunner
 
     folder = _layer_norm_folder(tmp_path)
     model = onnx.load(str(folder / "1" / "model.onnx"))

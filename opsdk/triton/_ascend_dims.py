@@ -11,15 +11,20 @@ the file written for ``--target ascend``:
   (:func:`opsdk.onnx._dimprop.propagate_dims`), or given by the user (``--output-dims``),
   or kept from the graph when it already is one; a dim the graph fixes is written fixed;
 * proves each name by running the model with ONNX Runtime on at least two probe shapes and
-  comparing every output dim with what the backend would compute from the name.
+  comparing every output dim with what the backend would compute from the name. That
+  session runs in one child process per build (:class:`opsdk.onnx._ort_child.OrtChild`):
+  a model that crashes ONNX Runtime fails the build naming the version, the signal and,
+  where :mod:`opsdk.triton._crash` isolates it, the node.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +33,12 @@ from onnx import ModelProto
 
 from ..onnx._dimexpr import Dim
 from ..onnx._dimprop import propagate_dims
+from ..onnx._model import ModelError
+from ..onnx._ort_child import OrtChild, OrtChildCrash
 from ..onnx._probe import is_state_dim, probe_feeds, value_candidates
 from . import _npu_ge_expr as expr
 from ._errors import TritonConfigError
+from ._ort_check import OrtCrash as _OrtCrash
 
 __all__ = ["DimNaming", "name_dims", "default_probes", "runnable_sizes", "check_output_names"]
 
@@ -108,19 +116,16 @@ def name_dims(
         missing = [m for m in missing if m not in {(o, a) for o, a, _ in found}]
     # one ONNX Runtime session for the fit and the proof, in a child process: a model that
     # crashes ONNX Runtime fails the build naming the node (OrtCrash), once
-    from ._ort_check import OrtCrash
-    from ._ort_shapes import ChildRunner
+    sessions: list[_ChildRunner] = []
+    crashed: list[_OrtCrash] = []
 
-    sessions: list[ChildRunner] = []
-    crashed: list[OrtCrash] = []
-
-    def runner() -> ChildRunner:
+    def runner() -> _ChildRunner:
         if crashed:
             raise crashed[0]
         if not sessions:
             try:
-                sessions.append(ChildRunner(model, label, values))
-            except OrtCrash as e:
+                sessions.append(_ChildRunner(model, label, values))
+            except _OrtCrash as e:
                 crashed.append(e)
                 raise
         return sessions[0]
@@ -571,6 +576,59 @@ def run_error(label: str, model: ModelProto, probe: Probe, values: Mapping[str, 
         f"{str(e).splitlines()[0][:300]}; {_baked_hint(e)}pass sizes the model "
         "accepts with --probe-dims NAME=SIZE,... (twice) or --shape-gears, and values "
         "for its value inputs with --probe-values NAME=VALUE")
+
+
+class _ChildRunner:
+    """The session in a child: ``shapes(probe, seed)`` as the in-process runner has it.
+
+    A crash is :class:`~opsdk.triton._ort_check.OrtCrash`, on that call and every later one
+    (no second child)."""
+
+    def __init__(self, model: ModelProto, label: str,
+                 values: Mapping[str, float] | None = None,
+                 python: str | Path = sys.executable) -> None:
+        self.model, self.label, self.values = model, label, dict(values or {})
+        self.outputs = [o.name for o in model.graph.output]
+        self._python = python
+        self._crash: _OrtCrash | None = None
+        try:
+            self._child = OrtChild(model, python)
+        except OrtChildCrash as e:
+            raise self._crashed(e, {}) from None
+        except ModelError as e:
+            raise TritonConfigError(f"{label}: checking the output dim names, {e}") from None
+        self.version = self._child.version
+
+    def shapes(self, probe: Mapping[str, int], seed: int | None = None,
+               ) -> dict[str, tuple[int, ...]]:
+        """Output shapes on ``probe``; inputs zeros, or random with ``seed``."""
+        if self._crash is not None:
+            raise self._crash
+        feeds = probe_feeds(self.model, dict(probe), self.values, random=seed is not None,
+                            seed=seed or 0)
+        try:
+            got = self._child.run(feeds)
+        except OrtChildCrash as e:
+            raise self._crashed(e, feeds) from None
+        except RuntimeError as e:
+            raise run_error(self.label, self.model, dict(probe), self.values, e) from None
+        return {o: tuple(got[o]) for o in self.outputs}
+
+    def close(self) -> None:
+        child = getattr(self, "_child", None)
+        if child is not None:
+            child.close()
+
+    def _crashed(self, e: OrtChildCrash, feeds: Mapping[str, Any]) -> _OrtCrash:
+        from ._crash import isolate_crash
+
+        found = isolate_crash(self.model, feeds, self._python)
+        where = f"; the crash is node {found.node}: {found.why}" if found else ""
+        fix = f"; fix: {found.fix}" if found and found.fix else ""
+        words = f" (its last words: {e.last_words})" if e.last_words else ""
+        self._crash = _OrtCrash(f"{self.label}: checking the output dim names, {e}{where}{fix}"
+                               f"{words}", e.signal, e.version, e.stage, e.last_words)
+        return self._crash
 
 
 def _baked_hint(e: Exception) -> str:
