@@ -1,10 +1,10 @@
 """The OCR case (issue 31, item 3): PP-OCRv4 det + rec of the model corpus as one pipeline,
 PNG bytes in, text boxes and strings out: the image decoded with Pillow, the detector's
-preprocessing from an
-opsdk.preprocess declaration, DB postprocessing, the recogniser's crops, CTC decoding with
-the dictionary the rec model carries. Served by a real tritonserver, the output equals the
+preprocessing a preprocess step (an opsdk.preprocess declaration), DB postprocessing, the
+recogniser's crops, CTC decoding with the dictionary the rec model carries. Served by a real tritonserver, the output equals the
 same steps in one process on text images rendered with Pillow; the ascend ensemble is
-generated and checked (its npu_ge models under ONNX Runtime 1.23.2), never served."""
+generated (the detector's preprocessing folded into it as AIPP) and checked (its npu_ge
+models under ONNX Runtime 1.23.2), never served."""
 
 from __future__ import annotations
 
@@ -95,7 +95,11 @@ def test_ascend_ocr_ensemble_is_generated_and_checked(pipe: Pipeline, tmp_path: 
     folder = build_pipeline(pipe, tmp_path, target="ascend")
     report = check_ensemble(folder, models=True)
     assert report.ok, report.problems
-    assert report.steps == ["decode", "det_pre", "det", "det_post", "rec", "rec_post"]
+    # det_pre (the detector's declaration) is folded into det as AIPP: det takes the pixels
+    assert report.steps == ["decode", "det", "det_post", "rec", "rec_post"]
     assert sorted(report.models) == ["det", "rec"]
     for step in ("det", "rec"):  # npu_ge does not merge these maps: the ascend table says 0
         assert "max_batch_size: 0" in (tmp_path / step / "config.pbtxt").read_text()
+    edge = next(e for e in report.edges if e.consumer == "input 'x' of step 'det'")
+    assert (edge.tensor, edge.data_type, edge.dims) == ("pixels", "TYPE_UINT8", (1, 96, 320, 3))
+    assert (tmp_path / "det" / "1" / "insert_op.cfg").read_text().count("aipp_op {") == 1

@@ -186,6 +186,15 @@ PIPELINE_ERRORS = {
                                      "ascend": {"batch": 0}}]},
                          r"step 's', ascend: unknown key 'batch'; allowed: dynamic_batching, "
                          r"instances, max_batch_size"),
+    "missing declaration": ({"steps": [{"name": "s", "preprocess": "gone.toml",
+                                        "inputs": {"image": "raw"}, "outputs": {"x": "x"}}]},
+                            r"step 's': preprocessing declaration .*gone.toml does not exist"),
+    "typed preprocess output": (
+        {"steps": [{"name": "s", "preprocess": "steps.py", "inputs": {"image": "raw"},
+                    "outputs": {"x": {"dtype": "float32", "dims": [1]}}}]},
+        r"outputs.x: a preprocess step's output takes its dtype and dims from the declaration"),
+    "soc on a model": ({"steps": [{"name": "s", "onnx": "mlp.onnx", "soc": "Ascend310P3"}]},
+                       r"step 's': soc belongs to preprocess steps"),
 }
 
 
@@ -318,3 +327,76 @@ def test_bench_input_is_an_array_or_a_files_bytes(tmp_path: Path) -> None:
     assert sent.dtype == object and sent.tolist() == [b"\x89PNG..."]
     with pytest.raises(OpsdkError, match=r"--input image=.*nothing.png: .*or INPUT=FILE"):
         _read_input("image", str(tmp_path / "nothing.png"))
+
+
+def _placed(text: str, root: Path) -> str:
+    return text.replace(str(root.resolve()), "<repo>")
+
+
+def test_ascend_folds_the_preprocess_step_into_the_model_as_aipp(tmp_path: Path) -> None:
+    from _helpers.pipelines import write_aipp_pipeline
+
+    from opsdk.preprocess import load_preprocess, preprocess_cpu
+
+    pipe = load_pipeline(write_aipp_pipeline(tmp_path / "src"))
+    notes: list[str] = []
+    repo = tmp_path / "repo"
+    folder = build_pipeline(pipe, repo, target="ascend", report=notes.append)
+    assert sorted(p.name for p in repo.iterdir()) == ["pool", "pooled"]  # no step 'pre'
+    assert any(n.startswith("pre: folded into pool as AIPP on Ascend310P3") for n in notes)
+    check_golden("triton/pipeline_aipp/pooled/config.pbtxt", (folder / "config.pbtxt").read_text())
+    check_golden("triton/pipeline_aipp/pool/config.pbtxt",
+                 _placed((repo / "pool" / "config.pbtxt").read_text(), repo))
+    check_golden("triton/pipeline_aipp/pool/1/insert_op.cfg",
+                 _placed((repo / "pool" / "1" / "insert_op.cfg").read_text(), tmp_path))
+    report = check_ensemble(folder)
+    assert report.ok, report.problems
+    image = next(e for e in report.edges if e.tensor == "image")  # the new edge: the image
+    assert (image.consumer, image.data_type, image.dims) == (
+        "input 'x' of step 'pool'", "TYPE_UINT8", (1, 16, 24, 3))
+    import onnx
+
+    x = onnx.load(str(repo / "pool" / "1" / "model.onnx")).graph.input[0]
+    assert [d.dim_value for d in x.type.tensor_type.shape.dim] == [1, 3, 16, 24]  # static
+    # the cpu target keeps the step; the in-process run is the declaration's CPU step
+    pixels = np.random.default_rng(0).integers(0, 256, (1, 16, 24, 3), dtype=np.uint8)
+    want = preprocess_cpu(load_preprocess(tmp_path / "src" / "pre.toml"), pixels[0])
+    np.testing.assert_allclose(run_pipeline(pipe, {"image": pixels})["mean"],
+                               want.mean(axis=(2, 3)), rtol=1e-5)
+
+
+def test_a_declaration_aipp_refuses_keeps_its_cpu_step(tmp_path: Path) -> None:
+    from _helpers.pipelines import write_aipp_pipeline
+
+    pipe = load_pipeline(write_aipp_pipeline(tmp_path / "src", "resize.toml"))
+    notes: list[str] = []
+    folder = build_pipeline(pipe, tmp_path / "repo", target="ascend", report=notes.append)
+    said = [n for n in notes if n.startswith("pre: AIPP not folded, the CPU step stays: ")]
+    assert len(said) == 1 and "resize" in said[0], notes
+    assert check_ensemble(folder).steps == ["pre", "pool"]
+    step = tmp_path / "repo" / "pre"
+    assert 'backend: "python"' in (step / "config.pbtxt").read_text()
+    assert (step / "1" / "preprocess.toml").read_text() == (tmp_path / "src" /
+                                                             "resize.toml").read_text()
+
+
+def test_a_moved_aipp_folder_is_refused_naming_the_option(tmp_path: Path) -> None:
+    from _helpers.pipelines import write_aipp_pipeline
+
+    from opsdk.triton._aipp_fold import folder_aipp
+    from opsdk.triton._onnx_io import read_graph_io
+
+    build_pipeline(load_pipeline(write_aipp_pipeline(tmp_path / "src")), tmp_path / "repo",
+                   target="ascend")
+    moved = tmp_path / "moved" / "pool"
+    shutil.copytree(tmp_path / "repo" / "pool", moved)
+    io = read_graph_io(moved / "1" / "model.onnx")
+    written = str((tmp_path / "repo" / "pool" / "1" / "insert_op.cfg").resolve())
+    aipp, problems = folder_aipp(moved, {"session.ge.insertOpFile": written}, io)
+    assert aipp is not None and aipp.input == "x"
+    assert len(problems) == 1 and re.search(
+        r"parameter session.ge.insertOpFile is .*repo/pool/1/insert_op.cfg, but this folder's "
+        r"AIPP config is .*moved/pool/1/insert_op.cfg .*the repository was moved", problems[0])
+    (moved / "1" / "preprocess.toml").unlink()
+    assert "preprocess.toml is missing" in folder_aipp(
+        moved, {"session.ge.insertOpFile": written}, io)[1][-1]

@@ -120,7 +120,9 @@ def run_pipeline_build(args: argparse.Namespace) -> int:
     print(f"wrote ensemble {folder} (target {args.target}): "
           f"{' -> '.join(s.name for s in pipe.steps)}")
     for step in pipe.steps:
-        print(f"  {folder.parent / step.name} ({step.kind}: {step.source})")
+        where = folder.parent / step.name
+        print(f"  {where} ({step.kind}: {step.source})" if where.is_dir() else
+              f"  {step.name} ({step.kind}: {step.source}): folded into the model it feeds")
     print(f"check it: opsdk triton check {folder}")
     if args.target == "cpu":
         print(f"serve it: opsdk serve {args.output}")

@@ -12,7 +12,7 @@ Example:
     (1, 3, 21, 33)
 """
 
-from ._cpu import bilinear_align_corners, fixed_point_csc, preprocess_cpu
+from ._cpu import bilinear_align_corners, fixed_point_csc, preprocess_cpu, preprocess_images
 from ._declaration import (
     Crop,
     Normalize,
@@ -36,7 +36,8 @@ from ._pixels import (
 
 __all__ = [
     "Preprocess", "Crop", "Resize", "Padding", "Normalize", "PreprocessError",
-    "load_preprocess", "preprocess_from_dict", "preprocess_cpu", "decode", "raw_shape",
+    "load_preprocess", "preprocess_from_dict", "preprocess_cpu", "preprocess_images", "decode",
+    "raw_shape",
     "synthetic_image", "fixed_point_csc", "bilinear_align_corners", "csc_coefficients",
     "FORMATS", "COLOR_STANDARDS", "GRAY_ROW", "canonical_standard",
 ]

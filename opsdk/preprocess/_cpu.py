@@ -30,7 +30,7 @@ import numpy as np
 from ._declaration import Preprocess
 from ._pixels import FORMATS, GRAY_ROW, csc_coefficients, decode
 
-__all__ = ["preprocess_cpu", "bilinear_align_corners", "fixed_point_csc"]
+__all__ = ["preprocess_cpu", "preprocess_images", "bilinear_align_corners", "fixed_point_csc"]
 
 
 def fixed_point_csc(pixels: np.ndarray, rows: tuple[tuple[int, int, int], ...],
@@ -120,3 +120,27 @@ def preprocess_cpu(p: Preprocess, image: np.ndarray,
     if stages:
         return {"crop": cropped, "color": colored, "resize": resized, "output": out}
     return out
+
+
+def preprocess_images(p: Preprocess, images: np.ndarray) -> np.ndarray:
+    """``[N, *raw_shape]`` uint8 images -> the model's ``[N, ...]`` tensor: the CPU step per
+    image, as a pipeline's preprocess step runs it (served and in one process).
+
+    Example:
+        >>> from opsdk.preprocess import Preprocess, synthetic_image
+        >>> p = Preprocess("RGB888_U8", (9, 7))
+        >>> preprocess_images(p, synthetic_image(p.format, (9, 7))[None]).shape
+        (1, 3, 7, 9)
+    """
+    from ._pixels import raw_shape
+
+    want = raw_shape(p.format, *p.source_size)
+    if images.dtype != np.uint8 or images.ndim != len(want) + 1 or images.shape[1:] != want:
+        raise ValueError(
+            f"{p.source}: the images are {images.dtype} {list(images.shape)}, the declaration "
+            f"takes uint8 [N, {', '.join(map(str, want))}] ({p.format} "
+            f"{p.source_size[0]}x{p.source_size[1]}); send images of that size and format, or "
+            "change format / source_size")
+    if len(images) == 0:
+        return np.zeros((0, *p.model_shape(1)[1:]), p.dtype)
+    return np.concatenate([preprocess_cpu(p, one) for one in images])

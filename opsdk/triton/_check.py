@@ -43,7 +43,7 @@ from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
 from ._config_check import config_problems, parse_config
 from ._errors import TritonConfigError
-from ._onnx_io import read_graph_io
+from ._onnx_io import GraphIO, read_graph_io
 from ._ort_check import OrtCrash, run_like_npu_ge
 from ._target_ascend import MODEL_FILE, check_folder
 
@@ -98,7 +98,8 @@ def check_npu_ge_folder(
     version = resolve_cann(cann).version
     report = NpuGeCheck(str(folder), str(version))
     config = folder / "config.pbtxt"
-    if not config.is_file() or f'backend: "{ge.BACKEND}"' not in config.read_text():
+    text = config.read_text(errors="replace") if config.is_file() else ""  # may be binary
+    if f'backend: "{ge.BACKEND}"' not in text:
         raise TritonConfigError(
             f"{folder} is not an npu_ge model folder (no config.pbtxt with backend "
             f'"{ge.BACKEND}"); pass REPO/NAME as written by opsdk triton build --target ascend'
@@ -118,7 +119,7 @@ def check_npu_ge_folder(
                                f"{e}); rebuild the folder with opsdk triton build")
         return report
     try:
-        report.problems += config_problems(parse_config(config), read_graph_io(model))
+        report.problems += _config_problems(folder, parse_config(config), read_graph_io(model))
     except TritonConfigError as e:
         report.problems.append(str(e))
     registered = project_plugin_keys(op_projects)
@@ -128,6 +129,16 @@ def check_npu_ge_folder(
     _judge_in_child(report, path, dims, values, seed, python, batched=not re.search(
         r"^max_batch_size: 0$", config.read_text(), re.M))
     return report
+
+
+def _config_problems(folder: Path, config: Any, io: GraphIO) -> list[str]:
+    """The config against the model as a request feeds it: an AIPP input (GE's
+    ``ge.insertOpFile``) takes the image AIPP reads, uint8 at the declaration's source size."""
+    from ._aipp_fold import folder_aipp, served_io
+
+    params = {k: v.string_value for k, v in config.parameters.items()}
+    aipp, problems = folder_aipp(folder, params, io)
+    return problems + config_problems(config, served_io(io, aipp))
 
 
 def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | None,

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import onnx
 
 from .._written import sha256, write_file, write_record
+from ._aipp_fold import AIPP_FILE, AippInput
 from ._config import template_env
 from ._errors import TritonConfigError
 from ._onnx_io import read_graph_io
-from ._pipeline import Pipeline, PipelineError, Step
+from ._pipeline import TRITON_OF_DTYPE, Pipeline, PipelineError, Step
 from ._repository import (
     MANIFEST,
     TARGETS,
@@ -127,6 +128,8 @@ def _check_inputs(pipe: Pipeline, plan: StepPlan, tensors: dict[str, PlannedTens
 def _plan_step(pipe: Pipeline, step: Step, tensors: dict[str, PlannedTensor]) -> StepPlan:
     mb = pipe.step_batch(step)
     where = f"pipeline {pipe.name!r}, step {step.name!r}"
+    if step.kind == "preprocess":
+        return _plan_preprocess(step, mb, where)
     if step.kind == "python":
         ins = tuple(PlannedTensor(own, tensors[t].data_type,
                                   _own(tensors[t].dims, mb > 0, f"{where}, input {own!r}"))
@@ -146,6 +149,24 @@ def _plan_step(pipe: Pipeline, step: Step, tensors: dict[str, PlannedTensor]) ->
                           for t in io.inputs),
                     tuple(PlannedTensor(t.name, t.data_type, tuple(t.dims(batched)))
                           for t in io.outputs), model)
+
+
+def _plan_preprocess(step: Step, mb: int, where: str) -> StepPlan:
+    """uint8 ``[1, *raw image shape]`` in, the declaration's model tensor out (per request;
+    a batching step drops the leading 1 on both)."""
+    from ..preprocess import PreprocessError, load_preprocess, raw_shape
+
+    try:
+        p = load_preprocess(step.source)
+    except PreprocessError as e:
+        raise PipelineError(f"{where}: {e}") from None
+    full_in = (1, *raw_shape(p.format, *p.source_size))
+    ins = (PlannedTensor(step.inputs[0][0], "TYPE_UINT8",
+                         full_in[1:] if mb > 0 else full_in),)
+    out = p.model_shape(1)
+    outs = (PlannedTensor(step.outputs[0][0], TRITON_OF_DTYPE[p.dtype],
+                          out[1:] if mb > 0 else out),)
+    return StepPlan(step, mb, ins, outs, None)
 
 
 def _step_model(step: Step, where: str) -> onnx.ModelProto:
@@ -185,14 +206,22 @@ def build_pipeline(
         raise TritonConfigError(f"target {target!r} is not one of {', '.join(TARGETS)}")
     note = report or (lambda line: None)
     plans, tensors = plan_pipeline(pipe, target)
+    folds: dict[str, AippInput] = {}
+    if target == "ascend":
+        from ._aipp_fold import fold_aipp
+
+        plans, folds = fold_aipp(pipe, plans, note)
+    out = Path(out_dir)
+    folds = {name: replace(a, path=str((out / name / "1" / AIPP_FILE).resolve()))
+             for name, a in folds.items()}
     for plan in plans:  # every step's own checks before any folder is written
         if plan.model is not None:
             try:
-                render_model(read_graph_io(plan.model), _options(plan, target, operators_path))
+                render_model(read_graph_io(plan.model),
+                             _options(plan, target, operators_path, folds))
             except TritonConfigError as e:
                 raise type(e)(f"{e} -- while planning step {plan.step.name!r} of pipeline "
                               f"{pipe.name!r}") from e
-    out = Path(out_dir)
     for name in [pipe.name, *(p.step.name for p in plans)]:
         if (out / name).exists() and not force:
             raise TritonConfigError(f"{out / name} already exists; pass --force to replace "
@@ -200,7 +229,7 @@ def build_pipeline(
         _make_room(out / name, force, check_only=True)  # every folder, before any is touched
     for plan in plans:
         try:
-            _write_step(pipe, plan, out, target, force, note, operators_path)
+            _write_step(pipe, plan, out, target, force, note, operators_path, folds)
         except TritonConfigError as e:
             raise type(e)(f"{e} -- while building step {plan.step.name!r} of pipeline "
                           f"{pipe.name!r}") from e
@@ -215,13 +244,24 @@ def build_pipeline(
 
 
 def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: bool,
-                note: Callable[[str], None], operators_path: tuple[str, ...] | None) -> None:
+                note: Callable[[str], None], operators_path: tuple[str, ...] | None,
+                folds: dict[str, AippInput]) -> None:
     step = plan.step
     if step.kind == "python":
-        _write_python_step(pipe, plan, out, force)
+        path, function = step.function
+        data = {name: (path.parent / name).read_bytes() for name in step.files}
+        _write_python_step(pipe, plan, out, force, (path.name, path.read_bytes()), function,
+                           data)
         return
-    opts = _options(plan, target, operators_path)
-    if step.kind == "onnx":
+    if step.kind == "preprocess":
+        module = template_env().get_template("preprocess_step.py.j2").render(
+            banner=PIPELINE_BANNER.format(source=pipe.source), name=step.name,
+            declaration=Path(step.source).name)
+        _write_python_step(pipe, plan, out, force, ("preprocess_step.py", module),
+                           "preprocess", {"preprocess.toml": Path(step.source).read_bytes()})
+        return
+    opts = _options(plan, target, operators_path, folds)
+    if step.kind == "onnx" and opts.aipp is None:
         build_repository(step.source, out, opts, force=force, report=note)
         return
     assert plan.model is not None
@@ -231,18 +271,21 @@ def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: b
         build_repository(path, out, opts, force=force, report=note)
 
 
-def _options(plan: StepPlan, target: str, operators_path: tuple[str, ...] | None
-             ) -> RepositoryOptions:
+def _options(plan: StepPlan, target: str, operators_path: tuple[str, ...] | None,
+             folds: dict[str, AippInput]) -> RepositoryOptions:
     step = plan.step
     return RepositoryOptions(step.name, target=target, max_batch_size=plan.max_batch_size,
                              dynamic_batching=step.dynamic_batching, instances=step.instances,
-                             operators_path=operators_path)
+                             operators_path=operators_path, aipp=folds.get(step.name))
 
 
-def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool) -> None:
+def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool,
+                       module_file: tuple[str, str | bytes], function: str,
+                       data: dict[str, bytes]) -> None:
+    """A Python-backend model calling ``function`` of ``module_file`` (name, content), with
+    ``data`` files beside it."""
     step = plan.step
-    path, function = step.function
-    module = path.name
+    module = module_file[0]
     batched = plan.max_batch_size > 0
     ctx = {
         "banner": PIPELINE_BANNER.format(source=pipe.source),
@@ -268,8 +311,8 @@ def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool) -
     files: dict[str, str | bytes] = {
         "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),
         "1/model.py": env.get_template("step_model.py.j2").render(ctx),
-        f"1/{module}": path.read_bytes(),
-        **{f"1/{name}": (path.parent / name).read_bytes() for name in step.files},
+        f"1/{module}": module_file[1],
+        **{f"1/{name}": content for name, content in data.items()},
     }
     _write_folder(out / step.name, files, force)
 

@@ -30,6 +30,7 @@ __all__ = [
     "STATIC_NAME_SEPARATORS",
     "PRECISION_MODE_V2_KEY",
     "SHAPE_GEAR_KEYS",
+    "INSERT_OP_FILE_KEY",
 ]
 
 #: The ``backend:`` value of config.pbtxt.
@@ -69,3 +70,7 @@ STATIC_NAME_SEPARATORS = (":", ";", ",")
 PRECISION_MODE_V2_KEY = "session.ge.exec.precision_mode_v2"
 #: Shape gears (GE's dynamic dims) as graph options.
 SHAPE_GEAR_KEYS = ("graph.ge.inputShape", "graph.ge.dynamicDims", "graph.ge.dynamicNodeType")
+#: The AIPP config of the graph: GE's session option ``ge.insertOpFile`` (``INSERT_OP_FILE``
+#: of ``ge_api_types.h``: a Session constructor option, a file path; also in the IR
+#: builder's options, as ATC's ``--insert_op_conf``).
+INSERT_OP_FILE_KEY = "session.ge.insertOpFile"

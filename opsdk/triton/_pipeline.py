@@ -16,6 +16,12 @@ The TOML form (dims are per request: without the batch axis when ``max_batch_siz
     inputs = { raw = "raw" }           # the function's argument -> a pipeline tensor
     outputs = { x = { dtype = "float32", dims = [16] } }
 
+    [[steps]]                          # a preprocessing declaration (opsdk.preprocess):
+    name = "pre"                       # uint8 [1, H, W, C] in, the model's tensor out; on
+    preprocess = "pre.toml"            # --target ascend folded into the npu_ge model it
+    inputs = { image = "pixels" }      # feeds as AIPP where the SoC's AIPP rules allow
+    outputs = { x = "x" }              # (soc = "Ascend310P3", the default)
+
     [[steps]]
     name = "mlp"
     onnx = "mlp.onnx"                  # or: operator = "ThresholdedRelu", shapes, attrs
@@ -49,13 +55,13 @@ TRITON_OF_DTYPE: dict[str, str] = {
     "float16": "TYPE_FP16", "float32": "TYPE_FP32", "float64": "TYPE_FP64",
     "string": "TYPE_STRING",
 }
-KINDS = ("python", "onnx", "operator")
+KINDS = ("python", "onnx", "operator", "preprocess")
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _TOP_KEYS = {"name", "max_batch_size", "inputs", "outputs", "steps"}
 _SERVING_KEYS = {"max_batch_size", "dynamic_batching", "instances"}
 _TARGETS = ("cpu", "ascend")
 _STEP_KEYS = {"name", *KINDS, "inputs", "outputs", "shapes", "dtype", "attrs", "files",
-              *_SERVING_KEYS, *_TARGETS}
+              "soc", *_SERVING_KEYS, *_TARGETS}
 
 
 class PipelineError(TritonConfigError):
@@ -78,8 +84,10 @@ class PipeTensor:
 
 @dataclass(frozen=True)
 class Step:
-    """One model of the ensemble. ``kind`` is python, onnx or operator; ``source`` the
-    function (``file.py:function``), the .onnx path or the operator's name; ``inputs`` and
+    """One model of the ensemble. ``kind`` is python, onnx, operator or preprocess;
+    ``source`` the function (``file.py:function``), the .onnx path, the operator's name or
+    the preprocessing declaration's path (``soc``: whose AIPP rules decide whether
+    ``--target ascend`` folds it into the model it feeds); ``inputs`` and
     ``outputs`` pair the step's own tensor names with pipeline tensors; ``output_types``
     declare a Python step's outputs (an ONNX model or operator declares its own); ``files``
     name data files beside a Python step's module (a dictionary, a declaration) that are
@@ -99,6 +107,7 @@ class Step:
     instances: int = 1
     files: tuple[str, ...] = ()  # python: data files beside the module, served beside it
     overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # target -> settings
+    soc: str | None = None  # preprocess: the SoC of the AIPP rules (None: opsdk's default)
 
     def for_target(self, target: str) -> Step:
         """The step with its ``[steps.<target>]`` settings applied (e.g. ascend: npu_ge
@@ -199,6 +208,8 @@ def _check_kind(step: Step, at: str) -> None:
             raise PipelineError(f"{at}: output {missing[0]!r} needs a dtype and dims "
                                 "(outputs = { name = { dtype = ..., dims = [...] } })")
         _check_files(step, path, at)
+    elif step.kind == "preprocess":
+        _check_preprocess(step, at)
     elif step.files:
         raise PipelineError(f"{at}: files belong to python steps (data their function reads)")
     elif step.kind == "onnx" and not Path(step.source).is_file():
@@ -208,6 +219,16 @@ def _check_kind(step: Step, at: str) -> None:
         raise PipelineError(f"{at}: max_batch_size {step.max_batch_size} must be >= 0")
     if step.instances < 1:
         raise PipelineError(f"{at}: instances {step.instances} must be >= 1")
+
+
+def _check_preprocess(step: Step, at: str) -> None:
+    if step.files:
+        raise PipelineError(f"{at}: files belong to python steps; a preprocess step reads only "
+                            "its declaration")
+    if len(step.inputs) != 1 or len(step.outputs) != 1:
+        raise PipelineError(f"{at}: a preprocess step takes one image and gives one tensor: "
+                            "inputs = { image = \"pixels\" }, outputs = { x = \"x\" } "
+                            f"(got {len(step.inputs)} input(s), {len(step.outputs)} output(s))")
 
 
 def _check_files(step: Step, module: Path, at: str) -> None:
@@ -347,7 +368,8 @@ def _step(data: Any, index: int, base: Path, where: str) -> Step:
     kinds = [k for k in KINDS if k in data]
     if len(kinds) != 1:
         raise PipelineError(f"{at}: give exactly one of python = 'file.py:function', "
-                            f"onnx = 'model.onnx' or operator = 'OpName' (got {kinds or 'none'})")
+                            "onnx = 'model.onnx', operator = 'OpName' or preprocess = "
+                            f"'declaration.toml' (got {kinds or 'none'})")
     kind = kinds[0]
     source = _source(kind, data[kind], base, at)
     inputs = tuple((k, _typed(v, str, at, f"inputs.{k}", "a tensor name"))
@@ -361,6 +383,12 @@ def _step(data: Any, index: int, base: Path, where: str) -> Step:
                  "attrs": tuple(_table(data.get("attrs", {}), at, "attrs").items())}
     elif any(k in data for k in ("shapes", "dtype", "attrs")):
         raise PipelineError(f"{at}: shapes, dtype and attrs belong to operator steps")
+    if kind == "preprocess":
+        extra["soc"] = _typed(data.get("soc"), str, at, "soc", "a SoC version string") \
+            if "soc" in data else None
+        types = (_preprocess_output(source, outputs, at),)
+    elif "soc" in data:
+        raise PipelineError(f"{at}: soc belongs to preprocess steps (whose AIPP rules apply)")
     files = data.get("files", [])
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise PipelineError(f"{at}: files must be a list of file names, e.g. [\"keys.txt\"]")
@@ -389,6 +417,22 @@ def _target_table(data: Mapping[str, Any], target: str, at: str) -> dict[str, An
     return _serving(table, f"{at}, {target}")
 
 
+def _preprocess_output(source: str, outputs: tuple[tuple[str, str], ...], at: str
+                       ) -> PipeTensor:
+    """The declared model tensor of a preprocess step (its dtype, ``model_shape(1)``)."""
+    from ..preprocess import PreprocessError, load_preprocess
+
+    if not Path(source).is_file():
+        raise PipelineError(f"{at}: preprocessing declaration {source} does not exist; give "
+                            "its path relative to the pipeline file")
+    try:
+        p = load_preprocess(source)
+    except PreprocessError as e:
+        raise PipelineError(f"{at}: {e}") from None
+    own = outputs[0][0] if outputs else "x"
+    return PipeTensor(own, p.dtype, p.model_shape(1))
+
+
 def _source(kind: str, value: Any, base: Path, at: str) -> str:
     if kind == "python" and callable(value):
         return _function_source(value, at)
@@ -398,7 +442,7 @@ def _source(kind: str, value: Any, base: Path, at: str) -> str:
         if not sep or not path or not func.isidentifier():
             raise PipelineError(f"{at}: python = {text!r} must be 'file.py:function'")
         return f"{(base / path).resolve()}:{func}"
-    if kind == "onnx":
+    if kind in ("onnx", "preprocess"):
         return str((base / text).resolve())
     return text
 
@@ -429,6 +473,10 @@ def _outputs(table: dict[str, Any], kind: str, at: str
         pairs.append((own, _typed(tensor, str, at, f"outputs.{own}.tensor", "a tensor name")))
         if kind == "python":
             types.append(_tensor(own, spec, f"{at}, outputs.{own}"))
+        elif kind == "preprocess":
+            raise PipelineError(f"{at}: outputs.{own}: a preprocess step's output takes its "
+                                "dtype and dims from the declaration; give only the tensor "
+                                "name")
         elif set(spec) - {"tensor"}:
             raise PipelineError(f"{at}: outputs.{own}: a {kind} step's outputs take their "
                                 "dtype and dims from the model; give only the tensor name")

@@ -25,6 +25,7 @@ from .._written import (
 )
 from ..onnx._model import tensor_data_problem
 from . import _target_ascend, _target_cpu
+from ._aipp_fold import AippInput
 from ._config import AUTO_MAX_BATCH, BANNER
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
@@ -95,6 +96,7 @@ class RepositoryOptions:
     probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
     buffer_optimize: str | None = None  # ascend: GE's ge.bufferOptimize (session option)
     static_memory_policy: int | None = None  # ascend: GE's ge.exec.staticMemoryPolicy
+    aipp: AippInput | None = None  # ascend: a preprocess declaration folded in as AIPP
 
     def check(self) -> None:
         """Raise :class:`TritonConfigError` for an option that cannot work."""

@@ -1,6 +1,7 @@
 """A pipeline's steps run in one Python process: the reference a served ensemble must equal.
 
-Python steps are called through the helper the served model.py uses; ONNX models and
+Python and preprocess steps are called through the helper the served model.py uses (a
+preprocess step's function is the one its served module defines); ONNX models and
 operators run in opsdk's graph executor (``opsdk.onnx.Session``), as the cpu target does.
 """
 
@@ -11,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._pipeline import Pipeline, PipelineError, numpy_dtype
-from ._steps import call_step, load_function
+from ._pipeline import Pipeline, PipelineError, dtype_of_triton, numpy_dtype
+from ._steps import call_step, load_function, preprocess_function
 
 __all__ = ["run_pipeline", "PipelineRun"]
 
@@ -47,7 +48,12 @@ class PipelineRun:
         self._steps: list[tuple[Any, Callable[[dict[str, Any]], dict[str, Any]]]] = []
         for plan in plans:
             step = plan.step
-            if step.kind == "python":
+            if step.kind == "preprocess":
+                outs = [(t.name, numpy_dtype(dtype_of_triton(t.data_type)))
+                        for t in plan.outputs]
+                fn = preprocess_function(step.source)
+                self._steps.append((step, _python(step.name, fn, outs)))
+            elif step.kind == "python":
                 path, function = step.function
                 fn = load_function(path, function, f"opsdk_pipeline_{pipe.name}_{step.name}")
                 outs = [(t.name, numpy_dtype(t.dtype)) for t in step.output_types]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_function", "call_step"]
+__all__ = ["load_function", "call_step", "preprocess_function"]
 
 
 def load_function(path: str | Path, name: str, module_name: str) -> Callable[..., Any]:
@@ -37,6 +37,26 @@ def load_function(path: str | Path, name: str, module_name: str) -> Callable[...
     if not callable(fn):
         raise ImportError(f"{path} has no function {name!r}")
     return fn
+
+
+def preprocess_function(declaration: str | Path) -> Callable[..., np.ndarray]:
+    """A preprocess step's function: ``[N, *raw image shape]`` uint8 -> the model tensor
+    (:func:`opsdk.preprocess.preprocess_images` of the declaration); the served module and
+    the in-process run both take it from here.
+
+    Example:
+        >>> fn = preprocess_function("det_preprocess.toml")  # doctest: +SKIP
+        >>> fn(image=pixels).shape  # doctest: +SKIP
+        (1, 3, 96, 320)
+    """
+    from ..preprocess import load_preprocess, preprocess_images
+
+    p = load_preprocess(declaration)
+
+    def preprocess(**images: np.ndarray) -> np.ndarray:
+        (image,) = images.values()
+        return preprocess_images(p, image)
+    return preprocess
 
 
 def call_step(step: str, fn: Callable[..., Any], feeds: Mapping[str, np.ndarray],

@@ -29,6 +29,7 @@ from ..ascend.socs import CannArgError
 from ..ascend.versions import resolve_cann
 from ..onnx._ops import find_spec
 from . import _npu_ge as ge
+from ._aipp_fold import AIPP_FILE, DECLARATION_FILE, insert_op_cfg, served_io
 from ._ascend_dims import output_dim_names
 from ._ascend_model import DimOptions, custom_specs, prepare_ascend_model
 from ._config import base_context, batch_size, template_env, warmup_context
@@ -118,13 +119,14 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
     cann = resolve_cann(opts.cann).version
     opts = resolve(io, opts)
     _check_tensors(io, opts)
-    ctx = base_context(io, opts, source, DOC)
+    ctx = base_context(served_io(io, opts.aipp), opts, source, DOC)
     batched = ctx["batched"]
     if opts.static_model:
         _check_static(io, opts, batched)
     if ctx["dynamic_batching"] and not ctx["preferred_batch_sizes"]:
         ctx["preferred_batch_sizes"] = default_preferred(ctx["max_batch_size"])
-    ctx["warmup"] = warmup_context(io, opts, ctx["max_batch_size"], ctx["preferred_batch_sizes"])
+    ctx["warmup"] = warmup_context(served_io(io, opts.aipp), opts, ctx["max_batch_size"],
+                                   ctx["preferred_batch_sizes"])
     _memory_warnings(io, opts)
     reason = _no_merge_reason(io, batched)
     if reason and ctx["dynamic_batching"]:
@@ -140,8 +142,15 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
         merges=not reason,
         merge_reason=reason,
         dim_names=_dim_names(io, batched),
+        aipp=opts.aipp,
+        aipp_file=f"1/{AIPP_FILE}",
+        declaration_file=f"1/{DECLARATION_FILE}",
     )
-    return {"config.pbtxt": template_env().get_template("config_ascend.pbtxt.j2").render(ctx)}
+    files = {"config.pbtxt": template_env().get_template("config_ascend.pbtxt.j2").render(ctx)}
+    if opts.aipp is not None:
+        files[f"1/{AIPP_FILE}"] = insert_op_cfg(io, opts.aipp, opts.name)
+        files[f"1/{DECLARATION_FILE}"] = Path(opts.aipp.declaration).read_text()
+    return files
 
 
 def model_file(
@@ -301,6 +310,8 @@ def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
     if opts.static_memory_policy is not None:
         params.append((f"session.{GE_STATIC_MEMORY_POLICY}", str(opts.static_memory_policy)))
     params += [(f"session.{k}", v) for k, v in opts.session_options]
+    if opts.aipp is not None:
+        params.append((ge.INSERT_OP_FILE_KEY, opts.aipp.path))
     if opts.shape_gears:
         params += shape_gear_parameters(io.inputs, opts.shape_gears, opts.name)
     params += list(opts.extra_parameters)

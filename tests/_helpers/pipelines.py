@@ -91,11 +91,10 @@ inputs = { image = "image" }
 outputs = { pixels = { dtype = "uint8", dims = [1, 96, 320, 3] } }
 
 [[steps]]
-name = "det_pre"
-python = "ocr_steps.py:det_pre"
-files = ["det_preprocess.toml"]
-inputs = { pixels = "pixels" }
-outputs = { x = { dtype = "float32", dims = [1, 3, 96, 320] } }
+name = "det_pre"  # on --target ascend folded into det as AIPP
+preprocess = "det_preprocess.toml"
+inputs = { image = "pixels" }
+outputs = { x = "x" }
 
 [[steps]]
 name = "det"
@@ -170,3 +169,59 @@ def text_images(words: list[list[str]], seed: int = 0) -> list[np.ndarray]:
             draw.text((x, y), text, fill=(0, 0, 0), font=font)
         images.append(np.asarray(img, dtype=np.uint8).copy())
     return images
+
+
+AIPP_TOML = '''\
+name = "pooled"
+outputs = ["mean"]
+
+[inputs]
+image = { dtype = "uint8", dims = [1, 16, 24, 3] }
+
+[[steps]]
+name = "pre"
+soc = "Ascend310P3"  # whose AIPP rules decide the fold on --target ascend
+preprocess = "%(declaration)s"
+outputs = { x = "normalized" }
+inputs = { image = "image" }
+
+[[steps]]
+name = "pool"
+inputs = { x = "normalized" }
+onnx = "pool.onnx"
+outputs = { y = "mean" }
+'''
+DECLARATIONS = {
+    "pre.toml": 'format = "BGR888_U8"\nsource_size = [24, 16]\nchannels = "RGB"\n\n'
+                '[normalize]\nmean = [123.675, 116.28, 103.53]\nstd = [58.395, 57.12, 57.375]\n',
+    # AIPP resizes only on a few SoCs (not the 310P3): this one keeps its CPU step
+    "resize.toml": 'format = "RGB888_U8"\nsource_size = [48, 32]\n\n'
+                   '[resize]\nsize = [24, 16]\n',
+}
+
+
+def pool_model() -> onnx.ModelProto:
+    """x float32 [n, 3, h, w] -> y [n, 3]: the mean over the image (opset 13)."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    node = helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=0)
+    g = helper.make_graph([node], "pool",
+                          [helper.make_tensor_value_info("x", T.FLOAT, ["n", 3, "h", "w"])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, ["n", 3])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def write_aipp_pipeline(folder: Path, declaration: str = "pre.toml") -> Path:
+    """folder/{pipeline.toml, pool.onnx, pre.toml, resize.toml}: a preprocess step (the
+    ``declaration``) in front of an ONNX model. Returns the TOML's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(pool_model(), str(folder / "pool.onnx"))
+    for name, text in DECLARATIONS.items():
+        (folder / name).write_text(text)
+    text = AIPP_TOML % {"declaration": declaration}
+    if declaration == "resize.toml":
+        text = text.replace("[1, 16, 24, 3]", "[1, 32, 48, 3]")
+    path = folder / "pipeline.toml"
+    path.write_text(text)
+    return path

@@ -1,11 +1,11 @@
 """The Python steps of the PP-OCR pipeline (image decode -> det -> DB postprocessing -> rec ->
 CTC decode).
 
-One self-contained file, as a pipeline's Python step must be: numpy, Pillow (the decoder)
-and opsdk only, data
-files beside it (``det_preprocess.toml``, the preprocessing declaration of the detector;
-``ppocr_keys.txt``, the recogniser's dictionary). The same functions run in the server's
-Python backend and in ``opsdk.triton.run_pipeline``.
+One self-contained file, as a pipeline's Python step must be: numpy and Pillow (the
+decoder) only, a data file beside it (``ppocr_keys.txt``, the recogniser's dictionary). The
+detector's preprocessing is not here: it is a preprocess step of the pipeline
+(``det_preprocess.toml``), which --target ascend folds into the detector as AIPP. The same
+functions run in the server's Python backend and in ``opsdk.triton.run_pipeline``.
 """
 
 from pathlib import Path
@@ -17,7 +17,6 @@ SOURCE_HEIGHT, SOURCE_WIDTH = 96, 320
 REC_HEIGHT, REC_WIDTH = 48, 320
 MAX_BOXES = 16
 BIN_THRESHOLD, BOX_THRESHOLD, UNCLIP_RATIO, MIN_SIDE = 0.3, 0.6, 1.5, 3
-_DECL = None
 _KEYS = None
 
 
@@ -44,17 +43,6 @@ def decode(image):
         raise ValueError(f"input 'image' is {pixels.shape[1]}x{pixels.shape[0]} pixels, the "
                          f"pipeline takes {SOURCE_WIDTH}x{SOURCE_HEIGHT}; resize it first")
     return {"pixels": pixels[None]}
-
-
-def det_pre(pixels):
-    """uint8 RGB [1, H, W, 3] -> the detector's float32 [1, 3, H, W] (the declaration's
-    mean/std)."""
-    global _DECL
-    from opsdk.preprocess import load_preprocess, preprocess_cpu
-
-    if _DECL is None:
-        _DECL = load_preprocess(HERE / "det_preprocess.toml")
-    return {"x": np.ascontiguousarray(preprocess_cpu(_DECL, pixels[0]), dtype=np.float32)}
 
 
 def _components(mask):
