@@ -149,6 +149,18 @@ def _check_step(report: EnsembleCheck, repo: Path, step: Any, ensemble: Any,
             f"step '{model}': no model folder {repo / model} with a config.pbtxt beside the "
             f"ensemble; build it there (opsdk triton pipeline writes every step)")
         return
+    if model == ensemble.name:
+        report.problems.append(f"step '{model}' is the ensemble itself; Triton refuses an "
+                               "ensemble that runs itself: name the step's own model")
+        return
+    versions = sorted(int(p.name) for p in (repo / model).iterdir()
+                      if p.is_dir() and p.name.isdigit())
+    if (step.model_version > 0 and step.model_version not in versions) or not versions:
+        want = "any version" if step.model_version <= 0 else f"version {step.model_version}"
+        report.problems.append(
+            f"step '{model}' asks for {want}, but {repo / model} holds "
+            f"{'versions ' + ', '.join(map(str, versions)) if versions else 'no version folder'}"
+            "; set model_version: -1 (the latest) or build that version")
     config = _config(repo / model)
     mbs = config.max_batch_size
     if mbs and mbs < ensemble.max_batch_size:

@@ -1,0 +1,72 @@
+"""`opsdk triton check` on ensembles broken after they were written: a step asking for a
+version that is not there, a step that is the ensemble itself, a config that is not text.
+Each is a problem (or a one-line error) naming the step and the fix, never a pass or a
+traceback."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from _helpers.pipelines import write_pipeline
+
+from opsdk.cli import main
+from opsdk.triton import build_pipeline, check_ensemble, load_pipeline
+
+
+@pytest.fixture(scope="module")
+def cpu_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pipeline = write_pipeline(tmp_path_factory.mktemp("pipeline"))
+    repo = tmp_path_factory.mktemp("repo")
+    build_pipeline(load_pipeline(pipeline), repo, operators_path=())
+    return repo
+
+
+def _edit(repo: Path, old: str, new: str) -> None:
+    cfg = repo / "scaled_mlp" / "config.pbtxt"
+    text = cfg.read_text()
+    assert old in text
+    cfg.write_text(text.replace(old, new))
+
+
+BROKEN = {
+    "missing version": ('model_name: "top"\n      model_version: -1',
+                        'model_name: "top"\n      model_version: 9',
+                        r"step 'top' asks for version 9, but .*top holds versions 1; set "
+                        r"model_version: -1"),
+    "runs itself": ('model_name: "top"', 'model_name: "scaled_mlp"',
+                    r"step 'scaled_mlp' is the ensemble itself; Triton refuses"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_ensemble_is_a_problem_naming_the_step(
+        case: str, cpu_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new, message = BROKEN[case]
+    repo = tmp_path / "repo"
+    shutil.copytree(cpu_repo, repo, symlinks=True)
+    _edit(repo, old, new)
+    problems = check_ensemble(repo / "scaled_mlp").problems
+    assert any(re.search(message, p) for p in problems), problems
+    assert main(["triton", "check", str(repo / "scaled_mlp")]) == 1
+    assert re.search(message, capsys.readouterr().out)
+
+
+def test_a_step_without_a_version_folder_is_named(cpu_repo: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(cpu_repo, repo, symlinks=True)
+    shutil.rmtree(repo / "top" / "1")
+    problems = check_ensemble(repo / "scaled_mlp").problems
+    assert any("step 'top' asks for any version, but" in p and "no version folder" in p
+               for p in problems), problems
+
+
+def test_a_binary_config_is_a_one_line_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.pbtxt").write_bytes(b"\x00\xff\xfe binary")
+    assert main(["triton", "check", str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err
+    assert "is not an npu_ge model folder" in err and "Traceback" not in err, err
