@@ -156,6 +156,26 @@ def test_calls_from_threads_share_plans() -> None:
         torch.testing.assert_close(g, call(x), rtol=0, atol=0)
 
 
+def test_the_binder_leaves_guarded_and_non_cpu_executors_to_the_python_path() -> None:
+    import copy
+
+    from opsdk.torch._cpp import binder
+
+    op = opsdk.load("Gelu")
+    capsule, entries, elementwise, planner = binder(lambda: op)()
+    assert capsule is not None and elementwise and planner is None
+    # float16, bfloat16, float32 (spec.py), as opsdk::DType codes
+    assert sorted(e[0] for e in entries) == [[0], [1], [2]]
+    guarded = copy.copy(op)
+    guarded.guard = True  # OPSDK_DEBUG=1: guard regions around outputs, checked in Python
+    assert binder(lambda: guarded)() == (None, [], False, None)
+    # an executor without a compiled CPU module (the NumPy reference runner)
+    from opsdk.onnx import ReferenceKernel
+
+    reference = ReferenceKernel(op.spec)
+    assert binder(lambda: reference)() == (None, [], False, None)
+
+
 _FALLBACK = """
 import json, os, warnings
 warnings.simplefilter("always")

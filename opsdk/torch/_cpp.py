@@ -180,14 +180,15 @@ def binder(kernel: Callable[[], Any]) -> Callable[[], tuple[Any, ...]]:
     """What the C++ CPU kernel calls on its first call: the loaded operator's kernel ABI
     capsule, its registrations, whether it is elementwise, and its planner.
 
-    A module without the kernel ABI (an older wheel's), or one loaded with
-    ``OPSDK_DEBUG=1`` (guarded outputs), gives None: every call then takes the Python path.
+    A module without the kernel ABI (an older wheel's), one loaded with ``OPSDK_DEBUG=1``
+    (guarded outputs), or an executor that is not a compiled CPU module gives None: every
+    call then takes the Python path.
     """
 
     def bind() -> tuple[Any, ...]:
         op = kernel()
-        make = getattr(op.module, "kernel_abi", None)
-        if make is None or getattr(op, "guard", False):
+        make = getattr(getattr(op, "module", None), "kernel_abi", None)
+        if make is None or getattr(op, "guard", False) or not hasattr(op, "_table"):
             return None, [], False, None
         entries = [
             ([_DTYPE_CODES[d] for d in e.input_dtypes], e.index,
