@@ -176,6 +176,23 @@ def test_the_binder_leaves_guarded_and_non_cpu_executors_to_the_python_path() ->
     assert binder(lambda: reference)() == (None, [], False, None)
 
 
+def test_a_failed_compile_names_its_log_and_leaves_no_module_in_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opsdk.errors import BuildError
+    from opsdk.torch._cpp import build_extension
+
+    fake = tmp_path / "include" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "library.h").write_text("#error not torch\n")  # headers that do not compile
+    monkeypatch.setenv("OPSDK_TORCH_INCLUDE", str(fake.parent))
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(BuildError, match=r"compiling opsdk's torch extension failed \(log: "):
+        build_extension()
+    built = list((tmp_path / "cache" / "torch").rglob("*"))
+    assert any(p.name == "build.log" for p in built)
+    assert not any(p.suffix == ".so" or p.name.endswith(".tmp") for p in built), built
+
+
 _FALLBACK = """
 import json, os, warnings
 warnings.simplefilter("always")
@@ -205,5 +222,6 @@ def test_without_torch_headers_the_python_path_runs_after_one_warning(tmp_path: 
     assert "take the Python CPU implementation" in got["warnings"][0]
     assert f"no torch/library.h under {empty}" in got["warnings"][0]
     assert "OPSDK_TORCH_INCLUDE" in got["warnings"][0]  # the fix
+    assert "OPSDK_TORCH_CPP=0 chooses that path without this warning" in got["warnings"][0]
     assert got["equal"]
     assert got["cpu"] and "dispatch.cpp" not in got["cpu"][0]

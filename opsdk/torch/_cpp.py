@@ -165,7 +165,8 @@ def extension() -> ModuleType | None:
         _REASON.append(str(e))
     warnings.warn(
         f"opsdk.torch: calls through torch.ops take the Python CPU implementation (about "
-        f"20 us more a call than op(x)), because {_REASON[-1]}",
+        f"20 us more a call than op(x)), because {_REASON[-1]}\n(OPSDK_TORCH_CPP=0 chooses "
+        "that path without this warning)",
         TorchCppUnavailable, stacklevel=4,
     )
     return None
