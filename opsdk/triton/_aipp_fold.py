@@ -127,8 +127,8 @@ def fold_aipp(pipe: Any, plans: list[Any], note: Any) -> tuple[list[Any], dict[s
     model's input to the step's image. Returns the plans left and, per model step, its AIPP
     (``path`` left empty: the writer fills it in)."""
     from ..ascend._op import DEFAULT_SOCS
-    from ._ensemble import PlannedTensor
     from ._errors import TritonConfigError
+    from ._pipeline import PlannedTensor
 
     kept, folds = list(plans), {}
     for plan in plans:

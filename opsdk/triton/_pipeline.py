@@ -499,3 +499,14 @@ def dtype_of_triton(triton_type: str) -> str:
 def numpy_dtype(dtype: str) -> np.dtype[Any]:
     """The numpy dtype a pipeline dtype name stands for (``string`` -> object)."""
     return np.dtype(object) if dtype == "string" else np.dtype(dtype)
+
+
+@dataclass(frozen=True)
+class PlannedTensor:
+    """A model's tensor as its config.pbtxt gives it (dims without the batch axis when the
+    model batches)."""
+
+    name: str
+    data_type: str
+    dims: tuple[int, ...]
+    batched: bool = False  # a pipeline tensor: its producer batches (dims start with it)
