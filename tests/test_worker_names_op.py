@@ -66,6 +66,41 @@ def test_a_served_model_names_the_operator_and_node(
         sess.close()
 
 
+def test_threads_sharing_a_served_model_each_get_their_own_reply(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three threads on one session, one of them sending inputs that crash the kernel: every
+    other request gets its own outputs and each crash is one KernelCrash (before, replies
+    crossed between threads and concurrent restarts left the callers waiting for ever)."""
+    import threading
+
+    sess = _served(tmp_path, monkeypatch, "segv_on_13")
+    got: dict[tuple[int, int], Any] = {}
+
+    def calls(tid: int) -> None:
+        for i in range(3):
+            x = np.array([13.0 if tid == 0 and i < 2 else 100.0 * tid + i, 1.0])
+            try:
+                got[tid, i] = sess.run(None, {"x": x})[0]
+            except KernelCrash as e:
+                got[tid, i] = e
+
+    threads = [threading.Thread(target=calls, args=(t,)) for t in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(CAP_S)
+        assert not any(t.is_alive() for t in threads), "a caller hung"
+    finally:
+        sess.close()
+    for (tid, i), y in sorted(got.items()):
+        if tid == 0 and i < 2:
+            assert isinstance(y, KernelCrash) and "SIGSEGV" in str(y), (tid, i, y)
+        else:
+            np.testing.assert_array_equal(y, [100.0 * tid + i, 1.0])
+    assert len(got) == 9
+
+
 def test_an_exit_from_any_code_in_a_validation_worker_says_so() -> None:
     op = IsolatedOperator(opsdk.load(str(OP_DIR)), timeout=CAP_S,
                           env={"OPSDK_MISBEHAVE": "exit_group0"})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -49,7 +50,8 @@ class IsolatedSession:
 
     The worker starts here (a model that fails to load raises :class:`KernelError` here)
     and again right after a crash, so a caller that keeps calling keeps being served;
-    :meth:`close` stops it.
+    :meth:`close` stops it. Calls from several threads take turns (the worker runs one
+    request at a time): each gets its own reply, and a crash restarts the worker once.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
@@ -58,6 +60,7 @@ class IsolatedSession:
         self._worker: Worker | None = None
         self._io: tuple[list[IOInfo], list[IOInfo]] = ([], [])  # from the worker, once loaded
         self._loaded: Connection | None = None  # the connection whose worker said ready
+        self._turn = threading.RLock()  # one request on the connection at a time
         self._start()
         self._ready()  # a model that cannot load fails here, not at the first call
 
@@ -65,14 +68,15 @@ class IsolatedSession:
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
     ) -> list[np.ndarray]:
         """``Session.run`` in the worker; a crash there is :class:`KernelCrash`."""
-        conn = self._ready()
-        try:
-            conn.send((list(output_names) if output_names else None, dict(input_feed)))
-            reply = self._reply(conn)
-        except (EOFError, OSError):
-            raise KernelCrash(self._crash()) from None
-        finally:
-            self._echo()
+        with self._turn:
+            conn = self._ready()
+            try:
+                conn.send((list(output_names) if output_names else None, dict(input_feed)))
+                reply = self._reply(conn)
+            except (EOFError, OSError):
+                raise KernelCrash(self._crash()) from None
+            finally:
+                self._echo()
         if reply[0] == "ok":
             outs: list[np.ndarray] = reply[1]
             return outs
@@ -80,19 +84,22 @@ class IsolatedSession:
 
     def get_inputs(self) -> list[IOInfo]:
         """The model inputs, as :meth:`Session.get_inputs <opsdk.onnx.Session.get_inputs>`."""
-        self._ready()
-        return list(self._io[0])
+        with self._turn:
+            self._ready()
+            return list(self._io[0])
 
     def get_outputs(self) -> list[IOInfo]:
         """The model outputs, as :meth:`Session.get_outputs <opsdk.onnx.Session.get_outputs>`."""
-        self._ready()
-        return list(self._io[1])
+        with self._turn:
+            self._ready()
+            return list(self._io[1])
 
     def close(self) -> None:
         """Stop the worker and whatever its kernels started."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.close()
+        with self._turn:
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.close()
 
     def __del__(self) -> None:
         try:
