@@ -101,6 +101,31 @@ def test_threads_sharing_a_served_model_each_get_their_own_reply(
     assert len(got) == 9
 
 
+def test_threads_sharing_a_validation_worker_each_get_their_own_outputs() -> None:
+    """Before, replies crossed: a thread got the outputs of another thread's call."""
+    import threading
+
+    op = IsolatedOperator(opsdk.load(str(OP_DIR)), timeout=CAP_S)
+    wrong: list[tuple[int, int]] = []
+
+    def calls(tid: int) -> None:
+        for i in range(10):
+            x = np.full(64, 1000.0 * tid + i)
+            if not np.array_equal(op.run([x], {})[0], x):
+                wrong.append((tid, i))
+
+    threads = [threading.Thread(target=calls, args=(t,)) for t in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(CAP_S)
+        assert not any(t.is_alive() for t in threads), "a caller hung"
+    finally:
+        op.close()
+    assert wrong == []
+
+
 def test_an_exit_from_any_code_in_a_validation_worker_says_so() -> None:
     op = IsolatedOperator(opsdk.load(str(OP_DIR)), timeout=CAP_S,
                           env={"OPSDK_MISBEHAVE": "exit_group0"})

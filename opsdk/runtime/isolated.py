@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
@@ -60,6 +61,8 @@ class IsolatedOperator:
         env: extra environment of the worker (e.g. ``LD_PRELOAD`` for a sanitizer runtime).
         guard: put guard regions around outputs and check them after each call (off for
             sanitizer builds, which report the access with its ``file:line`` instead).
+
+    Calls from several threads take turns on the one worker, each getting its own reply.
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class IsolatedOperator:
         self._env = dict(env or {})
         self._guard = guard
         self._worker: Worker | None = None
+        self._turn = threading.RLock()  # one call on the worker's connection at a time
 
     @property
     def name(self) -> str:
@@ -97,15 +101,16 @@ class IsolatedOperator:
         outputs: list[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         """Run the kernel in the worker; with ``outputs`` given, copy the results into them."""
-        conn = self._start()
-        try:
-            conn.send(([_pack(x) for x in inputs], dict(attrs or {})))
-            reply = self._wait(conn)
-        except BaseException:  # Ctrl-C or a crash: never leave a worker running
-            self.close()
-            raise
-        finally:
-            self._forward_stderr()
+        with self._turn:
+            conn = self._start()
+            try:
+                conn.send(([_pack(x) for x in inputs], dict(attrs or {})))
+                reply = self._wait(conn)
+            except BaseException:  # Ctrl-C or a crash: never leave a worker running
+                self.close()
+                raise
+            finally:
+                self._forward_stderr()
         if reply[0] == "error":
             raise reply_error(reply)
         outs: list[np.ndarray] = reply[1]
@@ -119,9 +124,10 @@ class IsolatedOperator:
 
     def close(self) -> None:
         """Stop the worker and everything its kernel started (a new one starts on the next call)."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.close()
+        with self._turn:
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.close()
 
     def __del__(self) -> None:
         try:
