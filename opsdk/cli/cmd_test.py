@@ -3,6 +3,7 @@
 Example:
     $ opsdk test ThresholdedRelu --precision-mode force_fp16 --report out.html -k float32
     $ opsdk test ThresholdedRelu --device npu --cann-op-type ThresholdedReluCustom
+    $ opsdk test ThresholdedRelu --export-cases thresholded_relu.csv  # ops-test-kit's format
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import OpsdkError
 from ..testing._devices import DEVICES
 from ..testing._methods import PARAMETRISED
 from ..testing._standards import STANDARDS, standard_name
+from . import _case_file_cmd as case_files
 
 _OPTIONS = ("device", "seed", "standard", "reference_device", "precision_mode", "keep_dtype",
             "modify_mixlist", "report", "timeout", "sanitize")
@@ -71,6 +73,7 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
                    help="cpu: run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run; --timeout and --sanitize need the "
                    "worker and are refused with it)")
+    case_files.add_options(p, default)
 
 
 class IsolationArgError(ValueError, OpsdkError):
@@ -212,6 +215,10 @@ def run(args: argparse.Namespace) -> int:
             Report.check_path(report)
         except ValueError as e:
             raise OutputPathError(str(e)) from None
+    case_files.refuse_others(lambda n: _option(args, n), (*_OPTIONS, *_LISTS))
+    done = case_files.run(lambda n: _option(args, n), args.op, _late_options(args)[1])
+    if done is not None:
+        return done
     info = find_operator(args.op)
     _check_projects(info.spec, _listed(args, "cann_project"))
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:

@@ -12,6 +12,8 @@ The facade of opsdk's testing tools:
   :class:`Report` (HTML with plots, or JSON);
 * ATC precision-mode emulation: :class:`PrecisionMode`, :func:`kernel_dtypes`;
 * the test matrix of a spec (:func:`build_cases`) and :func:`run_case`;
+* case files of Huawei's ops-test-kit: :func:`export_cases`, :func:`import_cases`,
+  :func:`run_case_file`;
 * :func:`check`, exposed as ``opsdk.check``;
 * :func:`validate_cross`: every case through the kernel built for aarch64, under qemu;
 * :func:`op_tests`, which an operator's ``test_<op>.py`` calls to get its tests;
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ascend.precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
+from ._case_files import CaseFileError, FileCase, export_cases, import_cases, run_case_file
 from ._cases import OpCase, build_cases, case_seed, make_inputs
 from ._check import CheckReport, Sample, check
 from ._compare import Check, Comparison, Mismatch, compare
@@ -90,7 +93,12 @@ __all__ = [
     "Ulp",
     "ulp_distance",
     "ulp_histogram",
+    "CaseFileError",
     "CaseResult",
+    "FileCase",
+    "export_cases",
+    "import_cases",
+    "run_case_file",
     "Check",
     "CheckReport",
     "CrossValidation",
