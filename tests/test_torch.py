@@ -80,6 +80,13 @@ def test_schema_comes_from_the_spec(name: str, schema: str) -> None:
     assert [a.default_value for a in args[3:]] == [[1, 1], [0, 0, 0, 0], [1, 1], 1]
 
 
+def test_schema_takes_a_spec_or_an_operator_name() -> None:
+    assert ot.schema("ThresholdedRelu") == ot.schema(opsdk.load("ThresholdedRelu").spec)
+    assert ot.schema("ThresholdedRelu") == "(Tensor x, *, float alpha=1.0) -> Tensor"
+    with pytest.raises(SpecError, match="schema: expected an OpSpec or an operator name, got int"):
+        ot.schema(5)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_views_share_memory_both_ways(dtype: Any) -> None:
     t = torch.arange(6, dtype=dtype)

@@ -67,8 +67,21 @@ def _default(op: str, a: Attr) -> str:
     return repr(int(v) if a.type == "int" else float(v))
 
 
-def schema(spec: OpSpec) -> str:
-    """The torch schema of ``spec``: inputs positional, attributes keyword-only with defaults."""
+def schema(spec: OpSpec | str) -> str:
+    """The torch schema of ``spec`` (or of the operator of that name, as ``opsdk list``
+    shows it): inputs positional, attributes keyword-only with defaults.
+
+    Example:
+        >>> schema("ThresholdedRelu")  # doctest: +SKIP
+        '(Tensor x, *, float alpha=1.0) -> Tensor'
+    """
+    if isinstance(spec, str):
+        from ..registry import find_operator
+
+        spec = find_operator(spec).spec
+    if not isinstance(spec, OpSpec):
+        raise SpecError(f"schema: expected an OpSpec or an operator name, got "
+                        f"{type(spec).__name__} {spec!r}")
     args = [f"Tensor? {i.name}=None" if i.optional else f"Tensor {i.name}" for i in spec.inputs]
     if spec.attrs:
         args.append("*")
