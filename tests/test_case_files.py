@@ -129,6 +129,23 @@ def test_several_inputs_one_dtype_and_an_absent_optional_input() -> None:
         parse_cases(spec, bad)
 
 
+def test_the_documented_basic_example_imports(info) -> None:
+    """The kernel guide's basic example: a flat output shape and no quoting of {}."""
+    text = ("testcase_name,op_name,input_shapes,input_dtypes,output_shapes,output_dtypes,"
+            "attributes\n"
+            'thresholded_relu_01,thresholded_relu,"((128,1024),)","(\'float32\',)",'
+            '"(128,1024)","(\'float32\',)",\n')
+    case = parse_cases(info.spec, text)[0].case
+    assert case.shapes == ((128, 1024),) and case.attrs == {}
+
+
+def test_an_unknown_column_is_refused(info) -> None:
+    text = _one_row(input_data_range="((0, 1),)")
+    with pytest.raises(CaseFileError, match=r"x\.csv: unknown column\(s\) "
+                       r"\['input_data_range'\].*fix the spelling"):
+        parse_cases(info.spec, text, "x.csv")
+
+
 def test_an_empty_range_is_the_tools_default(info) -> None:
     text = HEADER.split(",input_formats")[0] + ",output_shapes,output_dtypes\n" \
         'a,,thresholded_relu,"((3,),)","(\'float32\',)","((3,),)","(\'float32\',)"\n'

@@ -45,6 +45,8 @@ FIELDS = (
     "soc_series", "priority", "dump_file_prefix", "manual_input_binaries",
     "manual_golden_binaries",
 )
+#: Kernel-mode columns of newer versions of the tool that opsdk accepts and does not read.
+IGNORED = ("manual_xpu_binaries",)
 REQUIRED = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "output_shapes",
             "output_dtypes")
 _LAYOUTS = ("contiguous", "strided", "transposed")
@@ -219,10 +221,19 @@ def _shape(row: _Row, field: str, s: Any) -> tuple[int, ...] | None:
     return tuple(s)
 
 
+def _shapes(row: _Row, field: str, n: int) -> tuple[tuple[int, ...] | None, ...]:
+    """One shape per tensor; a single tensor's shape may be written flat: ``(128, 1024)``."""
+    value = row.literal(field)
+    flat = isinstance(value, tuple | list) and bool(value) and all(
+        isinstance(d, int) and not isinstance(d, bool) for d in value)
+    if flat and n == 1:
+        value = (tuple(value),)
+    return tuple(_shape(row, field, s) for s in _per_input(row, field, value, n))
+
+
 def _inputs(row: _Row, spec: OpSpec) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     n = len(spec.inputs)
-    shapes = _per_input(row, "input_shapes", row.literal("input_shapes"), n)
-    shapes = tuple(_shape(row, "input_shapes", s) for s in shapes)
+    shapes = _shapes(row, "input_shapes", n)
     raw = row.literal("input_dtypes")
     dtypes = _per_input(row, "input_dtypes", raw, n)
     if isinstance(raw, tuple | list) and len(raw) == 1:  # a filled-in dtype skips absent inputs
@@ -292,11 +303,11 @@ def _outputs(row: _Row, spec: OpSpec, case: OpCase) -> None:
         raise row.fail("input_shapes", "shapes the spec's inference accepts",
                        row.text("input_shapes"), str(e)) from None
     n = len(spec.outputs)
-    shapes = _per_input(row, "output_shapes", row.literal("output_shapes"), n)
+    shapes = _shapes(row, "output_shapes", n)
     dtypes = _per_input(row, "output_dtypes", row.literal("output_dtypes"), n)
     for out, t, s, d in zip(spec.outputs, want, shapes, dtypes, strict=True):
         exp = tuple(int(x) for x in t.shape)  # type: ignore[arg-type]
-        if _shape(row, "output_shapes", s) != exp:
+        if s != exp:
             raise row.fail("output_shapes", f"{exp} for output {out.name!r} (spec.py's "
                            "inference)", s, "fix the row, or the shape function")
         if d != t.dtype:
@@ -380,6 +391,12 @@ def parse_cases(spec: OpSpec, text: str, source: str = "<case file>") -> list[Fi
         ((4, 5),)
     """
     reader = csv.DictReader(io.StringIO(text))
+    unknown = [f for f in reader.fieldnames or [] if f not in (*FIELDS, *IGNORED)]
+    if unknown:
+        raise CaseFileError(
+            f"{source}: unknown column(s) {unknown} (a kernel-mode case file has "
+            f"{', '.join((*FIELDS, *IGNORED))}); fix the spelling, or drop the column "
+            "(the ACLNN, GEIR and E2E modes' columns are not read)")
     missing = [f for f in REQUIRED if f not in (reader.fieldnames or [])]
     if missing:
         raise CaseFileError(
