@@ -90,6 +90,16 @@ def test_round_trip_gives_the_same_verdicts(info, kernel, tmp_path: Path,
         assert 0 < sum(not r.passed for r in back) < len(back)
 
 
+def test_a_standard_reading_a_reference_device_gets_one(info, tmp_path: Path) -> None:
+    # Edge-value cases left out: cross-device's arithmetic on Inf warns (_methods.py).
+    plain = [c for c in build_cases(info.spec) if not c.edges]
+    path = export_cases(info.spec, tmp_path / "t.csv", plain, standard="cross-device:L2")
+    results = run_case_file(OP, path)
+    assert results and all(r.passed for r in results)
+    names = {c.standard for r in results for c in r.comparisons}
+    assert names == {"cross-device"}
+
+
 def test_a_hand_written_file_imports_and_runs(info, tmp_path: Path) -> None:
     path = tmp_path / "hand.csv"
     path.write_text(HAND_WRITTEN)

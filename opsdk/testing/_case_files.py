@@ -30,7 +30,7 @@ from ..errors import OpsdkError, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, build_cases
 from ._generate import DISTRIBUTIONS, default_range
-from ._standards import AllClose, get_standard, standard_for
+from ._standards import AllClose, get_standard, reads_reference, standard_for
 
 __all__ = ["CaseFileError", "FileCase", "FIELDS", "cases_csv", "export_cases",
            "import_cases", "parse_cases", "run_case_file"]
@@ -451,7 +451,12 @@ def run_case_file(op: str, path: str | os.PathLike[str], *, device: str = "cpu",
 
     info = find_operator(op)
     cases = import_cases(info.spec, path)
-    executor = open_device(device, Path(info.folder), info.spec, {})
+    folder = Path(info.folder)
+    executor = open_device(device, folder, info.spec, {})
+    # The trusted device of `cross-device` is the cpu build, as in `opsdk test`.
+    wants = any(reads_reference(info.spec.standard, standard or fc.standard) for fc in cases)
+    trusted = open_device("cpu", folder, info.spec, {}) if wants else None
     return [run_case(info.spec, executor, fc.case, seed=seed, device=device,
-                     standard=standard or fc.standard, precision_mode=precision_mode)
+                     standard=standard or fc.standard, precision_mode=precision_mode,
+                     reference=trusted)
             for fc in cases]
