@@ -102,3 +102,24 @@ def test_docstring_examples() -> None:
 
     result = doctest.testmod(probe, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_huge_fixed_dims_are_no_probe_and_no_crash(tmp_path: Path) -> None:
+    """A model whose fixed input dims no probe run can hold: no sizing is offered (it used
+    to end in numpy's 'array is too big'), and opsdk rewrite still writes the copy."""
+    from opsdk.cli import main
+    from opsdk.onnx._probe import ProbeTooBig
+
+    big = [1 << 40, 1 << 40]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", T.FLOAT, big)],
+                          [helper.make_tensor_value_info("y", T.FLOAT, big)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert runnable_shapes(model) is None
+    with pytest.raises(ProbeTooBig, match=r"input 'x' of shape \(1099511627776, 1099511627776\)"
+                       r" would take \d+ bytes for one probe run"):
+        probe_feeds(model, {})
+    onnx.save(model, tmp_path / "big.onnx")
+    assert main(["rewrite", str(tmp_path / "big.onnx"), "-o", str(tmp_path / "out.onnx"),
+                 "--opset", "17"]) == 0
+    assert onnx.load(tmp_path / "out.onnx").graph.node[0].op_type == "Relu"

@@ -145,6 +145,21 @@ def is_state_dim(axis: int, dynamic: Sequence[int], rank: int) -> bool:
     return len(dynamic) == 1 and 0 < axis < rank - 1
 
 
+PROBE_BYTES = 1 << 30
+"""The most bytes one probe input may take: a larger one is :class:`ProbeTooBig`."""
+
+
+class ProbeTooBig(ValueError):
+    """A probe input would be too big to allocate (the model's fixed dims are huge)."""
+
+
+def _check_probe_size(name: str, shape: list[int], dtype: Any) -> None:
+    nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    if nbytes > PROBE_BYTES:
+        raise ProbeTooBig(f"input {name!r} of shape {tuple(shape)} would take {nbytes} bytes "
+                          f"for one probe run, more than {PROBE_BYTES}; give smaller sizes")
+
+
 def probe_feeds(
     model: onnx.ModelProto,
     sizes: Mapping[tuple[str, int], int] | Mapping[str, int],
@@ -172,6 +187,7 @@ def probe_feeds(
         t = v.type.tensor_type
         shape = [_size(v.name, a, d, sizes) for a, d in enumerate(t.shape.dim)]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        _check_probe_size(v.name, shape, dtype)
         fill = given.get(v.name, derived.get(v.name, [None])[0])
         if fill is not None:
             feeds[v.name] = np.full(shape, fill, dtype)
@@ -238,7 +254,10 @@ def runnable_shapes(
         return None
     try:
         for sizing in _sizings(model, sizes):
-            feeds = probe_feeds(model, sizing, values)
+            try:
+                feeds = probe_feeds(model, sizing, values)
+            except ProbeTooBig:  # inputs no probe run can hold: try the next sizing
+                continue
             try:
                 child.run(feeds)
             except RuntimeError:  # this sizing does not run: try the next
