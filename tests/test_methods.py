@@ -283,6 +283,8 @@ def test_cross_device_nan_inf_positions() -> None:
     assert not v.passed and "1 NaN/Inf positions match neither" in v.reason
     assert cross(F32([1.0, NAN]), g, F32([1.0, 2.0])).passed  # equals the golden's NaN
     assert cross(F32([1.0, INF]), F32([1.0, 2.0]), F32([1.0, INF])).passed  # as the reference
+    # Inf where all three have it (an edge-value case): judged without an inf - inf warning
+    assert cross(F32([1.0, INF, -INF]), F32([1.0, INF, -INF]), F32([1.0, INF, -INF])).passed
 
 
 def test_cross_device_needs_a_reference_and_a_known_dtype() -> None:

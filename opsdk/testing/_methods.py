@@ -449,8 +449,9 @@ class CrossDevice(Standard):
         large = ~special & (np.abs(g) >= small_value)
         small = ~special & ~large
         ratios, over = self._large(t, g, b, large, small_value)
-        err_t = small & (np.abs(t - g) > small_atol)
-        n_t, n_b = int(err_t.sum()), int((small & (np.abs(b - g) > small_atol)).sum())
+        with np.errstate(invalid="ignore", over="ignore"):  # Inf/NaN positions are not small
+            err_t = small & (np.abs(t - g) > small_atol)
+            n_t, n_b = int(err_t.sum()), int((small & (np.abs(b - g) > small_atol)).sum())
         small_ratio = n_t / max(n_b, 1)
         limits = dict(zip(("mare", "mere", "rmse"), self.LEVELS[self.level], strict=True))
         exceeded = [f"{k} ratio {ratios[k]:.3g} > {limits[k]:g}" for k in limits
