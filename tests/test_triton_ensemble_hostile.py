@@ -70,3 +70,24 @@ def test_a_binary_config_is_a_one_line_error(tmp_path: Path,
     assert main(["triton", "check", str(tmp_path / "m")]) == 1
     err = capsys.readouterr().err
     assert "is not an npu_ge model folder" in err and "Traceback" not in err, err
+
+
+def test_a_pipeline_that_does_not_wire_up_leaves_nothing_written(tmp_path: Path) -> None:
+    """A step that feeds only some of its model's inputs fails the wiring check of the
+    written ensemble; what this build wrote is removed again (and the -o folder it made)."""
+    pipeline = write_pipeline(tmp_path / "pipeline")
+    text = pipeline.read_text()
+    assert 'inputs = { x = "x", z = "z" }' in text
+    pipeline.write_text(text.replace('inputs = { x = "x", z = "z" }', 'inputs = { x = "x" }'))
+    repo = tmp_path / "out" / "repo"
+    with pytest.raises(Exception, match=r"(?s)mlp.*\bz\b"):
+        build_pipeline(load_pipeline(pipeline), repo, operators_path=())
+    assert not repo.exists(), sorted(p.name for p in repo.iterdir())
+    assert main(["triton", "pipeline", str(pipeline), "-o", str(repo)]) == 1  # the CLI too
+    assert not repo.exists(), sorted(p.name for p in repo.iterdir())
+    keep = tmp_path / "kept"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    with pytest.raises(Exception, match=r"(?s)mlp.*\bz\b"):
+        build_pipeline(load_pipeline(pipeline), keep, operators_path=())
+    assert sorted(p.name for p in keep.iterdir()) == ["notes.txt"]

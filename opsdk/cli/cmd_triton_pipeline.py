@@ -108,15 +108,21 @@ def run_pipeline_build(args: argparse.Namespace) -> int:
     from ..triton import build_pipeline, load_pipeline
     from ._io import check_output_dir
 
-    check_output_dir(args.output, "-o")
-    pipe = load_pipeline(args.pipeline)
-    ops = None if args.operators is None else tuple(os.path.abspath(d) for d in args.operators)
+    made = not os.path.lexists(args.output)
+    out = check_output_dir(args.output, "-o")
     try:
-        folder = build_pipeline(pipe, args.output, target=args.target, force=args.force,
-                                report=lambda line: print(f"note: {line}", file=sys.stderr),
-                                operators_path=ops)
-    except OpsdkError as e:
-        raise type(e)(f"{e} -- while building the pipeline '{pipe.name}'") from e
+        pipe = load_pipeline(args.pipeline)
+        ops = None if args.operators is None else tuple(os.path.abspath(d) for d in args.operators)
+        try:
+            folder = build_pipeline(pipe, args.output, target=args.target, force=args.force,
+                                    report=lambda line: print(f"note: {line}", file=sys.stderr),
+                                    operators_path=ops)
+        except OpsdkError as e:
+            raise type(e)(f"{e} -- while building the pipeline '{pipe.name}'") from e
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # the -o folder this run made, left empty by the failure
+        raise
     print(f"wrote ensemble {folder} (target {args.target}): "
           f"{' -> '.join(s.name for s in pipe.steps)}")
     for step in pipe.steps:

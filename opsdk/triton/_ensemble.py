@@ -216,20 +216,42 @@ def build_pipeline(
             raise TritonConfigError(f"{out / name} already exists; pass --force to replace "
                                     "the pipeline's folders (only those opsdk wrote)")
         _make_room(out / name, force, check_only=True)  # every folder, before any is touched
-    for plan in plans:
-        try:
-            _write_step(pipe, plan, out, target, force, note, operators_path, folds)
-        except TritonConfigError as e:
-            raise type(e)(f"{e} -- while building step {plan.step.name!r} of pipeline "
-                          f"{pipe.name!r}") from e
-    folder = _write_ensemble(pipe, plans, tensors, out, target, force)
-    from ._wiring import check_ensemble
+    made_out, written = not out.exists(), []
+    try:
+        for plan in plans:
+            written.append(out / plan.step.name)
+            try:
+                _write_step(pipe, plan, out, target, force, note, operators_path, folds)
+            except TritonConfigError as e:
+                raise type(e)(f"{e} -- while building step {plan.step.name!r} of pipeline "
+                              f"{pipe.name!r}") from e
+        written.append(out / pipe.name)
+        folder = _write_ensemble(pipe, plans, tensors, out, target, force)
+        from ._wiring import check_ensemble
 
-    problems = check_ensemble(folder).problems
-    if problems:
-        raise PipelineError(f"{folder}: the written ensemble does not wire up: "
-                            + "; ".join(problems))
+        problems = check_ensemble(folder).problems
+        if problems:
+            raise PipelineError(f"{folder}: the written ensemble does not wire up: "
+                                + "; ".join(problems) + " (nothing of it was kept)")
+    except BaseException:
+        _remove_written(out, written, made_out)
+        raise
     return folder
+
+
+def _remove_written(out: Path, written: list[Path], made_out: bool) -> None:
+    """Undo a failed build: remove the folders it wrote (only opsdk's own files, never
+    through a symlink; a folder it cannot vouch for stays) and ``out`` if it made it."""
+    for folder in reversed(written):
+        try:
+            _make_room(folder, force=True)
+        except (OSError, TritonConfigError):
+            pass  # not (all) ours: left as it is
+    if made_out and out.is_dir() and not out.is_symlink():
+        try:
+            out.rmdir()
+        except OSError:
+            pass  # something else is in it now: kept
 
 
 def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: bool,
