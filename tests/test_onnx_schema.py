@@ -242,3 +242,28 @@ def test_shipped_operator_schema_infers_conv_shapes():
     )
     dims = check_model(m).graph.output[0].type.tensor_type.shape.dim
     assert [d.dim_value or d.dim_param for d in dims] == ["N", 8, 16, 16]
+
+
+def test_a_schema_named_like_a_standard_op_leaves_onnx_reference_importable() -> None:
+    """onnx.reference (which onnxscript and torch's dynamo exporter import) builds a name ->
+    schema table on first import and refuses one name in two domains: a user who exports a
+    model with opsdk's Gelu and then imports it got NotImplementedError. Checked in a fresh
+    interpreter, where nothing imported onnx.reference before."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
+        from test_onnx_schema import make_spec
+        from opsdk.onnx import register_schema
+        spec = make_spec()
+        spec.name = "Gelu"
+        register_schema(spec)
+        import onnx.reference
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -230,12 +230,25 @@ def register_schema(spec: OpSpec) -> OpSchema:
             return onnx.defs.get_schema(spec.name, spec.version, spec.domain)
         schema = make_schema(spec)
         _deregister(key)
+        _reference_table_built()
         try:
             onnx.defs.register_schema(schema)
         except onnx.defs.SchemaError as e:
             raise SpecError(f"{spec.name}: ONNX rejected the schema built from spec.py: {e}") from e
         _REGISTERED[key] = spec
         return schema
+
+
+def _reference_table_built() -> None:
+    """Import onnx.reference before opsdk's first schema: on its first import it tables
+    every schema by name alone and refuses one name in two domains (NotImplementedError for
+    com.opsdk's Gelu beside the standard Gelu), which broke onnxscript and torch's dynamo
+    exporter in a process that had exported an opsdk model. Built first, it holds the
+    standard ops only (about 25 ms, once)."""
+    try:
+        import onnx.reference  # noqa: F401
+    except Exception:  # noqa: BLE001 - an onnx without it, or another library's schemas
+        pass
 
 
 def _deregister(key: tuple[str, str, int]) -> None:
