@@ -24,6 +24,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import warnings
 from collections.abc import Callable
@@ -151,6 +152,11 @@ def _load(path: Path) -> ModuleType:
 _REASON: list[str] = []
 
 
+def _say(line: str) -> None:
+    """Progress of the first build (minutes on a small machine), on stderr."""
+    print(f"opsdk.torch: {line}", file=sys.stderr, flush=True)
+
+
 @functools.cache
 def extension() -> ModuleType | None:
     """The loaded dispatcher extension, or None after one warning naming the reason."""
@@ -160,7 +166,7 @@ def extension() -> ModuleType | None:
     try:
         if shutil.which(toolchain().cxx) is None:  # pragma: no cover - toolchain() checks
             raise BuildError(f"the C++ compiler {toolchain().cxx} is gone")
-        return _load(build_extension())
+        return _load(build_extension(progress=_say))
     except (BuildError, OSError, ImportError) as e:
         _REASON.append(str(e))
     warnings.warn(
