@@ -83,3 +83,19 @@ def test_empty_python_is_an_error_not_the_default(tmp_path):
         parse_pythons("")
     with pytest.raises(SpecError, match=r"--python ' , ': name at least one"):
         package_operators([str(make_op(tmp_path, "PkgPy"))], tmp_path / "d", python=" , ")
+
+
+def test_the_pip_folder_is_found_without_importing_pip() -> None:
+    """The emulated pip runs this host's pip package; finding it must not import pip, which
+    setuptools' distutils hack turns into a warning (an error here) once distutils is in."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('ignore', DeprecationWarning)\n"
+            "import distutils.core\n"
+            "warnings.simplefilter('error')\n"
+            "from opsdk.package._emulate import pip_folder\n"
+            "print((pip_folder() / '__init__.py').is_file())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr[-1500:]

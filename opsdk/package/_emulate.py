@@ -74,14 +74,26 @@ class EmulatedPython:
     def pip(self, args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str],
             cwd: Path) -> subprocess.CompletedProcess[str]:
         """Run pip (this host's pip package, pure Python) with the emulated interpreter."""
-        import pip
-
         shim = cwd / ".opsdk-pip"
         shim.mkdir(exist_ok=True)
         if not (shim / "pip").exists():
-            (shim / "pip").symlink_to(Path(pip.__file__).parent)
+            (shim / "pip").symlink_to(pip_folder())
         return self.run(["-m", "pip", "--disable-pip-version-check", *args],
                         env={**env, "PYTHONPATH": str(shim)}, cwd=cwd)
+
+
+def pip_folder() -> Path:
+    """This host's pip package folder, from its metadata, not by importing pip: setuptools'
+    distutils hack intercepts ``import pip`` and warns when distutils was imported before
+    (an error under a strict warning filter, as in the full test suite).
+
+    Example:
+        >>> pip_folder().name
+        'pip'
+    """
+    from importlib.metadata import distribution
+
+    return Path(str(distribution("pip").locate_file("pip")))
 
 
 def emulated_python(t: CrossTarget, version: str = "3.11", *,
