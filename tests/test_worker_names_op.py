@@ -9,6 +9,7 @@ does, which no exit hook of the operator module sees.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,6 @@ def test_threads_sharing_a_served_model_each_get_their_own_reply(
     """Three threads on one session, one of them sending inputs that crash the kernel: every
     other request gets its own outputs and each crash is one KernelCrash (before, replies
     crossed between threads and concurrent restarts left the callers waiting for ever)."""
-    import threading
-
     sess = _served(tmp_path, monkeypatch, "segv_on_13")
     got: dict[tuple[int, int], Any] = {}
 
@@ -84,15 +83,7 @@ def test_threads_sharing_a_served_model_each_get_their_own_reply(
             except KernelCrash as e:
                 got[tid, i] = e
 
-    threads = [threading.Thread(target=calls, args=(t,)) for t in range(3)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(CAP_S)
-        assert not any(t.is_alive() for t in threads), "a caller hung"
-    finally:
-        sess.close()
+    _run_threads(calls, 3, sess.close)
     for (tid, i), y in sorted(got.items()):
         if tid == 0 and i < 2:
             assert isinstance(y, KernelCrash) and "SIGSEGV" in str(y), (tid, i, y)
@@ -103,8 +94,6 @@ def test_threads_sharing_a_served_model_each_get_their_own_reply(
 
 def test_threads_sharing_a_validation_worker_each_get_their_own_outputs() -> None:
     """Before, replies crossed: a thread got the outputs of another thread's call."""
-    import threading
-
     op = IsolatedOperator(opsdk.load(str(OP_DIR)), timeout=CAP_S)
     wrong: list[tuple[int, int]] = []
 
@@ -114,15 +103,7 @@ def test_threads_sharing_a_validation_worker_each_get_their_own_outputs() -> Non
             if not np.array_equal(op.run([x], {})[0], x):
                 wrong.append((tid, i))
 
-    threads = [threading.Thread(target=calls, args=(t,)) for t in range(4)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(CAP_S)
-        assert not any(t.is_alive() for t in threads), "a caller hung"
-    finally:
-        op.close()
+    _run_threads(calls, 4, op.close)
     assert wrong == []
 
 
@@ -162,3 +143,18 @@ def test_a_real_server_names_the_operator_that_forked(
             client.infer("mis", [x])
         assert client.is_model_ready("mis")
     server.stop()
+
+
+def _run_threads(calls: Callable[[int], None], n: int, close: Callable[[], None]) -> None:
+    """Run ``calls(tid)`` on ``n`` threads at once; none may outlive the cap; then ``close``."""
+    import threading
+
+    threads = [threading.Thread(target=calls, args=(t,)) for t in range(n)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(CAP_S)
+        assert not any(t.is_alive() for t in threads), "a caller hung"
+    finally:
+        close()
