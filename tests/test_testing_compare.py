@@ -83,7 +83,7 @@ def test_report_json_holds_statistics_and_mismatches(tmp_path: Path) -> None:
     rep = Report([_result(True), _result(False)])
     path = rep.write(tmp_path / "r.json")
     d = json.loads(path.read_text())
-    assert d["summary"] == {"cases": 2, "passed": 1, "failed": 1}
+    assert d["summary"] == {"cases": 2, "passed": 1, "failed": 1, "expected_failures": 0}
     bad = d["cases"][1]["outputs"][0]
     assert bad["nonfinite_mismatches"] == 1 and bad["n_failed"] == 2
     assert bad["mismatches"][0]["index"] == [3] and bad["mismatches"][0]["actual"] == "nan"
@@ -110,6 +110,21 @@ def test_report_html_embeds_plots(tmp_path: Path) -> None:
     assert "<th>checks</th>" in text
     assert "<span class='bad' title='1 NaN where the reference has" in text
     assert "<span class='ok'>nonfinite</span>" in text
+
+
+def test_report_counts_cases_the_operator_does_not_follow_apart(tmp_path: Path) -> None:
+    """A failing case marked as not followed (a strict xfail of the harness) is an expected
+    failure: not among ``failed``, shown as such in the JSON summary and the HTML table."""
+    known = _result(False)
+    known.expected_failure = "WebGPU-only expectation"
+    rep = Report([_result(True), _result(False), known])
+    assert rep.failed == [rep.cases[1]] and rep.expected_failures == [known]
+    d = json.loads(rep.write(tmp_path / "r.json").read_text())
+    assert d["summary"] == {"cases": 3, "passed": 1, "failed": 1, "expected_failures": 1}
+    assert d["cases"][2]["expected_failure"] == "WebGPU-only expectation"
+    text = rep.write(tmp_path / "r.html").read_text()
+    assert "1 failed</b>, 1 failed as expected" in text
+    assert "<span title='WebGPU-only expectation'>expected fail</span>" in text
 
 
 def test_report_rejects_unknown_suffix(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ class Report:
     Example:
         >>> r = Report()
         >>> r.to_dict()["summary"]
-        {'cases': 0, 'passed': 0, 'failed': 0}
+        {'cases': 0, 'passed': 0, 'failed': 0, 'expected_failures': 0}
     """
 
     cases: list[CaseResult] = field(default_factory=list)
@@ -49,14 +49,21 @@ class Report:
 
     @property
     def failed(self) -> list[CaseResult]:
-        return [c for c in self.cases if not c.passed]
+        """The cases that failed, less those the operator deliberately does not follow."""
+        return [c for c in self.cases if not c.passed and not c.expected_failure]
+
+    @property
+    def expected_failures(self) -> list[CaseResult]:
+        """Failing cases the operator does not follow, by its own account (strict xfails)."""
+        return [c for c in self.cases if not c.passed and c.expected_failure]
 
     def to_dict(self) -> dict[str, Any]:
-        n_fail = len(self.failed)
+        n_fail, n_expected = len(self.failed), len(self.expected_failures)
         return {
             "title": self.title,
-            "summary": {"cases": len(self.cases), "passed": len(self.cases) - n_fail,
-                        "failed": n_fail},
+            "summary": {"cases": len(self.cases),
+                        "passed": len(self.cases) - n_fail - n_expected,
+                        "failed": n_fail, "expected_failures": n_expected},
             "cases": [c.as_dict() for c in self.cases],
         }
 
@@ -111,7 +118,10 @@ class Report:
         parts = [_HEAD.format(title=html.escape(self.title))]
         parts.append(
             f"<p>{d['cases']} cases: {d['passed']} passed, "
-            f"<b class='{'bad' if d['failed'] else 'ok'}'>{d['failed']} failed</b></p>"
+            f"<b class='{'bad' if d['failed'] else 'ok'}'>{d['failed']} failed</b>"
+            + (f", {d['expected_failures']} failed as expected (cases the operator does not "
+               "follow)" if d["expected_failures"] else "")
+            + "</p>"
         )
         parts.append(_summary_table(self.cases))
         ordered = sorted(self.cases, key=lambda c: c.passed)
@@ -142,7 +152,9 @@ def _summary_table(cases: list[CaseResult]) -> str:
             "<th>standard</th><th>checks</th><th>max abs</th><th>max rel</th><th>MERE</th>"
             "<th>MARE</th><th>failing</th></tr>"]
     for c in cases:
-        res = "<span class='ok'>pass</span>" if c.passed else "<span class='bad'>FAIL</span>"
+        res = ("<span class='ok'>pass</span>" if c.passed else
+               f"<span title='{html.escape(c.expected_failure, quote=True)}'>expected fail</span>"
+               if c.expected_failure else "<span class='bad'>FAIL</span>")
         comps: list[Comparison | None] = list(c.comparisons) or [None]
         for cmp in comps:
             stats = (

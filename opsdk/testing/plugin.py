@@ -156,5 +156,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if rep.cases:
         terminalreporter.write_line(
             f"opsdk: {len(rep.cases)} cases compared, {len(rep.failed)} failed"
+            + (f", {len(rep.expected_failures)} failed as expected (not followed)"
+               if rep.expected_failures else "")
             + (f"; report written to {path}" if path else "")
         )
