@@ -124,7 +124,7 @@ def test_report_counts_cases_the_operator_does_not_follow_apart(tmp_path: Path) 
     assert d["cases"][2]["expected_failure"] == "WebGPU-only expectation"
     text = rep.write(tmp_path / "r.html").read_text()
     assert "1 failed</b>, 1 failed as expected" in text
-    assert "<span title='WebGPU-only expectation'>expected fail</span>" in text
+    assert "<span class='xf' title='WebGPU-only expectation'>expected fail</span>" in text
 
 
 def test_report_rejects_unknown_suffix(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ example:
       --keep-dtype precision-out/keep_dtype.cfg
 
 inputs are generated (seed 0: images in [-1, 1), token ids within their table) unless given
-with --input name=file.npy. The report (precision_report.json), keep_dtype.cfg and
-modify_mixlist.json go into -o DIR; an existing file with other content needs --force.
+with --input name=file.npy. The report (precision_report.json, and as a page with the
+per-node error bar chart, precision_report.html), keep_dtype.cfg and modify_mixlist.json go
+into -o DIR; an existing file with other content needs --force.
 """
 
 

@@ -1,4 +1,5 @@
-"""Reports of many cases: JSON for CI, HTML with matplotlib plots for people."""
+"""Reports of many cases: JSON for CI; HTML for people (the summary view: pass matrix,
+worst case first, filters; then per case matplotlib plots)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,19 @@ import numpy as np
 
 from .._paths import make_writable_dir
 from ._compare import Comparison
+from ._html import STATUS_LABELS, data_row, data_table, esc, filter_form, matrix_table, page
 from ._runner import CaseResult
 from ._standards import tiny
+from ._summary import (
+    NO_METHOD,
+    SHAPE_CLASSES,
+    case_dtype,
+    case_methods,
+    case_status,
+    pass_matrix,
+    shape_class,
+    worst_first,
+)
 
 REPORT_SUFFIXES = (".json", ".html", ".htm")
 
@@ -112,25 +124,29 @@ class Report:
             raise ValueError(str(e)) from None
 
     def to_html(self) -> str:
-        """A self-contained HTML page: summary table, then per case its statistics,
-        mismatches, an error histogram and a failing-element plot (embedded PNGs)."""
+        """A self-contained HTML page: the summary line; the pass matrix (dtype x shape
+        class, one table per comparison method; a click on a cell filters the cases); the
+        case table, worst case first, with filters (dtype, shape class, method, status,
+        case name); then per case its statistics, mismatches, an error histogram and a
+        failing-element plot (embedded PNGs). See :mod:`opsdk.testing._summary` for the
+        shape classes and the order."""
         d = self.to_dict()["summary"]
-        parts = [_HEAD.format(title=html.escape(self.title))]
-        parts.append(
+        parts = [
             f"<p>{d['cases']} cases: {d['passed']} passed, "
             f"<b class='{'bad' if d['failed'] else 'ok'}'>{d['failed']} failed</b>"
             + (f", {d['expected_failures']} failed as expected (cases the operator does not "
                "follow)" if d["expected_failures"] else "")
             + "</p>"
-        )
-        parts.append(_summary_table(self.cases))
-        ordered = sorted(self.cases, key=lambda c: c.passed)
+        ]
+        ordered = worst_first(self.cases)
+        parts.append(_matrix_html(self.cases))
+        parts.append(_filters_html(self.cases))
+        parts.append(_summary_table(ordered))
         for i, case in enumerate(ordered):
             parts.append(_case_html(case, plots=i < MAX_PLOTS))
         if len(ordered) > MAX_PLOTS:
             parts.append(f"<p>plots shown for the first {MAX_PLOTS} cases only</p>")
-        parts.append("</body></html>\n")
-        return "\n".join(parts)
+        return page(self.title, parts, "opsdk numerical validation")
 
 
 def _jsonable(o: Any) -> Any:
@@ -141,35 +157,59 @@ def _jsonable(o: Any) -> Any:
     return str(o)
 
 
-_HEAD = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}.bad{{color:#b00}}
-.ok{{color:#070}}code{{background:#f4f4f4}}</style></head><body><h1>{title}</h1>"""
+_FORM, _TABLE = "case-filters", "cases"
+
+
+def _matrix_html(cases: list[CaseResult]) -> str:
+    """The pass matrix: per method, dtype rows x shape-class columns of passed/total."""
+    if not cases:
+        return ""
+    out = ["<h2 id='matrix'>Pass matrix</h2><p>cases passed / cases, per dtype (rows), "
+           "shape class (columns) and comparison method; expected failures apart; a click on "
+           "a cell shows its cases</p>"]
+    for method, cells in sorted(pass_matrix(cases).items()):
+        dtypes = sorted({k[0] for k in cells})
+        shapes = [s for s in SHAPE_CLASSES if any(k[1] == s for k in cells)]
+        out.append(f"<h3>method {esc(method)}</h3>")
+        out.append(matrix_table(dtypes, shapes, cells, ("dtype", "shape"), _FORM,
+                                {"method": method}, corner="dtype / shape"))
+    return "\n".join(out)
+
+
+def _filters_html(cases: list[CaseResult]) -> str:
+    dtypes = sorted({case_dtype(c) for c in cases})
+    shapes = [s for s in SHAPE_CLASSES if any(shape_class(c) == s for c in cases)]
+    methods = sorted({m for c in cases for m in case_methods(c)})
+    statuses = [s for s in STATUS_LABELS if any(case_status(c) == s for c in cases)]
+    return "<h2 id='case-list'>Cases, worst first</h2>" + filter_form(
+        _FORM, _TABLE, [("dtype", "dtype", dtypes), ("shape", "shape class", shapes),
+                        ("method", "method", methods), ("status", "status", statuses)],
+        ("name", "case name contains"), STATUS_LABELS)
+
+
+_HEADERS = ("case", "device", "result", "output", "standard", "checks", "max abs", "max rel",
+            "MERE", "MARE", "failing")
 
 
 def _summary_table(cases: list[CaseResult]) -> str:
-    rows = ["<table><tr><th>case</th><th>device</th><th>result</th><th>output</th>"
-            "<th>standard</th><th>checks</th><th>max abs</th><th>max rel</th><th>MERE</th>"
-            "<th>MARE</th><th>failing</th></tr>"]
+    """One row per case and output, carrying what the filters read."""
+    rows = []
     for c in cases:
         res = ("<span class='ok'>pass</span>" if c.passed else
-               f"<span title='{html.escape(c.expected_failure, quote=True)}'>expected fail</span>"
+               f"<span class='xf' title='{esc(c.expected_failure)}'>expected fail</span>"
                if c.expected_failure else "<span class='bad'>FAIL</span>")
-        comps: list[Comparison | None] = list(c.comparisons) or [None]
-        for cmp in comps:
-            stats = (
-                f"<td>{cmp.output}</td><td>{cmp.standard}</td><td>{_checks_cell(cmp)}</td>"
-                f"<td>{cmp.max_abs_error:.3g}</td>"
-                f"<td>{cmp.max_rel_error:.3g}</td><td>{cmp.mere:.3g}</td><td>{cmp.mare:.3g}</td>"
-                f"<td>{cmp.failing_share:.2%}</td>"
-                if cmp else "<td colspan=8>" + html.escape("; ".join(c.problems)) + "</td>"
-            )
-            rows.append(
-                f"<tr><td><a href='#{_anchor(c)}'>{html.escape(c.case)}</a></td>"
-                f"<td>{c.device}</td><td>{res}</td>{stats}</tr>"
-            )
-    rows.append("</table>")
-    return "\n".join(rows)
+        where = {"case": f"{c.device}:{c.case}", "name": c.case, "dtype": case_dtype(c),
+                 "shape": shape_class(c), "status": case_status(c)}
+        head = [f"<a href='#{_anchor(c)}'>{html.escape(c.case)}</a>", c.device, res]
+        if not c.comparisons:
+            problems = "<td colspan=8>" + html.escape("; ".join(c.problems)) + "</td>"
+            rows.append(data_row({**where, "method": NO_METHOD}, [*head, problems]))
+        for cmp in c.comparisons:
+            rows.append(data_row({**where, "method": cmp.standard}, [
+                *head, cmp.output, cmp.standard, _checks_cell(cmp), f"{cmp.max_abs_error:.3g}",
+                f"{cmp.max_rel_error:.3g}", f"{cmp.mere:.3g}", f"{cmp.mare:.3g}",
+                f"{cmp.failing_share:.2%}"]))
+    return data_table(_TABLE, _HEADERS, rows)
 
 
 def _checks_cell(cmp: Comparison) -> str:

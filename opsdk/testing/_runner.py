@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -91,6 +92,24 @@ def _describe(a: np.ndarray | None) -> str:
         return "absent"
     layout = "" if a.flags.c_contiguous or a.size <= 1 else " non-contiguous"
     return f"{a.dtype.name}{list(a.shape)}{layout}"
+
+
+def parse_described(text: str) -> tuple[str, tuple[int, ...]] | None:
+    """(dtype, shape) of an input as :class:`CaseResult` describes it (``float16[2, 3]``,
+    ``float32[4, 5] non-contiguous``); None for ``absent`` or any other text.
+
+    Example:
+        >>> parse_described("float16[2, 3] non-contiguous"), parse_described("absent")
+        (('float16', (2, 3)), None)
+    """
+    m = _DESCRIBED.match(text)
+    if m is None:
+        return None
+    dims = m.group(2).replace(",", " ").split()
+    return m.group(1), tuple(int(d) for d in dims)
+
+
+_DESCRIBED = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\[([0-9, ]*)\]")
 
 
 def _upcast(a: np.ndarray | None) -> np.ndarray | None:

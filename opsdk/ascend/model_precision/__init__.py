@@ -20,13 +20,21 @@ from __future__ import annotations
 from ._analyze import DEFAULT_STANDARD, FixResult, ModelPrecisionReport, analyze_model
 from ._assign import NodeDtype, assign_dtypes
 from ._engine import Attribution, OutputResult, judge_output
-from ._fix import KEEP_FILE, MIXLIST_FILE, REPORT_FILE, keep_dtype_text, mixlist_text
+from ._fix import (
+    HTML_REPORT_FILE,
+    KEEP_FILE,
+    MIXLIST_FILE,
+    REPORT_FILE,
+    keep_dtype_text,
+    mixlist_text,
+)
 from ._graph import float_tensors, lower_model
 from ._inputs import make_inputs, parse_input_shape
 from ._lists import OpFacts, op_facts, recorded_socs
 
 __all__ = [
     "DEFAULT_STANDARD",
+    "HTML_REPORT_FILE",
     "KEEP_FILE",
     "MIXLIST_FILE",
     "REPORT_FILE",

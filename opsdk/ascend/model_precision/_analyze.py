@@ -16,6 +16,7 @@ from ..precision import PrecisionMode
 from ._assign import NodeDtype, assign_dtypes, check_names, low_dtype, summary
 from ._engine import Attribution, OutputResult, Progress, Runner, judge_output, run_model
 from ._fix import (
+    HTML_REPORT_FILE,
     KEEP_FILE,
     MIXLIST_FILE,
     REPORT_FILE,
@@ -100,6 +101,13 @@ class ModelPrecisionReport:
             "attribution": [a.as_dict() for a in self.attribution],
             "runs": self.runs, "fix": self.fix.as_dict() if self.fix else None,
         }
+
+    def to_html(self) -> str:
+        """The report as a self-contained page (``precision_report.html``): the outputs
+        worst first, a pass matrix of op type x output and the per-node error bar chart."""
+        from ._html import report_html
+
+        return report_html(self)
 
     def text(self, top: int = 10) -> str:
         """The report for a person."""
@@ -195,7 +203,8 @@ def analyze_model(
     if output_dir:
         import json
 
-        files = {REPORT_FILE: json.dumps(report.as_dict(), indent=2, sort_keys=False) + "\n"}
+        files = {REPORT_FILE: json.dumps(report.as_dict(), indent=2, sort_keys=False) + "\n",
+                 HTML_REPORT_FILE: report.to_html()}
         write_outputs(Path(output_dir), files, force)
     return report
 

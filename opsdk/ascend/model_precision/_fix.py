@@ -18,11 +18,13 @@ from ..._written import write_file
 from ...errors import OpsdkError
 
 __all__ = ["search_bound", "bisect", "keep_dtype_text", "mixlist_text", "write_outputs",
-           "KEEP_FILE", "MIXLIST_FILE", "REPORT_FILE"]
+           "KEEP_FILE", "MIXLIST_FILE", "REPORT_FILE", "HTML_REPORT_FILE"]
 
 KEEP_FILE = "keep_dtype.cfg"
 MIXLIST_FILE = "modify_mixlist.json"
 REPORT_FILE = "precision_report.json"
+#: The same report as a page for a person, written beside the JSON.
+HTML_REPORT_FILE = "precision_report.html"
 
 
 def search_bound(n: int) -> int:
