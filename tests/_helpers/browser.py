@@ -63,7 +63,11 @@ class Browser:
         self._buf = b""
         self._next = 0
         self.events: list[dict[str, Any]] = []
-        self.version = str(self.call("Browser.getVersion")["product"])
+        try:
+            self.version = str(self.call("Browser.getVersion")["product"])
+        except BaseException:
+            self.close()  # a browser that never answered is ended too
+            raise
 
     def _send(self, method: str, params: dict[str, Any] | None, session: str | None) -> int:
         self._next += 1
