@@ -55,6 +55,9 @@ constexpr int64_t NC = 128;    // spatial columns per packed block (multiple of 
 // path (measured: 2 per group 0.73x-0.83x ONNX Runtime's time direct, 1.32x as GEMM; at 4
 // both paths are slower than ONNX Runtime, the GEMM less so).
 constexpr int64_t DIRECT_MAX_CG = 2;
+// Dense convolutions with at most this many input channels take the direct path too (the
+// first layer of an image model: K = 27 or 147, where packing im2col dominated).
+constexpr int64_t DIRECT_MAX_C = 4;
 
 inline v8 load8(const float* p) {
   v8 v;
@@ -90,7 +93,7 @@ struct Geom {
 
 // Per-thread scratch, grown on demand and reused across calls (64-byte aligned).
 float* scratch(size_t floats, int slot) {
-  thread_local std::vector<float> buf[1];
+  thread_local std::vector<float> buf[2];
   std::vector<float>& b = buf[slot];
   if (b.size() < floats + 16) b.resize(floats + 16);
   const auto addr = reinterpret_cast<uintptr_t>(b.data());
@@ -557,69 +560,249 @@ std::vector<Task> make_tasks(const Geom& g, int threads) {
 
 // Run f(0) .. f(n-1) on the context's threads, each thread taking the next task from a
 // shared counter: a thread that is descheduled or starts late holds up no one else.
+// At most one worker per this many multiply-adds: waking a thread costs more than it
+// saves on less (the squeeze-excitation 1x1 convs of MobileNetV3 on 1x1 planes).
+constexpr int64_t MIN_MACS_PER_WORKER = 1 << 18;
+
 template <class F>
-void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f) {
+void run_tasks(const CustomOpKernelContext& ctx, int64_t n, F&& f, int64_t macs = INT64_MAX) {
   std::atomic<int64_t> next{0};
-  const int64_t workers = std::min<int64_t>(ctx.num_threads(), n);
+  const int64_t workers = std::min<int64_t>(
+      {ctx.num_threads(), n, std::max<int64_t>(1, macs / MIN_MACS_PER_WORKER)});
   ctx.parallel_for(workers, 1, [&](int64_t, int64_t) {
     for (int64_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) f(t);
   });
 }
 
-// ------------------------------------------------------------------- depthwise
-// The group's input planes are copied zero-padded, split by stride phase, with the output's
-// row pitch: phase (pr, pc) holds the padded input at rows r * sh + pr and columns
-// q * sw + pc, so each tap reads one phase contiguously and is one long multiply-add over
-// the whole plane (the columns past the output's width are computed and dropped), instead
-// of a short, strided loop per row and tap.
-template <class T>
-void direct_plane(const Geom& g, int64_t n, int64_t oc, const T* x, const float* wf,
-                  const float* bf, T* y) {
-  const int64_t ic0 = oc / g.mg * g.cg;
-  const int64_t hq = g.oh + (g.kh - 1) * g.dh / g.sh, wq = g.ow + (g.kw - 1) * g.dw / g.sw;
-  const int64_t phase = hq * wq, phases = g.sh * g.sw;
-  const int64_t span = (g.oh - 1) * wq + g.ow;  // the accumulator elements a tap touches
-  float* pad = scratch(static_cast<size_t>(phases * phase + g.oh * wq + 16), 0);
-  float* acc = pad + (phases * phase + 15) / 16 * 16;
-  std::fill(acc, acc + span, bf ? bf[oc] : 0.0f);
-  for (int64_t ci = 0; ci < g.cg; ++ci) {
-    const T* xp = x + (n * g.c + ic0 + ci) * g.h * g.w;
-    for (int64_t pr = 0; pr < g.sh; ++pr)
-      for (int64_t pc = 0; pc < g.sw; ++pc) {
-        float* ph = pad + (pr * g.sw + pc) * phase;
-        // the phase's columns q whose input column q * sw + pc - pl is inside [0, w)
-        const int64_t off = pc - g.pl;
-        const int64_t q0 = std::min(wq, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
-        const int64_t q1 = std::max(q0, std::min(wq, g.w - 1 - off < 0 ? 0
-                                                          : (g.w - 1 - off) / g.sw + 1));
-        for (int64_t r = 0; r < hq; ++r) {
-          float* row = ph + r * wq;
-          const int64_t iy = r * g.sh + pr - g.pt;
-          if (iy < 0 || iy >= g.h) {
-            std::fill(row, row + wq, 0.0f);
-            continue;
-          }
-          std::fill(row, row + q0, 0.0f);
-          const T* xr = xp + iy * g.w + off;
-          for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q * g.sw]);
-          std::fill(row + q1, row + wq, 0.0f);
+// ---------------------------------------------------------------------- direct
+// Convolutions with few input channels per group (depthwise, 2 per group, and dense ones
+// with at most DIRECT_MAX_C input channels: the first layer of an image model) skip the
+// GEMM, whose packing dominates when K is small. The group's input planes are copied
+// zero-padded, split by stride phase, with the output's row pitch `wq`: phase (pr, pc)
+// holds the padded input at rows r * sh + pr and columns q * sw + pc, so that output
+// (oy, ox) under tap (i, j) reads one phase at the flat position (oy + i*dh/sh) * wq + ox +
+// j*dw/sw. The output is computed over flat positions oy * wq + ox (the wq - ow columns
+// past each row are computed and dropped, which keeps small planes in long vectors): 16
+// positions per vector, MB output channels x CW vectors of accumulators in registers, each
+// loaded input vector feeding MB multiply-adds; bias first, Relu before the one store.
+typedef float v16 __attribute__((vector_size(64)));
+
+inline v16 load16(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+struct Direct {
+  int64_t hq, wq, phase, phases, chan;  // rows, pitch, floats per phase / per channel
+  int64_t kdim;                          // cg * kh * kw
+  static constexpr int64_t kSlack = 160; // floats read past the last channel (<= 16 * CW + 16)
+  Direct(const Geom& g)
+      : hq(g.oh + (g.kh - 1) * g.dh / g.sh), wq(g.ow + (g.kw - 1) * g.dw / g.sw),
+        phase(hq * wq), phases(g.sh * g.sw), chan(phases * hq * wq), kdim(g.k()) {}
+  int64_t floats(const Geom& g) const { return g.cg * chan + kSlack; }
+  // Where tap k = (c, i, j) reads, relative to the output's flat position.
+  void offsets(const Geom& g, std::vector<int64_t>& off) const {
+    off.resize(static_cast<size_t>(kdim));
+    for (int64_t c = 0, k = 0; c < g.cg; ++c)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j, ++k) {
+          const int64_t oi = i * g.dh, oj = j * g.dw;
+          off[static_cast<size_t>(k)] = c * chan + (oi % g.sh * g.sw + oj % g.sw) * phase +
+                                        oi / g.sh * wq + oj / g.sw;
         }
+  }
+};
+
+// One channel plane of x into its stride phases, zero-padded (rows [r0, r1) of each phase).
+template <class T>
+void pad_phases(const Geom& g, const Direct& d, const T* xp, float* dst, int64_t r0, int64_t r1) {
+  for (int64_t pr = 0; pr < g.sh; ++pr)
+    for (int64_t pc = 0; pc < g.sw; ++pc) {
+      float* ph = dst + (pr * g.sw + pc) * d.phase;
+      // the phase's columns q whose input column q * sw + pc - pl is inside [0, w)
+      const int64_t off = pc - g.pl;
+      const int64_t q0 = std::min(d.wq, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+      const int64_t q1 = std::max(q0, std::min(d.wq, g.w - 1 - off < 0 ? 0
+                                                        : (g.w - 1 - off) / g.sw + 1));
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = ph + r * d.wq;
+        const int64_t iy = r * g.sh + pr - g.pt;
+        if (iy < 0 || iy >= g.h) {
+          std::fill(row, row + d.wq, 0.0f);
+          continue;
+        }
+        std::fill(row, row + q0, 0.0f);
+        const T* xr = xp + iy * g.w + off;
+        if (g.sw == 1 && std::is_same_v<T, float>)
+          std::memcpy(row + q0, xr + q0, static_cast<size_t>(q1 - q0) * sizeof(float));
+        else if (g.sw == 1)
+          for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q]);
+        else
+          for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q * g.sw]);
+        std::fill(row + q1, row + d.wq, 0.0f);
       }
-    const float* wk = wf + (oc * g.cg + ci) * g.kh * g.kw;
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t oi = i * g.dh, oj = j * g.dw;
-        const float wv = wk[i * g.kw + j];
-        const float* __restrict src = pad + (oi % g.sh * g.sw + oj % g.sw) * phase +
-                                      oi / g.sh * wq + oj / g.sw;
-        float* __restrict a = acc;
-        for (int64_t k = 0; k < span; ++k) a[k] += wv * src[k];
+    }
+}
+
+// Output rows [oy0, oy1) of MB channels (weights w, MB rows of kdim; bias b or null) from
+// the padded group `pad`, into planes y, y + p, ... (T), through the flat scratch `tmp`.
+template <int MB, int CW, class T>
+void direct_block(const Geom& g, const Direct& d, const int64_t* off, const float* pad,
+                  const float* w, const float* b, T* y, int64_t oy0, int64_t oy1, float* tmp) {
+  constexpr int64_t STEP = 16 * CW;
+  const int64_t p0 = oy0 * d.wq, p1 = (oy1 - 1) * d.wq + g.ow;
+  const int64_t ld = (p1 - p0 + STEP - 1) / STEP * STEP;
+  for (int64_t pos = p0; pos < p1; pos += STEP) {
+    v16 acc[MB][CW];
+    for (int mb = 0; mb < MB; ++mb)
+      for (int cw = 0; cw < CW; ++cw) acc[mb][cw] = v16{} + (b ? b[mb] : 0.0f);
+    const float* base = pad + pos;
+    for (int64_t k = 0; k < d.kdim; ++k) {
+      const float* src = base + off[k];
+      v16 v[CW];
+      for (int cw = 0; cw < CW; ++cw) v[cw] = load16(src + 16 * cw);
+      for (int mb = 0; mb < MB; ++mb) {
+        const float wk = w[mb * d.kdim + k];
+        for (int cw = 0; cw < CW; ++cw) acc[mb][cw] += wk * v[cw];
+      }
+    }
+    for (int mb = 0; mb < MB; ++mb)
+      for (int cw = 0; cw < CW; ++cw) {
+        const v16 z = v16{};
+        const v16 r = acc[mb][cw] < z ? z : acc[mb][cw];  // relu that keeps NaN
+        std::memcpy(tmp + mb * ld + (pos - p0) + 16 * cw, &r, sizeof r);
       }
   }
-  T* yp = y + (n * g.m + oc) * g.p();
-  for (int64_t oy = 0; oy < g.oh; ++oy)
-    for (int64_t ox = 0; ox < g.ow; ++ox)
-      opsdk::from_float(relu1(acc[oy * wq + ox]), &yp[oy * g.ow + ox]);
+  const int64_t p = g.p();
+  for (int mb = 0; mb < MB; ++mb)
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      const float* src = tmp + mb * ld + (oy * d.wq - p0);
+      T* dst = y + mb * p + oy * g.ow;
+      if constexpr (std::is_same_v<T, float>)
+        std::memcpy(dst, src, static_cast<size_t>(g.ow) * sizeof(float));
+      else
+        for (int64_t ox = 0; ox < g.ow; ++ox) opsdk::from_float(src[ox], &dst[ox]);
+    }
+}
+
+// Channels [m0, m0 + rows) of the group (rows <= 8): accumulators 8 vectors in all.
+template <class T>
+void direct_rows(int rows, const Geom& g, const Direct& d, const int64_t* off, const float* pad,
+                 const float* w, const float* b, T* y, int64_t oy0, int64_t oy1, float* tmp) {
+  switch (rows) {
+    case 8: direct_block<8, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 7: direct_block<7, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 6: direct_block<6, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 5: direct_block<5, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 4: direct_block<4, 2>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 3: direct_block<3, 2>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 2: direct_block<2, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    default: direct_block<1, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+  }
+}
+
+constexpr int64_t DIRECT_MB = 8;
+
+// Output channels [m0, m1) of the group, rows [oy0, oy1), in blocks of DIRECT_MB channels.
+template <class T>
+void direct_channels(const Geom& g, const Direct& d, const int64_t* off, const float* pad,
+                     int64_t n, int64_t grp, int64_t m0, int64_t m1, int64_t oy0, int64_t oy1,
+                     const float* wf, const float* bf, T* y) {
+  const int64_t ld = ((oy1 - oy0) * d.wq + 64) / 64 * 64;
+  float* tmp = scratch(static_cast<size_t>(DIRECT_MB * ld), 1);
+  for (int64_t m = m0; m < m1; m += DIRECT_MB) {
+    const int64_t oc = grp * g.mg + m;
+    const int rows = static_cast<int>(std::min(DIRECT_MB, m1 - m));
+    direct_rows(rows, g, d, off, pad, wf + oc * d.kdim, bf ? bf + oc : nullptr,
+                y + (n * g.m + oc) * g.p(), oy0, oy1, tmp);
+  }
+}
+
+// Many (image, group) units (depthwise): one task per unit or a few small ones, each
+// padding its own group. Few units (a dense first layer): per unit, the padding in parallel
+// over channels, then tasks of DIRECT_MB channels x a block of rows.
+template <class T>
+void direct_conv(const CustomOpKernelContext& ctx, const Geom& g, const T* x, const float* wf,
+                 const float* bf, T* y) {
+  const Direct d(g);
+  std::vector<int64_t> off;
+  d.offsets(g, off);
+  const int64_t units = g.n * g.group, threads = ctx.num_threads();
+  const T* xg0 = x;
+  if (units >= 2 * threads) {
+    const int64_t per = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.mg * g.p() * d.kdim));
+    run_tasks(ctx, (units + per - 1) / per, [&](int64_t t) {
+      float* pad = scratch(static_cast<size_t>(d.floats(g)), 0);
+      for (int64_t u = t * per; u < std::min(units, (t + 1) * per); ++u) {
+        const int64_t n = u / g.group, grp = u % g.group;
+        const T* xg = xg0 + (n * g.c + grp * g.cg) * g.h * g.w;
+        for (int64_t c = 0; c < g.cg; ++c)
+          pad_phases(g, d, xg + c * g.h * g.w, pad + c * d.chan, 0, d.hq);
+        std::fill(pad + g.cg * d.chan, pad + d.floats(g), 0.0f);
+        direct_channels(g, d, off.data(), pad, n, grp, 0, g.mg, 0, g.oh, wf, bf, y);
+      }
+    }, g.n * g.m * g.p() * g.k());
+    return;
+  }
+  std::vector<float> pad(static_cast<size_t>(d.floats(g)), 0.0f);
+  const int64_t mblocks = (g.mg + DIRECT_MB - 1) / DIRECT_MB;
+  const int64_t want = std::max<int64_t>(1, (4 * threads + mblocks - 1) / mblocks);
+  const int64_t rblock = std::max<int64_t>(1, (g.oh + want - 1) / want);
+  const int64_t rblocks = (g.oh + rblock - 1) / rblock;
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t n = u / g.group, grp = u % g.group;
+    const T* xg = xg0 + (n * g.c + grp * g.cg) * g.h * g.w;
+    const int64_t rows_per = std::max<int64_t>(1, (d.hq + 3) / 4);
+    const int64_t pieces = g.cg * ((d.hq + rows_per - 1) / rows_per);
+    run_tasks(ctx, pieces, [&](int64_t t) {
+      const int64_t c = t % g.cg, r0 = t / g.cg * rows_per;
+      pad_phases(g, d, xg + c * g.h * g.w, pad.data() + c * d.chan, r0,
+                 std::min(d.hq, r0 + rows_per));
+    });
+    run_tasks(ctx, mblocks * rblocks, [&](int64_t t) {
+      const int64_t m0 = t % mblocks * DIRECT_MB, oy0 = t / mblocks * rblock;
+      direct_channels(g, d, off.data(), pad.data(), n, grp, m0,
+                      std::min(g.mg, m0 + DIRECT_MB), oy0, std::min(g.oh, oy0 + rblock), wf,
+                      bf, y);
+    }, g.m * g.p() * g.k());
+  }
+}
+
+// ------------------------------------------------------------ small pointwise
+// 1x1 convolutions (stride 1, no padding, one group) on planes of fewer than NR positions,
+// such as squeeze-excitation blocks on 1x1 planes: a GEMM panel would be mostly empty, so
+// each output position is M dot products of K = C, vectorised along C, four channels at once.
+inline float hsum(v16 v) {
+  float s = 0.0f;
+  for (int l = 0; l < 16; ++l) s += v[l];
+  return s;
+}
+
+template <class T>
+void small_pointwise(const CustomOpKernelContext& ctx, const Geom& g, const T* x,
+                     const float* wf, const float* bf, T* y) {
+  const int64_t p = g.p(), kdim = g.c;
+  run_tasks(ctx, g.n * p, [&](int64_t t) {
+    const int64_t n = t / p, j = t % p;
+    float* xc = scratch(static_cast<size_t>(kdim + 16), 0);
+    for (int64_t c = 0; c < kdim; ++c) xc[c] = opsdk::to_float(x[(n * g.c + c) * p + j]);
+    for (int64_t m0 = 0; m0 < g.m; m0 += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, g.m - m0));
+      v16 acc[4] = {};
+      int64_t c = 0;
+      for (; c + 16 <= kdim; c += 16) {
+        const v16 xv = load16(xc + c);
+        for (int r = 0; r < 4; ++r)
+          if (r < rows) acc[r] += load16(wf + (m0 + r) * kdim + c) * xv;
+      }
+      for (int r = 0; r < rows; ++r) {
+        float sum = hsum(acc[r]) + (bf ? bf[m0 + r] : 0.0f);
+        for (int64_t k = c; k < kdim; ++k) sum += wf[(m0 + r) * kdim + k] * xc[k];
+        opsdk::from_float(relu1(sum), &y[(n * g.m + m0 + r) * p + j]);
+      }
+    }
+  }, g.n * p * g.m * kdim);
 }
 
 // ------------------------------------------------------------------------ entry
@@ -694,18 +877,19 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   }
   const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
   const T* x = ctx.input(0).data<T>();
-  if (g.group > 1 && g.cg <= DIRECT_MAX_CG) {  // depthwise, few channels per group: planes
-    const int64_t per = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, g.p() * g.k()));
-    const int64_t planes = g.n * g.m, ntasks = (planes + per - 1) / per;
-    run_tasks(ctx, ntasks, [&](int64_t t) {
-      for (int64_t i = t * per; i < std::min(planes, (t + 1) * per); ++i)
-        direct_plane(g, i / g.m, i % g.m, x, wf, bf, y);
-    });
+  if ((g.group > 1 && g.cg <= DIRECT_MAX_CG) || (g.group == 1 && g.c <= DIRECT_MAX_C)) {
+    direct_conv(ctx, g, x, wf, bf, y);
+    return;
+  }
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+      g.oh == g.h && g.ow == g.w && g.group == 1 && g.p() < NR) {
+    small_pointwise(ctx, g, x, wf, bf, y);
     return;
   }
   const std::vector<Task> tasks = make_tasks(g, ctx.num_threads());
   run_tasks(ctx, static_cast<int64_t>(tasks.size()),
-            [&](int64_t i) { run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y); });
+            [&](int64_t i) { run_task(tasks[static_cast<size_t>(i)], g, x, wf, bf, y); },
+            g.n * g.m * g.p() * g.k());
 }
 
 }  // namespace

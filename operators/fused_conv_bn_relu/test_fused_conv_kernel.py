@@ -96,6 +96,24 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 3, (2, 3), 3, (3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
     (2, 64, (4, 4), 64, (3, 3), {"group": 64, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
     (1, 8, (9, 10), 12, (3, 3), {"group": 4, "pads": [1, 2, 0, 1], "strides": [1, 2]}),  # 2 per group
+    # the direct path of dense convs with at most 4 input channels (a first layer): odd sizes,
+    # stride 2 with a phase longer than the other, 13 output channels (blocks of 8 + 5), batch
+    # 2 (one unit after the other), 1 and 4 channels, 7x7 with 3 rows padded, dilation
+    (2, 3, (33, 31), 13, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    (1, 1, (17, 40), 3, (3, 3), {"pads": [1, 0, 1, 2]}),
+    (1, 4, (21, 19), 20, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    (1, 2, (16, 18), 9, (3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2], "strides": [2, 1]}),
+    # depthwise on small planes (7x7 and 14x14 of MobileNet), a multiplier of 4 channels per
+    # input, and a plane wider than one step of 64 positions
+    (2, 88, (7, 7), 88, (3, 3), {"group": 88, "pads": [1, 1, 1, 1]}),
+    (1, 24, (14, 14), 24, (5, 5), {"group": 24, "pads": [2, 2, 2, 2], "strides": [2, 2]}),
+    (1, 3, (11, 9), 12, (3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    (1, 4, (6, 70), 4, (1, 3), {"group": 4, "pads": [0, 1, 0, 1]}),
+    # 1x1 on planes of fewer than 16 positions (squeeze-excitation): dot products along C,
+    # C not a multiple of 16, M not a multiple of 4, several positions and images
+    (2, 144, (1, 1), 574, (1, 1), {}),
+    (3, 37, (3, 4), 6, (1, 1), {}),
+    (1, 8, (1, 1), 2, (1, 1), {}),
 ]
 
 
@@ -144,6 +162,22 @@ def test_float16_accumulates_in_float32(op: Any) -> None:
     # accumulation noise; float16 accumulation over 576 terms would be far off
     err = np.abs(got.astype(np.float64) - want)
     assert np.all(err <= np.abs(want) * 2.0**-11 + 1e-3)
+
+
+@pytest.mark.parametrize("c, m, group, k, attrs", [
+    (3, 16, 1, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # direct, first layer
+    (24, 24, 24, (3, 3), {"pads": [1, 1, 1, 1]}),  # direct, depthwise
+])
+def test_float16_direct_paths_round_once(op: Any, c: int, m: int, group: int,
+                                         k: tuple[int, int], attrs: dict[str, Any]) -> None:
+    rng = np.random.default_rng(4)
+    x, w, b = _inputs(rng, 2, c, (13, 15), m, k, group, dtype=np.float16)
+    full = op.spec.resolve_attrs({**attrs, "group": group})
+    want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
+    got = op(x, w, b, **attrs, group=group)
+    assert got.dtype == np.float16 and got.shape == want.shape
+    err = np.abs(got.astype(np.float64) - want)
+    assert np.all(err <= np.abs(want) * 2.0**-11 + 1e-4 * _bound(op, x, w, b, full) + 1e-6)
 
 
 def test_no_bias_and_bias_only(op: Any) -> None:
