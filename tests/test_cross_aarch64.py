@@ -71,7 +71,8 @@ def test_a_kernel_that_does_not_compile_for_aarch64_is_named(tmp_path: Path) -> 
 
 def _compile_runtime_test(gxx: str, program: str, out: Path) -> None:
     src = ROOT / "tests" / "cpp" / f"{program}.cpp"
-    cmd = [gxx, "-std=c++17", "-O1", "-pthread", "-Wall", f"-I{_paths.include_dir()}",
+    cmd = [gxx, "-std=c++17", "-O1", "-pthread", "-Wall", "-DOPSDK_POOL_TEST_HOOKS",
+           f"-I{_paths.include_dir()}",
            str(src), str(_paths.runtime_source()), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 

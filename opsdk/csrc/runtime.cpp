@@ -68,6 +68,21 @@ inline void cpu_relax() {
 
 using Clock = std::chrono::steady_clock;
 
+// A test-only hook (tests/cpp/test_pool.cpp builds the runtime with OPSDK_POOL_TEST_HOOKS):
+// called by the caller of a job after it published the job's epoch and before it wakes the
+// sleeping workers, the one window in which a worker may see the job and go to sleep again
+// before the wake-up. Production builds have no hook.
+#if defined(OPSDK_POOL_TEST_HOOKS)
+}  // namespace
+void (*pool_hook_after_publish)() = nullptr;
+namespace {
+inline void hook_after_publish() {
+  if (pool_hook_after_publish != nullptr) pool_hook_after_publish();
+}
+#else
+inline void hook_after_publish() {}
+#endif
+
 // Keeping a worker off the caller's CPU. Linux places a woken thread by heuristics, and a
 // worker the caller wakes may be queued on the caller's own CPU while another CPU idles,
 // for milliseconds, until the next load balancing: measured, a two-thread Softmax, Gelu
@@ -183,6 +198,7 @@ class ThreadPool {
     const int seats = std::min(threads - 1, workers_);
     slots_.store(seats, std::memory_order_release);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
+    hook_after_publish();
     wake(seats);
     work();
     const int joined = seats - slots_.exchange(0, std::memory_order_acq_rel);
@@ -232,13 +248,37 @@ class ThreadPool {
   // Wakes up to `seats` sleeping workers; polling ones see the new epoch by themselves.
   // sleepers_ counts the workers asleep and not yet woken: a woken one leaves it at once,
   // though it runs only when the scheduler gets to it (woken_: wake-ups not yet taken).
+  //
+  // Only a worker that slept before this job's epoch wakes for it. One that saw the epoch
+  // and went to sleep again before this call took mu_ (the caller descheduled in between,
+  // on a loaded machine) waits for the next job: a notify_one reaching it would be lost (it
+  // waits on, and the wake-up it took off sleepers_ stayed owed for ever, so the pool was
+  // never seen idle again, and the worker the wake-up was meant for slept through the job).
+  // Such late sleepers are counted apart (late_epoch_, late_sleepers_); when there are any,
+  // notify_all wakes every earlier sleeper, and the late ones wait on.
   void wake(int seats) {
     if (seats <= 0 || sleepers_.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard<std::mutex> g(mu_);
-    const int n = std::min(seats, sleepers_.load(std::memory_order_relaxed));
+    const uint64_t now = epoch_.load(std::memory_order_relaxed);
+    const int late = late_epoch_ == now ? late_sleepers_ : 0;
+    const int ready = sleepers_.load(std::memory_order_relaxed) - late;
+    const int n = late > 0 ? ready : std::min(seats, ready);
+    if (n <= 0) return;
     sleepers_.fetch_sub(n, std::memory_order_seq_cst);
     woken_ += n;
-    for (int i = 0; i < n; ++i) cv_.notify_one();
+    if (late > 0)
+      cv_.notify_all();
+    else
+      for (int i = 0; i < n; ++i) cv_.notify_one();
+  }
+  // Under mu_: a worker about to sleep at epoch `seen` (the newest epoch, or it would not
+  // sleep), and one leaving that sleep.
+  void count_late(uint64_t seen, int delta) {
+    if (delta > 0 && late_epoch_ != seen) {
+      late_epoch_ = seen;
+      late_sleepers_ = 0;
+    }
+    if (late_epoch_ == seen) late_sleepers_ += delta;
   }
   void work() {
     in_parallel_region = true;
@@ -281,7 +321,9 @@ class ThreadPool {
         if (epoch_.load(std::memory_order_seq_cst) != seen) {
           sleepers_.fetch_sub(1, std::memory_order_seq_cst);  // a job came: no sleep
         } else {
+          count_late(seen, +1);
           cv_.wait(g, [&] { return epoch_.load(std::memory_order_seq_cst) != seen; });
+          count_late(seen, -1);
           if (woken_ > 0)
             --woken_;  // wake() took this worker (or one still on its way) off sleepers_
           else
@@ -322,6 +364,8 @@ class ThreadPool {
   std::atomic<int> caller_cpu_{-1};
   std::atomic<int> started_{0}, polling_{0};  // started_: workers_, for state()
   int woken_ = 0;                               // guarded by mu_
+  uint64_t late_epoch_ = 0;                     // guarded by mu_: see wake()
+  int late_sleepers_ = 0;                       // guarded by mu_: asleep at late_epoch_
   std::atomic<uint64_t> spins_expired_{0}, spins_parked_{0};
   const Placement placement_;
   int workers_ = 0;
@@ -359,7 +403,7 @@ namespace detail {
 
 std::string thread_pool_key() {
   // Bump the version when ThreadPool's members change; the size catches most forgotten bumps.
-  return "opsdk.thread_pool.v3." + std::to_string(sizeof(ThreadPool));
+  return "opsdk.thread_pool.v4." + std::to_string(sizeof(ThreadPool));
 }
 
 void* thread_pool_handle() { return &ThreadPool::get(); }

@@ -18,6 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if !defined(OPSDK_POOL_TEST_HOOKS)
+#error "build with -DOPSDK_POOL_TEST_HOOKS (the runtime's test-only hook, as tests/test_cross_aarch64.py does)"
+#endif
+namespace opsdk::detail {
+extern void (*pool_hook_after_publish)();  // runtime.cpp: between publishing a job and waking
+}
+
 static std::atomic<int> failures{0};
 static std::atomic<int> checks{0};
 
@@ -67,20 +74,28 @@ static int threads_used(int64_t n) {
   return static_cast<int>(seen.size());
 }
 
-// The first parallel call of the process starts the workers; they join that very call,
-// not only the next one: the caller's ranges wait until another thread ran one (a worker
-// that did not join leaves it waiting for the cap).
-static void test_first_call_uses_the_new_workers() {
-  opsdk::num_threads_setting() = 2;
+// True when a worker runs a range of one call: the caller's first range waits until
+// another thread ran one (a worker that never joins leaves it waiting for the cap, once).
+static bool a_worker_joins() {
   const std::thread::id caller = std::this_thread::get_id();
   std::atomic<bool> worker_ran{false};
+  bool waited = false;
   opsdk::parallel_for(8, 1, [&](int64_t, int64_t) {
-    if (std::this_thread::get_id() != caller)
+    if (std::this_thread::get_id() != caller) {
       worker_ran.store(true);
-    else
+    } else if (!waited) {
+      waited = true;
       eventually([&] { return worker_ran.load(); });
+    }
   });
-  expect(worker_ran.load(), "the first parallel call ran on the caller alone");
+  return worker_ran.load();
+}
+
+// The first parallel call of the process starts the workers; they join that very call,
+// not only the next one.
+static void test_first_call_uses_the_new_workers() {
+  opsdk::num_threads_setting() = 2;
+  expect(a_worker_joins(), "the first parallel call ran on the caller alone");
 }
 
 static void test_coverage_and_thread_counts() {
@@ -188,6 +203,67 @@ template <class Done> static void expect_state(Done done, const std::string& wha
 
 static void job() { covers_once(4096, 1, 1); }
 
+// A worker that sees a job and goes back to sleep before the job's caller wakes the
+// sleepers (the caller descheduled between publishing the job and waking them, as on a
+// loaded machine): the hook holds the caller in that window until every worker sleeps.
+// The pool must still count each of them asleep and wake one for the next job. Before, the
+// wake-up went to a worker that had already seen the job: it slept on, counted neither
+// asleep nor polling ("2 of 3 workers asleep, 0 polling" for good), and the worker the
+// wake-up was meant for was never woken.
+static std::atomic<bool> hold_caller{false};
+
+static void test_wake_racing_with_sleep() {
+  const int spin = opsdk::spin_microseconds();
+  opsdk::num_threads_setting() = std::max(1, state().workers) + 1;  // a seat for each worker
+  opsdk::detail::pool_hook_after_publish = [] {
+    if (!hold_caller.exchange(false)) return;
+    opsdk::set_spin_microseconds(0);  // the workers that see the job sleep right after it
+    eventually(all_asleep);
+  };
+  for (int cycle = 0; cycle < 20; ++cycle) {
+    const std::string at = "wake racing with sleep, cycle " + std::to_string(cycle);
+    opsdk::set_spin_microseconds(1000000);
+    job();  // the workers poll after it, so they see the next job by themselves
+    hold_caller.store(true);
+    job();
+    const bool asleep = eventually(all_asleep);
+    expect(asleep, at + ": every worker counts as asleep: " + describe(state()));
+    const bool joined = a_worker_joins();
+    expect(joined, at + ": a sleeping worker is woken for the next job: " + describe(state()));
+    if (!asleep || !joined) break;  // one report, not 20 waits for the cap
+  }
+  opsdk::detail::pool_hook_after_publish = nullptr;
+  opsdk::set_spin_microseconds(spin);
+}
+
+// Many rapid jobs with the caller yielding or napping in that window, spin times from 0 to
+// 1 ms, park_workers() between some jobs and thread counts that change: every job covers
+// its range once, and afterwards every worker sleeps and one joins the next job.
+static std::atomic<unsigned> stress_calls{0};
+
+static void test_wake_races_under_stress() {
+  const int spin = opsdk::spin_microseconds();
+  opsdk::detail::pool_hook_after_publish = [] {
+    const unsigned k = stress_calls.fetch_add(1);
+    if (k % 3 == 0) std::this_thread::yield();
+    if (k % 3 == 1) std::this_thread::sleep_for(std::chrono::microseconds(k % 50));
+  };
+  bool covered = true;
+  for (int cycle = 0; cycle < 400 && covered; ++cycle) {
+    opsdk::num_threads_setting() = 2 + cycle % 3;
+    opsdk::set_spin_microseconds(cycle % 4 == 0 ? 0 : (cycle % 4) * 300);
+    covered = covers_once(257 + cycle, 1, 1);
+    if (cycle % 5 == 0) opsdk::park_workers();
+  }
+  opsdk::detail::pool_hook_after_publish = nullptr;
+  expect(covered, "racing wake-ups: every index exactly once");
+  opsdk::set_spin_microseconds(0);
+  expect_state(all_asleep, "racing wake-ups: afterwards every worker sleeps");
+  opsdk::num_threads_setting() = 2;
+  expect(a_worker_joins(), "racing wake-ups: a worker joins the next job: " + describe(state()));
+  opsdk::set_spin_microseconds(spin);
+}
+
 // The pool's state, not its CPU time: a worker that polls after a job goes to sleep when
 // its spin time is up or park_workers() ends the polling, and the pool counts which. Each
 // wait is for that event; only a worker that never sleeps reaches the cap.
@@ -249,11 +325,13 @@ static void test_spin_is_bounded() {
 
 int main() {
   test_first_call_uses_the_new_workers();  // first: no parallel call may precede it
+  test_wake_racing_with_sleep();
   test_coverage_and_thread_counts();
   test_exceptions();
   test_nested();
   test_concurrent_callers();
   test_fork();
+  test_wake_races_under_stress();
   test_spin_is_bounded();
   std::printf("%d checks, %d failed\n", checks.load(), failures.load());
   return failures.load() == 0 ? 0 : 1;
