@@ -105,7 +105,13 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 2, (16, 18), 9, (3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2], "strides": [2, 1]}),
     # depthwise on small planes (7x7 and 14x14 of MobileNet), a multiplier of 4 channels per
     # input, and a plane wider than one step of 64 positions
+    # (planes of at most 64 positions go in blocks of 16 channels: 88 = 5 x 16 + 8, stride 2
+    # with dilation, a 5x5 kernel on a 3x8 plane, one block of 3 channels)
     (2, 88, (7, 7), 88, (3, 3), {"group": 88, "pads": [1, 1, 1, 1]}),
+    (1, 40, (9, 11), 40, (3, 3), {"group": 40, "pads": [2, 1, 0, 2], "strides": [2, 2],
+                                  "dilations": [2, 1]}),
+    (2, 17, (3, 8), 17, (5, 5), {"group": 17, "pads": [2, 2, 2, 2]}),
+    (1, 3, (5, 4), 3, (3, 3), {"group": 3, "pads": [1, 1, 1, 1], "strides": [1, 2]}),
     (1, 24, (14, 14), 24, (5, 5), {"group": 24, "pads": [2, 2, 2, 2], "strides": [2, 2]}),
     (1, 3, (11, 9), 12, (3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
     (1, 4, (6, 70), 4, (1, 3), {"group": 4, "pads": [0, 1, 0, 1]}),
