@@ -596,7 +596,7 @@ inline v16 load16(const float* p) {
 struct Direct {
   int64_t hq, wq, phase, phases, chan;  // rows, pitch, floats per phase / per channel
   int64_t kdim;                          // cg * kh * kw
-  static constexpr int64_t kSlack = 160; // floats read past the last channel (<= 16 * CW + 16)
+  static constexpr int64_t kSlack = 160; // floats read past the last channel (<= 16 * CW)
   Direct(const Geom& g)
       : hq(g.oh + (g.kh - 1) * g.dh / g.sh), wq(g.ow + (g.kw - 1) * g.dw / g.sw),
         phase(hq * wq), phases(g.sh * g.sw), chan(phases * hq * wq), kdim(g.k()) {}
@@ -613,6 +613,20 @@ struct Direct {
         }
   }
 };
+
+// row[q] = src[2 q] for q in [q0, q1): the even floats, 16 at a time from 32.
+inline void deinterleave2(const float* src, float* row, int64_t q0, int64_t q1) {
+  int64_t q = q0;
+#if defined(__AVX512F__)
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+  for (; q + 16 < q1; q += 16) {  // reads src[2q .. 2q + 31], all below 2 (q1 - 1) + 1
+    const __m512 lo = _mm512_loadu_ps(src + 2 * q), hi = _mm512_loadu_ps(src + 2 * q + 16);
+    _mm512_storeu_ps(row + q, _mm512_permutex2var_ps(lo, even, hi));
+  }
+#endif
+  for (; q < q1; ++q) row[q] = src[2 * q];
+}
 
 // One channel plane of x into its stride phases, zero-padded (rows [r0, r1) of each phase).
 template <class T>
@@ -638,6 +652,8 @@ void pad_phases(const Geom& g, const Direct& d, const T* xp, float* dst, int64_t
           std::memcpy(row + q0, xr + q0, static_cast<size_t>(q1 - q0) * sizeof(float));
         else if (g.sw == 1)
           for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q]);
+        else if (g.sw == 2 && std::is_same_v<T, float>)
+          deinterleave2(reinterpret_cast<const float*>(xr), row, q0, q1);
         else
           for (int64_t q = q0; q < q1; ++q) row[q] = opsdk::to_float(xr[q * g.sw]);
         std::fill(row + q1, row + d.wq, 0.0f);
@@ -686,19 +702,20 @@ void direct_block(const Geom& g, const Direct& d, const int64_t* off, const floa
     }
 }
 
-// Channels [m0, m0 + rows) of the group (rows <= 8): accumulators 8 vectors in all.
+// Channels [m0, m0 + rows) of the group (rows <= 8): 8 to 24 accumulators, so that each
+// tap's loads (CW input vectors, `rows` weights) feed at least 8 multiply-adds.
 template <class T>
 void direct_rows(int rows, const Geom& g, const Direct& d, const int64_t* off, const float* pad,
                  const float* w, const float* b, T* y, int64_t oy0, int64_t oy1, float* tmp) {
   switch (rows) {
-    case 8: direct_block<8, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 7: direct_block<7, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 6: direct_block<6, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 5: direct_block<5, 1>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 4: direct_block<4, 2>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 3: direct_block<3, 2>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    case 2: direct_block<2, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
-    default: direct_block<1, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 8: direct_block<8, 3>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 7: direct_block<7, 3>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 6: direct_block<6, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 5: direct_block<5, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 4: direct_block<4, 4>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 3: direct_block<3, 6>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    case 2: direct_block<2, 8>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
+    default: direct_block<1, 8>(g, d, off, pad, w, b, y, oy0, oy1, tmp); break;
   }
 }
 
