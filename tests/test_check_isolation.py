@@ -209,3 +209,31 @@ def test_runnable_shapes_survives_a_crash_and_says_so(tmp_path: Path, ort_1232: 
         ["mean", "inv"])
     assert runnable_shapes(model, crashes=crashes, python=str(ort_1232)) == {"x": (1, 8)}
     assert len(crashes) == 1
+
+
+def test_the_doctor_turns_an_onnx_runtime_crash_into_a_finding(tmp_path: Path,
+                                                               ort_1232: Path) -> None:
+    """`opsdk doctor` opens the model in ONNX Runtime (for example shapes) in a child: the
+    crash of ONNX Runtime 1.23.2 on it is a finding naming the model, the version and the
+    node, with the fix, and the doctor exits 1 (findings) instead of dying."""
+    from opsdk.ascend.atc.doctor import diagnose
+
+    model = _layer_norm_folder(tmp_path) / "1" / "model.onnx"
+    found = [f for f in diagnose(str(model), cann="8.1.RC1", python=str(ort_1232))
+             if f.code == "onnxruntime-crash"]
+    assert len(found) == 1, found
+    assert found[0].node == "#1 (com.opsdk::LayerNormalization)"
+    assert found[0].reason.startswith(
+        f"{model}: ONNX Runtime 1.23.2 crashed with SIGABRT (signal 6) opening the model "
+        "(Assertion ")
+    assert ("asked for example input shapes; the crash is node #1 "
+            "(com.opsdk::LayerNormalization): it leaves off outputs Mean, InvStdDev of its "
+            "function; with them named it loads") in found[0].reason
+    assert found[0].fix.startswith("name every output of the node")
+    proc = subprocess.run([sys.executable, "-m", "opsdk", "doctor", str(model), "--cann",
+                           "8.1.RC1", "--ort-python", str(ort_1232)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "[warning] onnxruntime-crash at #1 (com.opsdk::LayerNormalization)" in proc.stdout
+    assert f"reason: {model}: ONNX Runtime 1.23.2 crashed with SIGABRT" in proc.stdout

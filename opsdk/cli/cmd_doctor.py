@@ -4,7 +4,12 @@ The rules are those of one CANN release (its ONNX parser's opsets and operators,
 ``--cann`` names it; without it the installed toolkit's release, else 8.1.RC1.
 ``--target ascend`` (CANN 5-7) or ``ascend-cann8`` picks a generation instead.
 
-Exit status: 0 no findings, 1 findings, 2 the model cannot be read.
+ONNX Runtime opens the model only in a child process (for example shapes of dynamic
+inputs, with --ort-python's ONNX Runtime if given): its crash is a finding that names the
+model, the ONNX Runtime version and the node that crashes it, where one can be isolated.
+
+Exit status: 0 no findings, 1 findings (a crash of ONNX Runtime among them), 2 the model
+cannot be read.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ def register(sub: Any) -> None:
                    help="the CANN release of the host's ATC, e.g. 8.1.RC1, 9.2 (default: the "
                    "target's, else the installed toolkit's, else 8.1.RC1): its opset range, "
                    "operators and E16005 rule")
+    p.add_argument("--ort-python", metavar="PYTHON",
+                   help="the interpreter whose ONNX Runtime opens the model for example shapes "
+                   "(default: this one), e.g. the ONNX Runtime 1.23.2 venv npu_ge pins "
+                   "(opsdk triton check makes it): a crash of it is a finding naming the node")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(func=run)
 
@@ -48,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     label = f"{profile.name} (CANN {version})"
     try:
         findings = diagnose(
-            args.model, target=profile.name, input_shapes=shapes, cann=str(version)  # type: ignore[arg-type]
-        )
+            args.model, target=profile.name, input_shapes=shapes, cann=str(version),  # type: ignore[arg-type]
+            python=args.ort_python)
     except ModelError as e:
         if args.json:
             print(json.dumps({"model": args.model, "error": str(e)}))

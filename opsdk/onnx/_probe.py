@@ -231,8 +231,9 @@ def runnable_shapes(
 
     ONNX Runtime runs in a child process (:class:`~opsdk.onnx._ort_child.OrtChild`): when
     it crashes, the answer is None and ``crashes`` (if given) gets one line naming the
-    version, the signal and the stage. ``python``: the interpreter whose ONNX Runtime runs
-    it (default: this one).
+    version, the signal, the stage and, where more children isolate it
+    (:mod:`opsdk.onnx._crash`), the node and its fix. ``python``: the interpreter whose
+    ONNX Runtime runs it (default: this one).
 
     Example:
         >>> runnable_shapes(yolo)  # doctest: +SKIP
@@ -241,9 +242,10 @@ def runnable_shapes(
     from ._model import ModelError
     from ._ort_child import OrtChild, OrtChildCrash
 
-    def crashed(e: OrtChildCrash) -> None:
+    def crashed(e: OrtChildCrash, feeds: Mapping[str, np.ndarray] | None = None) -> None:
         if crashes is not None:
-            crashes.append(str(e) + (f" ({e.last_words})" if e.last_words else ""))
+            crashes.append(str(e) + (f" ({e.last_words})" if e.last_words else "")
+                           + _crash_node(model, feeds, python or sys.executable))
 
     try:
         child = OrtChild(model, python or sys.executable)
@@ -252,6 +254,7 @@ def runnable_shapes(
         return None
     except ModelError:  # custom ops, or a model ONNX Runtime refuses: no sizing to offer
         return None
+    feeds: dict[str, np.ndarray] | None = None
     try:
         for sizing in _sizings(model, sizes):
             try:
@@ -264,7 +267,24 @@ def runnable_shapes(
                 continue
             return {name: tuple(int(n) for n in arr.shape) for name, arr in feeds.items()}
     except OrtChildCrash as e:
-        crashed(e)
+        crashed(e, feeds)
     finally:
         child.close()
     return None
+
+
+def _crash_node(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray] | None,
+                python: str) -> str:
+    """"; the crash is node ...: why; fix: ..." when children isolate it, else ""."""
+    from ._crash import child_crashes, isolate_crash
+
+    if feeds is None:
+        try:
+            feeds = probe_feeds(model, next(iter(_sizings(model, SIZES))))
+        except ProbeTooBig:
+            feeds = {}
+    found = isolate_crash(model, child_crashes(feeds, python))
+    if found is None:
+        return ""
+    return f"; the crash is node {found.node}: {found.why}" + (
+        f"; fix: {found.fix}" if found.fix else "")

@@ -1,12 +1,7 @@
-"""Which node of a model crashes ONNX Runtime, found in child processes after a crash.
+"""Which node of a model crashes ONNX Runtime 1.23.2 (as inside npu_ge), after a crash.
 
-Run only after :func:`~opsdk.triton._ort_check.run_ort_child` saw ONNX Runtime die. First
-the outputs: a node that calls a function of the model and leaves off some of the
-function's trailing outputs gets them named (ONNX Runtime 1.23.2 aborts inlining such a
-call), and a node's unused outputs are left off; each kind of change, applied to every node
-it fits, is one child; the nodes of the kind that helped are bisected to the one that
-matters. Else the graph is cut after each half of its nodes in turn (bisection on the
-prefix) to name the first node whose presence crashes it. Each step is one child.
+The bisection is :mod:`opsdk.onnx._crash`'s; each of its runs here is a
+:func:`~opsdk.triton._ort_check.run_ort_child` (the pinned runtime, with the feeds).
 
 Example:
     >>> found = isolate_crash(model, feeds, python)  # doctest: +SKIP
@@ -16,73 +11,20 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import ModelProto, NodeProto
+from onnx import ModelProto
 
-from ..onnx._model import node_label
+from ..onnx import _crash
+from ..onnx._crash import Isolated
 from ._errors import TritonConfigError
 from ._ort_check import OrtCrash, run_ort_child
 
 __all__ = ["Isolated", "isolate_crash"]
-
-
-@dataclass(frozen=True)
-class Isolated:
-    """The node that crashes, what about it does (``why``), and a ``fixed`` copy that does
-    not crash when a change of its outputs alone avoids it (else None)."""
-
-    node: str
-    why: str
-    fixed: ModelProto | None
-    change: str = ""
-    fix: str = ""
-
-
-# A kind of output change: per node, the changed node and what changed, or None.
-_Changed = tuple[NodeProto, str] | None
-_Change = Callable[[NodeProto, ModelProto, set[str]], _Changed]
-
-
-def _name_left_off(node: NodeProto, model: ModelProto, used: set[str]) -> _Changed:
-    fn = next((f for f in model.functions
-               if (f.domain, f.name) == (node.domain, node.op_type)), None)
-    if fn is None or len(node.output) >= len(fn.output):
-        return None
-    missing = list(fn.output[len(node.output):])
-    new = copy.deepcopy(node)
-    base = node.output[0] if node.output and node.output[0] else node.op_type
-    new.output.extend(f"{base}__opsdk_{m}" for m in missing)
-    return new, f"names its left-off outputs {', '.join(missing)} (unused)"
-
-
-def _drop_unused(node: NodeProto, model: ModelProto, used: set[str]) -> _Changed:
-    unused = [o for o in node.output[1:] if o and o not in used]
-    if not unused:
-        return None
-    new = copy.deepcopy(node)
-    outs = [o if o in used or i == 0 else "" for i, o in enumerate(node.output)]
-    while len(outs) > 1 and not outs[-1]:
-        outs.pop()
-    del new.output[:]
-    new.output.extend(outs)
-    return new, f"leaves off its unused outputs {', '.join(unused)}"
-
-
-_CHANGES: tuple[tuple[_Change, str, str], ...] = (
-    (_name_left_off, "it leaves off outputs {names} of its function; with them named it loads",
-     "name every output of the node (unused ones may take any fresh name), e.g. with "
-     "opsdk.onnx.make_node, and rebuild the folder with opsdk triton build"),
-    (_drop_unused, "it has unused outputs {names}; with them left off it loads",
-     "leave the node's unused outputs off (an empty name, or none at the end) and rebuild "
-     "the folder with opsdk triton build"),
-)
 
 
 def isolate_crash(model: ModelProto, feeds: Mapping[str, np.ndarray],
@@ -91,86 +33,8 @@ def isolate_crash(model: ModelProto, feeds: Mapping[str, np.ndarray],
 
     None when no single node can be blamed (the whole model crashes, each part alone runs).
     """
-    used = _used(model)
-    for change, why, fix in _CHANGES:
-        changed = {i: c for i, n in enumerate(model.graph.node)
-                   if (c := change(n, model, used)) is not None}
-        if not changed or _crashes(_with(model, changed), feeds, python):
-            continue
-        idxs = sorted(changed)
-        while len(idxs) > 1:  # the half whose change alone still avoids the crash
-            half = idxs[: len(idxs) // 2]
-            keep = half if not _crashes(_with(model, {i: changed[i] for i in half}), feeds,
-                                        python) else idxs[len(idxs) // 2:]
-            idxs = keep
-        i = idxs[0]
-        node = model.graph.node[i]
-        names = _names(node, changed[i][0], model)
-        fixed = _with(model, {i: changed[i]})
-        if len(changed) > 1 and _crashes(fixed, feeds, python):  # no one node: all of them
-            return Isolated(", ".join(node_label(model.graph.node[j], j) for j in changed),
-                            why.format(names="(each)"), _with(model, changed),
-                            changed[i][1], fix)
-        return Isolated(node_label(node, i), why.format(names=", ".join(names)), fixed,
-                        changed[i][1], fix)
-    return _first_crashing_node(model, feeds, python)
-
-
-def _names(old: NodeProto, new: NodeProto, model: ModelProto) -> list[str]:
-    """The outputs a change added (by the function's names) or removed."""
-    fn = next((f for f in model.functions if (f.domain, f.name) == (old.domain, old.op_type)),
-              None)
-    if len(new.output) > len(old.output) and fn is not None:
-        return list(fn.output[len(old.output):len(new.output)])
-    return [o for o in old.output if o and o not in new.output]
-
-
-def _first_crashing_node(model: ModelProto, feeds: Mapping[str, np.ndarray],
-                         python: str | Path) -> Isolated | None:
-    nodes = model.graph.node
-    lo, hi = 0, len(nodes)  # the first lo nodes alone run; the first hi (all) crash
-    if hi == 0:
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _crashes(_prefix(model, mid), feeds, python):
-            hi = mid
-        else:
-            lo = mid
-    node = nodes[hi - 1]
-    return Isolated(node_label(node, hi - 1),
-                    "the graph cut right after it crashes, cut right before it loads", None)
-
-
-def _used(model: ModelProto) -> set[str]:
-    used = {o.name for o in model.graph.output}
-    for n in model.graph.node:
-        used.update(n.input)
-        for a in n.attribute:  # values a subgraph reads from the outer scope
-            for g in [a.g, *a.graphs]:
-                for sub in g.node:
-                    used.update(sub.input)
-    return used
-
-
-def _with(model: ModelProto, changed: Mapping[int, tuple[NodeProto, str]]) -> ModelProto:
-    out = copy.deepcopy(model)
-    for i, (node, _) in changed.items():
-        out.graph.node[i].CopyFrom(node)
-    return out
-
-
-def _prefix(model: ModelProto, k: int) -> ModelProto:
-    """The first ``k`` nodes, whose values no later one of them reads are the outputs."""
-    out = copy.deepcopy(model)
-    del out.graph.node[k:]
-    read = {v for n in out.graph.node for v in n.input}
-    produced = [o for n in out.graph.node for o in n.output if o]
-    types = {v.name: v for v in [*model.graph.value_info, *model.graph.output]}
-    del out.graph.output[:]
-    for name in [o for o in produced if o not in read] or produced[-1:]:
-        out.graph.output.append(types.get(name) or onnx.ValueInfoProto(name=name))
-    return out
+    return _crash.isolate_crash(model, lambda m: _crashes(m, feeds, python),
+                                ", and rebuild the folder with opsdk triton build")
 
 
 def _crashes(model: ModelProto, feeds: Mapping[str, np.ndarray], python: str | Path) -> bool:

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -81,6 +83,7 @@ def diagnose(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     extra: Iterable[OpSpec] = (),
     cann: str | None = None,
+    python: str | None = None,
 ) -> list[Finding]:
     """Everything ATC's ONNX parser will reject or mis-handle in ``model``.
 
@@ -95,6 +98,10 @@ def diagnose(
             operator table, and whether a default-domain node next to a custom domain
             blocks (E16005). Default: the target's release, else the installed toolkit's,
             else :data:`~opsdk.ascend.versions.DEFAULT_CANN`.
+        python: the interpreter whose ONNX Runtime opens the model (in a child process) for
+            example shapes of dynamic inputs; default: this one. A crash of that ONNX
+            Runtime is an ``onnxruntime-crash`` finding naming the model, the version and,
+            where it can be isolated, the node and its fix.
 
     Raises:
         ModelError: the model cannot be read.
@@ -111,7 +118,8 @@ def diagnose(
     _check_input_shapes(m, input_shapes or {})
     findings = _invalid_model(m) + _opset_findings(m, profile)
     findings += _mixed_domain_findings(m, version)
-    findings += _dynamic_inputs(m, set(input_shapes or ()))
+    label = str(model) if isinstance(model, (str, os.PathLike)) else "the model"
+    findings += _dynamic_inputs(m, set(input_shapes or ()), label, python)
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
@@ -404,7 +412,8 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     return out
 
 
-def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
+def _dynamic_inputs(m: ModelProto, bounded: set[str], label: str = "the model",
+                    python: str | None = None) -> list[Finding]:
     inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
     out = []
     runnable: dict[str, tuple[int, ...]] | None = None
@@ -416,14 +425,24 @@ def _dynamic_inputs(m: ModelProto, bounded: set[str]) -> list[Finding]:
             continue
         if runnable is None:  # once: sizes ONNX Runtime runs the model on, for the example
             crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
-            runnable = runnable_shapes(m, crashes=crashes) or {}
-            out += [Finding("onnxruntime-crash", "warning", None, None,
-                            f"{c}, asked for example input shapes; a host that opens the model "
-                            "with ONNX Runtime (Triton's npu_ge backend) may crash too",
-                            "opsdk triton build --target ascend, then opsdk triton check on the "
-                            "folder, name the node that crashes it") for c in crashes]
+            runnable = runnable_shapes(m, crashes=crashes, python=python) or {}
+            out += [_crash_finding(label, c) for c in crashes]
         out.append(_dynamic_finding(vi, dims, runnable.get(vi.name)))
     return out
+
+
+def _crash_finding(label: str, crash: str) -> Finding:
+    """A crash line of :func:`runnable_shapes` ("ONNX Runtime V crashed ...[; the crash is
+    node N: why][; fix: ...]") as a finding on that node, if one was isolated."""
+    said, _, fix = crash.partition("; fix: ")
+    head, _, where = said.partition("; ")
+    node = re.search(r"^the crash is node (#\d+ \([^)]*\))", where)
+    return Finding("onnxruntime-crash", "warning", node.group(1) if node else None, None,
+                   f"{label}: {head}, asked for example input shapes"
+                   + (f"; {where}" if where else "") + "; a host that opens the model with "
+                   "that ONNX Runtime (Triton's npu_ge backend) may crash too",
+                   fix or "no one node could be blamed: opsdk triton build --target ascend, "
+                   "then opsdk triton check on the folder, runs the model as npu_ge does")
 
 
 def _dynamic_finding(vi: onnx.ValueInfoProto, dims: list[int | str | None] | None,
