@@ -15,10 +15,13 @@
 // * Work is split over (image, group, column block, output-channel block) tasks that the
 //   threads of ctx.parallel_for take one at a time from a shared counter; each thread
 //   packs into its own reusable, aligned scratch.
-// * Depthwise convolutions (one input channel per group, any channel multiplier; also two
-//   per group) skip the GEMM, whose per-group set-up dominated there (K = kH * kW): each
-//   (image, output channel) plane is computed directly from a zero-padded copy split by
-//   stride phase, each tap one long contiguous (vectorised) multiply-add over the plane.
+// * Direct paths skip the GEMM where its packing or per-group set-up dominates (small K):
+//   depthwise and 2-per-group convolutions, and dense ones with at most 4 input channels
+//   (first layers). The group's planes are copied zero-padded and split by stride phase,
+//   and MB output channels x CW 16-wide vectors of output positions accumulate in
+//   registers over the taps. Depthwise convolutions on planes of at most 64 positions go
+//   in blocks of 16 channels (a [row][column][channel] copy), 1x1 convolutions on planes
+//   of fewer than 16 positions as dot products along C.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
 #include <opsdk/custom_op.h>
@@ -663,10 +666,13 @@ void pad_phases(const Geom& g, const Direct& d, const T* xp, float* dst, int64_t
 
 // Output rows [oy0, oy1) of MB channels (weights w, MB rows of kdim; bias b or null) from
 // the padded group `pad`, into planes y, y + p, ... (T), through the flat scratch `tmp`.
+constexpr int64_t DIRECT_MB = 8;  // output channels per direct block, at most
+
 template <int MB, int CW, class T>
 void direct_block(const Geom& g, const Direct& d, const int64_t* off, const float* pad,
                   const float* w, const float* b, T* y, int64_t oy0, int64_t oy1, float* tmp) {
   constexpr int64_t STEP = 16 * CW;
+  static_assert(STEP <= 128 && MB <= DIRECT_MB, "direct_channels sizes tmp for this");
   const int64_t p0 = oy0 * d.wq, p1 = (oy1 - 1) * d.wq + g.ow;
   const int64_t ld = (p1 - p0 + STEP - 1) / STEP * STEP;
   for (int64_t pos = p0; pos < p1; pos += STEP) {
@@ -719,15 +725,13 @@ void direct_rows(int rows, const Geom& g, const Direct& d, const int64_t* off, c
   }
 }
 
-constexpr int64_t DIRECT_MB = 8;
-
 // Output channels [m0, m1) of the group, rows [oy0, oy1), in blocks of DIRECT_MB channels.
 template <class T>
 void direct_channels(const Geom& g, const Direct& d, const int64_t* off, const float* pad,
                      int64_t n, int64_t grp, int64_t m0, int64_t m1, int64_t oy0, int64_t oy1,
                      const float* wf, const float* bf, T* y) {
-  const int64_t ld = ((oy1 - oy0) * d.wq + 64) / 64 * 64;
-  float* tmp = scratch(static_cast<size_t>(DIRECT_MB * ld), 1);
+  // direct_block's rows of tmp: the flat span rounded up to its step (at most 128 floats)
+  float* tmp = scratch(static_cast<size_t>(DIRECT_MB * ((oy1 - oy0) * d.wq + 128)), 1);
   for (int64_t m = m0; m < m1; m += DIRECT_MB) {
     const int64_t oc = grp * g.mg + m;
     const int rows = static_cast<int>(std::min(DIRECT_MB, m1 - m));

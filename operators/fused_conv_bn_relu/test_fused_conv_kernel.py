@@ -103,6 +103,9 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 1, (17, 40), 3, (3, 3), {"pads": [1, 0, 1, 2]}),
     (1, 4, (21, 19), 20, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
     (1, 2, (16, 18), 9, (3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2], "strides": [2, 1]}),
+    # PP-OCR's and YOLOv8n's first layer: blocks of 40 rows of 161, a span that 48-wide
+    # steps round past the row pitch (the scratch was once sized short of it)
+    (1, 3, (320, 320), 16, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
     # depthwise on small planes (7x7 and 14x14 of MobileNet), a multiplier of 4 channels per
     # input, and a plane wider than one step of 64 positions
     # (planes of at most 64 positions go in blocks of 16 channels: 88 = 5 x 16 + 8, stride 2
