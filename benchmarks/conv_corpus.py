@@ -13,6 +13,7 @@ folds BN and prepacks) interleaved in one process, medians. Nothing here asserts
     python -m opsdk.testing.corpus --fetch && python -m opsdk.testing.corpus --fetch yolov8n
     python benchmarks/conv_corpus.py [--repeat 7] [--threads 2,1] [--json] [--markdown]
                                      [--only NAME-SUBSTRING] [--limit N]
+    python benchmarks/conv_corpus.py --compare before.json after.json
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import types
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -245,6 +247,25 @@ def summary(rows: list[Row], threads: list[int]) -> list[str]:
     return out
 
 
+def compare(before: str, after: str, threads: list[int]) -> str:
+    """The Markdown table of two ``--json`` runs: per shape and thread count, ONNX
+    Runtime's time and the ratio in each run, opsdk's time in the second."""
+    runs = [{r["label"]: r for r in json.loads(Path(f).read_text())} for f in (before, after)]
+    header = ["shape", "models"]
+    for t in threads:
+        header += [f"ORT ms {t}t", f"opsdk ms {t}t", f"ratio {t}t before", f"ratio {t}t after"]
+    cells = []
+    for label, r in runs[1].items():
+        row = [label, ", ".join(m + (f" x{k}" if k > 1 else "") for m, k in r["models"].items())]
+        for t in threads:
+            now, old = r["ms"][str(t)], runs[0].get(label, {}).get("ms", {}).get(str(t))
+            was = f"{old['opsdk'] / old['onnxruntime']:.2f}x" if old else "-"
+            row += [f"{now['onnxruntime']:.3f}", f"{now['opsdk']:.3f}", was,
+                    f"{now['opsdk'] / now['onnxruntime']:.2f}x"]
+        cells.append(row)
+    return format_markdown(header, cells)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--repeat", type=int, default=7, help="interleaved rounds per shape")
@@ -253,8 +274,13 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=0, help="at most this many shapes")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="print the Markdown table of two --json runs; measure nothing")
     args = p.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.compare:
+        print(compare(*args.compare, threads))
+        return 0
     rows = [r for r in corpus_rows(models()) if args.only in r.shape.label]
     rows = rows[:args.limit] if args.limit else rows
     load = [os.getloadavg()[0]]
