@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers.pipelines import write_pipeline
+from _helpers.pipelines import build_cpu_repo, write_pipeline
 
 from opsdk.cli import main
 from opsdk.triton import build_pipeline, check_ensemble, load_pipeline
@@ -18,10 +18,7 @@ from opsdk.triton import build_pipeline, check_ensemble, load_pipeline
 
 @pytest.fixture(scope="module")
 def cpu_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pipeline = write_pipeline(tmp_path_factory.mktemp("pipeline"))
-    repo = tmp_path_factory.mktemp("repo")
-    build_pipeline(load_pipeline(pipeline), repo, operators_path=())
-    return repo
+    return build_cpu_repo(tmp_path_factory)
 
 
 def _edit(repo: Path, old: str, new: str) -> None:

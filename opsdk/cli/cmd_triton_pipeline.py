@@ -151,6 +151,9 @@ def run_ensemble_check(args: argparse.Namespace) -> int:
     for step, result in report.models.items():
         print(f"  step '{step}': npu_ge model, CANN {result.cann} parser rules, ONNX Runtime "
               f"{result.onnxruntime or '(did not run)'}")
+    for step in report.onnx_steps:
+        print(f"  step '{step}': its model.onnx read, opened with opsdk.onnx.Session (as its "
+              "model.py does) and compared with its config.pbtxt")
     for problem in report.problems:
         print(f"  problem: {problem}")
     print("ok" if report.ok else f"{len(report.problems)} problem(s)")

@@ -152,7 +152,7 @@ def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | No
                "python": str(python) if python else None, "batched": batched,
                "result": str(result), "feeds": str(feeds_file)}
         (Path(tmp) / "job.json").write_text(json.dumps(job))
-        code, said = _run_child(str(Path(tmp) / "job.json"))
+        code, said = run_check_child("opsdk.triton._check_child", str(Path(tmp) / "job.json"))
         sys.stderr.write(said)
         if code == 0 and result.is_file():
             _take(report, json.loads(result.read_text()))
@@ -161,14 +161,15 @@ def _judge_in_child(report: NpuGeCheck, path: Path, dims: Mapping[str, int] | No
     report.problems.append(_child_crash(path, code, said, feeds))
 
 
-def _run_child(job_file: str) -> tuple[int, str]:
-    """Run :func:`judge_job` in ``python -m opsdk.triton._check_child``: its exit code
-    (negative: the signal) and output. A fresh interpreter, not a fork: numpy's BLAS
-    threads are running by then, and forking a threaded process can deadlock the child."""
+def run_check_child(module: str, job_file: str) -> tuple[int, str]:
+    """Run ``python -m MODULE JOB`` (:func:`judge_job` in ``opsdk.triton._check_child``):
+    its exit code (negative: the signal) and output. A fresh interpreter, not a fork:
+    numpy's BLAS threads are running by then, and forking a threaded process can deadlock
+    the child."""
     here = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "opsdk.triton._check_child", job_file],
+    proc = subprocess.run([sys.executable, "-m", module, job_file],
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, env=env)
     return proc.returncode, proc.stdout.decode(errors="replace")
@@ -188,9 +189,10 @@ def _take(report: NpuGeCheck, result: Mapping[str, Any]) -> None:
     report.onnxruntime = result["onnxruntime"]
 
 
-def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarray] | None,
-                 ) -> str:
-    """The finding of a check child that died: the kernel that did it, else the node."""
+def child_died(path: Path, code: int, said: str, stage: str = "") -> str:
+    """The finding of a check child that died (``stage``: what it was doing, if known):
+    the kernel that did it, or the exit and a traceback's last line; "" ends a crash
+    without either (the caller may isolate the node)."""
     from importlib.metadata import version
 
     from ..runtime._procs import kernel_last_words, signal_name
@@ -198,7 +200,7 @@ def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarra
     how = (f"crashed with {signal_name(-code)} (signal {-code})" if code < 0
            else f"ended with exit status {code}")
     head = (f"the check's own run of {path} (opsdk's kernels, ONNX Runtime "
-            f"{version('onnxruntime')}) {how}")
+            f"{version('onnxruntime')}) {how}" + (f" {stage}" if stage else ""))
     words = kernel_last_words(said)
     if words is not None:
         op, what = words
@@ -209,6 +211,17 @@ def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarra
         traced = "Traceback (most recent call last):" in said and lines
         return head + (f": {lines[-1][:300]}" if traced else
                        " before it wrote its result (an exit from code outside opsdk?)")
+    return head
+
+
+def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarray] | None,
+                 ) -> str:
+    """The finding of a check child that died: the kernel that did it, else the node."""
+    from ..runtime._procs import kernel_last_words
+
+    head = child_died(path, code, said)
+    if code >= 0 or kernel_last_words(said) is not None:
+        return head
     if feeds is None:
         return f"{head} before it had its probe inputs; run it alone to see where"
     from ._crash import isolate_crash

@@ -119,8 +119,9 @@ def _dims_problem(kind: str, t: TensorIO, got: list[int], batched: bool) -> str 
     return None
 
 
-def config_problems(config: Any, io: GraphIO) -> list[str]:
-    """Contradictions between a parsed config and the model's inputs and outputs.
+def config_problems(config: Any, io: GraphIO, fix: str = "") -> list[str]:
+    """Contradictions between a parsed config and the model's inputs and outputs, each
+    ending with ``fix`` (default: rebuild with opsdk triton build or correct the config).
 
     Example:
         >>> config_problems(parse_config(Path("repo/net/config.pbtxt")),
@@ -129,7 +130,7 @@ def config_problems(config: Any, io: GraphIO) -> list[str]:
     """
     problems = []
     batched = config.max_batch_size > 0
-    fix = "; rebuild the folder with opsdk triton build or correct config.pbtxt"
+    fix = fix or "; rebuild the folder with opsdk triton build or correct config.pbtxt"
     for kind, declared, tensors in (("input", config.input, io.inputs),
                                     ("output", config.output, io.outputs)):
         model = {t.name: t for t in tensors}

@@ -41,6 +41,7 @@ class EnsembleCheck:
     edges: list[Edge] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     models: dict[str, Any] = field(default_factory=dict)  # per npu_ge step: its NpuGeCheck
+    onnx_steps: list[str] = field(default_factory=list)  # cpu steps whose model.onnx was judged
 
     @property
     def ok(self) -> bool:
@@ -100,7 +101,9 @@ def check_ensemble(folder: str | Path, models: bool = False, cann: str = "auto"
                    ) -> EnsembleCheck:
     """Check the wiring of the ensemble at ``folder`` against its steps' configs beside it;
     with ``models``, every npu_ge step also gets :func:`check_npu_ge_folder` (GE parser rules
-    of ``cann``, ONNX Runtime 1.23.2 as inside npu_ge), its problems named by step.
+    of ``cann``, ONNX Runtime 1.23.2 as inside npu_ge), and every cpu step that runs an ONNX
+    model has it read, opened with opsdk's Session in a child process and compared with its
+    config.pbtxt (:mod:`._step_check`), the problems named by step.
 
     Example:
         >>> report = check_ensemble("repo/ocr")  # doctest: +SKIP
@@ -131,13 +134,17 @@ def check_ensemble(folder: str | Path, models: bool = False, cann: str = "auto"
 def _check_models(report: EnsembleCheck, repo: Path, cann: str) -> None:
     from ._check import check_npu_ge_folder
     from ._npu_ge import BACKEND
+    from ._step_check import onnx_step_model, onnx_step_problems
 
-    for step in report.steps:
+    for step in dict.fromkeys(report.steps):
         config = repo / step / "config.pbtxt"
         if config.is_file() and f'backend: "{BACKEND}"' in config.read_text(errors="replace"):
             result = check_npu_ge_folder(repo / step, cann=cann)
             report.models[step] = result
             report.problems += [f"step '{step}': {p}" for p in result.problems]
+        elif onnx_step_model(repo / step) is not None:
+            report.onnx_steps.append(step)
+            report.problems += onnx_step_problems(repo, step)
 
 
 def _check_step(report: EnsembleCheck, repo: Path, step: Any, ensemble: Any,

@@ -4,6 +4,7 @@ operator) and a Python step, written into a folder as a user would."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -225,3 +226,14 @@ def write_aipp_pipeline(folder: Path, declaration: str = "pre.toml") -> Path:
     path = folder / "pipeline.toml"
     path.write_text(text)
     return path
+
+
+def build_cpu_repo(factory: Any) -> Path:
+    """The --target cpu repository of :func:`write_pipeline`'s pipeline, in two fresh
+    folders of the pytest tmp_path_factory ``factory`` (a module fixture's body)."""
+    from opsdk.triton import build_pipeline, load_pipeline
+
+    pipeline = write_pipeline(factory.mktemp("pipeline"))
+    repo: Path = factory.mktemp("repo")
+    build_pipeline(load_pipeline(pipeline), repo, operators_path=())
+    return repo
