@@ -115,12 +115,17 @@ def run(args: argparse.Namespace) -> int:
             "records": [r.__dict__ for r in result.records],
         }, indent=2))
         return 0
+    # the opset's outcome ends the last line in every mode (the records above it may be
+    # the --report's, or many); a model left at its opset is said there alone
+    opset = [r for r in result.records if r.node == "the model"
+             and r.action in ("converted", "skipped")]
     if not args.report:
         for r in result.records:
-            print(f"{r.action:9} {r.node}: {r.detail}")
-    lowered = [r for r in result.records if r.action == "converted"]
+            if r.node != "the model" or r.action != "skipped":
+                print(f"{r.action:9} {r.node}: {r.detail}")
     print(f"wrote {path}: {result.changed} rewrite(s)"
-          + (f", {lowered[0].detail}" if lowered else ""))
+          + (f", {'the model ' if opset[0].action == 'skipped' else ''}{opset[0].detail}"
+             if opset else ""))
     return 0
 
 

@@ -174,7 +174,10 @@ def lower_opset(
     out.CopyFrom(model)
     if version is None or version <= to:
         return RewriteResult(out, [RewriteRecord(
-            "the model", "skipped", f"imports ai.onnx opset {version}, not above {to}")])
+            "the model", "skipped",
+            f"imports ai.onnx opset {version}, not above {to}: left at opset {version} "
+            "(--opset only takes a model down)" if version is not None else
+            f"imports no ai.onnx opset: nothing to take down to {to}")])
     try:
         types = value_types(onnx.shape_inference.infer_shapes(out))
     except Exception:  # types only serve the expansions and checks

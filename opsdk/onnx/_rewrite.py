@@ -545,9 +545,16 @@ def rewrite(
     (:attr:`ModelTiming.pays`), every fusion is undone and recorded ``refused`` with the
     figures. Replacements are what the caller asked for by name and are not judged.
 
+    A graph that is broken (a dangling tensor, a value made twice, a graph output nothing
+    makes, a missing opset import, a cycle: :mod:`._structure`) is refused first, as
+    :class:`ModelError` naming the node, the tensor and the fix.
+
     Example:
         >>> rewrite(model, fuse=["conv-bn-relu"], replace=["GridSample"])  # doctest: +SKIP
     """
+    from ._structure import check_structure
+
+    check_structure(model, "rewrite")
     records: list[RewriteRecord] = []
     before = model
     for name in fuse:
