@@ -164,15 +164,22 @@ class Pipeline:
         _check_outputs(self, where)
 
 
+_NAME_MAX = 255  # bytes of one folder name on Linux file systems (the names are ASCII)
+
+
 def _check_name(name: str, where: str, what: str) -> None:
     if not name or not set(name) <= _NAME_OK or name.startswith("."):
         raise PipelineError(
             f"{where}: {what} {name!r} must be non-empty, not start with '.' and use only "
             "letters, digits, '_', '-' and '.' (it becomes a model folder)")
+    if len(name) > _NAME_MAX:
+        raise PipelineError(
+            f"{where}: {what} {name[:24]!r}... has {len(name)} characters, a model folder's "
+            f"name at most {_NAME_MAX}; give it a shorter name")
 
 
 def _check_steps(p: Pipeline, where: str) -> None:
-    known = {t.name: "the pipeline's inputs" for t in p.inputs}
+    known = {t.name: "the pipeline's inputs already produce" for t in p.inputs}
     names = {p.name}
     for step in p.steps:
         at = f"{where}, step {step.name!r}"
@@ -193,8 +200,8 @@ def _check_steps(p: Pipeline, where: str) -> None:
             if tensor in known:
                 raise PipelineError(
                     f"{at}: output {own!r} writes tensor {tensor!r}, which "
-                    f"{known[tensor]} already produce; name it differently")
-            known[tensor] = f"step {step.name!r}"
+                    f"{known[tensor]}; name it differently")
+            known[tensor] = f"step {step.name!r} already produces"
         _check_kind(step, at)
 
 
@@ -213,8 +220,10 @@ def _check_kind(step: Step, at: str) -> None:
     elif step.files:
         raise PipelineError(f"{at}: files belong to python steps (data their function reads)")
     elif step.kind == "onnx" and not Path(step.source).is_file():
-        raise PipelineError(f"{at}: ONNX model {step.source} does not exist; give its path "
-                            "relative to the pipeline file")
+        what = ("is a folder, not an .onnx file" if Path(step.source).is_dir() else
+                "does not exist")
+        raise PipelineError(f"{at}: ONNX model {step.source} {what}; give the path of its "
+                            ".onnx file relative to the pipeline file")
     if step.max_batch_size is not None and step.max_batch_size < 0:
         raise PipelineError(f"{at}: max_batch_size {step.max_batch_size} must be >= 0")
     if step.instances < 1:
