@@ -28,7 +28,7 @@ from onnx import ModelProto, NodeProto
 
 from ._model import ModelError, node_label
 
-__all__ = ["Isolated", "child_crashes", "isolate_crash"]
+__all__ = ["Isolated", "child_crashes", "crash_note", "isolate_crash"]
 
 #: Whether ONNX Runtime dies on a copy of the model (each call one child process).
 Crashes = Callable[[ModelProto], bool]
@@ -197,3 +197,13 @@ def child_crashes(feeds: Mapping[str, np.ndarray], python: str | Path) -> Crashe
         return False
 
     return crashes
+
+
+def crash_note(model: ModelProto, feeds: Mapping[str, np.ndarray], python: str | Path) -> str:
+    """"; the crash is node N: why; fix: ..." for a crash of the ONNX Runtime of ``python``
+    on ``model`` (with ``feeds``) when children isolate it, else ""."""
+    found = isolate_crash(model, child_crashes(feeds, python))
+    if found is None:
+        return ""
+    return f"; the crash is node {found.node}: {found.why}" + (
+        f"; fix: {found.fix}" if found.fix else "")

@@ -307,15 +307,37 @@ def _drop_import(model: ModelProto, domain: str) -> None:
     model.opset_import.extend(kept)
 
 
+def _run_apart(model: ModelProto, feeds: Mapping[str, np.ndarray], which: str
+               ) -> list[Any]:
+    """The outputs of ONNX Runtime in a child process (:class:`~._ort_child.OrtChild`): its
+    crash is a ModelError naming the version, the stage and, where children isolate it,
+    the node, instead of the end of the command."""
+    import sys
+
+    from ._crash import crash_note
+    from ._ort_child import OrtChild, OrtChildCrash
+
+    try:
+        child = OrtChild(model, sys.executable)
+        try:
+            return child.outputs(feeds)
+        finally:
+            child.close()
+    except OrtChildCrash as e:
+        words = f" ({e.last_words})" if e.last_words else ""
+        raise ModelError(
+            f"comparing the {which} model's outputs with the other's: {e}{words}"
+            f"{crash_note(model, feeds, sys.executable)}; the {which} model is not kept"
+        ) from None
+    except RuntimeError as e:
+        raise ModelError(f"ONNX Runtime cannot run the {which} model on the probe inputs "
+                         f"({str(e).splitlines()[0][:300] if str(e) else 'no message'}); "
+                         "it is not kept") from None
+
+
 def _compare(before: ModelProto, after: ModelProto, feeds: Mapping[str, np.ndarray]
              ) -> RewriteRecord:
-    import onnxruntime as ort
-
-    def run(m: ModelProto) -> list[Any]:
-        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-        return sess.run(None, dict(feeds))
-
-    want, got = run(before), run(after)
+    want, got = _run_apart(before, feeds, "original"), _run_apart(after, feeds, "lowered")
     worst, scale = 0.0, 1.0
     for w, g in zip(want, got, strict=True):
         w64, g64 = np.asarray(w, np.float64), np.asarray(g, np.float64)

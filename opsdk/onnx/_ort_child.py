@@ -33,7 +33,8 @@ from ._model import ModelError
 __all__ = ["OrtChild", "OrtChildCrash"]
 
 # The child: say "version V", open the model, say "opened" (or "error" and why); then per
-# line (a .npz of feeds) one line of JSON: the output shapes or ONNX Runtime's error.
+# line (a .npz of feeds, and a tab and a .npz to write the outputs to, if wanted) one line
+# of JSON: the output shapes or ONNX Runtime's error.
 _SERVE = r"""
 import json, sys
 import numpy as np
@@ -49,8 +50,11 @@ except Exception as e:
 names = [o.name for o in sess.get_outputs()]
 print("opened", flush=True)
 for line in sys.stdin:
+    feeds_path, _, out_path = line.rstrip("\n").partition("\t")
     try:
-        outs = sess.run(names, dict(np.load(line.strip())))
+        outs = sess.run(names, dict(np.load(feeds_path)))
+        if out_path:
+            np.savez(out_path, *outs)
         reply = {"shapes": {n: list(np.shape(o)) for n, o in zip(names, outs)}}
     except Exception as e:
         reply = {"error": str(e)}
@@ -94,21 +98,31 @@ class OrtChild:
 
     def run(self, feeds: Mapping[str, Any]) -> dict[str, list[int]]:
         """The output shapes on ``feeds``; ONNX Runtime's error is RuntimeError."""
+        shapes: dict[str, list[int]] = self._ask(feeds, "")["shapes"]
+        return shapes
+
+    def outputs(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """The outputs on ``feeds``, in the model's order; errors as :meth:`run`."""
+        path = self._dir / "outputs.npz"
+        self._ask(feeds, str(path))
+        with np.load(path) as saved:
+            return [saved[f"arr_{i}"] for i in range(len(saved.files))]
+
+    def _ask(self, feeds: Mapping[str, Any], out_path: str) -> dict[str, Any]:
         if self._crash is not None:
             raise self._crash
         path = self._dir / "feeds.npz"
         np.savez(path, **{k: np.asarray(v) for k, v in feeds.items()})  # type: ignore[arg-type]
         assert self._proc.stdin is not None
         try:
-            self._proc.stdin.write(f"{path}\n")
+            self._proc.stdin.write(f"{path}\t{out_path}\n" if out_path else f"{path}\n")
             self._proc.stdin.flush()
         except OSError:
             pass  # the child is gone: _line says how
-        reply = json.loads(self._line("running"))
+        reply: dict[str, Any] = json.loads(self._line("running"))
         if "error" in reply:
             raise RuntimeError(reply["error"])
-        shapes: dict[str, list[int]] = reply["shapes"]
-        return shapes
+        return reply
 
     def close(self) -> None:
         """End the child (EOF on its stdin) and remove its files."""

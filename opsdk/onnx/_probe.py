@@ -239,13 +239,15 @@ def runnable_shapes(
         >>> runnable_shapes(yolo)  # doctest: +SKIP
         {'images': (1, 3, 32, 32)}
     """
+    from ._crash import crash_note
     from ._model import ModelError
     from ._ort_child import OrtChild, OrtChildCrash
 
     def crashed(e: OrtChildCrash, feeds: Mapping[str, np.ndarray] | None = None) -> None:
         if crashes is not None:
             crashes.append(str(e) + (f" ({e.last_words})" if e.last_words else "")
-                           + _crash_node(model, feeds, python or sys.executable))
+                           + crash_note(model, feeds if feeds is not None else
+                                        _first_feeds(model), python or sys.executable))
 
     try:
         child = OrtChild(model, python or sys.executable)
@@ -273,18 +275,9 @@ def runnable_shapes(
     return None
 
 
-def _crash_node(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray] | None,
-                python: str) -> str:
-    """"; the crash is node ...: why; fix: ..." when children isolate it, else ""."""
-    from ._crash import child_crashes, isolate_crash
-
-    if feeds is None:
-        try:
-            feeds = probe_feeds(model, next(iter(_sizings(model, SIZES))))
-        except ProbeTooBig:
-            feeds = {}
-    found = isolate_crash(model, child_crashes(feeds, python))
-    if found is None:
-        return ""
-    return f"; the crash is node {found.node}: {found.why}" + (
-        f"; fix: {found.fix}" if found.fix else "")
+def _first_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """The inputs of the first probe sizing ({} when they are too big to make)."""
+    try:
+        return probe_feeds(model, next(iter(_sizings(model, SIZES))))
+    except ProbeTooBig:
+        return {}
