@@ -8,40 +8,16 @@ model (a real SIGSEGV in a real child; the models are built with onnx.helper).""
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 
 import onnx
 import pytest
+from _helpers.crashing_ort import OPSET_18, crashing_python
 from onnx import TensorProto as T
 from onnx import helper
 
 from opsdk.cli import main
-
-SITE = '''\
-import os, signal, sys
-if sys.argv[:1] == ["-c"] and sys.argv[-1].endswith("model.onnx"):
-    import onnx, onnxruntime
-    _open = onnxruntime.InferenceSession.__init__
-    def _init(self, path, *a, **k):
-        if any(o.domain in ("", "ai.onnx") and o.version == 18
-               for o in onnx.load(path).opset_import):
-            os.kill(os.getpid(), signal.SIGSEGV)
-        _open(self, path, *a, **k)
-    onnxruntime.InferenceSession.__init__ = _init
-'''
-
-
-def _crashing_python(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE)
-    wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" '
-                       f'exec "{sys.executable}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return wrapper
 
 
 def test_a_crash_on_the_lowered_model_is_an_error_not_the_end(
@@ -56,7 +32,7 @@ def test_a_crash_on_the_lowered_model_is_an_error_not_the_end(
     onnx.save(model, str(src))
     assert main(["rewrite", str(src), "-o", str(dst), "--opset", "18"]) == 0  # the real one
     dst.unlink()
-    monkeypatch.setattr(sys, "executable", str(_crashing_python(tmp_path)))
+    monkeypatch.setattr(sys, "executable", str(crashing_python(tmp_path, OPSET_18)))
     assert os.access(sys.executable, os.X_OK)
     assert main(["rewrite", str(src), "-o", str(dst), "--opset", "18"]) == 1
     err = capsys.readouterr().err

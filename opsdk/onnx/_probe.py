@@ -213,10 +213,14 @@ def _size(name: str, axis: int, d: onnx.TensorShapeProto.Dimension,
 
 
 def _sizings(model: onnx.ModelProto, sizes: Sequence[int]) -> Iterable[dict[tuple[str, int], int]]:
+    """Each distinct sizing once (a fixed-shape model has one: its own shapes)."""
     roles = dim_roles(model)
-    for size in sizes:
-        yield {key: 1 if role == "batch" else size for key, role in roles.items()}
-    yield dict.fromkeys(roles, 1)
+    seen: list[dict[tuple[str, int], int]] = []
+    for sizing in [*({key: 1 if role == "batch" else size for key, role in roles.items()}
+                     for size in sizes), dict.fromkeys(roles, 1)]:
+        if sizing not in seen:
+            seen.append(sizing)
+            yield sizing
 
 
 def runnable_shapes(

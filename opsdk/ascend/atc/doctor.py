@@ -84,6 +84,7 @@ def diagnose(
     extra: Iterable[OpSpec] = (),
     cann: str | None = None,
     python: str | None = None,
+    ort: bool = True,
 ) -> list[Finding]:
     """Everything ATC's ONNX parser will reject or mis-handle in ``model``.
 
@@ -98,10 +99,13 @@ def diagnose(
             operator table, and whether a default-domain node next to a custom domain
             blocks (E16005). Default: the target's release, else the installed toolkit's,
             else :data:`~opsdk.ascend.versions.DEFAULT_CANN`.
-        python: the interpreter whose ONNX Runtime opens the model (in a child process) for
-            example shapes of dynamic inputs; default: this one. A crash of that ONNX
-            Runtime is an ``onnxruntime-crash`` finding naming the model, the version and,
+        python: the interpreter whose ONNX Runtime opens the model (in a child process)
+            and runs it once: on inputs of the model's shapes, or on example shapes of
+            dynamic inputs; default: this one. A crash of that ONNX Runtime, opening or
+            running, is an ``onnxruntime-crash`` finding naming the model, the version and,
             where it can be isolated, the node and its fix.
+        ort: False skips that run (and with it the crash finding and the example shapes
+            ONNX Runtime runs): for callers that keep only the errors.
 
     Raises:
         ModelError: the model cannot be read.
@@ -119,7 +123,7 @@ def diagnose(
     findings = _invalid_model(m) + _opset_findings(m, profile)
     findings += _mixed_domain_findings(m, version)
     label = str(model) if isinstance(model, (str, os.PathLike)) else "the model"
-    findings += _dynamic_inputs(m, set(input_shapes or ()), label, python)
+    findings += _ort_findings(m, set(input_shapes or ()), label, python, ort)
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
@@ -180,7 +184,7 @@ def blocking_findings(
         ['opset-range']
     """
     found = diagnose(model, cann=None if cann is None else str(cann), extra=extra,
-                     input_shapes=input_shapes)
+                     input_shapes=input_shapes, ort=False)  # its findings are warnings
     return [f for f in found if f.severity == "error"]
 
 
@@ -412,33 +416,43 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     return out
 
 
-def _dynamic_inputs(m: ModelProto, bounded: set[str], label: str = "the model",
-                    python: str | None = None) -> list[Finding]:
+def _ort_findings(m: ModelProto, bounded: set[str], label: str = "the model",
+                  python: str | None = None, ort: bool = True) -> list[Finding]:
+    """The dynamic-shape findings, and the crash of ONNX Runtime on the model, if any.
+
+    The model is always opened in ONNX Runtime, in a child process, and run once (a
+    fixed-shape model on inputs of its shapes; a dynamic one on the first sizing that runs,
+    which is the example shape of its findings): a crash there is an ``onnxruntime-crash``
+    finding, whatever the model's shapes."""
+    dynamic = [(vi, dims) for vi, dims in _free_inputs(m, bounded)
+               if dims is None or not all(isinstance(d, int) for d in dims)]
+    out: list[Finding] = []
+    runnable: dict[str, tuple[int, ...]] = {}
+    if ort:
+        crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
+        runnable = runnable_shapes(m, crashes=crashes, python=python) or {}
+        asked = ("asked for example input shapes" if dynamic else
+                 "run once on inputs of the model's shapes")
+        out += [_crash_finding(label, c, asked) for c in crashes]
+    return out + [_dynamic_finding(vi, dims, runnable.get(vi.name)) for vi, dims in dynamic]
+
+
+def _free_inputs(m: ModelProto, bounded: set[str],
+                 ) -> list[tuple[onnx.ValueInfoProto, list[int | str | None] | None]]:
+    """The graph inputs that are not weights nor given a shape, with their dims."""
     inits = {t.name for t in m.graph.initializer}  # weights, even where also listed as inputs
-    out = []
-    runnable: dict[str, tuple[int, ...]] | None = None
-    for vi in m.graph.input:
-        if vi.name in inits or vi.name in bounded:
-            continue
-        dims = input_dims(vi) if vi.type.HasField("tensor_type") else []
-        if dims is not None and all(isinstance(d, int) for d in dims):
-            continue
-        if runnable is None:  # once: sizes ONNX Runtime runs the model on, for the example
-            crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
-            runnable = runnable_shapes(m, crashes=crashes, python=python) or {}
-            out += [_crash_finding(label, c) for c in crashes]
-        out.append(_dynamic_finding(vi, dims, runnable.get(vi.name)))
-    return out
+    return [(vi, input_dims(vi) if vi.type.HasField("tensor_type") else [])
+            for vi in m.graph.input if vi.name not in inits and vi.name not in bounded]
 
 
-def _crash_finding(label: str, crash: str) -> Finding:
+def _crash_finding(label: str, crash: str, asked: str) -> Finding:
     """A crash line of :func:`runnable_shapes` ("ONNX Runtime V crashed ...[; the crash is
     node N: why][; fix: ...]") as a finding on that node, if one was isolated."""
     said, _, fix = crash.partition("; fix: ")
     head, _, where = said.partition("; ")
     node = re.search(r"^the crash is node (#\d+ \([^)]*\))", where)
     return Finding("onnxruntime-crash", "warning", node.group(1) if node else None, None,
-                   f"{label}: {head}, asked for example input shapes"
+                   f"{label}: {head}, {asked}"
                    + (f"; {where}" if where else "") + "; a host that opens the model with "
                    "that ONNX Runtime (Triton's npu_ge backend) may crash too",
                    fix or "no one node could be blamed: opsdk triton build --target ascend, "
