@@ -3,7 +3,9 @@ to a whole model's outputs, which nodes cause the loss, and (``--fix``) which no
 in float32, written as ATC's ``--keep_dtype`` and ``--modify_mixlist`` files.
 
 Exit codes: 0 every output passes (with ``--fix``: passes after the fix, re-checked);
-1 an output fails, or invalid arguments.
+1 an output fails, invalid arguments, or an error (ONNX Runtime refusing the model, or
+crashing on it: the analysis runs in a child process, so the error names the model, the
+ONNX Runtime version, what ran and the node).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def _files(pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend.model_precision import analyze_model, parse_input_shape
+    from ..ascend.model_precision import analyze_model_in_child, parse_input_shape
     from ..ascend.model_precision._engine import stderr_progress
     from ._io import check_output_dir
 
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     shapes: dict[str, tuple[int, ...]] = {}
     for text in args.input_shape:
         shapes.update(parse_input_shape(text))
-    report = analyze_model(
+    report = analyze_model_in_child(  # a crash of ONNX Runtime is an error, not our end
         args.model, args.precision_mode, keep_dtype=args.keep_dtype,
         modify_mixlist=args.modify_mixlist, soc=args.soc_version, input_shape=shapes,
         input_files=_files(args.input), standard=args.standard,

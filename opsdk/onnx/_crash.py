@@ -199,11 +199,12 @@ def child_crashes(feeds: Mapping[str, np.ndarray], python: str | Path) -> Crashe
     return crashes
 
 
-def crash_note(model: ModelProto, feeds: Mapping[str, np.ndarray], python: str | Path) -> str:
-    """"; the crash is node N: why; fix: ..." for a crash of the ONNX Runtime of ``python``
-    on ``model`` (with ``feeds``) when children isolate it, else ""."""
+def crash_note(model: ModelProto, feeds: Mapping[str, np.ndarray], python: str | Path,
+               of: str = "") -> str:
+    """"; the crash is node N[ of ``of``]: why; fix: ..." for a crash of the ONNX Runtime
+    of ``python`` on ``model`` (with ``feeds``) when children isolate it, else ""."""
     found = isolate_crash(model, child_crashes(feeds, python))
     if found is None:
         return ""
-    return f"; the crash is node {found.node}: {found.why}" + (
+    return f"; the crash is node {found.node}{f' of {of}' if of else ''}: {found.why}" + (
         f"; fix: {found.fix}" if found.fix else "")

@@ -6,6 +6,8 @@ with Cast nodes where ATC lowers (:func:`lower_model`) and its outputs are judge
 float32 model's by a comparison method of :mod:`opsdk.testing`, with the error each node
 adds when it alone is lowered. ``fix=`` finds a small set of nodes to keep in float32 and
 writes ATC's ``--keep_dtype`` and ``--modify_mixlist`` files (``opsdk atc`` takes them).
+:func:`analyze_model_in_child` runs it all in a child process, so that a crash of ONNX
+Runtime is an error naming the model, the version, what ran and the node.
 The single-operator emulation is :mod:`opsdk.ascend.precision`.
 
 Example:
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from ._analyze import DEFAULT_STANDARD, FixResult, ModelPrecisionReport, analyze_model
 from ._assign import NodeDtype, assign_dtypes
+from ._child import analyze_model_in_child
 from ._engine import Attribution, OutputResult, judge_output
 from ._fix import (
     HTML_REPORT_FILE,
@@ -45,6 +48,7 @@ __all__ = [
     "OpFacts",
     "OutputResult",
     "analyze_model",
+    "analyze_model_in_child",
     "assign_dtypes",
     "float_tensors",
     "judge_output",

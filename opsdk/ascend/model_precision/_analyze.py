@@ -160,7 +160,9 @@ def analyze_model(
     the ``--keep_dtype`` and ``--modify_mixlist`` files into ``output_dir``. ``overflow``:
     ``inf-nan`` or ``saturation`` (default: the SoC's, see :func:`overflow_mode`).
     ``fuse``: fold Conv+BatchNormalization pairs first, as ATC does. The outputs are
-    judged against the float32 run of the model as given.
+    judged against the float32 run of the model as given. In-process: a crash of ONNX
+    Runtime ends this process; :func:`analyze_model_in_child` (what ``opsdk precision``
+    runs) turns it into an error.
 
     Example:
         >>> r = analyze_model("model.onnx", "force_fp16", input_shape={"x": (1, 3, 64, 64)},
@@ -170,28 +172,18 @@ def analyze_model(
     """
     say = progress or (lambda _m: None)
     path = Path(model_path)
-    original = _open(path)
-    model, folded = fold_conv_batch_norm(original) if fuse else (original, [])
     std = get_standard(standard) if isinstance(standard, str) else standard
-    pm = _setting(mode, keep_dtype, modify_mixlist)
-    check_names(model.graph.node, pm, str(path))
-    unit = soc_unit(soc)
-    over = overflow or overflow_mode(unit)
-    if over not in OVERFLOW_MODES:
-        raise SpecError(f"--overflow {over!r}: expected one of {', '.join(OVERFLOW_MODES)}")
-    if modify_mixlist and not pm.behaves_as.startswith("allow_mix_precision"):
-        raise SpecError(f"--modify-mixlist applies to the mixed-precision modes "
-                        f"(allow_mix_precision*, mixed_float16, mixed_bfloat16), not {mode}")
-    feeds = make_inputs(model, input_shape, input_files)
-    floats = float_tensors(model)
-    assigned = assign_dtypes(model.graph.node, floats, pm, unit)
-    low = low_dtype(pm)
+    su = setup(path, mode, keep_dtype=keep_dtype, modify_mixlist=modify_mixlist, soc=soc,
+               input_shape=input_shape, input_files=input_files, overflow=overflow, fuse=fuse)
+    original, model, folded, pm, unit, over = (su.original, su.model, su.folded, su.pm,
+                                               su.unit, su.overflow)
+    feeds, floats, assigned, low = su.feeds, su.floats, su.assigned, su.low
     candidates = [d for d in _candidates(model, floats, pm, unit) if d.lowered]
     say(f"{path.name}: {len(candidates)} of {len(assigned)} nodes lowerable under {mode}; "
         f"{sum(d.lowered for d in assigned)} lowered")
     runner = Runner(model, candidates, floats, feeds, low, std, over == "saturation",
                     expected=_reference_run(path, original, feeds))
-    outputs = runner.evaluate_assignment(assigned)
+    outputs = runner.evaluate_assignment(assigned, f"running the model lowered under {mode}")
     attribution = runner.attribution(say) if attribute and candidates else []
     report = ModelPrecisionReport(
         str(path.name), mode, unit, getattr(std, "name", str(standard)), low, over, folded,
@@ -207,6 +199,51 @@ def analyze_model(
                  HTML_REPORT_FILE: report.to_html()}
         write_outputs(Path(output_dir), files, force)
     return report
+
+
+@dataclass
+class Setup:
+    """One analysis before ONNX Runtime runs: the model as given (``original``) and as ATC
+    fuses it (``model``), the setting, the inputs and each node's dtype."""
+
+    original: onnx.ModelProto
+    model: onnx.ModelProto
+    folded: list[str]
+    pm: PrecisionMode
+    unit: str
+    overflow: str
+    feeds: dict[str, np.ndarray]
+    floats: set[str]
+    assigned: list[NodeDtype]
+    low: str
+
+    def lowered(self) -> onnx.ModelProto:
+        """The model lowered under the whole setting (plain Cast pairs)."""
+        return lower_model(self.model, self.assigned, self.floats, self.low,
+                           self.overflow == "saturation")
+
+
+def setup(path: Path, mode: str, *, keep_dtype: str | Path | None = None,
+          modify_mixlist: str | Path | None = None, soc: str | None = None,
+          input_shape: Mapping[str, tuple[int, ...]] | None = None,
+          input_files: Mapping[str, str | Path] | None = None, overflow: str | None = None,
+          fuse: bool = True) -> Setup:
+    """The :class:`Setup` of :func:`analyze_model`'s arguments (no ONNX Runtime involved)."""
+    original = _open(path)
+    model, folded = fold_conv_batch_norm(original) if fuse else (original, [])
+    pm = _setting(mode, keep_dtype, modify_mixlist)
+    check_names(model.graph.node, pm, str(path))
+    unit = soc_unit(soc)
+    over = overflow or overflow_mode(unit)
+    if over not in OVERFLOW_MODES:
+        raise SpecError(f"--overflow {over!r}: expected one of {', '.join(OVERFLOW_MODES)}")
+    if modify_mixlist and not pm.behaves_as.startswith("allow_mix_precision"):
+        raise SpecError(f"--modify-mixlist applies to the mixed-precision modes "
+                        f"(allow_mix_precision*, mixed_float16, mixed_bfloat16), not {mode}")
+    feeds = make_inputs(model, input_shape, input_files)
+    floats = float_tensors(model)
+    return Setup(original, model, folded, pm, unit, over, dict(feeds), floats,
+                 assign_dtypes(model.graph.node, floats, pm, unit), low_dtype(pm))
 
 
 def _open(path: Path) -> onnx.ModelProto:
@@ -233,7 +270,7 @@ def _reference_run(path: Path, model: onnx.ModelProto,
     from ...onnx._model import ModelError
 
     try:
-        return run_model(model, feeds)
+        return run_model(model, feeds, "running the float32 model")
     except Exception as e:
         if not type(e).__module__.startswith("onnxruntime"):
             raise
@@ -281,7 +318,8 @@ def _fix(model: onnx.ModelProto, pm: PrecisionMode, unit: str, floats: set[str],
         return replace(pm, keep_dtype=pm.keep_dtype | keep)
 
     def passes(keep: frozenset[str]) -> bool:
-        res = runner.evaluate_assignment(assign_dtypes(nodes, floats, setting(keep), unit))
+        res = runner.evaluate_assignment(assign_dtypes(nodes, floats, setting(keep), unit),
+                                         "running a keep set the --fix search tries")
         return all(r.passed for r in res)
 
     start = runner.runs
@@ -317,6 +355,7 @@ def recheck(model: onnx.ModelProto, mode: str, keep_file: Path, unit: str, float
     (a static model with plain Cast pairs, not the switchboard) and judge its outputs."""
     pm = PrecisionMode.from_atc(mode, keep_file)
     assigned = assign_dtypes(model.graph.node, floats, pm, unit)
-    got = run_model(lower_model(model, assigned, floats, low_dtype(pm), runner.saturate), feeds)
+    got = run_model(lower_model(model, assigned, floats, low_dtype(pm), runner.saturate), feeds,
+                    f"running the model lowered with the written {KEEP_FILE}")
     return [judge_output(n, a, e, runner.low, runner.standard)
             for n, a, e in zip(runner.output_names, got, runner.expected, strict=True)]

@@ -16,14 +16,32 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ...onnx._model import node_label
 from ...testing import Cosine, Standard, ulp_distance, ulp_histogram
 from ...testing._standard_base import tiny
 from ._assign import NodeDtype
 from ._graph import SWITCH_INPUT, flags, switchboard
 
-__all__ = ["OutputResult", "Attribution", "Runner", "judge_output", "Progress"]
+__all__ = ["OutputResult", "Attribution", "Runner", "judge_output", "Progress", "Stage",
+           "announce_stages"]
 
 Progress = Callable[[str], None]
+
+#: What ONNX Runtime is about to do (``what``) and the node a per-node variant lowers
+#: (``node``, else None): :func:`announce_stages` sets it, for a child that must say what
+#: ran when ONNX Runtime crashed (:mod:`._child`).
+Stage = Callable[[str, "str | None"], None]
+_stage: list[Stage] = []
+
+
+def announce_stages(hook: Stage) -> None:
+    """Call ``hook(what, node)`` before each session opens or runs (in this process)."""
+    _stage[:] = [hook]
+
+
+def _announce(what: str, node: str | None = None) -> None:
+    for hook in _stage:
+        hook(what, node)
 
 
 def stderr_progress(msg: str) -> None:
@@ -130,24 +148,32 @@ class Runner:
         self.feeds = dict(feeds)
         self.low, self.standard, self.saturate = low, standard, saturate
         self.output_names = [o.name for o in model.graph.output]
+        self.labels = [node_label(model.graph.node[c.index], c.index) for c in self.candidates]
+        _announce("opening the model with each lowerable node switchable")
         self.session = _session(switchboard(model, self.candidates, floats, low, saturate))
         self.expected = list(expected) if expected is not None else \
             self._run(np.zeros(len(self.candidates), bool))
         self.runs = 0
 
-    def _run(self, on: np.ndarray) -> list[np.ndarray]:
+    def _run(self, on: np.ndarray, what: str = "running the float32 configuration",
+             node: str | None = None) -> list[np.ndarray]:
+        _announce(what, node)
         return list(self.session.run(self.output_names, {**self.feeds, SWITCH_INPUT: on}))
 
-    def evaluate(self, on: np.ndarray) -> list[OutputResult]:
-        """Judge every output with the candidates ``on`` lowered (one run)."""
+    def evaluate(self, on: np.ndarray, what: str = "running a lowered configuration",
+                 node: str | None = None) -> list[OutputResult]:
+        """Judge every output with the candidates ``on`` lowered (one run); ``what`` and
+        ``node`` say what runs (for a crash report)."""
         self.runs += 1
-        got = self._run(on)
+        got = self._run(on, what, node)
         return [judge_output(n, a, e, self.low, self.standard)
                 for n, a, e in zip(self.output_names, got, self.expected, strict=True)]
 
-    def evaluate_assignment(self, assigned: Sequence[NodeDtype]) -> list[OutputResult]:
+    def evaluate_assignment(self, assigned: Sequence[NodeDtype],
+                            what: str = "running a lowered configuration",
+                            ) -> list[OutputResult]:
         """Judge every output under one whole-model assignment."""
-        return self.evaluate(flags(self.candidates, assigned))
+        return self.evaluate(flags(self.candidates, assigned), what)
 
     def attribution(self, progress: Progress | None = None) -> list[Attribution]:
         """Each candidate lowered alone, worst first (one run per candidate)."""
@@ -156,7 +182,8 @@ class Runner:
         for i, c in enumerate(self.candidates):
             on = np.zeros(n, bool)
             on[i] = True
-            res = self.evaluate(on)
+            res = self.evaluate(on, f"running the model with node {self.labels[i]} alone "
+                                f"lowered to {self.low}", self.labels[i])
             errs = [1 - r.cosine if np.isfinite(r.cosine) else np.inf for r in res]
             out.append(Attribution(c.name, c.index, c.op_type, c.cann_type,
                                    float(max(errs, default=0.0)),
@@ -167,10 +194,14 @@ class Runner:
         return sorted(out, key=lambda a: a.key)
 
 
-def run_model(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+def run_model(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
+              what: str = "running the model") -> list[np.ndarray]:
     """Outputs of ``model`` (a lowered copy, for the re-check) on ``feeds``."""
     names = [o.name for o in model.graph.output]
-    return list(_session(model).run(names, dict(feeds)))
+    _announce(what.replace("running", "opening", 1))
+    session = _session(model)
+    _announce(what)
+    return list(session.run(names, dict(feeds)))
 
 
 def _session(model: onnx.ModelProto) -> Any:
