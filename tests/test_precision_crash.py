@@ -87,3 +87,16 @@ def test_a_crash_on_the_lowering_is_isolated_in_the_lowered_model(
             "the crash is node 'opsdk_precision/cast_") in err, err
     assert ("(Cast) of the model lowered under force_fp16: the graph cut right after it "
             "crashes") in err
+
+
+def test_an_error_in_the_child_is_raised_as_itself(tmp_path: Path) -> None:
+    """What the analysis refuses in the child comes back as the same error (type and
+    message), not as a crash."""
+    from opsdk.ascend.model_precision import analyze_model_in_child
+    from opsdk.errors import SpecError
+
+    keep = tmp_path / "keep.cfg"
+    keep.write_text("OpName::nope\n")
+    with pytest.raises(SpecError, match="--keep-dtype names node.s. OpName::nope that the "
+                       "model does not have"):
+        analyze_model_in_child(_model(tmp_path / "m.onnx"), "force_fp16", keep_dtype=keep)

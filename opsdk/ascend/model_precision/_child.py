@@ -56,7 +56,12 @@ def analyze_model_in_child(model_path: str | Path, mode: str, *,
         with open(work / "stderr.txt", "w+b") as log:
             proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)],
                                     stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-            said = _follow(proc, progress)
+            try:
+                said = _follow(proc, progress)
+            except BaseException:  # interrupted (or a progress hook failed): end the child
+                proc.kill()
+                proc.wait()
+                raise
             code = proc.wait()
             log.seek(0)
             errs = log.read().decode(errors="replace")
