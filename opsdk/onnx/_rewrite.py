@@ -89,24 +89,31 @@ class ShapeClass:
     measured: str
 
 
-#: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime Conv+BN+Relu with BN folded,
-#: 2 threads, batch 1, medians of 7 interleaved runs on a loaded 2-core VM, docs/onnx.md): a
-#: chain in one of these classes is refused on the CPU. Measured elsewhere: depthwise 3x3
-#: 0.50x to 0.87x ONNX Runtime's time (16-72 channels, 28x28 to 112x112, strides 1 and 2),
-#: 2 input channels per group 0.53x to 0.83x, dense convs with 8 or more input channels 0.27x
-#: to 1.16x (1x1 0.63x to 0.70x, 64->64 3x3 0.27x to 0.45x, 16->32 3x3 1.06x to 1.13x).
+#: Where the fused kernel loses (FusedConvBnRelu vs ONNX Runtime Conv+BN+Relu with BN folded):
+#: a chain in one of these classes is refused on the CPU. The figures are from
+#: benchmarks/conv_corpus.py, every Conv geometry of the corpus models (PP-OCR det/rec/cls,
+#: YOLOv8n, ResNet-18, MobileNetV3-small; docs/benchmarks.md), medians of 11 interleaved
+#: rounds at 1 and 2 threads on a 2-core VM at load average 3 to 5; the grouped class is from
+#: benchmarks/conv_classes.py (no corpus model has such a conv). Outside them, on the same
+#: run: 1x1 convs 0.35x to 1.44x ONNX Runtime's time at one thread (median 0.97x), 1x1 on
+#: planes under 16 positions 0.29x to 1.48x (median 0.56x), depthwise 3x3 0.49x to 2.03x
+#: (median 1.25x; 0.49x to 1.10x on PP-OCR cls's small planes), dense 3x3 1.03x to 2.14x.
 CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
     ShapeClass("depthwise convolution with a kernel larger than 3x3",
                lambda c, m, g, kh, kw: g > 1 and g == c and kh * kw > 9,
-               "0.66x to 1.23x ONNX Runtime's time, not reliably faster (5x5: slower with 576 "
-               "channels at 7x7 and at stride 2)"),
+               "1.43x to 3.69x ONNX Runtime's time at one thread and 0.61x to 5.4x at two "
+               "(5x5, 20 corpus shapes, all slower at one thread: ONNX Runtime holds 16 "
+               "channels per vector where the planes of 3x80 to 20x20 fill few lanes)"),
     ShapeClass("grouped convolution with more than 2 input channels per group",
                lambda c, m, g, kh, kw: 1 < g < c and c // g > 2,
                "1.06x to 1.81x ONNX Runtime's time (64->64 in 16, 8 and 4 groups, 3x3 at "
                "28x28)"),
     ShapeClass("convolution with fewer than 8 input channels",
                lambda c, m, g, kh, kw: g == 1 and c < 8,
-               "1.4x to 5.1x ONNX Runtime's time (3->16 3x3 and 3->64 7x7 at 224x224)"),
+               "0.82x to 1.28x ONNX Runtime's time at one thread and 0.44x to 5.6x at two "
+               "with the direct first-layer kernel (3->8, 3->16 3x3 s2, 3->64 7x7 s2 of the "
+               "corpus; 2.9x to 5.4x through the GEMM before): about ONNX Runtime's speed, "
+               "not faster"),
 )
 
 
