@@ -40,9 +40,10 @@ def register(sub: Any) -> None:
                    "target's, else the installed toolkit's, else 8.1.RC1): its opset range, "
                    "operators and E16005 rule")
     p.add_argument("--ort-python", metavar="PYTHON",
-                   help="the interpreter whose ONNX Runtime opens the model for example shapes "
-                   "(default: this one), e.g. the ONNX Runtime 1.23.2 venv npu_ge pins "
-                   "(opsdk triton check makes it): a crash of it is a finding naming the node")
+                   help="the interpreter whose ONNX Runtime opens the model and runs it once, "
+                   "in a child process, whatever its shapes (default: this one), e.g. the "
+                   "ONNX Runtime 1.23.2 venv npu_ge pins (opsdk triton check makes it): a "
+                   "crash of it is a finding naming the node")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.set_defaults(func=run)
 
