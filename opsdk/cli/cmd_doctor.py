@@ -4,9 +4,10 @@ The rules are those of one CANN release (its ONNX parser's opsets and operators,
 ``--cann`` names it; without it the installed toolkit's release, else 8.1.RC1.
 ``--target ascend`` (CANN 5-7) or ``ascend-cann8`` picks a generation instead.
 
-ONNX Runtime opens the model only in a child process (for example shapes of dynamic
-inputs, with --ort-python's ONNX Runtime if given): its crash is a finding that names the
-model, the ONNX Runtime version and the node that crashes it, where one can be isolated.
+ONNX Runtime opens every model, only in a child process, and runs it once (on inputs of
+its shapes, or on example shapes of dynamic inputs; with --ort-python's ONNX Runtime if
+given): its crash is a finding that names the model, the ONNX Runtime version and the node
+that crashes it, where one can be isolated.
 
 Exit status: 0 no findings, 1 findings (a crash of ONNX Runtime among them), 2 the model
 cannot be read.
