@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,27 +54,39 @@ def analyze_model_in_child(model_path: str | Path, mode: str, *,
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[3])  # where opsdk imports from
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        with open(work / "stderr.txt", "w+b") as log:
-            proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)],
-                                    stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-            try:
-                said = _follow(proc, progress)
-            except BaseException:  # interrupted (or a progress hook failed): end the child
-                proc.kill()
-                proc.wait()
-                raise
-            code = proc.wait()
-            log.seek(0)
-            errs = log.read().decode(errors="replace")
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        last: list[str] = []  # the child's last stderr line, for a crash's message
+        tee = threading.Thread(target=_relay, args=(proc, last), daemon=True)
+        tee.start()
+        try:
+            said = _follow(proc, progress)
+        except BaseException:  # interrupted (or a progress hook failed): end the child
+            proc.kill()
+            proc.wait()
+            raise
+        code = proc.wait()
+        tee.join()
         if said.get("done"):
-            sys.stderr.write(errs)
             return pickle.loads((work / "result.pkl").read_bytes())
         if said.get("raised"):
-            sys.stderr.write(errs)
             raise _error(work)
-        raise _crash_error(kwargs, said, code, errs)
+        raise _crash_error(kwargs, said, code, last[-1] if last else "")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _relay(proc: subprocess.Popen[str], last: list[str]) -> None:
+    """The child's stderr (ONNX Runtime's and the operators' messages) on ours, as it
+    comes, keeping its last non-empty line in ``last``."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        if line.strip():
+            last[:] = [line.strip()]
+    proc.stderr.close()
 
 
 def _error(work: Path) -> Exception:
@@ -104,13 +117,12 @@ def _follow(proc: subprocess.Popen[str], progress: Progress | None) -> dict[str,
 
 
 def _crash_error(kwargs: Mapping[str, Any], said: Mapping[str, Any], code: int,
-                 errs: str) -> ModelError:
+                 last_words: str) -> ModelError:
     path = kwargs["model_path"]
     sig = -code if code < 0 else 0
     how = (f"crashed with {signal_name(sig)} (signal {sig})" if sig
            else f"ended with exit status {code}")
-    lines = errs.strip().splitlines()
-    words = f" ({lines[-1][-200:]})" if lines else ""
+    words = f" ({last_words[-200:]})" if last_words else ""
     return ModelError(
         f"{path}: ONNX Runtime {said['version']} {how} {said['what']}{words}"
         + _node_note(kwargs, said["node"]) + f"; opsdk precision needs every run of the model "
