@@ -19,8 +19,9 @@
 //   depthwise and 2-per-group convolutions, and dense ones with at most 4 input channels
 //   (first layers). The group's planes are copied zero-padded and split by stride phase,
 //   and MB output channels x CW 16-wide vectors of output positions accumulate in
-//   registers over the taps. Depthwise convolutions on planes of at most 64 positions go
-//   in blocks of 16 channels (a [row][column][channel] copy), 1x1 convolutions on planes
+//   registers over the taps. Depthwise convolutions with output rows of at most 64 positions
+//   (128 for 5-wide kernels) go in blocks of 16 channels (a [row][column][channel] copy,
+//   transposed 16 x 16 at a time with AVX-512), 1x1 convolutions on planes
 //   of fewer than 16 positions as dot products along C.
 // float16: inputs widen to float32 while packing, accumulation is float32, and the
 // output is rounded to float16 once.
@@ -796,56 +797,197 @@ void direct_conv(const CustomOpKernelContext& ctx, const Geom& g, const T* x, co
 // take blocks of CB = 16 channels instead: the block is transposed into a zero-padded
 // [row][column][16 channels] copy (the weights and bias likewise), each output position is
 // a 16-channel vector, and OB positions of a row accumulate at once in registers (each tap
-// one weight vector, OB loads and multiply-adds), Relu'd and transposed back into the planes.
+// one weight vector, OB loads and multiply-adds), Relu'd into a [position][16 channels]
+// buffer and transposed back into the planes. With AVX-512 both transposes go 16 channels x
+// 16 positions at a time (16 masked loads, a 16x16 register transpose, 16 stores), else
+// one value at a time.
 constexpr int64_t CB = 16;
 constexpr int64_t OB = 8;
-// Planes of at most this many output positions take the channel blocks. Measured (one
-// thread, 2 x 88 or 576 channels): 7x7 3x3 0.85x and 5x5 0.61x the planes' time, 3x3 planes
-// 0.5x; at 10x10 a tie, from 12x12 up the planes win (28x28 3x3: blocks 2.1x), the scalar
-// transposes in and out costing more than the border columns they save.
-constexpr int64_t CHANNEL_BLOCK_MAX_P = 64;
+// Output rows of at most this many positions take the channel blocks, and of at most
+// CHANNEL_BLOCK_MAX_OW5 with kernels 5 wide or wider; wider rows the planes. Measured on the
+// corpus's depthwise convs (one thread, against ONNX Runtime, blocks vs planes): 3x3 rows of
+// 28 to 56 positions 0.95x-1.19x vs 1.11x-2.25x (stride 2: 48x80x80 1.01x vs 1.52x, 96x40x40
+// 1.19x vs 2.25x), rows of 80 to 160 positions 0.70x-1.30x vs 0.43x-1.26x (the planes' row
+// vectors full); 5x5 on every corpus plane (7x7 to 3x96) 0.73x-1.74x vs 1.08x-3.38x.
+constexpr int64_t CHANNEL_BLOCK_MAX_OW = 64;
+constexpr int64_t CHANNEL_BLOCK_MAX_OW5 = 128;
 
+inline bool channel_blocks(const Geom& g) {
+  return g.group == g.c && g.group == g.m && g.group > 1 &&
+         (g.ow <= CHANNEL_BLOCK_MAX_OW || (g.kw >= 5 && g.ow <= CHANNEL_BLOCK_MAX_OW5));
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define OPSDK_BLOCK_TRANSPOSE 1
+// r[i][j] <- r[j][i] for 16 registers of 16 floats.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+  }
+}
+
+// The values of p in the lanes of mask m, as float32; the other lanes 0.
+inline __m512 load_lanes(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_lanes(const half* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+inline void store_lanes(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+inline void store_lanes(half* p, __m512 v, __mmask16 m) {  // rounded to nearest even
+  _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#endif
+
+// cnt (at most 16) consecutive positions of the block's nl planes (plane l at planes + l *
+// stride) into the channel-last copy: position k goes to dst[k] (CB floats, lanes past nl 0).
 template <class T>
-void depthwise_block(const Geom& g, int64_t n, int64_t c0, const T* x, const float* wf,
-                     const float* bf, T* y) {
-  const int64_t lanes = std::min(CB, g.c - c0), taps = g.kh * g.kw, p = g.p();
-  const int64_t hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
-  const int64_t wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-  float* wt = scratch(static_cast<size_t>((taps + 1 + hp * wp + OB * g.sw) * CB), 0);
-  float* bias = wt + taps * CB;
-  float* pad = bias + CB;
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t l = 0; l < CB; ++l) wt[t * CB + l] = l < lanes ? wf[(c0 + l) * taps + t] : 0.0f;
-  for (int64_t l = 0; l < CB; ++l) bias[l] = l < lanes && bf ? bf[c0 + l] : 0.0f;
-  std::fill(pad, pad + (hp * wp + OB * g.sw) * CB, 0.0f);
-  const int64_t rows = std::min(g.h, hp - g.pt), cols = std::min(g.w, wp - g.pl);
-  for (int64_t l = 0; l < lanes; ++l) {
-    const T* xp = x + (n * g.c + c0 + l) * g.h * g.w;
-    for (int64_t iy = 0; iy < rows; ++iy) {
-      float* dst = pad + ((iy + g.pt) * wp + g.pl) * CB + l;
-      for (int64_t ix = 0; ix < cols; ++ix) dst[ix * CB] = opsdk::to_float(xp[iy * g.w + ix]);
+void block_in(const T* planes, int64_t stride, int64_t nl, int64_t cnt, float* const* dst) {
+#if defined(OPSDK_BLOCK_TRANSPOSE)
+  __m512 r[CB];
+  const __mmask16 m = lanes(static_cast<int>(cnt));
+  for (int64_t l = 0; l < CB; ++l)
+    r[l] = l < nl ? load_lanes(planes + l * stride, m) : _mm512_setzero_ps();
+  transpose16(r);
+  for (int64_t k = 0; k < cnt; ++k) _mm512_storeu_ps(dst[k], r[k]);
+#else
+  for (int64_t l = 0; l < nl; ++l)
+    for (int64_t k = 0; k < cnt; ++k) dst[k][l] = opsdk::to_float(planes[l * stride + k]);
+#endif
+}
+
+// cnt (at most 16) positions of the [position][CB] results src into nl planes of y (plane l
+// at y + l * stride).
+template <class T>
+void block_out(const float* src, int64_t nl, int64_t cnt, T* y, int64_t stride) {
+#if defined(OPSDK_BLOCK_TRANSPOSE)
+  __m512 r[CB];
+  for (int64_t k = 0; k < CB; ++k)
+    r[k] = k < cnt ? _mm512_loadu_ps(src + k * CB) : _mm512_setzero_ps();
+  transpose16(r);
+  const __mmask16 m = lanes(static_cast<int>(cnt));
+  for (int64_t l = 0; l < nl; ++l) store_lanes(y + l * stride, r[l], m);
+#else
+  for (int64_t l = 0; l < nl; ++l)
+    for (int64_t k = 0; k < cnt; ++k) opsdk::from_float(src[k * CB + l], &y[l * stride + k]);
+#endif
+}
+
+// acc[o] += sum over one kernel row's taps j of w[j] * src[(o * sw + j * dw) * CB]. With the
+// kernel width and column stride known (and dilation 1) the OB x KW products read each of
+// the (OB - 1) * SW + KW input vectors once (5x5: 12 loads for 40 multiply-adds, not 40).
+template <int KW, int SW>
+inline void block_taps(v16 (&acc)[OB], const float* src, const float* w, const Geom& g) {
+  if constexpr (KW > 0) {
+    constexpr int NV = (OB - 1) * SW + KW;
+    v16 v[NV];
+    for (int q = 0; q < NV; ++q) v[q] = load16(src + q * CB);
+    for (int j = 0; j < KW; ++j) {
+      const v16 wv = load16(w + j * CB);
+      for (int o = 0; o < OB; ++o) acc[o] += wv * v[o * SW + j];
+    }
+  } else {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const v16 wv = load16(w + j * CB);
+      for (int64_t o = 0; o < OB; ++o) acc[o] += wv * load16(src + (o * g.sw + j * g.dw) * CB);
     }
   }
-  T* yb = y + (n * g.m + c0) * p;
+}
+
+// The block's outputs from its padded copy (row pitch wp): out[(oy * ow + ox) * CB + lane],
+// Relu'd, in runs of OB positions of a row (reading up to OB * sw positions past the copy).
+template <int KW, int SW>
+void block_conv(const Geom& g, int64_t wp, const float* pad, const float* wt, const float* bias,
+                float* out) {
   const v16 b = load16(bias);
-  for (int64_t oy = 0; oy < g.oh; ++oy)
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    // the kernel rows i whose input row oy * sh + i * dh - pt is inside the plane: the
+    // others read only zero padding (3x96 5x5: 10 of the 15 row products)
+    int64_t i0 = 0, i1 = g.kh;
+    while (i0 < i1 && oy * g.sh + i0 * g.dh < g.pt) ++i0;
+    while (i1 > i0 && oy * g.sh + (i1 - 1) * g.dh - g.pt >= g.h) --i1;
     for (int64_t ox0 = 0; ox0 < g.ow; ox0 += OB) {
       v16 acc[OB];
       for (int64_t o = 0; o < OB; ++o) acc[o] = b;
-      for (int64_t i = 0; i < g.kh; ++i)
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const v16 wv = load16(wt + (i * g.kw + j) * CB);
-          const float* src = pad + ((oy * g.sh + i * g.dh) * wp + ox0 * g.sw + j * g.dw) * CB;
-          for (int64_t o = 0; o < OB; ++o) acc[o] += wv * load16(src + o * g.sw * CB);
-        }
+      for (int64_t i = i0; i < i1; ++i)
+        block_taps<KW, SW>(acc, pad + ((oy * g.sh + i * g.dh) * wp + ox0 * g.sw) * CB,
+                           wt + i * g.kw * CB, g);
       const int64_t nb = std::min(OB, g.ow - ox0);
       for (int64_t o = 0; o < nb; ++o) {
         const v16 z = v16{};
         const v16 r = acc[o] < z ? z : acc[o];  // relu that keeps NaN
-        T* dst = yb + oy * g.ow + ox0 + o;
-        for (int64_t l = 0; l < lanes; ++l) opsdk::from_float(r[l], &dst[l * p]);
+        std::memcpy(out + (oy * g.ow + ox0 + o) * CB, &r, sizeof r);
       }
     }
+  }
+}
+
+template <class T>
+void depthwise_block(const Geom& g, int64_t n, int64_t c0, const T* x, const float* wf,
+                     const float* bf, T* y) {
+  const int64_t nl = std::min(CB, g.c - c0), taps = g.kh * g.kw, p = g.p();
+  const int64_t hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+  const int64_t wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const int64_t padded = (hp * wp + OB * g.sw) * CB;
+  float* wt = scratch(static_cast<size_t>((taps + 1) * CB + padded + p * CB), 0);
+  float* bias = wt + taps * CB;
+  float* pad = bias + CB;
+  float* out = pad + padded;  // [position][CB] results
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t l = 0; l < CB; ++l) wt[t * CB + l] = l < nl ? wf[(c0 + l) * taps + t] : 0.0f;
+  for (int64_t l = 0; l < CB; ++l) bias[l] = l < nl && bf ? bf[c0 + l] : 0.0f;
+  // the input rows and columns inside the padded copy; zeros only where the copy does not
+  // write (the padding rows and columns, and the slack)
+  const int64_t rows = std::max<int64_t>(0, std::min(g.h, hp - g.pt));
+  const int64_t cols = std::max<int64_t>(0, std::min(g.w, wp - g.pl));
+  if (rows == 0 || cols == 0) {
+    std::fill(pad, pad + padded, 0.0f);
+  } else {
+    std::fill(pad, pad + g.pt * wp * CB, 0.0f);
+    for (int64_t r = g.pt; r < g.pt + rows; ++r) {
+      std::fill(pad + r * wp * CB, pad + (r * wp + g.pl) * CB, 0.0f);
+      std::fill(pad + (r * wp + g.pl + cols) * CB, pad + (r + 1) * wp * CB, 0.0f);
+    }
+    std::fill(pad + (g.pt + rows) * wp * CB, pad + padded, 0.0f);
+  }
+  // the copy, 16 positions at a time: along the flat plane where whole rows are copied,
+  // else along each row
+  const int64_t run = cols == g.w ? rows * cols : cols, runs = cols == g.w ? 1 : rows;
+  const T* xb = x + (n * g.c + c0) * g.h * g.w;
+  float* dst[CB];
+  for (int64_t r = 0; r < runs && rows > 0 && cols > 0; ++r)
+    for (int64_t j0 = 0; j0 < run; j0 += CB) {
+      const int64_t cnt = std::min(CB, run - j0);
+      for (int64_t k = 0; k < cnt; ++k) {
+        const int64_t iy = r + (j0 + k) / cols, ix = (j0 + k) % cols;
+        dst[k] = pad + ((iy + g.pt) * wp + g.pl + ix) * CB;
+      }
+      block_in(xb + r * g.w + j0, g.h * g.w, nl, cnt, dst);
+    }
+  const bool unit = g.dw == 1;
+  if (unit && g.kw == 3 && g.sw == 1) block_conv<3, 1>(g, wp, pad, wt, bias, out);
+  else if (unit && g.kw == 3 && g.sw == 2) block_conv<3, 2>(g, wp, pad, wt, bias, out);
+  else if (unit && g.kw == 5 && g.sw == 1) block_conv<5, 1>(g, wp, pad, wt, bias, out);
+  else if (unit && g.kw == 5 && g.sw == 2) block_conv<5, 2>(g, wp, pad, wt, bias, out);
+  else block_conv<0, 0>(g, wp, pad, wt, bias, out);
+  T* yb = y + (n * g.m + c0) * p;
+  for (int64_t j0 = 0; j0 < p; j0 += CB)
+    block_out(out + j0 * CB, nl, std::min(CB, p - j0), yb + j0, p);
 }
 
 template <class T>
@@ -965,7 +1107,7 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
   }
   const float* wf = as_float(ctx, ctx.input(1).data<T>(), g.m * g.k(), wstore);
   const T* x = ctx.input(0).data<T>();
-  if (g.group == g.c && g.group == g.m && g.group > 1 && g.p() <= CHANNEL_BLOCK_MAX_P) {
+  if (channel_blocks(g)) {
     depthwise_blocks(ctx, g, x, wf, bf, y);
     return;
   }

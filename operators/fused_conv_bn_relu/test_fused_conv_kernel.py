@@ -118,6 +118,19 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 24, (14, 14), 24, (5, 5), {"group": 24, "pads": [2, 2, 2, 2], "strides": [2, 2]}),
     (1, 3, (11, 9), 12, (3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
     (1, 4, (6, 70), 4, (1, 3), {"group": 4, "pads": [0, 1, 0, 1]}),
+    # the channel blocks on larger planes (output rows of at most 64 positions, 128 with 5x5):
+    # the copy in 16-position runs across rows (13x11), columns and rows the copy crops
+    # (stride 2, no right padding), stride 2 with 3x3 and 5x5 (33 = 2 x 16 + 1 channels,
+    # batch 2), 5x5 on a 3x100 plane and kernel rows wholly in the padding, rows of 64 (blocks)
+    # and 65 (planes) positions
+    (2, 20, (13, 11), 20, (3, 3), {"group": 20, "pads": [1, 1, 1, 1]}),
+    (1, 18, (11, 10), 18, (3, 3), {"group": 18, "pads": [0, 0, 0, 0], "strides": [2, 2]}),
+    (1, 48, (40, 41), 48, (3, 3), {"group": 48, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    (2, 33, (17, 19), 33, (5, 5), {"group": 33, "pads": [2, 1, 2, 2], "strides": [2, 2]}),
+    (1, 20, (3, 100), 20, (5, 5), {"group": 20, "pads": [2, 2, 2, 2]}),
+    (1, 16, (2, 30), 16, (5, 5), {"group": 16, "pads": [4, 2, 4, 2], "strides": [2, 1]}),
+    (1, 24, (30, 64), 24, (3, 3), {"group": 24, "pads": [1, 1, 1, 1]}),
+    (1, 8, (5, 65), 8, (3, 3), {"group": 8, "pads": [1, 1, 1, 1]}),
     # 1x1 on planes of fewer than 16 positions (squeeze-excitation): dot products along C,
     # C not a multiple of 16, M not a multiple of 4, several positions and images
     (2, 144, (1, 1), 574, (1, 1), {}),
@@ -175,7 +188,9 @@ def test_float16_accumulates_in_float32(op: Any) -> None:
 
 @pytest.mark.parametrize("c, m, group, k, attrs", [
     (3, 16, 1, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # direct, first layer
-    (24, 24, 24, (3, 3), {"pads": [1, 1, 1, 1]}),  # direct, depthwise
+    (24, 24, 24, (3, 3), {"pads": [1, 1, 1, 1]}),  # depthwise, channel blocks
+    (40, 40, 40, (5, 5), {"strides": [2, 2], "pads": [2, 2, 2, 2]}),  # channel blocks, 5x5 s2
+    (8, 8, 8, (3, 3), {"pads": [1, 1, 1, 1], "dilations": [1, 2]}),  # channel blocks, dilated
 ])
 def test_float16_direct_paths_round_once(op: Any, c: int, m: int, group: int,
                                          k: tuple[int, int], attrs: dict[str, Any]) -> None:
