@@ -796,11 +796,11 @@ void direct_conv(const CustomOpKernelContext& ctx, const Geom& g, const T* x, co
 // garbage columns, so depthwise convolutions (one input and one output channel per group)
 // take blocks of CB = 16 channels instead: the block is transposed into a zero-padded
 // [row][column][16 channels] copy (the weights and bias likewise), each output position is
-// a 16-channel vector, and OB positions of a row accumulate at once in registers (each tap
-// one weight vector, OB loads and multiply-adds), Relu'd into a [position][16 channels]
-// buffer and transposed back into the planes. With AVX-512 both transposes go 16 channels x
-// 16 positions at a time (16 masked loads, a 16x16 register transpose, 16 stores), else
-// one value at a time.
+// a 16-channel vector, and runs of up to OB positions of a row (of equal length) accumulate
+// at once in registers (each tap one weight vector, up to OB loads and multiply-adds),
+// Relu'd into a [position][16 channels] buffer and transposed back into the planes. With
+// AVX-512 both transposes go 16 channels x 16 positions at a time (16 masked loads, a 16x16
+// register transpose, 16 stores), else one value at a time.
 constexpr int64_t CB = 16;
 constexpr int64_t OB = 8;
 // Output rows of at most this many positions take the channel blocks, and of at most
@@ -888,51 +888,71 @@ void block_out(const float* src, int64_t nl, int64_t cnt, T* y, int64_t stride) 
 #endif
 }
 
-// acc[o] += sum over one kernel row's taps j of w[j] * src[(o * sw + j * dw) * CB]. With the
-// kernel width and column stride known (and dilation 1) the OB x KW products read each of
-// the (OB - 1) * SW + KW input vectors once (5x5: 12 loads for 40 multiply-adds, not 40).
-template <int KW, int SW>
-inline void block_taps(v16 (&acc)[OB], const float* src, const float* w, const Geom& g) {
+// acc[o] += sum over one kernel row's taps j of w[j] * src[(o * sw + j * dw) * CB], o < NB.
+// With the kernel width and column stride known (and dilation 1) the NB x KW products read
+// each of the (NB - 1) * SW + KW input vectors once (5x5, 8 positions: 12 loads for 40
+// multiply-adds, not 40).
+template <int KW, int SW, int NB>
+inline void block_taps(v16 (&acc)[NB], const float* src, const float* w, const Geom& g) {
   if constexpr (KW > 0) {
-    constexpr int NV = (OB - 1) * SW + KW;
+    constexpr int NV = (NB - 1) * SW + KW;
     v16 v[NV];
     for (int q = 0; q < NV; ++q) v[q] = load16(src + q * CB);
     for (int j = 0; j < KW; ++j) {
       const v16 wv = load16(w + j * CB);
-      for (int o = 0; o < OB; ++o) acc[o] += wv * v[o * SW + j];
+      for (int o = 0; o < NB; ++o) acc[o] += wv * v[o * SW + j];
     }
   } else {
     for (int64_t j = 0; j < g.kw; ++j) {
       const v16 wv = load16(w + j * CB);
-      for (int64_t o = 0; o < OB; ++o) acc[o] += wv * load16(src + (o * g.sw + j * g.dw) * CB);
+      for (int64_t o = 0; o < NB; ++o) acc[o] += wv * load16(src + (o * g.sw + j * g.dw) * CB);
     }
   }
 }
 
-// The block's outputs from its padded copy (row pitch wp): out[(oy * ow + ox) * CB + lane],
-// Relu'd, in runs of OB positions of a row (reading up to OB * sw positions past the copy).
+// NB positions (ox0 .. ox0 + NB - 1) of output row oy over kernel rows [i0, i1), Relu'd into
+// out[(oy * ow + ox) * CB + lane].
+template <int KW, int SW, int NB>
+void block_run(const Geom& g, int64_t wp, const float* pad, const float* wt, v16 b, int64_t oy,
+               int64_t i0, int64_t i1, int64_t ox0, float* out) {
+  v16 acc[NB];
+  for (int o = 0; o < NB; ++o) acc[o] = b;
+  for (int64_t i = i0; i < i1; ++i)
+    block_taps<KW, SW, NB>(acc, pad + ((oy * g.sh + i * g.dh) * wp + ox0 * g.sw) * CB,
+                           wt + i * g.kw * CB, g);
+  for (int o = 0; o < NB; ++o) {
+    const v16 z = v16{};
+    const v16 r = acc[o] < z ? z : acc[o];  // relu that keeps NaN
+    std::memcpy(out + (oy * g.ow + ox0 + o) * CB, &r, sizeof r);
+  }
+}
+
+// The block's outputs from its padded copy (row pitch wp), each row in runs of at most OB
+// positions of equal length (a row of 10: 5 + 5, not 8 + 2 of which 6 computed and dropped).
 template <int KW, int SW>
 void block_conv(const Geom& g, int64_t wp, const float* pad, const float* wt, const float* bias,
                 float* out) {
   const v16 b = load16(bias);
+  const int64_t runs = (g.ow + OB - 1) / OB, len = g.ow / runs, longer = g.ow % runs;
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     // the kernel rows i whose input row oy * sh + i * dh - pt is inside the plane: the
     // others read only zero padding (3x96 5x5: 10 of the 15 row products)
     int64_t i0 = 0, i1 = g.kh;
     while (i0 < i1 && oy * g.sh + i0 * g.dh < g.pt) ++i0;
     while (i1 > i0 && oy * g.sh + (i1 - 1) * g.dh - g.pt >= g.h) --i1;
-    for (int64_t ox0 = 0; ox0 < g.ow; ox0 += OB) {
-      v16 acc[OB];
-      for (int64_t o = 0; o < OB; ++o) acc[o] = b;
-      for (int64_t i = i0; i < i1; ++i)
-        block_taps<KW, SW>(acc, pad + ((oy * g.sh + i * g.dh) * wp + ox0 * g.sw) * CB,
-                           wt + i * g.kw * CB, g);
-      const int64_t nb = std::min(OB, g.ow - ox0);
-      for (int64_t o = 0; o < nb; ++o) {
-        const v16 z = v16{};
-        const v16 r = acc[o] < z ? z : acc[o];  // relu that keeps NaN
-        std::memcpy(out + (oy * g.ow + ox0 + o) * CB, &r, sizeof r);
+    for (int64_t r = 0, ox0 = 0; r < runs; ++r) {
+      const int64_t nb = len + (r < longer ? 1 : 0);
+      switch (nb) {
+        case 8: block_run<KW, SW, 8>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 7: block_run<KW, SW, 7>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 6: block_run<KW, SW, 6>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 5: block_run<KW, SW, 5>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 4: block_run<KW, SW, 4>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 3: block_run<KW, SW, 3>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        case 2: block_run<KW, SW, 2>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
+        default: block_run<KW, SW, 1>(g, wp, pad, wt, b, oy, i0, i1, ox0, out); break;
       }
+      ox0 += nb;
     }
   }
 }

@@ -131,6 +131,10 @@ GEOMETRIES = [  # n, c, (h, w), m, (kh, kw), attrs
     (1, 16, (2, 30), 16, (5, 5), {"group": 16, "pads": [4, 2, 4, 2], "strides": [2, 1]}),
     (1, 24, (30, 64), 24, (3, 3), {"group": 24, "pads": [1, 1, 1, 1]}),
     (1, 8, (5, 65), 8, (3, 3), {"group": 8, "pads": [1, 1, 1, 1]}),
+    # rows split into runs of equal length (9 -> 5 + 4 above, 11 -> 6 + 5, 30 -> 8 + 8 + 7 + 7),
+    # and runs of 1 and 4 positions
+    (2, 16, (1, 1), 16, (5, 5), {"group": 16, "pads": [2, 2, 2, 2]}),
+    (1, 21, (7, 7), 21, (5, 5), {"group": 21, "pads": [2, 2, 2, 2], "strides": [2, 2]}),
     # 1x1 on planes of fewer than 16 positions (squeeze-excitation): dot products along C,
     # C not a multiple of 16, M not a multiple of 4, several positions and images
     (2, 144, (1, 1), 574, (1, 1), {}),
