@@ -84,9 +84,8 @@ class ShapeClass:
     """Convolutions in which FusedConvBnRelu is slower than ONNX Runtime, as measured."""
 
     name: str
-    #: (input channels, output channels, group, kernel height, kernel width, stride along H,
-    #: stride along W) -> in the class
-    test: Callable[[int, int, int, int, int, int, int], bool]
+    #: (input channels, output channels, group, kernel height, kernel width) -> in the class
+    test: Callable[[int, int, int, int, int], bool]
     measured: str
 
 
@@ -98,24 +97,21 @@ class ShapeClass:
 #: benchmarks/conv_classes.py (no corpus model has such a conv). Outside them, on the same
 #: run: 1x1 convs 0.35x to 1.44x ONNX Runtime's time at one thread (median 0.97x), 1x1 on
 #: planes under 16 positions 0.29x to 1.48x (median 0.56x), dense 3x3 1.03x to 2.14x. The
-#: depthwise rows are from the kernel's 16-channel blocks (medians of 7 interleaved rounds at
-#: load 5): 3x3 0.41x to 1.24x at one thread, 5x5 with stride 1 along W 0.59x to 1.22x
-#: (median 0.99x; 0.42x to 1.44x at two threads).
+#: depthwise figures are from the kernel's 16-channel blocks (medians of 7 to 11 interleaved
+#: rounds at load 5): 3x3 0.41x to 1.24x at one thread, 5x5 0.69x to 1.29x at one thread
+#: (20 corpus shapes; stride 2 0.83x to 1.12x) and 0.48x to 2.1x at two.
 CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
-    ShapeClass("depthwise convolution with a kernel larger than 3x3 and stride 2 in both "
-               "directions, or larger than 5x5",
-               lambda c, m, g, kh, kw, sh, sw: (g > 1 and g == c and kh * kw > 9
-                                                and (sh > 1 and sw > 1 or kh > 5 or kw > 5)),
-               "1.40x to 1.77x ONNX Runtime's time at one thread and 1.09x to 2.06x at two "
-               "(5x5 stride 2, 3 corpus shapes: 192 channels at 20x20, 96 at 28x28 and 288 at "
-               "14x14, where the 16-channel copy of the input costs as much as the taps; "
-               "kernels larger than 5x5 not measured)"),
+    ShapeClass("depthwise convolution with a kernel larger than 5x5",
+               lambda c, m, g, kh, kw: g > 1 and g == c and (kh > 5 or kw > 5),
+               "no figure: not measured (no corpus model has one); 5x5 was 1.43x to 3.69x "
+               "ONNX Runtime's time at one thread before the 16-channel blocks, 0.69x to "
+               "1.29x with them"),
     ShapeClass("grouped convolution with more than 2 input channels per group",
-               lambda c, m, g, kh, kw, sh, sw: 1 < g < c and c // g > 2,
+               lambda c, m, g, kh, kw: 1 < g < c and c // g > 2,
                "1.06x to 1.81x ONNX Runtime's time (64->64 in 16, 8 and 4 groups, 3x3 at "
                "28x28)"),
     ShapeClass("convolution with fewer than 8 input channels",
-               lambda c, m, g, kh, kw, sh, sw: g == 1 and c < 8,
+               lambda c, m, g, kh, kw: g == 1 and c < 8,
                "0.82x to 1.28x ONNX Runtime's time at one thread and 0.44x to 5.6x at two "
                "with the direct first-layer kernel (3->8, 3->16 3x3 s2, 3->64 7x7 s2 of the "
                "corpus; 2.9x to 5.4x through the GEMM before): about ONNX Runtime's speed, "
@@ -123,18 +119,18 @@ CPU_SLOWER_CLASSES: tuple[ShapeClass, ...] = (
 )
 
 
-def cpu_refusal(c_in: int, c_out: int, group: int, kernel: tuple[int, int] = (1, 1),
-                strides: tuple[int, int] = (1, 1)) -> str | None:
+def cpu_refusal(c_in: int, c_out: int, group: int, kernel: tuple[int, int] = (1, 1)
+                ) -> str | None:
     """Why fusing a convolution of this shape would make the model slower on the CPU, or None.
 
     Example:
-        >>> cpu_refusal(32, 32, 32, (5, 5), (2, 2))[:52]
-        'depthwise convolution with a kernel larger than 3x3 '
+        >>> cpu_refusal(32, 32, 32, (7, 7))[:52]
+        'depthwise convolution with a kernel larger than 5x5:'
         >>> cpu_refusal(32, 32, 32, (5, 5)) is None, cpu_refusal(64, 64, 1) is None
         (True, True)
     """
     for cls in CPU_SLOWER_CLASSES:
-        if cls.test(c_in, c_out, group, *kernel, *strides):
+        if cls.test(c_in, c_out, group, *kernel):
             return (f"{cls.name}: FusedConvBnRelu measured {cls.measured}; "
                     "ONNX Runtime keeps it")
     return None
@@ -292,8 +288,7 @@ def _fuse_one(
     b = g.const(conv.input[2], "Conv bias") if len(conv.input) > 2 and conv.input[2] else None
     (scale, bias, mean, var), eps = _bn_params(g, bn)
     why = native or (None if force else cpu_refusal(
-        w.shape[1] * attrs["group"], w.shape[0], attrs["group"], (w.shape[2], w.shape[3]),
-        (attrs["strides"][0], attrs["strides"][1])))
+        w.shape[1] * attrs["group"], w.shape[0], attrs["group"], (w.shape[2], w.shape[3])))
     if why:
         raise _Refuse(why, [conv, bn, relu])
     w_new, b_new = fold_batch_norm(w, b, scale, bias, mean, var, eps)
