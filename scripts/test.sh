@@ -47,4 +47,12 @@ stop_warming() {
 trap stop_warming EXIT
 echo "==> ruff"; ruff check .
 echo "==> mypy"; mypy
-echo "==> pytest"; python -m pytest "$@"
+# A full run (no arguments) spreads the test files over OPSDK_TEST_WORKERS processes (2 by
+# default, the CI machine's cores; 1 runs them in one process). Each file runs whole in one
+# worker (--dist loadfile), so a module's fixtures (built wheels, servers) are made once.
+# Measured on 2 loaded cores: 1,318 s against 1,777 s in one process.
+workers=()
+if [ $# -eq 0 ] && [ "${OPSDK_TEST_WORKERS:-2}" -gt 1 ]; then
+  workers=(-n "${OPSDK_TEST_WORKERS:-2}" --dist loadfile)
+fi
+echo "==> pytest"; python -m pytest "${workers[@]}" "$@"

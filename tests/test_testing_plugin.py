@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -164,3 +165,22 @@ def test_an_operator_without_a_test_file_gets_the_generated_one(tmp_path: Path) 
     p = run("-m", "pytest", str(target), "-q", "-p", "no:cacheprovider", "-k", "float16-odd")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 passed" in p.stdout
+
+
+def test_cases_compared_by_xdist_workers_are_added_up(tmp_path: Path) -> None:
+    """Under pytest-xdist (the full suite's -n 2) the summary line adds up every worker's
+    cases, expected failures apart; --opsdk-report, which needs every case in one process,
+    is refused with the fix instead of being written by each worker over the others."""
+    folder = ROOT / "operators" / "softmax"
+    base = ["-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider", "-k", "not _check"]
+    summary = r"opsdk: (\d+) cases compared, 0 failed(, \d+ failed as expected)?"
+    alone, spread = run(*base), run(*base, "-n", "2")
+    assert alone.returncode == 0 and spread.returncode == 0, spread.stdout[-2000:]
+    one = re.search(summary, alone.stdout)
+    two = re.search(summary, spread.stdout)
+    assert one and two and int(one.group(1)) > 20, spread.stdout[-2000:]
+    assert one.groups() == two.groups()
+    refused = run(*base, "-n", "2", f"--opsdk-report={tmp_path / 'r.html'}")
+    assert refused.returncode == 4, refused.stdout[-2000:]
+    assert "run without -n (pytest-xdist) to write it" in refused.stdout + refused.stderr
+    assert not (tmp_path / "r.html").exists()

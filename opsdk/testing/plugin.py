@@ -36,6 +36,8 @@ The tests themselves come from :func:`opsdk.testing.op_tests` in each operator's
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ..ascend.precision import MODE_CHOICES
@@ -96,6 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
     sess.precision_mode  # noqa: B018 - raises pytest.UsageError
     sess.cann_types  # noqa: B018 - raises pytest.UsageError
     if sess.options.get("report"):
+        if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+            raise pytest.UsageError(
+                f"--opsdk-report {sess.options['report']}: the report collects every case in "
+                "one process; run without -n (pytest-xdist) to write it")
         try:
             Report.check_path(sess.options["report"])
         except ValueError as e:  # before the suite runs, not after
@@ -147,16 +153,37 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = sess.options.get("report")
     if path and sess.report.cases:
         sess.report.write(path)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
+        workeroutput[_COUNTS] = _counts(sess.report)
+
+
+#: pytest-xdist's worker output key for a worker's case counts
+_COUNTS = "opsdk_case_counts"
+_SUMMED = pytest.StashKey[list[int]]()
+
+
+def _counts(rep: Report) -> list[int]:
+    return [len(rep.cases), len(rep.failed), len(rep.expected_failures)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller: add up the cases each worker compared."""
+    counts = getattr(node, "workeroutput", {}).get(_COUNTS)
+    if counts:
+        summed = node.config.stash.setdefault(_SUMMED, [0, 0, 0])
+        summed[:] = [a + b for a, b in zip(summed, counts)]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    sess = session_of(terminalreporter.config)
+    config = terminalreporter.config
+    sess = session_of(config)
     path = sess.options.get("report")
-    rep = sess.report
-    if rep.cases:
+    n, failed, expected = config.stash.get(_SUMMED, None) or _counts(sess.report)
+    if n:
         terminalreporter.write_line(
-            f"opsdk: {len(rep.cases)} cases compared, {len(rep.failed)} failed"
-            + (f", {len(rep.expected_failures)} failed as expected (not followed)"
-               if rep.expected_failures else "")
+            f"opsdk: {n} cases compared, {failed} failed"
+            + (f", {expected} failed as expected (not followed)" if expected else "")
             + (f"; report written to {path}" if path else "")
         )
