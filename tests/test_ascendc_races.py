@@ -231,7 +231,7 @@ def test_race_message_names_both_instructions_and_the_fix(tmp_path: Path) -> Non
     rc, err, _ = _run_small(source, "abs_tbuf.cpp", tmp_path)
     assert rc == 1
     assert re.search(r"race_kernel \(block \d of 2\): race on Unified Buffer bytes \[0, 256\) of a TBuf at Unified "
-                     r"Buffer bytes \[0, 256\) \(argument srcLocal\): Abs \(kernel.cpp:\d+\) on pipe V reads what "
+                     r"Buffer bytes \[0, 256\) \(Abs's argument srcLocal\): Abs \(kernel.cpp:\d+\) on pipe V reads what "
                      r"DataCopy \(kernel.cpp:\d+\) on pipe MTE2 wrote", err), err
     assert "Fix: SetFlag<HardEvent::MTE2_V>(id) after the first and WaitFlag<HardEvent::MTE2_V>(id)" in err
 

@@ -166,10 +166,12 @@ struct Buffer {
     uint64_t offset, bytes;
     bool tbuf;
     bool raw = false;  // a LocalTensor(TPosition, addr, tileSize): no TPipe buffer behind it
-    std::string Name() const {
+    // `api`: the instruction whose argument this is (the second of a race's two: the first
+    // instruction's own name for the tensor may differ)
+    std::string Name(const char* api) const {
         const char* kind = raw ? "a LocalTensor made from an address" : tbuf ? "a TBuf" : "a TQue buffer";
         return std::string(kind) + " at Unified Buffer bytes [" + S(offset) + ", " +
-               S(offset + bytes) + ") (argument " + arg + ")";
+               S(offset + bytes) + ") (" + api + "'s argument " + arg + ")";
     }
 };
 
@@ -197,7 +199,7 @@ inline void Access(uint64_t at, uint64_t n, bool write, const Buffer& buf) {
         if (w != 0 && w != me && !Before(P, w, q)) {
             uint64_t j = i;
             while (j < end && P.lastWrite[j] == w) ++j;
-            Race(P, w, true, write, i, j - i, buf.Name());
+            Race(P, w, true, write, i, j - i, buf.Name(P.instrs[me].api));
         }
         if (write) {
             for (int p = 0; p < kPipes; ++p) {
@@ -205,7 +207,7 @@ inline void Access(uint64_t at, uint64_t n, bool write, const Buffer& buf) {
                 if (p != qi && r != 0 && r != me && !Before(P, r, q)) {
                     uint64_t j = i;
                     while (j < end && P.lastRead[j][p] == r) ++j;
-                    Race(P, r, false, true, i, j - i, buf.Name());
+                    Race(P, r, false, true, i, j - i, buf.Name(P.instrs[me].api));
                 }
             }
             P.lastWrite[i] = me;
