@@ -244,6 +244,37 @@ def test_threads_do_not_change_the_result(op: Any) -> None:
     np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize("n, c, hw, m, k, dtype", [
+    (1, 300, (10, 10), 150, (3, 3), np.float32),  # one column block, 11 K blocks (the last short)
+    (1, 64, (15, 10), 96, (3, 3), np.float32),  # 150 columns: a full block and a narrow one
+    (2, 40, (6, 6), 130, (1, 1), np.float32),  # two images, M not a multiple of the chunks
+    (1, 64, (10, 10), 100, (3, 3), np.float16),  # float16: float32 partial sums across K blocks
+])
+def test_channel_chunks_share_the_packed_rows(op: Any, threads: int, n: int, c: int,
+                                              hw: tuple[int, int], m: int,
+                                              k: tuple[int, int], dtype: Any) -> None:
+    """Few column blocks and many output channels: the chunks of a block read one packing
+    (shared_gemm), which must give what one thread gives, bit for bit, and the reference."""
+    rng = np.random.default_rng(c + m)
+    x, w, b = _inputs(rng, n, c, hw, m, k, dtype=dtype)
+    attrs = {"pads": [k[0] // 2] * 4}
+    previous = op.module.get_num_threads()
+    try:
+        op.set_num_threads(1)
+        one = op(x, w, b, **attrs)
+        op.set_num_threads(threads)
+        many = op(x, w, b, **attrs)
+    finally:
+        op.set_num_threads(previous)
+    np.testing.assert_array_equal(one, many)
+    full = op.spec.resolve_attrs(attrs)
+    want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
+    scale = _bound(op, x, w, b, full)
+    tol = scale * (2.0**-11 if dtype == np.float16 else c * k[0] * k[1] * 2.0**-24) + 1e-3
+    assert np.all(np.abs(many.astype(np.float64) - want) <= tol)
+
+
 def test_non_contiguous_inputs(op: Any) -> None:
     rng = np.random.default_rng(13)
     x, w, b = _inputs(rng, 1, 6, (9, 9), 4, (3, 3))
