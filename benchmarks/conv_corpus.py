@@ -220,10 +220,16 @@ def measure_row(op: Any, row: Row, threads: list[int], repeat: int) -> None:
         for t in threads:
             op.set_num_threads(t)
             runner = OrtRunner(graph, [x, w, b], [np.empty_like(out)], t)
-            # short samples (0.5 ms): on a loaded machine fewer of them are cut by the scheduler
+            # One thread: short samples (0.5 ms), of which a loaded machine cuts fewer.
+            # Two or more: 0.1 s of sleep first, since ONNX Runtime's workers poll for about
+            # 45 ms after a run (81% of a core over a 50 ms sleep, measured) and took a core
+            # from the opsdk sample after it at 0.05 s; then 5 ms samples, since after the
+            # sleep the first 0.5 ms of both runtimes measured waking up (384->256 10x10
+            # 1x1: 1.83x-2.49x in 0.5 ms samples, 1.15x in 5 ms ones).
+            many = t > 1
             got = measure({"opsdk": lambda: op(x, w, b, **attrs), "onnxruntime": runner},
-                          repeat=repeat, warmup=1, min_sample=0.0005,
-                          settle=0.05 if t > 1 else 0.0)
+                          repeat=repeat, warmup=1, min_sample=0.005 if many else 0.0005,
+                          settle=0.1 if many else 0.0)
             row.ms[t] = (got["opsdk"].median * 1e3, got["onnxruntime"].median * 1e3)
             row.best[t] = (got["opsdk"].best * 1e3, got["onnxruntime"].best * 1e3)
     finally:

@@ -275,6 +275,35 @@ def test_channel_chunks_share_the_packed_rows(op: Any, threads: int, n: int, c: 
     assert np.all(np.abs(many.astype(np.float64) - want) <= tol)
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize("n, c, hw, m, k, attrs", [
+    (2, 3, (31, 29), 10, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # first layers
+    (3, 4, (17, 16), 13, (5, 5), {"dilations": [2, 1], "pads": [4, 2, 4, 2]}),
+    (1, 4, (12, 13), 6, (3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),  # 2 per group, 2 units
+])
+def test_direct_path_over_few_images_splits_rows(op: Any, threads: int, n: int, c: int,
+                                                 hw: tuple[int, int], m: int,
+                                                 k: tuple[int, int],
+                                                 attrs: dict[str, Any]) -> None:
+    """Fewer (image, group) units than twice the threads: every unit is padded in one
+    parallel section and its channel and row blocks computed in another."""
+    rng = np.random.default_rng(n + c + m)
+    x, w, b = _inputs(rng, n, c, hw, m, k, attrs.get("group", 1))
+    previous = op.module.get_num_threads()
+    try:
+        op.set_num_threads(1)
+        one = op(x, w, b, **attrs)
+        op.set_num_threads(threads)
+        many = op(x, w, b, **attrs)
+    finally:
+        op.set_num_threads(previous)
+    np.testing.assert_array_equal(one, many)
+    full = op.spec.resolve_attrs(attrs)
+    want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
+    tol = w[0].size * 2.0**-24 * (_bound(op, x, w, b, full) + 1e-30)
+    assert np.all(np.abs(many - want) <= tol)
+
+
 def test_non_contiguous_inputs(op: Any) -> None:
     rng = np.random.default_rng(13)
     x, w, b = _inputs(rng, 1, 6, (9, 9), 4, (3, 3))
