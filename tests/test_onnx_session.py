@@ -448,6 +448,45 @@ def test_constant_node_weights_of_custom_nodes_are_resolved_once():
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], got)  # constants untouched
 
 
+def test_constant_weights_of_later_parts_are_their_initializers():
+    """A Constant-node weight that a standard node after a custom node reads is written into
+    that ONNX Runtime part as an initializer (so ONNX Runtime can prepack it and fold
+    BatchNormalization), not computed by the first part and fed: no part for the weights,
+    no weight among the part's feeds, and the result equal to ONNX Runtime's on the same
+    model with the custom node replaced by the standard op it equals on these inputs."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    bn = [rng.uniform(0.5, 1.5, 4).astype(np.float32) for _ in range(4)]
+
+    def build(first: onnx.NodeProto, domains: list[onnx.OperatorSetIdProto]) -> onnx.ModelProto:
+        nodes = [
+            first,
+            helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(w)),
+            helper.make_node("Identity", ["w"], ["w_id"]),
+            *[helper.make_node("Constant", [], [n], value=numpy_helper.from_array(v))
+              for n, v in zip(["s", "b", "m", "v"], bn, strict=True)],
+            helper.make_node("Conv", ["a", "w_id"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"]),
+        ]
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])])
+        return helper.make_model(graph, ir_version=8, opset_imports=domains)
+
+    std = helper.make_opsetid("", 17)
+    sess = Session(build(make_node("ThresholdedRelu", ["x"], ["a"], {"alpha": 0.1}),
+                         [std, helper.make_opsetid("com.opsdk", 1)]))
+    assert [s.kind for s in sess.steps] == ["opsdk", "onnxruntime"]
+    assert sess.steps[1].inputs == ("a",)  # the weights and statistics are initializers
+    plain = ort.InferenceSession(build(helper.make_node("Relu", ["x"], ["a"]), [std])
+                                 .SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    x[np.abs(x) <= 0.1] = 0.5  # no value in (0, 0.1], where ThresholdedRelu and Relu differ
+    (got,) = sess.run(None, {"x": x})
+    (want,) = plain.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_compiled_kernel_outputs_kept_by_the_caller_are_never_reused():
     """A compiled kernel's outputs come from the process-wide output pool (the fast call
     path): a block returns to the pool only when the array and its views are gone."""

@@ -244,6 +244,21 @@ def test_threads_do_not_change_the_result(op: Any) -> None:
     np.testing.assert_array_equal(one, two)
 
 
+def _same_on_threads(op: Any, threads: int, x: np.ndarray, w: np.ndarray, b: np.ndarray,
+                     attrs: dict[str, Any]) -> np.ndarray:
+    """The result on ``threads`` threads, checked equal bit for bit to one thread's."""
+    previous = op.module.get_num_threads()
+    try:
+        op.set_num_threads(1)
+        one = op(x, w, b, **attrs)
+        op.set_num_threads(threads)
+        many = op(x, w, b, **attrs)
+    finally:
+        op.set_num_threads(previous)
+    np.testing.assert_array_equal(one, many)
+    return many
+
+
 @pytest.mark.parametrize("threads", [2, 4])
 @pytest.mark.parametrize("n, c, hw, m, k, dtype", [
     (1, 300, (10, 10), 150, (3, 3), np.float32),  # one column block, 11 K blocks (the last short)
@@ -259,15 +274,7 @@ def test_channel_chunks_share_the_packed_rows(op: Any, threads: int, n: int, c: 
     rng = np.random.default_rng(c + m)
     x, w, b = _inputs(rng, n, c, hw, m, k, dtype=dtype)
     attrs = {"pads": [k[0] // 2] * 4}
-    previous = op.module.get_num_threads()
-    try:
-        op.set_num_threads(1)
-        one = op(x, w, b, **attrs)
-        op.set_num_threads(threads)
-        many = op(x, w, b, **attrs)
-    finally:
-        op.set_num_threads(previous)
-    np.testing.assert_array_equal(one, many)
+    many = _same_on_threads(op, threads, x, w, b, attrs)
     full = op.spec.resolve_attrs(attrs)
     want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
     scale = _bound(op, x, w, b, full)
@@ -289,15 +296,7 @@ def test_direct_path_over_few_images_splits_rows(op: Any, threads: int, n: int, 
     parallel section and its channel and row blocks computed in another."""
     rng = np.random.default_rng(n + c + m)
     x, w, b = _inputs(rng, n, c, hw, m, k, attrs.get("group", 1))
-    previous = op.module.get_num_threads()
-    try:
-        op.set_num_threads(1)
-        one = op(x, w, b, **attrs)
-        op.set_num_threads(threads)
-        many = op(x, w, b, **attrs)
-    finally:
-        op.set_num_threads(previous)
-    np.testing.assert_array_equal(one, many)
+    many = _same_on_threads(op, threads, x, w, b, attrs)
     full = op.spec.resolve_attrs(attrs)
     want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
     tol = w[0].size * 2.0**-24 * (_bound(op, x, w, b, full) + 1e-30)
