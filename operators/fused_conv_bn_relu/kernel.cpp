@@ -17,8 +17,9 @@
 //   packs into its own reusable, aligned scratch, except that the channel blocks of one
 //   column block share one packing when there are three or more of them (shared_gemm).
 // * Direct paths skip the GEMM where its packing or per-group set-up dominates (small K):
-//   depthwise and 2-per-group convolutions, and dense ones with at most 4 input channels
-//   (first layers). The group's planes are copied zero-padded and split by stride phase,
+//   depthwise and 2-per-group convolutions, dense ones with at most 4 input channels
+//   (first layers), and dense ones larger than 1x1 with at most 16 on planes of 1024
+//   output positions or more. The group's planes are copied zero-padded and split by stride phase,
 //   and MB output channels x CW 16-wide vectors of output positions accumulate in
 //   registers over the taps. Depthwise convolutions with output rows of at most 64 positions
 //   (128 for 5-wide kernels) go in blocks of 16 channels (a [row][column][channel] copy,
@@ -63,6 +64,16 @@ constexpr int64_t DIRECT_MAX_CG = 2;
 // Dense convolutions with at most this many input channels take the direct path too (the
 // first layer of an image model: K = 27 or 147, where packing im2col dominated).
 constexpr int64_t DIRECT_MAX_C = 4;
+// And dense ones with at most DIRECT_MAX_C_PLANE input channels and a kernel larger than
+// 1x1, on planes of at least DIRECT_MIN_P output positions: the GEMM's packed rows serve
+// too few output channels there, and its 6-row tiles fit 16 channels badly. Direct against
+// the GEMM (one process, interleaved), 1 thread / 2 threads: 16->16 80x80 3x3 0.41x /
+// 0.80x, 16->32 160x160 s2 0.70x / 0.87x-0.96x, 16->96 80x80 0.83x / 0.95x, 8->16 80x80
+// 0.30x at 1 thread. Not taken: 32 channels (32->32 40x40 0.69x / 1.17x, 24->72 56x56 0.84x /
+// 1.14x), 1x1 (2x16->16 56x56 0.71x / 1.8x: the padded copy is all overhead and a
+// second thread does not help it), small planes (32->32 10x10 2.1x, 16->16 7x7 2.5x at 2).
+constexpr int64_t DIRECT_MAX_C_PLANE = 16;
+constexpr int64_t DIRECT_MIN_P = 1024;
 
 inline v8 load8(const float* p) {
   v8 v;
@@ -95,6 +106,14 @@ struct Geom {
   int64_t k() const { return cg * kh * kw; }
   int64_t p() const { return oh * ow; }
 };
+
+// Dense convolutions that take the direct path (DIRECT_MAX_C, DIRECT_MAX_C_PLANE).
+inline bool direct_dense(const Geom& g) {
+  if (g.group != 1) return false;
+  if (g.c <= DIRECT_MAX_C) return true;
+  if (g.p() < DIRECT_MIN_P) return false;
+  return g.kh * g.kw > 1 && g.c <= DIRECT_MAX_C_PLANE;
+}
 
 // Per-thread scratch, grown on demand and reused across calls (64-byte aligned).
 float* scratch(size_t floats, int slot) {
@@ -852,7 +871,7 @@ void direct_conv(const CustomOpKernelContext& ctx, const Geom& g, const T* x, co
     const T* xg = xg0 + (n * g.c + grp * g.cg) * g.h * g.w;
     pad_phases(g, d, xg + c * g.h * g.w, pad + u * floats + c * d.chan, r0,
                std::min(d.hq, r0 + rows_per));
-  });
+  }, units * g.cg * d.chan * 4);  // a second worker only for copies of 64k floats or more
   run_tasks(ctx, units * mblocks * rblocks, [&](int64_t t) {
     const int64_t u = t / (mblocks * rblocks), n = u / g.group, grp = u % g.group;
     const int64_t m0 = t % mblocks * DIRECT_MB, oy0 = t / mblocks % rblocks * rblock;
@@ -1202,7 +1221,7 @@ void fused_conv_bn_relu(const CustomOpKernelContext& ctx) {
     depthwise_blocks(ctx, g, x, wf, bf, y);
     return;
   }
-  if ((g.group > 1 && g.cg <= DIRECT_MAX_CG) || (g.group == 1 && g.c <= DIRECT_MAX_C)) {
+  if ((g.group > 1 && g.cg <= DIRECT_MAX_CG) || direct_dense(g)) {
     direct_conv(ctx, g, x, wf, bf, y);
     return;
   }

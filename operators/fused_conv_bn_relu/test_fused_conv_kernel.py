@@ -192,6 +192,7 @@ def test_float16_accumulates_in_float32(op: Any) -> None:
 
 @pytest.mark.parametrize("c, m, group, k, attrs", [
     (3, 16, 1, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # direct, first layer
+    (16, 24, 1, (3, 3), {"pads": [1, 1, 1, 1]}),  # direct, 16 channels on a large plane
     (24, 24, 24, (3, 3), {"pads": [1, 1, 1, 1]}),  # depthwise, channel blocks
     (40, 40, 40, (5, 5), {"strides": [2, 2], "pads": [2, 2, 2, 2]}),  # channel blocks, 5x5 s2
     (8, 8, 8, (3, 3), {"pads": [1, 1, 1, 1], "dilations": [1, 2]}),  # channel blocks, dilated
@@ -199,7 +200,8 @@ def test_float16_accumulates_in_float32(op: Any) -> None:
 def test_float16_direct_paths_round_once(op: Any, c: int, m: int, group: int,
                                          k: tuple[int, int], attrs: dict[str, Any]) -> None:
     rng = np.random.default_rng(4)
-    x, w, b = _inputs(rng, 2, c, (13, 15), m, k, group, dtype=np.float16)
+    hw = (33, 32) if c == 16 and group == 1 else (13, 15)  # the dense 16-channel path: >= 1024
+    x, w, b = _inputs(rng, 2, c, hw, m, k, group, dtype=np.float16)
     full = op.spec.resolve_attrs({**attrs, "group": group})
     want = op.reference(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **full)
     got = op(x, w, b, **attrs, group=group)
@@ -287,6 +289,8 @@ def test_channel_chunks_share_the_packed_rows(op: Any, threads: int, n: int, c: 
     (2, 3, (31, 29), 10, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # first layers
     (3, 4, (17, 16), 13, (5, 5), {"dilations": [2, 1], "pads": [4, 2, 4, 2]}),
     (1, 4, (12, 13), 6, (3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),  # 2 per group, 2 units
+    (1, 16, (34, 33), 20, (3, 3), {"pads": [1, 1, 1, 1]}),  # 16 channels, 1122 positions
+    (2, 9, (40, 40), 7, (3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
 ])
 def test_direct_path_over_few_images_splits_rows(op: Any, threads: int, n: int, c: int,
                                                  hw: tuple[int, int], m: int,
