@@ -5,7 +5,8 @@ The shape classes (:data:`opsdk.onnx.CPU_SLOWER_CLASSES`) decide per convolution
 two: each cut adds a hand-over between ONNX Runtime and the kernel, and ONNX Runtime loses
 its layout optimisations (NCHWc reorders, Conv+Add fusions) across it. On small tensors this
 costs more than the faster kernel saves (PP-OCR v2.0 cls with its 6 chains fused took 3.5x
-the original's time). So on the CPU a rewrite is also judged as a whole: both models run on
+the original's time while the later parts were fed their weights, 1.3x since Session makes
+them initializers). So on the CPU a rewrite is also judged as a whole: both models run on
 the same inputs, interleaved, and the fusions are kept only when the rewritten model's
 median time is below :data:`KEEP_BELOW` times the original's.
 
