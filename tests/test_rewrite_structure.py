@@ -88,3 +88,28 @@ def test_opset_above_the_models_is_said_on_the_last_line(
         lines = capsys.readouterr().out.strip().splitlines()
         assert lines[-1] == f"wrote {dst}: 0 rewrite(s), {note}", lines
         assert sum("not above 21" in ln for ln in lines) == (2 if extra else 1), lines
+
+
+@pytest.mark.parametrize("name", ["dangling tensor", "made twice"])
+def test_the_doctor_reads_the_same_scan(name: str) -> None:
+    """`opsdk doctor` words the same structural scan (onnx/_structure.py) in its own terms:
+    each broken graph the rewrite refuses is an invalid-model finding there too, naming the
+    same value."""
+    from opsdk.ascend.atc.doctor import structure_errors
+
+    model = BROKEN[name][0]()
+    found = [f for f in structure_errors(model) if f.code == "invalid-model"]
+    value = "ghost" if name == "dangling tensor" else "y"
+    assert found and all(repr(value) in f.reason for f in found), found
+
+
+def test_order_matters_to_the_doctor_not_to_the_rewrite() -> None:
+    """Nodes out of topological order: ONNX's checker (and the doctor) refuse them; a
+    rewrite, which sorts the nodes itself, accepts them."""
+    from opsdk.ascend.atc.doctor import structure_errors
+
+    model = _model([_relu("t", "y"), _relu("x", "t")])
+    assert structure_problems(model) == []
+    [finding] = [f for f in structure_errors(model) if f.code == "invalid-model"]
+    assert finding.reason == ("input 't' is used before the node that defines it (nodes out "
+                              "of order, or a cycle)")

@@ -35,6 +35,7 @@ from ...onnx._model import (
     tensor_data_problem,
 )
 from ...onnx._probe import runnable_shapes
+from ...onnx._structure import scan_structure
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
 from ..versions import CannVersion, parse_cann_version, resolve_cann
@@ -212,26 +213,22 @@ def _invalid_model(m: ModelProto) -> list[Finding]:
                            "the model imports no opset", fix + ", e.g. "
                            "model.opset_import.append(onnx.helper.make_opsetid('', 15))"))
     out += _invalid_interface(m, fix)
-    defined = {vi.name for vi in m.graph.input} | {t.name for t in m.graph.initializer}
-    produced = {o for n in m.graph.node for o in n.output if o}
-    for idx, node in enumerate(m.graph.node):
-        label = node_label(node, idx)
-        for name in node.input:
-            if name and name not in defined:
-                why = ("is used before the node that defines it (nodes out of order, or a cycle)"
-                       if name in produced else "is never defined")
-                out.append(Finding("invalid-model", "error", label, node.op_type,
-                                   f"input {name!r} {why}", fix))
-        for name in node.output:
-            if name and name in defined:
-                out.append(Finding("invalid-model", "error", label, node.op_type,
-                                   f"output {name!r} is defined twice (ONNX graphs are SSA)",
-                                   fix + ": give each value one producer"))
-            defined.add(name)
-    for vi in m.graph.output:
-        if vi.name not in defined:
-            out.append(Finding("invalid-model", "error", None, None,
-                               f"graph output {vi.name!r} is never defined", fix))
+    reasons = {
+        "dangling": ("input {!r} is never defined", fix),
+        "out-of-order": ("input {!r} is used before the node that defines it (nodes out of "
+                         "order, or a cycle)", fix),
+        "made-twice": ("output {!r} is defined twice (ONNX graphs are SSA)",
+                       fix + ": give each value one producer"),
+        "output-unmade": ("graph output {!r} is never defined", fix),
+    }
+    for p in scan_structure(m, ordered=True):  # the domains: _import_findings (nested too)
+        if p.kind not in reasons:
+            continue
+        reason, how = reasons[p.kind]
+        node = None if p.node is None else m.graph.node[p.node]
+        out.append(Finding("invalid-model", "error",
+                           None if node is None else node_label(node, p.node),
+                           None if node is None else node.op_type, reason.format(p.value), how))
     for t in m.graph.initializer:
         problem = tensor_data_problem(t)
         if problem:
