@@ -43,3 +43,23 @@ def test_a_fixed_shape_model_that_crashes_onnx_runtime_is_a_finding(
         "(Softsign): the graph cut right after it crashes, cut right before it loads")
     assert main(["doctor", str(model), "--cann", "8.1.RC1", "--ort-python", python]) == 1
     assert diagnose(str(model), cann="8.1.RC1", python=python, ort=False) == []
+
+
+def test_the_crash_check_runs_the_input_shape_sizes(tmp_path: Path) -> None:
+    """With --input-shape, ONNX Runtime runs the model on those sizes, the ones ATC will get:
+    an ONNX Runtime that crashes only on a batch of 7 is found with x=7,4 and not without."""
+    x = helper.make_tensor_value_info("x", T.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])
+    model = tmp_path / "dynamic.onnx"
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])],
+                                                  "g", [x], [y]),
+                                opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    python = str(crashing_python(
+        tmp_path, when="    return False",
+        run_when="    return any(v.shape[:1] == (7,) for v in feeds.values())"))
+    found = diagnose(str(model), cann="8.1.RC1", python=python)
+    assert "onnxruntime-crash" not in [f.code for f in found], found  # probed at N=1
+    found = diagnose(str(model), cann="8.1.RC1", python=python, input_shapes={"x": [7, 4]})
+    assert [f.code for f in found] == ["onnxruntime-crash"], found
+    assert "crashed with SIGSEGV (signal 11)" in found[0].reason
+    assert "run once on the --input-shape sizes (x=7,4)" in found[0].reason

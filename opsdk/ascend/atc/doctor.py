@@ -124,7 +124,7 @@ def diagnose(
     findings = _invalid_model(m) + _opset_findings(m, profile)
     findings += _mixed_domain_findings(m, version)
     label = str(model) if isinstance(model, (str, os.PathLike)) else "the model"
-    findings += _ort_findings(m, set(input_shapes or ()), label, python, ort)
+    findings += _ort_findings(m, dict(input_shapes or {}), label, python, ort)
     for idx, node in enumerate(m.graph.node):
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
@@ -413,25 +413,50 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     return out
 
 
-def _ort_findings(m: ModelProto, bounded: set[str], label: str = "the model",
-                  python: str | None = None, ort: bool = True) -> list[Finding]:
+def _ort_findings(m: ModelProto, shapes: Mapping[str, Sequence[int]],
+                  label: str = "the model", python: str | None = None,
+                  ort: bool = True) -> list[Finding]:
     """The dynamic-shape findings, and the crash of ONNX Runtime on the model, if any.
 
     The model is always opened in ONNX Runtime, in a child process, and run once (a
-    fixed-shape model on inputs of its shapes; a dynamic one on the first sizing that runs,
-    which is the example shape of its findings): a crash there is an ``onnxruntime-crash``
-    finding, whatever the model's shapes."""
-    dynamic = [(vi, dims) for vi, dims in _free_inputs(m, bounded)
+    fixed-shape model on inputs of its shapes; the inputs given in ``shapes``, the
+    ``--input-shape`` ATC will get, on those; other dynamic ones on the first sizing that
+    runs, which is the example shape of their findings): a crash there is an
+    ``onnxruntime-crash`` finding, whatever the model's shapes."""
+    dynamic = [(vi, dims) for vi, dims in _free_inputs(m, set(shapes))
                if dims is None or not all(isinstance(d, int) for d in dims)]
     out: list[Finding] = []
     runnable: dict[str, tuple[int, ...]] = {}
     if ort:
         crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
-        runnable = runnable_shapes(m, crashes=crashes, python=python) or {}
-        asked = ("asked for example input shapes" if dynamic else
-                 "run once on inputs of the model's shapes")
+        runnable = runnable_shapes(_with_input_shapes(m, shapes), crashes=crashes,
+                                   python=python) or {}
+        given = f"the --input-shape sizes ({_shapes_text(shapes)})" if shapes else ""
+        if dynamic:
+            asked = "asked for example input shapes" + (f" with {given}" if given else "")
+        else:
+            asked = f"run once on {given}" if given else "run once on inputs of the model's shapes"
         out += [_crash_finding(label, c, asked) for c in crashes]
     return out + [_dynamic_finding(vi, dims, runnable.get(vi.name)) for vi, dims in dynamic]
+
+
+def _with_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[int]]) -> ModelProto:
+    """``m`` with the given inputs' dims fixed to ``shapes`` (``m`` itself when none)."""
+    if not shapes:
+        return m
+    fixed = ModelProto()
+    fixed.CopyFrom(m)
+    for vi in fixed.graph.input:
+        if vi.name in shapes and vi.type.HasField("tensor_type"):
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for d in shapes[vi.name]:
+                dims.add().dim_value = int(d)
+    return fixed
+
+
+def _shapes_text(shapes: Mapping[str, Sequence[int]]) -> str:
+    return " ".join(f"{name}={','.join(map(str, dims))}" for name, dims in shapes.items())
 
 
 def _free_inputs(m: ModelProto, bounded: set[str],
