@@ -493,11 +493,20 @@ def parse_sanitizers(text: str) -> tuple[str, ...]:
 
 
 def sanitizer_flags(sanitizers: tuple[str, ...]) -> str:
-    """Compiler and linker flags of a sanitizer build (debug info for ``file:line``)."""
+    """Compiler and linker flags of a sanitizer build (debug info for ``file:line``), after
+    the ordinary build's flags other than its optimisation level (``-march=native`` and any
+    ``OPSDK_CXXFLAGS``), so the kernel's code for this machine's ISA is the code checked,
+    not a generic fallback (e.g. a kernel's ``#if __AVX512F__`` path).
+
+    Example:
+        >>> "-march=native" in sanitizer_flags(("address",))  # with the default flags
+        True
+    """
+    isa = " ".join(f for f in _default_flags().split() if not f.startswith("-O"))
     return (
-        f"-O1 -g -fno-omit-frame-pointer -fsanitize={','.join(sanitizers)} "
+        f"{isa} -O1 -g -fno-omit-frame-pointer -fsanitize={','.join(sanitizers)} "
         "-fno-sanitize-recover=all"
-    )
+    ).strip()
 
 
 def build_sanitized(

@@ -390,3 +390,16 @@ def test_the_cross_harness_dies_with_its_parent(tmp_path: Path) -> None:
                   proc)
         os.kill(proc.pid, signal.SIGKILL)
         _gone(token)
+
+
+def test_sanitizer_builds_keep_the_isa_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sanitizer build compiles the kernel for this machine's ISA as the ordinary build
+    does (its -march, any OPSDK_CXXFLAGS), only at -O1 with debug info: otherwise a
+    kernel's `#if __AVX512F__` code would never be the code checked."""
+    from opsdk.build import sanitizer_flags
+
+    assert sanitizer_flags(("address",)).split()[0] == "-march=native"
+    monkeypatch.setenv("OPSDK_CXXFLAGS", "-O2 -mavx2 -mfma")
+    flags = sanitizer_flags(("address", "undefined")).split()
+    assert flags[:2] == ["-mavx2", "-mfma"] and "-O2" not in flags and "-O1" in flags
+    assert "-fsanitize=address,undefined" in flags
