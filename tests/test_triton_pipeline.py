@@ -176,6 +176,13 @@ PIPELINE_ERRORS = {
                       r"ONNX model .*gone.onnx does not exist"),
     "step named like pipeline": ({"steps": [{"name": "scaled_mlp", "onnx": "mlp.onnx"}]},
                                  r"step 'scaled_mlp': the name is taken"),
+    "step named like pipeline but for case": (
+        {"steps": [{"name": "Scaled_MLP", "onnx": "mlp.onnx"}]},
+        r"step 'Scaled_MLP': the name differs from the pipeline's name 'scaled_mlp' only by "
+        r"case; their model folders would be one folder on a case-insensitive file system"),
+    "steps named alike but for case": (
+        {"steps": [{"name": "mlp", "onnx": "mlp.onnx"}, {"name": "MLP", "onnx": "mlp.onnx"}]},
+        r"step 'MLP': the name differs from step 'mlp' only by case"),
     "output not produced": ({"outputs": ["nope"]}, r"output 'nope' is not produced by any"),
     "file in a folder": ({"steps": [{"name": "s", "python": "steps.py:scale",
                                      "files": ["../keys.txt"]}]},

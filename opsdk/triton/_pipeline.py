@@ -181,13 +181,21 @@ def _check_name(name: str, where: str, what: str) -> None:
 def _check_steps(p: Pipeline, where: str) -> None:
     known = {t.name: "the pipeline's inputs already produce" for t in p.inputs}
     names = {p.name}
+    folded = {p.name.casefold(): f"the pipeline's name {p.name!r}"}
     for step in p.steps:
         at = f"{where}, step {step.name!r}"
         _check_name(step.name, where, "step name")
         if step.name in names:
             raise PipelineError(f"{at}: the name is taken (by the pipeline or another step); "
                                 "every step becomes a model and needs its own name")
+        if step.name.casefold() in folded:
+            raise PipelineError(
+                f"{at}: the name differs from {folded[step.name.casefold()]} only by case; "
+                "their model folders would be one folder on a case-insensitive file system "
+                "(macOS, Windows, where a repository may be copied), so give the step a "
+                "name that differs in more than case")
         names.add(step.name)
+        folded[step.name.casefold()] = f"step {step.name!r}"
         if step.kind not in KINDS:
             raise PipelineError(f"{at}: kind {step.kind!r} is not one of {', '.join(KINDS)}")
         for own, tensor in step.inputs:
