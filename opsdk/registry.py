@@ -23,6 +23,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import threading
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,6 +84,11 @@ class OperatorInfo:
 
 
 _SPEC_CACHE: dict[tuple[str, float, float], OpSpec] = {}
+# One import of an operator folder at a time: load_spec swaps the folder's package modules in
+# sys.modules, which threads loading specs at once (an AscendcModel per worker thread) would
+# tear from each other ("dictionary changed size during iteration"). Reentrant: a spec.py may
+# load another operator's spec.
+_IMPORT_LOCK = threading.RLock()
 
 
 def _mtime(p: Path) -> float:
@@ -104,10 +110,17 @@ def load_spec(folder: str | os.PathLike[str]) -> OpSpec:
         raise OperatorNotFound(f"{folder}: no spec.py (an operator folder needs spec.py)")
     ref_file = folder / "reference.py"
     ck = (str(folder), _mtime(spec_file), _mtime(ref_file))
-    if ck in _SPEC_CACHE:
-        return _SPEC_CACHE[ck]
+    with _IMPORT_LOCK:
+        if ck in _SPEC_CACHE:
+            return _SPEC_CACHE[ck]
+        spec = _import_spec(folder, spec_file, ref_file)
+        _SPEC_CACHE[ck] = spec
+        return spec
+
+
+def _import_spec(folder: Path, spec_file: Path, ref_file: Path) -> OpSpec:
     pkg = "_opsdk_op_" + hashlib.sha1(str(folder).encode()).hexdigest()[:12]
-    for mod in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+    for mod in [m for m in list(sys.modules) if m == pkg or m.startswith(pkg + ".")]:
         del sys.modules[mod]
     package = types.ModuleType(pkg)
     package.__path__ = [str(folder)]
@@ -131,7 +144,6 @@ def load_spec(folder: str | os.PathLike[str]) -> OpSpec:
         if fn is None:
             raise SpecError(f"{spec.name}: {ref_file} defines no function 'reference'")
         spec.register_reference(fn)
-    _SPEC_CACHE[ck] = spec
     return spec
 
 

@@ -487,6 +487,27 @@ def test_constant_weights_of_later_parts_are_their_initializers():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_a_scalar_constant_stays_a_scalar_in_a_part():
+    """A 0-d Constant (a Gather index, as TorchScript exports write them) written into a
+    part as an initializer keeps rank 0: a 1-d index would give Gather a rank more and break
+    every shape after it (Concat of shape pieces: 'All inputs to Concat must have same
+    rank')."""
+    nodes = [
+        make_node("ThresholdedRelu", ["x"], ["a"], {"alpha": 0.0}),
+        helper.make_node("Constant", [], ["i"],
+                         value=numpy_helper.from_array(np.array(1, np.int64))),
+        helper.make_node("Gather", ["a", "i"], ["y"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, ir_version=8, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.opsdk", 1)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (got,) = Session(model).run(None, {"x": x})
+    np.testing.assert_array_equal(got, x[1])  # shape (3,), not (1, 3)
+
+
 def test_compiled_kernel_outputs_kept_by_the_caller_are_never_reused():
     """A compiled kernel's outputs come from the process-wide output pool (the fast call
     path): a block returns to the pool only when the array and its views are gone."""

@@ -301,7 +301,9 @@ class Session:
                 continue
             folded.add(idx)
             for o, value in values.items():
-                self._folded[o] = np.ascontiguousarray(value)
+                # asarray keeps a 0-d value 0-d (ascontiguousarray would make it 1-d: a
+                # Gather index turned into a list changes the rank of everything after it)
+                self._folded[o] = np.asarray(value, order="C")
                 if any(r in custom for r in consumers.get(o, ())):
                     self._consts[o] = self._folded[o]
         return folded
