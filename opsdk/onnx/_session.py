@@ -268,6 +268,7 @@ class Session:
         self._set_releases()
         if self._inplace:
             self._set_inplace(consumers)
+        self._folded = {}  # in the parts' sessions now; the kernels' are in self._consts
 
     def _fold_constants(
         self, order: list[int], custom: set[int], consumers: Mapping[str, list[int]]
