@@ -19,8 +19,8 @@
 // * Direct paths skip the GEMM where its packing or per-group set-up dominates (small K):
 //   depthwise and 2-per-group convolutions, dense ones with at most 4 input channels
 //   (first layers), and dense ones larger than 1x1 with at most 16 on planes of 1024
-//   output positions or more. The group's planes are copied zero-padded and split by stride phase,
-//   and MB output channels x CW 16-wide vectors of output positions accumulate in
+//   output positions or more. The group's planes are copied zero-padded and split by
+//   stride phase, and MB output channels x CW 16-wide vectors of output positions accumulate in
 //   registers over the taps. Depthwise convolutions with output rows of at most 64 positions
 //   (128 for 5-wide kernels) go in blocks of 16 channels (a [row][column][channel] copy,
 //   transposed 16 x 16 at a time with AVX-512), 1x1 convolutions on planes
