@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onnx import ModelProto
+from onnx import ModelProto, NodeProto
 
 from ._model import ModelError, node_input_names, node_label, topological_sort
 
@@ -70,24 +70,24 @@ def scan_structure(model: ModelProto, *, ordered: bool = False) -> list[Structur
         for name in names:
             made.setdefault(name, f"{kind} {name!r}")
     produced = {o for n in g.node for o in n.output if o}
+
+    def make(idx: int, node: NodeProto) -> None:
+        for out in (o for o in node.output if o):
+            if out in made:
+                problems.append(StructureProblem("made-twice", idx, out, made[out]))
+            else:
+                made[out] = f"node {node_label(node, idx)}"
+
     if not ordered:  # every value counts as made before any node reads it
         for idx, node in enumerate(g.node):
-            for out in (o for o in node.output if o):
-                if out in made:
-                    problems.append(StructureProblem("made-twice", idx, out, made[out]))
-                else:
-                    made[out] = f"node {node_label(node, idx)}"
+            make(idx, node)
     for idx, node in enumerate(g.node):
         for name in node_input_names(node):
             if name not in made:
                 kind = "out-of-order" if ordered and name in produced else "dangling"
                 problems.append(StructureProblem(kind, idx, name))
         if ordered:
-            for out in (o for o in node.output if o):
-                if out in made:
-                    problems.append(StructureProblem("made-twice", idx, out, made[out]))
-                else:
-                    made[out] = f"node {node_label(node, idx)}"
+            make(idx, node)
     problems += [StructureProblem("output-unmade", None, out.name)
                  for out in g.output if out.name not in made]
     imported = {("" if o.domain == "ai.onnx" else o.domain) for o in model.opset_import}
