@@ -156,7 +156,7 @@ def _entries(args: argparse.Namespace, infos: list[Any],
                        else default_engine(spec, info.folder, socs))
         op_type = types.get(spec.name)
         entry = PackageOp(spec, engine, op_type, _keys(args, spec), info.folder)
-        out.append((entry, why, builtin_clash(op_type or spec.name) or ""))
+        out.append((entry, why, builtin_clash(op_type or spec.name, spec=spec) or ""))
     return out
 
 

@@ -129,7 +129,22 @@ def diagnose(
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
         findings += _node_findings(m, node, None, profile, specs)
-    return findings
+    return findings + _builtin_findings(m, specs)
+
+
+def _builtin_findings(m: ModelProto, specs: Mapping[tuple[str, str], OpSpec]) -> list[Finding]:
+    """A warning per custom op type that is also the type of a CANN built-in operator."""
+    from .._op import builtin_clash_parts
+
+    out = []
+    used = {(n.domain, n.op_type): None for n in iter_all_nodes(m.graph)
+            if not is_standard_domain(n.domain)}
+    for domain, op_type in used:
+        parts = builtin_clash_parts(op_type, spec=specs.get((domain, op_type)))
+        if parts is not None:
+            out.append(Finding("builtin-clash", "warning", None, f"{domain}::{op_type}",
+                               *parts))
+    return out
 
 
 def rules_for(target: str | None = None, cann: str | None = None) -> tuple[TargetProfile,
