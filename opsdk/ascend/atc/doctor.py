@@ -137,12 +137,14 @@ def _builtin_findings(m: ModelProto, specs: Mapping[tuple[str, str], OpSpec]) ->
     from .._op import builtin_clash_parts
 
     out = []
-    used = {(n.domain, n.op_type): None for n in iter_all_nodes(m.graph)
-            if not is_standard_domain(n.domain)}
-    for domain, op_type in used:
+    used: dict[tuple[str, str], str] = {}  # op -> the first node of it
+    for idx, n in enumerate(m.graph.node):
+        if not is_standard_domain(n.domain):
+            used.setdefault((n.domain, n.op_type), node_label(n, idx))
+    for (domain, op_type), label in used.items():
         parts = builtin_clash_parts(op_type, spec=specs.get((domain, op_type)))
         if parts is not None:
-            out.append(Finding("builtin-clash", "warning", None, f"{domain}::{op_type}",
+            out.append(Finding("builtin-clash", "warning", label, f"{domain}::{op_type}",
                                *parts))
     return out
 
