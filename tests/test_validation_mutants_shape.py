@@ -281,3 +281,39 @@ def test_no_shape_function_skips_with_the_file_to_write_and_cann_refuses(
     (folder / "shape.h").write_text(RMS_SHAPE)
     assert main(["cann", str(folder), "-o", str(tmp_path / "prj2")]) == 0
     assert "InferShape is the TODO" not in capsys.readouterr().err
+
+
+def test_the_kernel_outputs_are_held_to_the_cpp_function() -> None:
+    from opsdk.registry import find_operator
+    from opsdk.testing import build_cases
+    from opsdk.testing._shape_cpp import ShapeCheck, shape_cases
+
+    info = find_operator("LayerNormalization")
+    cases = shape_cases(info.spec, build_cases(info.spec))
+    check = ShapeCheck.of(info.folder, info.spec, cases)
+    assert check.spec_report() == []
+    case = next(c for c in cases if c.dtypes[0] == "float16" and c.shapes[0] == (4, 33))
+    right = ["float16[4, 33]", "float32[4, 1]", "float32[4, 1]"]
+    assert check.kernel_report(case.id, right) == []
+    wrong = ["float16[4, 33]", "float16[4, 1]", "float32[4]"]
+    where = f"C++ shape function ({info.folder / 'shape.h'})"
+    assert check.kernel_report(case.id, wrong) == [
+        "output 'Mean': the CANN project's InferDataType gives float32, the kernel produced "
+        "float16",
+        f"output 'InvStdDev': {where} gives shape [4, 1], the kernel produced [4]"]
+    assert check.kernel_report(case.id, wrong, check_dtypes=False) == [
+        f"output 'InvStdDev': {where} gives shape [4, 1], the kernel produced [4]"]
+
+
+def test_an_unwritable_cache_is_an_error_naming_it(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from opsdk.errors import BuildError
+    from opsdk.registry import find_operator
+    from opsdk.testing._shape_cpp import shape_function
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    info = find_operator("Softmax")
+    with pytest.raises(BuildError, match="Softmax: cannot build its C\\+\\+ shape function in "
+                       ".*point OPSDK_CACHE_DIR at a folder you can write"):
+        shape_function(info.folder, info.spec)

@@ -154,9 +154,14 @@ def shape_function(folder: Path, spec: OpSpec) -> ShapeFunction | None:
     root = cache_dir() / "shape" / spec.snake_name / key[:16]
     exe = root / "shape_driver"
     if cache_problem(exe, key) is not None:
-        with file_lock(root / ".lock", f"{spec.name}'s C++ shape function"):
-            if cache_problem(exe, key) is not None:
-                _compile(cxx, root, text, include, exe, key, spec, source)
+        try:
+            with file_lock(root / ".lock", f"{spec.name}'s C++ shape function"):
+                if cache_problem(exe, key) is not None:
+                    _compile(cxx, root, text, include, exe, key, spec, source)
+        except OSError as e:
+            raise BuildError(f"{spec.name}: cannot build its C++ shape function in {root}: "
+                             f"{e.strerror or e}; point OPSDK_CACHE_DIR at a folder you can "
+                             "write") from None
     return ShapeFunction(spec, source, exe)
 
 
