@@ -59,7 +59,7 @@ class ShapeFunction:
             got, crash = self._run_lines(lines[len(answers):])
             answers += [_parse(g) for g in got]
             if crash and len(answers) < len(lines):
-                answers.append(f"the C++ shape function crashed ({crash})")
+                answers.append(f"the C++ shape function {crash}")
         return answers
 
     def _run_lines(self, lines: list[str]) -> tuple[list[str], str]:
@@ -67,13 +67,16 @@ class ShapeFunction:
             proc = subprocess.run([str(self.exe)], input="\n".join(lines) + "\n",
                                   capture_output=True, text=True, timeout=_RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            return [], f"no answer within {_RUN_TIMEOUT_S:g} s"
+            return [], f"gave no answer within {_RUN_TIMEOUT_S:g} s"
+        except OSError as e:  # the cached driver removed or damaged since it was checked
+            return [], f"could not run ({self.exe}: {e.strerror or e})"
         got = proc.stdout.splitlines()[: len(lines)]
         if proc.returncode == 0 and len(got) == len(lines):
             return got, ""
         how = (f"signal {-proc.returncode}" if proc.returncode < 0
                else f"exit status {proc.returncode}")
-        return got, how + (f": {proc.stderr.strip()[-300:]}" if proc.stderr.strip() else "")
+        tail = f": {proc.stderr.strip()[-300:]}" if proc.stderr.strip() else ""
+        return got, f"crashed ({how}{tail})"
 
 
 def _line(spec: OpSpec, shapes: Sequence[Sequence[int] | None], attrs: Mapping[str, Any]) -> str:
@@ -229,7 +232,7 @@ def spec_problems(fn: ShapeFunction, spec: OpSpec, shapes: Sequence[Sequence[int
         return []  # a case spec.py itself refuses: nothing to hold the C++ function to
     where = f"C++ shape function ({fn.source})"
     if isinstance(answer, str):
-        return [f"{where} refused a case spec.py infers: {answer}"]
+        return [f"{where} gives no shapes for a case spec.py infers: {answer}"]
     if len(answer) != len(spec.outputs):
         return [f"{where} gives {len(answer)} output shapes, spec.py declares "
                 f"{len(spec.outputs)} outputs (CANN's InferShape fails)"]
