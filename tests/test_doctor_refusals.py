@@ -46,6 +46,13 @@ def _if(then: list[onnx.NodeProto]) -> onnx.ModelProto:
                  [X, helper.make_tensor_value_info("c", T.BOOL, [])])
 
 
+def _with_sparse(m: onnx.ModelProto, name: str) -> onnx.ModelProto:
+    m.graph.sparse_initializer.append(helper.make_sparse_tensor(
+        numpy_helper.from_array(np.ones(1, np.float32), name),
+        numpy_helper.from_array(np.zeros(1, np.int64), name + "_i"), [3]))
+    return m
+
+
 ONE = numpy_helper.from_array(np.ones(3, np.float32), "b")
 # name -> (model, the error finding's code, words of its reason)
 REFUSED = {
@@ -59,6 +66,11 @@ REFUSED = {
     "two initializers of one name": (
         model([helper.make_node("Add", ["x", "b"], ["y"])], inits=[ONE, ONE]),
         "invalid-model", "'b' is listed twice"),
+    "a sparse initializer of a dense one's name": (
+        _with_sparse(model([helper.make_node("Add", ["x", "b"], ["y"])], inits=[ONE]), "b"),
+        "invalid-model", "'b' is listed twice"),
+    "a sparse initializer with an empty name": (_with_sparse(model([relu("x", "y")]), ""),
+                                                "invalid-model", "has an empty name"),
     "an attribute the op lacks": (model([relu("x", "y", foo=1)]), "onnxruntime-refuses",
                                   "INVALID_GRAPH"),
     "an input too many": (model([helper.make_node("Relu", ["x", "x"], ["y"])]),

@@ -427,7 +427,8 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
 
 def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     """The model's header and the graph's interface: an IR version newer than onnx knows, an
-    empty or repeated input/output name (ONNX's checker rejects them), no output at all."""
+    empty or repeated input/output or initializer name (dense and sparse ones share the
+    names; ONNX's checker rejects them), no output at all."""
     out = []
     if m.ir_version > onnx.IR_VERSION:
         out.append(Finding("invalid-model", "error", None, None,
@@ -440,7 +441,8 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
         out.append(Finding("invalid-model", "error", None, None, "the graph has no output",
                            "ATC builds a graph's outputs (its NetOutput): list the values "
                            "the model computes in model.graph.output"))
-    for t in _unnamed_or_repeated(m.graph.initializer):
+    dense_and_sparse = [*m.graph.initializer, *(s.values for s in m.graph.sparse_initializer)]
+    for t in _unnamed_or_repeated(dense_and_sparse):
         out.append(Finding("invalid-model", "error", "graph initializer", None,
                            f"an initializer {t} (ONNX's checker rejects it)",
                            fix + ": give each initializer one unique name, the one the "
