@@ -156,3 +156,26 @@ def test_cli_triton_build_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "two or more nodes are named 'n'" in err and not (tmp_path / "repo" / "m").exists()
+
+
+def test_a_refusal_only_at_the_given_sizes_is_a_warning() -> None:
+    """ONNX Runtime type-checks both branches of an If at load: with ``x`` fixed to 4, the
+    branch reshaping it to [3, -1] fails, though the model as given opens (silero-vad with
+    its --input-shape did this). That is a warning naming the sizes, not the model's error."""
+    branch = {k: helper.make_graph([helper.make_node("Reshape", ["x", s], [k])], k, [],
+                                   [helper.make_tensor_value_info(k, T.FLOAT, None)])
+              for k, s in (("then", "s3"), ("else", "s1"))}
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch["then"],
+                          else_branch=branch["else"])], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n"]),
+         helper.make_tensor_value_info("c", T.BOOL, [])],
+        [helper.make_tensor_value_info("y", T.FLOAT, None)],
+        [numpy_helper.from_array(np.array([3, -1], np.int64), "s3"),
+         numpy_helper.from_array(np.array([-1], np.int64), "s1")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    (f,) = diagnose(m, cann="8.1.RC1", input_shapes={"x": [4], "c": []})
+    assert (f.code, f.severity) == ("onnxruntime-refuses", "warning")
+    assert "with the --input-shape sizes (x=4 c=) fixed" in f.reason
+    assert "opens the model as given" in f.reason
+    assert diagnose(m, cann="8.1.RC1", input_shapes={"x": [6], "c": []}) == []

@@ -35,7 +35,13 @@ from ...onnx._model import (
     tensor_data_problem,
 )
 from ...onnx._probe import runnable_shapes
-from ...onnx._refusals import checker_refusal, explained_refusal, ort_copy, repeated_node_names
+from ...onnx._refusals import (
+    checker_refusal,
+    explained_refusal,
+    ort_copy,
+    ort_refusal,
+    repeated_node_names,
+)
 from ...onnx._structure import scan_structure
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
@@ -496,7 +502,8 @@ def _ort_findings(m: ModelProto, shapes: Mapping[str, Sequence[int]],
         runnable = runnable_shapes(runs, crashes=crashes, python=python,
                                    refusals=refused) or {}
         said = [r for r in (explained_refusal(t, unrunnable) for t in refused) if r]
-        out += [_refusal_finding(label, r) for r in said if refusal]
+        if said and refusal:
+            out.append(_refusal_finding(label, said[0], m, shapes, extra, python))
         given = f"the --input-shape sizes ({_shapes_text(shapes)})" if shapes else ""
         if dynamic:
             asked = "asked for example input shapes" + (f" with {given}" if given else "")
@@ -506,8 +513,17 @@ def _ort_findings(m: ModelProto, shapes: Mapping[str, Sequence[int]],
     return out + [_dynamic_finding(vi, dims, runnable.get(vi.name)) for vi, dims in dynamic]
 
 
-def _refusal_finding(label: str, said: str) -> Finding:
-    """ONNX Runtime refusing to open the model (custom nodes given their functions)."""
+def _refusal_finding(label: str, said: str, m: ModelProto, shapes: Mapping[str, Sequence[int]],
+                     extra: Sequence[OpSpec], python: str | None) -> Finding:
+    """ONNX Runtime refusing to open the model (custom nodes given their functions): an
+    error, or a warning when it refused the copy with the ``--input-shape`` sizes fixed and
+    opens the model as given (a branch not taken at those sizes may not type-check)."""
+    if shapes and ort_refusal(m, extra, python) is None:
+        return Finding("onnxruntime-refuses", "warning", None, None,
+                       f"{label}: with the --input-shape sizes ({_shapes_text(shapes)}) fixed "
+                       f"in the model, {said}; it opens the model as given",
+                       "check that these are the sizes ATC should compile (ATC infers the "
+                       "graph's shapes from them too), or give ATC ranges")
     return Finding("onnxruntime-refuses", "error", None, None, f"{label}: {said}",
                    "repair what it names (ONNX Runtime opens the model in opsdk's Session, "
                    "Triton's backends and npu_ge): re-export the model or fix the script "
