@@ -210,3 +210,21 @@ def test_crash_isolation_names_left_off_outputs_freshly() -> None:
                                   providers=["CPUExecutionProvider"]).run(
         None, {"x": np.array([-1.0, 2.0], np.float32)})
     np.testing.assert_allclose(got, [1.0, 3.0])
+
+
+def test_precision_switchboard_input_is_fresh(tmp_path) -> None:
+    """The per-node attribution adds a bool graph input for its switches; it was always named
+    ``opsdk_lower``, so a model with an input of that name had it twice."""
+    from opsdk.ascend.model_precision import analyze_model
+
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "opsdk_lower"], ["s"], name="add"),
+         helper.make_node("Exp", ["s"], ["y"], name="exp")],
+        "g", [helper.make_tensor_value_info("x", T.FLOAT, [2, 8]),
+              helper.make_tensor_value_info("opsdk_lower", T.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [2, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "m.onnx")
+    report = analyze_model(tmp_path / "m.onnx", "force_fp16")
+    assert [d.run for d in report.nodes] == ["low", "low"]
+    assert report.attribution  # the switched runs happened

@@ -148,12 +148,13 @@ def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats:
     """``model`` with each candidate's rounding switched by ``opsdk_lower[i]`` (bool [N]).
 
     A switched node rounds its float inputs (idempotent on values already rounded) and, for
-    LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``.
+    LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``. The switch
+    is the last graph input: :data:`SWITCH_INPUT`, numbered where the model has that name.
     """
     b = _Builder(model, low, saturate)
     g = b.model.graph
-    g.input.append(helper.make_tensor_value_info(SWITCH_INPUT, TensorProto.BOOL,
-                                                 [len(candidates)]))
+    switch = b.fresh(SWITCH_INPUT)
+    g.input.append(helper.make_tensor_value_info(switch, TensorProto.BOOL, [len(candidates)]))
     slot = {c.index: (i, c) for i, c in enumerate(candidates)}
     new: list[onnx.NodeProto] = []
     for idx, node in enumerate(list(g.node)):
@@ -163,7 +164,7 @@ def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats:
         i, c = slot[idx]
         flag, index = b._name(f"flag_{i}"), b._name(f"slot_{i}")
         g.initializer.append(onnx.numpy_helper.from_array(np.array(i, np.int64), index))
-        new.append(helper.make_node("Gather", [SWITCH_INPUT, index], [flag],
+        new.append(helper.make_node("Gather", [switch, index], [flag],
                                     name=b._name("flag"), axis=0))
         for k, t in enumerate(node.input):
             if t in floats:
