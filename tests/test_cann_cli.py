@@ -200,8 +200,8 @@ def test_atc_precision_setting_as_atc_takes_it(tmp_path: Path) -> None:
     kw: dict[str, Any] = {"soc_version": "Ascend910B3", "output": str(tmp_path / "out"),
                           "skip_doctor": True}
     mixlist, keep = tmp_path / "ops_info.json", tmp_path / "keep.cfg"
-    mixlist.write_text(json.dumps({"white-list": {"to-add": ["Relu"]}}))
-    keep.write_text("OpType::Relu\n")
+    mixlist.write_text(json.dumps({"white-list": {"to-add": ["ThresholdedRelu"]}}))
+    keep.write_text("OpType::ThresholdedRelu\n")  # the model's op type (an entry of none is refused)
     plan = plan_atc(model, precision_mode="mixed_float16", modify_mixlist=mixlist,
                     keep_dtype=keep, **kw)
     assert plan.command[-3:] == ["--precision_mode_v2=mixed_float16",

@@ -87,8 +87,10 @@ def test_custom_domain_without_opset_import():
 def resize(opset=13, **attrs):
     roi = helper.make_tensor("roi", TensorProto.FLOAT, [0], [])
     scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
-    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="up", **attrs)
-    return build([node], [x_input()], opset=opset, inits=[roi, scales])
+    ins, inits = (["x", "roi", "scales"], [roi, scales]) if opset >= 11 else (["x", "scales"],
+                                                                              [scales])
+    node = helper.make_node("Resize", ins, ["y"], name="up", **attrs)  # Resize-10: no roi
+    return build([node], [x_input()], opset=opset, inits=inits)
 
 
 def test_resize_without_coordinate_mode_is_reported_as_mishandled():

@@ -27,6 +27,7 @@ import onnx
 from onnx import ModelProto, NodeProto
 
 from ._model import ModelError, node_label
+from ._names import FreshNames
 
 __all__ = ["Isolated", "child_crashes", "crash_note", "isolate_crash"]
 
@@ -46,12 +47,21 @@ class Isolated:
     fix: str = ""
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What a change of outputs reads of the model: the values something reads, and fresh
+    names for outputs it adds."""
+
+    used: set[str]
+    fresh: FreshNames
+
+
 # A kind of output change: per node, the changed node and what changed, or None.
 _Changed = tuple[NodeProto, str] | None
-_Change = Callable[[NodeProto, ModelProto, set[str]], _Changed]
+_Change = Callable[[NodeProto, ModelProto, _Scope], _Changed]
 
 
-def _name_left_off(node: NodeProto, model: ModelProto, used: set[str]) -> _Changed:
+def _name_left_off(node: NodeProto, model: ModelProto, scope: _Scope) -> _Changed:
     fn = next((f for f in model.functions
                if (f.domain, f.name) == (node.domain, node.op_type)), None)
     if fn is None or len(node.output) >= len(fn.output):
@@ -59,11 +69,12 @@ def _name_left_off(node: NodeProto, model: ModelProto, used: set[str]) -> _Chang
     missing = list(fn.output[len(node.output):])
     new = copy.deepcopy(node)
     base = node.output[0] if node.output and node.output[0] else node.op_type
-    new.output.extend(f"{base}__opsdk_{m}" for m in missing)
+    new.output.extend(scope.fresh(f"{base}__opsdk_{m}") for m in missing)
     return new, f"names its left-off outputs {', '.join(missing)} (unused)"
 
 
-def _drop_unused(node: NodeProto, model: ModelProto, used: set[str]) -> _Changed:
+def _drop_unused(node: NodeProto, model: ModelProto, scope: _Scope) -> _Changed:
+    used = scope.used
     unused = [o for o in node.output[1:] if o and o not in used]
     if not unused:
         return None
@@ -91,10 +102,10 @@ def isolate_crash(model: ModelProto, crashes: Crashes, then: str = "") -> Isolat
     None when no single node can be blamed (the whole model crashes, each part alone runs).
     ``then`` ends the fix (", and rebuild the folder with ...").
     """
-    used = _used(model)
+    scope = _Scope(_used(model), FreshNames(model))
     for change, why, fix in _CHANGES:
         changed = {i: c for i, n in enumerate(model.graph.node)
-                   if (c := change(n, model, used)) is not None}
+                   if (c := change(n, model, scope)) is not None}
         if not changed or crashes(_with(model, changed)):
             continue
         idxs = sorted(changed)

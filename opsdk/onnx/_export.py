@@ -12,7 +12,8 @@ from .._generated import BANNER
 from ..errors import SpecError
 from ..spec import Dim, OpSpec, TensorType
 from ._functions import MIN_FUNCTION_IR, attach_function
-from ._model import make_type_proto, opset_version, unique_name
+from ._model import make_type_proto, opset_version
+from ._names import FreshNames
 from ._schema import check_model, onnx_attr, register_schema
 
 __all__ = [
@@ -246,15 +247,17 @@ def add_node(
     """
     spec = resolve_spec(op)
     register_schema(spec)
-    taken = _names_in(model)
+    values = _names_in(model)
     for i in inputs:
-        if i and i not in taken:
+        if i and i not in values:
             raise SpecError(f"{spec.name}: input {i!r} is not a value of the model")
-    node_name = name or unique_name(spec.snake_name, taken)
+    fresh = FreshNames(model)
+    node_name = name or fresh(spec.snake_name)
+    fresh.take(node_name)
     if outputs is None:
-        outputs = [unique_name(f"{node_name}_{o.name}", taken) for o in spec.outputs]
+        outputs = [fresh(f"{node_name}_{o.name}") for o in spec.outputs]
     else:
-        clash = [o for o in outputs if o in taken]
+        clash = [o for o in outputs if o in values]
         if clash:
             raise SpecError(f"{spec.name}: output name(s) {clash} already exist in the model")
     node = make_node(spec, inputs, outputs, attrs, name=node_name)
@@ -289,14 +292,14 @@ def insert_after(
             f"{spec.name}: no node produces {value!r}; insert_after needs a node output "
             "(use add_node for graph inputs)"
         )
-    taken = _names_in(model)
-    pre = unique_name(f"{value}_pre", taken)
+    fresh = FreshNames(model)
+    pre = fresh(f"{value}_pre")
     producer.output[list(producer.output).index(value)] = pre
     for vi in list(g.value_info):
         if vi.name == value:
             g.value_info.remove(vi)
     idx = list(g.node).index(producer)
-    added = add_node(model, spec, [pre], [unique_name(f"{value}_new", taken)], attrs, name=name)
+    added = add_node(model, spec, [pre], [fresh(f"{value}_new")], attrs, name=name)
     added.output[0] = value
     nodes = list(g.node)
     nodes.insert(idx + 1, nodes.pop())

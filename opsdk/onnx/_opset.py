@@ -45,9 +45,9 @@ from ._model import (
     iter_nested_nodes,
     node_label,
     opset_version,
-    unique_name,
     value_types,
 )
+from ._names import FreshNames
 from ._rewrite import RewriteRecord, RewriteResult
 from ._schema import infer_shapes
 
@@ -186,11 +186,10 @@ def lower_opset(
     records: list[RewriteRecord] = []
     functions: list[onnx.FunctionProto] = []
     expanded: dict[int, list[NodeProto]] = {}
-    taken = {v for n in iter_all_nodes(out.graph) for v in (*n.input, *n.output, n.name)}
-    taken |= {t.name for t in out.graph.initializer} | {i.name for i in out.graph.input}
+    names = FreshNames(out)
 
     def fresh(stem: str) -> str:
-        return unique_name(f"lowered_{stem}", taken)
+        return names(f"lowered_{stem}")
 
     for idx, node, schema in _newer_than(out, version, to):
         if node.op_type in DOWN_ADAPTERS or _exists_at(node.op_type, to):

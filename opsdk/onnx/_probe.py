@@ -229,6 +229,7 @@ def runnable_shapes(
     sizes: Sequence[int] = SIZES,
     crashes: list[str] | None = None,
     python: str | None = None,
+    refusals: list[str] | None = None,
 ) -> dict[str, tuple[int, ...]] | None:
     """The input shapes of the first sizing ONNX Runtime runs (see the module docstring),
     or None when none runs or ONNX Runtime cannot open the model (custom ops).
@@ -236,8 +237,9 @@ def runnable_shapes(
     ONNX Runtime runs in a child process (:class:`~opsdk.onnx._ort_child.OrtChild`): when
     it crashes, the answer is None and ``crashes`` (if given) gets one line naming the
     version, the signal, the stage and, where more children isolate it
-    (:mod:`opsdk.onnx._crash`), the node and its fix. ``python``: the interpreter whose
-    ONNX Runtime runs it (default: this one).
+    (:mod:`opsdk.onnx._crash`), the node and its fix. When it refuses to open the model,
+    the answer is None and ``refusals`` (if given) gets its reason. ``python``: the
+    interpreter whose ONNX Runtime runs it (default: this one).
 
     Example:
         >>> runnable_shapes(yolo)  # doctest: +SKIP
@@ -258,7 +260,9 @@ def runnable_shapes(
     except OrtChildCrash as e:
         crashed(e)
         return None
-    except ModelError:  # custom ops, or a model ONNX Runtime refuses: no sizing to offer
+    except ModelError as e:  # custom ops, or a model ONNX Runtime refuses: no sizing to offer
+        if refusals is not None:
+            refusals.append(str(e))
         return None
     feeds: dict[str, np.ndarray] | None = None
     try:

@@ -28,9 +28,9 @@ from ._model import (
     node_label,
     opset_version,
     tensor_type_of,
-    unique_name,
     value_types,
 )
+from ._names import FreshNames
 from ._schema import infer_shapes, node_attrs, register_schema
 
 if TYPE_CHECKING:
@@ -267,7 +267,7 @@ class _Refuse(_Skip):
 
 
 def _fuse_one(
-    g: _Graph, relu: NodeProto, spec: OpSpec, taken: set[str], native: str | None, force: bool
+    g: _Graph, relu: NodeProto, spec: OpSpec, fresh: FreshNames, native: str | None, force: bool
 ) -> tuple[NodeProto, list[NodeProto]]:
     bn = g.node(relu.input[0])
     if bn is not None and bn.op_type == "Conv" and is_standard_domain(bn.domain):
@@ -293,10 +293,10 @@ def _fuse_one(
         raise _Refuse(why, [conv, bn, relu])
     w_new, b_new = fold_batch_norm(w, b, scale, bias, mean, var, eps)
     base = conv.name or relu.output[0]
-    w_name, b_name = unique_name(f"{base}_w_folded", taken), unique_name(f"{base}_b_folded", taken)
+    w_name, b_name = fresh(f"{base}_w_folded"), fresh(f"{base}_b_folded")
     inits = [numpy_helper.from_array(w_new, w_name), numpy_helper.from_array(b_new, b_name)]
     g.model.graph.initializer.extend(inits)
-    name = conv.name or unique_name("fused_conv_bn_relu", taken)  # the Conv goes away
+    name = conv.name or fresh("fused_conv_bn_relu")  # the Conv goes away
     fused = make_node(spec, [conv.input[0], w_name, b_name], [relu.output[0]], attrs, name=name)
     return fused, [conv, bn, relu]
 
@@ -332,8 +332,7 @@ def fuse_conv_bn_relu(
     out = ModelProto()
     out.CopyFrom(model)
     g = _Graph.of(out)
-    taken = {v for n in out.graph.node for v in (*n.input, *n.output, n.name)}
-    taken |= {t.name for t in out.graph.initializer}
+    fresh = FreshNames(out)
     records: list[RewriteRecord] = []
     replaced: dict[int, NodeProto] = {}
     dropped: set[int] = set()
@@ -341,7 +340,7 @@ def fuse_conv_bn_relu(
         if node.op_type != "Relu" or not is_standard_domain(node.domain):
             continue
         try:
-            fused, old = _fuse_one(g, node, spec, taken, native, force)
+            fused, old = _fuse_one(g, node, spec, fresh, native, force)
         except _Refuse as why:
             records.append(RewriteRecord(why.chain, "refused", str(why)))
             continue
@@ -422,7 +421,8 @@ def _check_semantics(spec: OpSpec, model: ModelProto) -> None:
 
 
 def _replacement(
-    node: NodeProto, spec: OpSpec, model: ModelProto, types: dict[str, Any], idx: int
+    node: NodeProto, spec: OpSpec, model: ModelProto, types: dict[str, Any], idx: int,
+    fresh: FreshNames,
 ) -> NodeProto:
     present = [i for i in node.input if i]
     _check_semantics(spec, model)
@@ -450,9 +450,8 @@ def _replacement(
     outputs = list(node.output)
     if len(outputs) > len(spec.outputs):
         raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
-    taken = {v for n in model.graph.node for v in n.output}
     for extra in spec.outputs[len(outputs):]:  # ONNX's optional outputs the node left out
-        outputs.append(unique_name(f"{outputs[0]}_{extra.name}_unused", taken))
+        outputs.append(fresh(f"{outputs[0]}_{extra.name}_unused"))
     return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
 
 
@@ -514,12 +513,13 @@ def replace_ops(
     records: list[RewriteRecord] = []
     if "Gelu" in wanted:
         records += _replace_gelu_patterns(out, wanted["Gelu"], types)
+    fresh = FreshNames(out)
     for idx, node in enumerate(out.graph.node):
         spec = wanted.get(node.op_type)
         if spec is None or not is_standard_domain(node.domain):
             continue
         try:
-            new = _replacement(node, spec, out, types, idx)
+            new = _replacement(node, spec, out, types, idx, fresh)
         except _Skip as why:
             records.append(RewriteRecord(node_label(node, idx), "skipped", str(why)))
             continue

@@ -94,6 +94,7 @@ def name_dims(
     derived = propagate_dims(model, symbols)
     _give_ranks(model, derived)
     known = {n for names in out.inputs.values() for n in names if n}
+    _check_probe_names(model, label, probes, values or {}, known)
     dropped = _dropped_leading(out, batched)
     inner = known - dropped
     wanted = _wanted_dims(model, batched)
@@ -151,6 +152,27 @@ def name_dims(
     if batched:
         out.notes += _shift_for_batching(model, checked, label)
     return out
+
+
+def _check_probe_names(model: ModelProto, label: str, probes: Sequence[Mapping[str, int]],
+                       values: Mapping[str, float], known: set[str]) -> None:
+    """Refuse a ``--probe-dims`` name no variable input dim has and a ``--probe-values``
+    input the model lacks: either would be ignored, and the check run on what the user did
+    not ask for."""
+    for probe in probes:
+        for name in probe:
+            if name not in known:
+                names = ", ".join(sorted(known)) or "none (every input dim is fixed)"
+                raise TritonConfigError(
+                    f"{label}: --probe-dims {name}=... names no variable input dim of the "
+                    f"model; its dim names are {names}")
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [v.name for v in model.graph.input if v.name not in inits]
+    for name in values:
+        if name not in inputs:
+            raise TritonConfigError(
+                f"{label}: --probe-values {name}=... names no input of the model; its inputs "
+                f"are {', '.join(inputs) or 'none'}")
 
 
 def _shift_for_batching(model: ModelProto, named: list[tuple[str, int, str]], label: str,

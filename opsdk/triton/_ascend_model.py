@@ -35,6 +35,7 @@ from ..ascend._op import default_origin_op_type
 from ..ascend.versions import CannVersion
 from ..onnx._functions import attach_function
 from ..onnx._model import iter_all_nodes, opset_version
+from ..onnx._names import FreshNames
 from ..onnx._ops import find_spec
 from ..spec import OpSpec
 from . import _npu_ge as ge
@@ -150,9 +151,6 @@ def _embed_functions(out: AscendModel, specs: list[OpSpec], label: str) -> None:
         )
 
 
-_SCALAR, _ONE = "opsdk_shape_scalar", "opsdk_shape_1"
-
-
 def _scalars_as_vectors(out: AscendModel) -> None:
     """Rank-0 graph inputs and outputs become shape ``[1]``, with a Reshape to rank 0 (inputs)
     or from it (outputs) inside the graph, so the model computes what it did."""
@@ -162,18 +160,20 @@ def _scalars_as_vectors(out: AscendModel) -> None:
     scalar_out = [v for v in g.output if _is_scalar(v)]
     if not scalar_in and not scalar_out:
         return
+    fresh = FreshNames(g)
+    scalar, one = fresh("opsdk_shape_scalar"), fresh("opsdk_shape_1")
     g.initializer.extend([onnx.numpy_helper.from_array(np.array(s, np.int64), name)
-                          for name, s in ((_SCALAR, []), (_ONE, [1]))])
+                          for name, s in ((scalar, []), (one, [1]))])
     # the graph computes the rank-0 values under new names; Reshapes connect them to the
     # rank-1 graph inputs (in front) and outputs (at the end)
-    renamed = {v.name: f"{v.name}__rank0" for v in scalar_in + scalar_out}
+    renamed = {v.name: fresh(f"{v.name}__rank0") for v in scalar_in + scalar_out}
     for node in iter_all_nodes(g):
         node.input[:] = [renamed.get(name, name) for name in node.input]
         node.output[:] = [renamed.get(name, name) for name in node.output]
     reshape = onnx.helper.make_node
-    nodes = [reshape("Reshape", [v.name, _SCALAR], [renamed[v.name]]) for v in scalar_in]
+    nodes = [reshape("Reshape", [v.name, scalar], [renamed[v.name]]) for v in scalar_in]
     nodes += list(g.node)
-    nodes += [reshape("Reshape", [renamed[o.name], _ONE], [o.name]) for o in scalar_out]
+    nodes += [reshape("Reshape", [renamed[o.name], one], [o.name]) for o in scalar_out]
     del g.node[:]
     g.node.extend(nodes)
     for v in scalar_in + scalar_out:

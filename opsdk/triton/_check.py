@@ -118,6 +118,7 @@ def check_npu_ge_folder(
         report.problems.append(f"{path} is not a readable ONNX model ({type(e).__name__}: "
                                f"{e}); rebuild the folder with opsdk triton build")
         return report
+    _check_run_names(path, model, dims or {}, values or {})
     try:
         report.problems += _config_problems(folder, parse_config(config), read_graph_io(model))
     except TritonConfigError as e:
@@ -129,6 +130,26 @@ def check_npu_ge_folder(
     _judge_in_child(report, path, dims, values, seed, python, batched=not re.search(
         r"^max_batch_size: 0$", config.read_text(), re.M))
     return report
+
+
+def _check_run_names(path: Path, model: onnx.ModelProto, dims: Mapping[str, int],
+                     values: Mapping[str, float]) -> None:
+    """Refuse a ``--dim`` naming no symbolic input dim of the model and a ``--probe-values``
+    naming no input: either would be ignored, and the model run on other inputs."""
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [v for v in model.graph.input if v.name not in inits]
+    params = sorted({d.dim_param for v in inputs for d in v.type.tensor_type.shape.dim
+                     if d.dim_param})
+    for name in dims:
+        if name not in params:
+            raise TritonConfigError(
+                f"{path}: --dim {name}={dims[name]} names no symbolic input dim of the model; "
+                f"its dim names are {', '.join(params) or 'none (every input dim is fixed)'}")
+    for name in values:
+        if name not in {v.name for v in inputs}:
+            raise TritonConfigError(
+                f"{path}: --probe-values {name}={values[name]} names no input of the model; "
+                f"its inputs are {', '.join(v.name for v in inputs) or 'none'}")
 
 
 def _config_problems(folder: Path, config: Any, io: GraphIO) -> list[str]:

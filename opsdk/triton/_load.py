@@ -79,6 +79,36 @@ def _variant(repo: Path, configs: Mapping[str, Any], dest: Path, on: bool) -> No
         (folder / "config.pbtxt").write_text(text_format.MessageToString(variant))
 
 
+def check_input_names(config: Any, shapes: Mapping[str, Sequence[int]],
+                      given: Mapping[str, Any]) -> None:
+    """Refuse a ``--shape`` or ``--input`` naming no input of the model (it would be
+    ignored, and the whole report run on shapes the user did not mean), and an input given
+    both ways (the array's own shape is sent).
+
+    Example:
+        >>> from tritonclient.grpc import model_config_pb2 as pb
+        >>> config = pb.ModelConfig(name="m", input=[pb.ModelInput(name="x")])
+        >>> try:
+        ...     check_input_names(config, {"images": (3, 224, 224)}, {})
+        ... except TritonConfigError as e:
+        ...     print(e)
+        model 'm': --shape images=3,224,224 names no input of the model; its inputs are 'x'
+    """
+    names = [t.name for t in config.input]
+    for flag, named in (("--shape", shapes), ("--input", given)):
+        for name, value in named.items():
+            if name not in names:
+                shown = ",".join(map(str, value)) if flag == "--shape" else "FILE"
+                raise TritonConfigError(
+                    f"model '{config.name}': {flag} {name}={shown} names no input of the "
+                    f"model; its inputs are {', '.join(repr(n) for n in names) or 'none'}")
+    both = sorted(set(shapes) & set(given))
+    if both:
+        raise TritonConfigError(
+            f"model '{config.name}': input '{both[0]}' is given by --input and by --shape; the "
+            "file's array is sent with its own shape: drop --shape " + both[0])
+
+
 def _feeds(config: Any, batch: int, shapes: Mapping[str, Sequence[int]],
            given: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, np.ndarray]:
     """``given`` and random inputs of the model's dtypes for the others: dims from
@@ -209,6 +239,7 @@ def load_report(
         >>> print(format_load_report(report))  # doctest: +SKIP
     """
     note = progress or (lambda _m: None)
+    check_input_names(_load_config(Path(repo) / model), shapes or {}, inputs or {})
     if served is None:
         with variant_server(repo, model, batching, venv, note) as target:
             return load_report(repo, model, concurrency=concurrency, requests=requests,

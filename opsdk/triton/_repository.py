@@ -168,6 +168,7 @@ def build_repository(
             raise TritonConfigError(
                 f"{model}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
                 "(see `opsdk doctor`): re-export it or store the values")
+    _refuse_invalid(model, proto)
     proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
     # the config describes the model file written (dims it fixed, names it gave)
     files = render_model(read_graph_io(proto), options, source=model.name)
@@ -184,6 +185,19 @@ def build_repository(
     _report_copies(copied, options.name, report)
     write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()})
     return target
+
+
+def _refuse_invalid(path: Path, proto: onnx.ModelProto) -> None:
+    """Refuse a model ONNX's checker or ONNX Runtime refuses (a repository of it would not
+    load), naming the first reason and how many more there are."""
+    from ..onnx._refusals import model_refusals
+
+    found = model_refusals(proto)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise TritonConfigError(
+            f"{path}: {found[0]}{more}; no repository was written. Repair the model (re-export "
+            f"it, or fix the script that edited it); `opsdk doctor {path}` lists every problem")
 
 
 def _report_copies(files: dict[str, bytes], name: str, report: Callable[[str], None]) -> None:

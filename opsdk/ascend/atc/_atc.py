@@ -285,6 +285,27 @@ def _precision_flags(
     return flags, notes
 
 
+def _check_precision_lists(model: Any, path: Path, mode: str | None,
+                           keep_dtype: str | Path | None,
+                           modify_mixlist: str | Path | None) -> None:
+    """Refuse ``--keep_dtype`` lines and ``--modify_mixlist`` entries that name no node or
+    op type of the model (ATC ignores them silently)."""
+    if not mode or not (keep_dtype or modify_mixlist):
+        return
+    from ...onnx._model import iter_all_nodes
+    from ..model_precision._assign import check_names
+    from ..model_precision._entries import check_list_entries
+    from ..precision import PrecisionMode
+
+    pm = PrecisionMode.from_atc(mode, keep_dtype, modify_mixlist)
+    nodes = list(iter_all_nodes(model.graph))
+    try:
+        check_names(nodes, pm, str(path))
+        check_list_entries(nodes, pm, str(path), keep_file=keep_dtype, mix_file=modify_mixlist)
+    except SpecError as e:
+        raise CannArgError(str(e)) from None
+
+
 def _check_choice(value: str | None, allowed: Sequence[str], flag: str) -> None:
     if value is not None and value not in allowed:
         raise CannArgError(
@@ -336,6 +357,7 @@ def plan_atc(
     precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")
     model = load_model(path, external_data=False)  # ModelError naming it if unreadable
+    _check_precision_lists(model, path, precision_mode, keep_dtype, modify_mixlist)
     shapes = parse_input_shape(input_shape) if input_shape else None
     notes = _validate_shapes(model, shapes) + precision_notes
     version = resolve_cann(cann).version

@@ -35,6 +35,13 @@ from ...onnx._model import (
     tensor_data_problem,
 )
 from ...onnx._probe import runnable_shapes
+from ...onnx._refusals import (
+    checker_refusal,
+    explained_refusal,
+    ort_copy,
+    ort_refusal,
+    repeated_node_names,
+)
 from ...onnx._structure import scan_structure
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
@@ -121,15 +128,22 @@ def diagnose(
 
     specs = known_specs(extra)
     _check_input_shapes(m, input_shapes or {})
-    findings = _invalid_model(m) + _opset_findings(m, profile)
+    invalid = _invalid_model(m)
+    nodes: list[Finding] = []
+    for idx, node in enumerate(m.graph.node):
+        nodes += _node_findings(m, node, idx, profile, specs)
+    for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
+        nodes += _node_findings(m, node, None, profile, specs)
+    # the checker and ONNX Runtime stop at their first refusal, in their own words: when
+    # opsdk's checks name a cause (with its node and fix), theirs add nothing
+    known = any(f.severity == "error" and f.code in _REFUSED for f in invalid + nodes)
+    invalid += [] if known else _checker_findings(m, list(extra))
+    findings = invalid + _opset_findings(m, profile)
     findings += _mixed_domain_findings(m, version)
     label = str(model) if isinstance(model, (str, os.PathLike)) else "the model"
-    findings += _ort_findings(m, dict(input_shapes or {}), label, python, ort)
-    for idx, node in enumerate(m.graph.node):
-        findings += _node_findings(m, node, idx, profile, specs)
-    for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
-        findings += _node_findings(m, node, None, profile, specs)
-    return findings + _builtin_findings(m, specs)
+    findings += _ort_findings(m, dict(input_shapes or {}), label, python, ort, list(extra),
+                              refusal=not known)
+    return findings + nodes + _builtin_findings(m, specs)
 
 
 def _builtin_findings(m: ModelProto, specs: Mapping[tuple[str, str], OpSpec]) -> list[Finding]:
@@ -246,6 +260,11 @@ def _invalid_model(m: ModelProto) -> list[Finding]:
         out.append(Finding("invalid-model", "error",
                            None if node is None else node_label(node, p.node),
                            None if node is None else node.op_type, reason.format(p.value), how))
+    for name in repeated_node_names(m.graph):
+        out.append(Finding("invalid-model", "error", f"node {name!r}", None,
+                           f"two or more nodes are named {name!r} in one graph (the ONNX "
+                           "IR names nodes uniquely; ONNX Runtime refuses the model)",
+                           "give each node its own name, or none (node.name = '')"))
     for t in m.graph.initializer:
         problem = tensor_data_problem(t)
         if problem:
@@ -253,6 +272,32 @@ def _invalid_model(m: ModelProto) -> list[Finding]:
                                fix + ": re-export the model, or store the values "
                                "(onnx.numpy_helper.from_array)"))
     return out
+
+
+#: Findings that name what ONNX Runtime would refuse the model for: its refusal then adds
+#: nothing (it stops at the first, in its own words).
+_REFUSED = frozenset({"invalid-model", "invalid-custom-node"})
+
+
+def _checker_findings(m: ModelProto, extra: Sequence[OpSpec]) -> list[Finding]:
+    """ONNX's checker's refusal (opsdk's schemas registered for the custom nodes), as a
+    warning: what of it ONNX Runtime refuses too is its own ``onnxruntime-refuses`` error,
+    and what is not still breaks tools that run the checker (converters, onnxsim)."""
+    found = checker_refusal(m, extra)
+    if found is None:
+        return []
+    if found.full_only:
+        return [Finding("onnx-checker", "warning", None, None,
+                        f"ONNX's full checker (strict shape inference) rejects the model: "
+                        f"{found.text}",
+                        "make the declared types and shapes (graph inputs, outputs, "
+                        "value_info) agree with what the nodes compute, e.g. re-export, or "
+                        "drop the stale value_info; check with onnx.checker.check_model(m, "
+                        "full_check=True)")]
+    return [Finding("onnx-checker", "warning", None, None,
+                    f"ONNX's checker rejects the model: {found.text}",
+                    "repair what it names (re-export the model, or fix the script that "
+                    "edited it); check with onnx.checker.check_model(m, full_check=True)")]
 
 
 def _check_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[Any]]) -> None:
@@ -405,7 +450,8 @@ def _mixed_domain_findings(m: ModelProto, cann: CannVersion) -> list[Finding]:
 
 def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     """The model's header and the graph's interface: an IR version newer than onnx knows, an
-    empty or repeated input/output name (ONNX's checker rejects them), no output at all."""
+    empty or repeated input/output or initializer name (dense and sparse ones share the
+    names; ONNX's checker rejects them), no output at all."""
     out = []
     if m.ir_version > onnx.IR_VERSION:
         out.append(Finding("invalid-model", "error", None, None,
@@ -418,6 +464,12 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
         out.append(Finding("invalid-model", "error", None, None, "the graph has no output",
                            "ATC builds a graph's outputs (its NetOutput): list the values "
                            "the model computes in model.graph.output"))
+    dense_and_sparse = [*m.graph.initializer, *(s.values for s in m.graph.sparse_initializer)]
+    for t in _unnamed_or_repeated(dense_and_sparse):
+        out.append(Finding("invalid-model", "error", "graph initializer", None,
+                           f"an initializer {t} (ONNX's checker rejects it)",
+                           fix + ": give each initializer one unique name, the one the "
+                           "nodes reading it use, or drop the unused one"))
     for kind, values in (("input", m.graph.input), ("output", m.graph.output)):
         seen: set[str] = set()
         for vi in values:
@@ -430,24 +482,45 @@ def _invalid_interface(m: ModelProto, fix: str) -> list[Finding]:
     return out
 
 
+def _unnamed_or_repeated(tensors: Iterable[onnx.TensorProto]) -> list[str]:
+    """What is wrong with each unnamed or repeated initializer name: "has an empty name",
+    "'w' is listed twice"."""
+    seen: set[str] = set()
+    out = []
+    for t in tensors:
+        if not t.name or t.name in seen:
+            out.append("has an empty name" if not t.name else f"{t.name!r} is listed twice")
+        seen.add(t.name)
+    return out
+
+
 def _ort_findings(m: ModelProto, shapes: Mapping[str, Sequence[int]],
                   label: str = "the model", python: str | None = None,
-                  ort: bool = True) -> list[Finding]:
-    """The dynamic-shape findings, and the crash of ONNX Runtime on the model, if any.
+                  ort: bool = True, extra: Sequence[OpSpec] = (),
+                  refusal: bool = True) -> list[Finding]:
+    """The dynamic-shape findings, and the crash or refusal of ONNX Runtime, if any.
 
-    The model is always opened in ONNX Runtime, in a child process, and run once (a
-    fixed-shape model on inputs of its shapes; the inputs given in ``shapes``, the
-    ``--input-shape`` ATC will get, on those; other dynamic ones on the first sizing that
-    runs, which is the example shape of their findings): a crash there is an
-    ``onnxruntime-crash`` finding, whatever the model's shapes."""
+    The model is always opened in ONNX Runtime, in a child process, with every custom
+    node's fallback function embedded, and run once (a fixed-shape model on inputs of its
+    shapes; the inputs given in ``shapes``, the ``--input-shape`` ATC will get, on those;
+    other dynamic ones on the first sizing that runs, which is the example shape of their
+    findings): a crash there is an ``onnxruntime-crash`` finding, whatever the model's
+    shapes; a refusal (``refusal``: unless other findings name its cause) an
+    ``onnxruntime-refuses`` error, unless it is only about custom nodes without a
+    fallback function."""
     dynamic = [(vi, dims) for vi, dims in _free_inputs(m, set(shapes))
                if dims is None or not all(isinstance(d, int) for d in dims)]
     out: list[Finding] = []
     runnable: dict[str, tuple[int, ...]] = {}
     if ort:
         crashes: list[str] = []  # ONNX Runtime runs in a child: its crash is a finding
-        runnable = runnable_shapes(_with_input_shapes(m, shapes), crashes=crashes,
-                                   python=python) or {}
+        refused: list[str] = []
+        runs, unrunnable = ort_copy(_with_input_shapes(m, shapes), extra)
+        runnable = runnable_shapes(runs, crashes=crashes, python=python,
+                                   refusals=refused) or {}
+        said = [r for r in (explained_refusal(t, unrunnable) for t in refused) if r]
+        if said and refusal:
+            out.append(_refusal_finding(label, said[0], m, shapes, extra, python))
         given = f"the --input-shape sizes ({_shapes_text(shapes)})" if shapes else ""
         if dynamic:
             asked = "asked for example input shapes" + (f" with {given}" if given else "")
@@ -455,6 +528,23 @@ def _ort_findings(m: ModelProto, shapes: Mapping[str, Sequence[int]],
             asked = f"run once on {given}" if given else "run once on inputs of the model's shapes"
         out += [_crash_finding(label, c, asked) for c in crashes]
     return out + [_dynamic_finding(vi, dims, runnable.get(vi.name)) for vi, dims in dynamic]
+
+
+def _refusal_finding(label: str, said: str, m: ModelProto, shapes: Mapping[str, Sequence[int]],
+                     extra: Sequence[OpSpec], python: str | None) -> Finding:
+    """ONNX Runtime refusing to open the model (custom nodes given their functions): an
+    error, or a warning when it refused the copy with the ``--input-shape`` sizes fixed and
+    opens the model as given (a branch not taken at those sizes may not type-check)."""
+    if shapes and ort_refusal(m, extra, python) is None:
+        return Finding("onnxruntime-refuses", "warning", None, None,
+                       f"{label}: with the --input-shape sizes ({_shapes_text(shapes)}) fixed "
+                       f"in the model, {said}; it opens the model as given",
+                       "check that these are the sizes ATC should compile (ATC infers the "
+                       "graph's shapes from them too), or give ATC ranges")
+    return Finding("onnxruntime-refuses", "error", None, None, f"{label}: {said}",
+                   "repair what it names (ONNX Runtime opens the model in opsdk's Session, "
+                   "Triton's backends and npu_ge): re-export the model or fix the script "
+                   "that edited it")
 
 
 def _with_input_shapes(m: ModelProto, shapes: Mapping[str, Sequence[int]]) -> ModelProto:

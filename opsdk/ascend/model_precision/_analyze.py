@@ -11,10 +11,12 @@ import numpy as np
 import onnx
 
 from ...errors import SpecError
+from ...onnx._model import iter_all_nodes
 from ...testing import Standard, get_standard
 from ..precision import PrecisionMode
 from ._assign import NodeDtype, assign_dtypes, check_names, low_dtype, summary
 from ._engine import Attribution, OutputResult, Progress, Runner, judge_output, run_model
+from ._entries import check_list_entries
 from ._fix import (
     HTML_REPORT_FILE,
     KEEP_FILE,
@@ -233,6 +235,8 @@ def setup(path: Path, mode: str, *, keep_dtype: str | Path | None = None,
     model, folded = fold_conv_batch_norm(original) if fuse else (original, [])
     pm = _setting(mode, keep_dtype, modify_mixlist)
     check_names(model.graph.node, pm, str(path))
+    check_list_entries([*iter_all_nodes(original.graph), *model.graph.node], pm, str(path),
+                       keep_file=keep_dtype, mix_file=modify_mixlist)
     unit = soc_unit(soc)
     over = overflow or overflow_mode(unit)
     if over not in OVERFLOW_MODES:

@@ -20,7 +20,7 @@ from ...onnx._model import node_label
 from ...testing import Cosine, Standard, ulp_distance, ulp_histogram
 from ...testing._standard_base import tiny
 from ._assign import NodeDtype
-from ._graph import SWITCH_INPUT, flags, switchboard
+from ._graph import flags, switchboard
 
 __all__ = ["OutputResult", "Attribution", "Runner", "judge_output", "Progress", "Stage",
            "announce_stages"]
@@ -150,7 +150,9 @@ class Runner:
         self.output_names = [o.name for o in model.graph.output]
         self.labels = [node_label(model.graph.node[c.index], c.index) for c in self.candidates]
         _announce("opening the model with each lowerable node switchable")
-        self.session = _session(switchboard(model, self.candidates, floats, low, saturate))
+        board = switchboard(model, self.candidates, floats, low, saturate)
+        self.switch = board.graph.input[-1].name  # fresh against the model's names
+        self.session = _session(board)
         self.expected = list(expected) if expected is not None else \
             self._run(np.zeros(len(self.candidates), bool))
         self.runs = 0
@@ -158,7 +160,7 @@ class Runner:
     def _run(self, on: np.ndarray, what: str = "running the float32 configuration",
              node: str | None = None) -> list[np.ndarray]:
         _announce(what, node)
-        return list(self.session.run(self.output_names, {**self.feeds, SWITCH_INPUT: on}))
+        return list(self.session.run(self.output_names, {**self.feeds, self.switch: on}))
 
     def evaluate(self, on: np.ndarray, what: str = "running a lowered configuration",
                  node: str | None = None) -> list[OutputResult]:

@@ -15,6 +15,7 @@ import onnx
 from onnx import numpy_helper
 
 from ...onnx import GraphConstants, fold_batch_norm, remove_dead_constants
+from ...onnx._names import FreshNames
 
 __all__ = ["fold_conv_batch_norm"]
 
@@ -39,6 +40,7 @@ def fold_conv_batch_norm(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[
     uses = Counter(t for n in g.node for t in n.input) + Counter(o.name for o in g.output)
     producer = {t: n for n in g.node for t in n.output}
     folded, gone = [], set()
+    fresh = FreshNames(g)
     for bn in list(g.node):
         conv = producer.get(bn.input[0]) if _bn_ok(bn) else None
         if conv is None or conv.op_type != "Conv" or uses[conv.output[0]] != 1:
@@ -53,13 +55,14 @@ def fold_conv_batch_norm(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[
         eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
         w2, b2 = fold_batch_norm(w, b, scale, bias, mean, var, eps)
         base = f"opsdk_precision/{conv.name or conv.output[0]}/bn_folded"
-        g.initializer.extend([numpy_helper.from_array(w2, f"{base}_w"),
-                              numpy_helper.from_array(b2, f"{base}_b")])
-        conv.input[1] = f"{base}_w"
+        w_name, b_name = fresh(f"{base}_w"), fresh(f"{base}_b")
+        g.initializer.extend([numpy_helper.from_array(w2, w_name),
+                              numpy_helper.from_array(b2, b_name)])
+        conv.input[1] = w_name
         if has_b:
-            conv.input[2] = f"{base}_b"
+            conv.input[2] = b_name
         else:
-            conv.input.append(f"{base}_b")
+            conv.input.append(b_name)
         conv.output[0] = bn.output[0]
         gone.add(id(bn))
         folded.append(bn.name or bn.output[0])

@@ -27,6 +27,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ...errors import SpecError
+from ...onnx._names import FreshNames
 from ._assign import LOW, LOW_IN, NodeDtype
 
 __all__ = ["float_tensors", "lower_model", "switchboard", "SWITCH_INPUT", "CAST_PREFIX"]
@@ -92,17 +93,19 @@ class _Builder:
         self.model.CopyFrom(model)
         self.low = _ONNX_LOW[low]
         self.rounded: dict[str, str] = {}
-        self.count = 0
+        self.fresh = FreshNames(self.model)
         self.saturate = saturate
+        self.limits: dict[str, str] = {}
         if saturate:
             big = float(ml_dtypes.finfo(getattr(ml_dtypes, low, np.float16)).max)
             for name, v in (("zero", 0.0), ("max", big), ("min", -big)):
+                self.limits[name] = self._name(name)
                 self.model.graph.initializer.append(
-                    onnx.numpy_helper.from_array(np.array(v, np.float32), f"{CAST_PREFIX}{name}"))
+                    onnx.numpy_helper.from_array(np.array(v, np.float32), self.limits[name]))
 
     def _name(self, what: str) -> str:
-        self.count += 1
-        return f"{CAST_PREFIX}{what}_{self.count}"
+        """A name fresh in the model: ``opsdk_precision/<what>``, numbered if taken."""
+        return self.fresh(f"{CAST_PREFIX}{what}")
 
     def round_pair(self, src: str, dst: str) -> list[onnx.NodeProto]:
         mid = self._name("f16")
@@ -110,9 +113,9 @@ class _Builder:
         if self.saturate:
             nan, clean, clipped = self._name("isnan"), self._name("nan0"), self._name("sat")
             pre = [helper.make_node("IsNaN", [src], [nan], name=self._name("isnan")),
-                   helper.make_node("Where", [nan, f"{CAST_PREFIX}zero", src], [clean],
+                   helper.make_node("Where", [nan, self.limits["zero"], src], [clean],
                                     name=self._name("nan_to_zero")),
-                   helper.make_node("Clip", [clean, f"{CAST_PREFIX}min", f"{CAST_PREFIX}max"],
+                   helper.make_node("Clip", [clean, self.limits["min"], self.limits["max"]],
                                     [clipped], name=self._name("saturate"))]
             src = clipped
         return [*pre,
@@ -144,14 +147,14 @@ def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
             if t not in floats or t in low_values:
                 continue
             if t not in b.rounded:
-                b.rounded[t] = f"{t}__opsdk_{low}"
+                b.rounded[t] = b.fresh(f"{t}__opsdk_{low}")
                 new.extend(b.round_pair(t, b.rounded[t]))
             node.input[k] = b.rounded[t]
         new.append(node)
         if d.run == LOW:
             for k, t in enumerate(node.output):
                 if t in floats:
-                    raw = f"{t}__opsdk_f32"
+                    raw = b.fresh(f"{t}__opsdk_f32")
                     node.output[k] = raw
                     new.extend(b.round_pair(raw, t))
                     low_values.add(t)
@@ -165,12 +168,13 @@ def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats:
     """``model`` with each candidate's rounding switched by ``opsdk_lower[i]`` (bool [N]).
 
     A switched node rounds its float inputs (idempotent on values already rounded) and, for
-    LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``.
+    LOW nodes, its float outputs: ``Where(flag, Cast(Cast(t, low), float), t)``. The switch
+    is the last graph input: :data:`SWITCH_INPUT`, numbered where the model has that name.
     """
     b = _Builder(model, low, saturate)
     g = b.model.graph
-    g.input.append(helper.make_tensor_value_info(SWITCH_INPUT, TensorProto.BOOL,
-                                                 [len(candidates)]))
+    switch = b.fresh(SWITCH_INPUT)
+    g.input.append(helper.make_tensor_value_info(switch, TensorProto.BOOL, [len(candidates)]))
     slot = {c.index: (i, c) for i, c in enumerate(candidates)}
     new: list[onnx.NodeProto] = []
     for idx, node in enumerate(list(g.node)):
@@ -178,28 +182,28 @@ def switchboard(model: onnx.ModelProto, candidates: Sequence[NodeDtype], floats:
             new.append(node)
             continue
         i, c = slot[idx]
-        flag = f"{CAST_PREFIX}flag_{i}"
-        g.initializer.append(onnx.numpy_helper.from_array(np.array(i, np.int64),
-                                                          f"{CAST_PREFIX}slot_{i}"))
-        new.append(helper.make_node("Gather", [SWITCH_INPUT, f"{CAST_PREFIX}slot_{i}"], [flag],
+        flag, index = b._name(f"flag_{i}"), b._name(f"slot_{i}")
+        g.initializer.append(onnx.numpy_helper.from_array(np.array(i, np.int64), index))
+        new.append(helper.make_node("Gather", [switch, index], [flag],
                                     name=b._name("flag"), axis=0))
         for k, t in enumerate(node.input):
             if t in floats:
-                new.extend(_switched(b, t, f"{t}__opsdk_sw{i}_{k}", flag))
-                node.input[k] = f"{t}__opsdk_sw{i}_{k}"
+                switched = b.fresh(f"{t}__opsdk_sw{i}_{k}")
+                new.extend(_switched(b, t, switched, flag))
+                node.input[k] = switched
         new.append(node)
         if c.run == LOW:
             for k, t in enumerate(node.output):
                 if t in floats:
-                    node.output[k] = f"{t}__opsdk_raw{i}"
-                    new.extend(_switched(b, f"{t}__opsdk_raw{i}", t, flag))
+                    node.output[k] = raw = b.fresh(f"{t}__opsdk_raw{i}")
+                    new.extend(_switched(b, raw, t, flag))
     del g.node[:]
     g.node.extend(new)
     return b.model
 
 
 def _switched(b: _Builder, src: str, dst: str, flag: str) -> list[onnx.NodeProto]:
-    rounded = f"{dst}__r"
+    rounded = b.fresh(f"{dst}__r")
     return [*b.round_pair(src, rounded),
             helper.make_node("Where", [flag, rounded, src], [dst], name=b._name("switch"))]
 

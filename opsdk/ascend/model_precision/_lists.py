@@ -17,8 +17,8 @@ from typing import Any
 
 from ..socs import compute_unit
 
-__all__ = ["OpFacts", "lists_data", "op_facts", "recorded_socs", "overflow_mode", "DEFAULT_SOC",
-           "OVERFLOW_MODES"]
+__all__ = ["OpFacts", "cann_name", "lists_data", "op_facts", "recorded_socs", "overflow_mode",
+           "DEFAULT_SOC", "OVERFLOW_MODES"]
 
 #: How a float16 overflow ends: ``inf-nan`` (IEEE 754) or ``saturation`` (the largest finite
 #: value; a NaN becomes 0).
@@ -92,6 +92,18 @@ def overflow_mode(soc: str | None = None) -> str:
         ('saturation', 'inf-nan')
     """
     return str(lists_data()["overflow"][soc_unit(soc)])
+
+
+def cann_name(onnx_type: str) -> str:
+    """CANN's op type for ONNX op ``onnx_type`` (the ONNX name where CANN keeps it, or where
+    opsdk's table does not know the op), whatever the SoC.
+
+    Example:
+        >>> cann_name("Conv"), cann_name("Relu"), cann_name("Reshape")
+        ('Conv2D', 'Relu', 'Reshape')
+    """
+    entry = lists_data()["onnx"].get(onnx_type)
+    return str(entry["cann"]) if entry is not None else onnx_type
 
 
 def op_facts(onnx_type: str, soc: str | None = None) -> OpFacts:
