@@ -358,6 +358,7 @@ class Operator:
             TensorType(a.shape, d) if a is not None and d else None for a, d in zip(arrays, dts)
         ]
         out_types = spec.infer(types_in, attrs)
+        spec.check_allocation(out_types, attrs)
         outs = []
         for o, t in zip(spec.outputs, out_types):
             if any(not isinstance(d, int) or d < 0 for d in t.shape):
