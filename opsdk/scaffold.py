@@ -26,8 +26,8 @@ from typing import Any
 
 from . import _paths
 from ._decomposition import decomposition_source
-from ._written import safe_target, write_file
 from ._torchable import torch_problem
+from ._written import safe_target, write_file
 from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES
 from .errors import ScaffoldError, SpecError
 from .naming import spellings

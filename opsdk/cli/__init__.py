@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import OpsdkError
+from ._io import OneLineParser
 
 __all__ = ["main", "build_parser"]
 
@@ -41,7 +42,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """
     from .._version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="opsdk",
         description="Write, build, validate, export, serve and package custom NPU operators.",
     )

@@ -5,9 +5,24 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from .._paths import make_writable_dir
 from ..errors import OpsdkError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the command and the help, as
+    every other failure of ``opsdk`` is (a subcommand's parser is of its parent's class).
+
+    Example:
+        >>> OneLineParser(prog="opsdk x").parse_args(["--y"])  # doctest: +SKIP
+        opsdk x: error: unrecognized arguments: --y (see opsdk x --help)
+    """
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
 class OutputPathError(ValueError, OpsdkError):

@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from ._numbers import memory_policy
+
 EXIT_NO_ATC = 3
 
 HELP = """\
@@ -75,7 +77,7 @@ def register(sub: Any) -> None:
                    help="ATC --buffer_optimize: l2_optimize (default) keeps reused data in L2; "
                    "off_optimize turns it off (to find a precision problem); l1_optimize does "
                    "nothing in current releases (see docs/npu_host_guide.md)")
-    p.add_argument("--static-memory-policy", type=int, metavar="N",
+    p.add_argument("--static-memory-policy", type=memory_policy, metavar="N",
                    help="GE's static-memory policy (0 by size, 2 static shapes, 3 dynamic "
                    "shapes, 4 both): not an ATC flag, exported as GE_USE_STATIC_MEMORY for the "
                    "application that runs the .om; the doctor warns where it conflicts")

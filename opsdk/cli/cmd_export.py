@@ -14,6 +14,7 @@ import ast
 from typing import Any
 
 from ..errors import SpecError
+from ._numbers import opset
 
 
 def register(sub: Any) -> None:
@@ -25,7 +26,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
-    p.add_argument("--opset", type=int, default=None, help="ai.onnx opset (default 15)")
+    p.add_argument("--opset", type=opset, default=None, help="ai.onnx opset (default 15)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="input shape; a non-numeric dim is symbolic (N). Repeatable")
     p.add_argument("--dtype", action="append", default=[], metavar="[NAME=]DTYPE",

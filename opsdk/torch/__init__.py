@@ -44,7 +44,8 @@ __all__ = [
     "ops", "load", "register", "register_all", "registered", "Registered", "schema",
     "namespace", "opcheck", "OpcheckReport", "gradcheck", "GradcheckResult",
     "gradient_source", "export",
-    "onnx_translations", "OnnxExportHint", "OperatorLeftOut", "replace", "ReplaceReport", "npu_unavailable",
+    "onnx_translations", "OnnxExportHint", "OperatorLeftOut", "replace", "ReplaceReport",
+    "npu_unavailable",
 ]
 
 #: ``ops.<namespace>.<Name>`` is ``torch.ops.<namespace>.<Name>``, registered on first use.
