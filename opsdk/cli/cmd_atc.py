@@ -107,7 +107,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
     for f in report["findings"]:
         print(f"doctor [{f['severity']}]: {f['message']}")
     for b in report["blocking"]:
-        print(f"error: {b}", file=sys.stderr)
+        print(f"opsdk atc: error: {b}", file=sys.stderr)
     if report.get("status") == "no-atc":
         print("atc is not on PATH here; on an NPU host, run:")
     elif report.get("status") == "dry-run":
