@@ -261,7 +261,7 @@ def _check_padding(p: Preprocess) -> None:
     if abs(value) > limit:
         raise _fail(p.source, "padding.value", value,
                     f"a number within {p.dtype}'s range (|value| <= {limit:g})",
-                    f"the padding is filled in the output dtype, which would make it inf; "
+                    "the padding is filled in the output dtype, which would make it inf; "
                     "pick a value within it (e.g. 0.0)")
 
 
