@@ -220,6 +220,7 @@ def tune(
 
     info = find_operator(name)
     spec, folder = info.spec, Path(info.folder)
+    _check_sizes_fit(spec, dtype, max(sizes or DEFAULT_SIZES))
     current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
     if current.origin != "generated":
         raise OpsdkError(
@@ -229,7 +230,6 @@ def tune(
     sizes = sorted(set(sizes or DEFAULT_SIZES))
     if not sizes or sizes[0] < 1:
         raise OpsdkError(f"tune {spec.name}: --sizes must be positive element counts, got {sizes}")
-    _check_sizes_fit(spec, dtype, sizes[-1])
     attrs = dict(attrs or {})
     _, cores = core_resources(soc)
     space = candidates(cores)
