@@ -79,7 +79,7 @@ def test_a_latin1_steps_file_is_refused_naming_the_file_and_byte(
     assert main(["triton", "pipeline", str(tmp_path / "pipeline.toml"), "-o",
                  str(tmp_path / "repo")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("opsdk triton: error: ") and err.count("\n") == 1, err
+    assert err.startswith("opsdk triton pipeline: error: ") and err.count("\n") == 1, err
     assert f"step file {tmp_path / 'steps.py'}: byte 5 (0xe9) is not UTF-8 (invalid " \
            "continuation byte); save the file as UTF-8" in err
     assert "UnicodeDecodeError" not in err and not (tmp_path / "repo").exists()

@@ -169,7 +169,7 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
     from ..onnx._probe import _inputs, probe_feeds, runnable_shapes
     from .cmd_export import parse_shapes
 
-    given = parse_shapes(args.input_shape)
+    given = parse_shapes(args.input_shape, "--input-shape")
     inputs = [vi.name for vi in _inputs(source)]
     for name, dims in given.items():
         if name not in inputs:

@@ -159,6 +159,21 @@ def _check_projects(spec: Any, projects: list[str]) -> None:
                                f"not of {spec.domain}::{spec.name}; pass that operator's project")
 
 
+def _check_precision(args: argparse.Namespace) -> None:
+    """The emulated ATC precision settings, read here (files included) so that a mistake is
+    this command's one-line error, not the pytest child's usage error."""
+    from ..ascend.precision import PrecisionMode
+
+    mode, keep, mix = (_option(args, k) for k in ("precision_mode", "keep_dtype",
+                                                   "modify_mixlist"))
+    if not mode:
+        if keep or mix:
+            raise OpsdkError("--keep-dtype and --modify-mixlist apply to a precision mode; "
+                             "add --precision-mode (e.g. allow_mix_precision)")
+        return
+    PrecisionMode.from_atc(mode, keep, mix)
+
+
 def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
     """The pytest command line for ``args`` (options may follow the operator name)."""
     own, rest = _late_options(args)
@@ -213,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
         return done
     info = find_operator(args.op)
     _check_projects(info.spec, _listed(args, "cann_project"))
+    _check_precision(args)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)

@@ -177,6 +177,10 @@ def run_build(args: argparse.Namespace) -> int:
     ops = None
     if args.operators is not None:
         ops = tuple(os.path.abspath(d) for d in args.operators)
+        for given, path in zip(args.operators, ops):
+            if not os.path.isdir(path):
+                raise OpsdkError(f"--operators {given}: no such folder; pass a folder "
+                                 "of operator folders (e.g. operators/)")
     opts = RepositoryOptions(
         name=args.name,
         target=args.target,
