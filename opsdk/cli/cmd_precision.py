@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fix and not args.output:
         raise SpecError("--fix writes keep_dtype.cfg and modify_mixlist.json: add -o DIR")
     if not Path(args.model).is_file():
-        raise SpecError(f"{args.model}: no such model file")
+        raise SpecError(f"{args.model}: no such model file; pass the path of an .onnx file")
     out = check_output_dir(args.output, "-o") if args.output else None
     shapes: dict[str, tuple[int, ...]] = {}
     for text in args.input_shape:
