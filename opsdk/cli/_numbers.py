@@ -24,7 +24,7 @@ from collections.abc import Callable
 from .._limits import INT_RANGES, memory_ceiling
 
 __all__ = ["int_in", "count", "count32", "natural", "port", "seconds", "pause", "size", "int_list",
-           "seed", "opset", "memory_policy", "max_batch"]
+           "seed", "opset", "memory_policy", "max_batch", "queue_delay"]
 
 _INT64_MAX = INT_RANGES["int64"][1]
 
@@ -74,8 +74,8 @@ port.__name__ = "port"
 #: a random seed: NumPy's legacy generators take 0 to 2**32 - 1
 seed = int_in(0, 2**32 - 1, "a NumPy seed")
 seed.__name__ = "seed"
-#: an ai.onnx opset (the command checks the range the installed onnx knows)
-opset = int_in(1, INT_RANGES["int32"][1], "an opset")
+#: an ai.onnx opset; the command checks the range the installed onnx knows (and names it)
+opset = int_in(0, INT_RANGES["int32"][1], "an opset")
 opset.__name__ = "opset"
 #: GE's static-memory policy (ge.exec.staticMemoryPolicy / GE_USE_STATIC_MEMORY)
 memory_policy = int_in(0, 4, "a GE static-memory policy")
@@ -83,6 +83,9 @@ memory_policy.__name__ = "memory_policy"
 #: Triton's max_batch_size, an int32 (0 turns batching off)
 max_batch = int_in(0, INT_RANGES["int32"][1], "a Triton max_batch_size")
 max_batch.__name__ = "max_batch"
+#: Triton's max_queue_delay_microseconds, a uint64
+queue_delay = int_in(0, 2**64 - 1, "Triton's uint64 max_queue_delay_microseconds")
+queue_delay.__name__ = "queue_delay"
 
 
 def _seconds(text: str, zero: bool) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 from ..ascend.versions import DEFAULT_CANN
 from ..errors import OpsdkError
 from ._io import probe_value
-from ._numbers import count, count32, int_list, max_batch, memory_policy, natural
+from ._numbers import count, count32, int_list, max_batch, memory_policy, queue_delay
 
 
 def register(sub: Any) -> None:
@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
                    "variable leading dim, else 0")
     b.add_argument("--preferred-batch-size", type=int_list(count32, "4,8"), default=(),
                    help="comma-separated, e.g. 4,8,16")
-    b.add_argument("--max-queue-delay-us", type=natural, default=100)
+    b.add_argument("--max-queue-delay-us", type=queue_delay, default=100)
     b.add_argument("--no-dynamic-batching", action="store_true",
                    help="keep max_batch_size but let Triton run requests one by one")
     b.add_argument("--instances", type=count32, default=1, help="model instances (instance_group)")
@@ -163,7 +163,12 @@ def _probe(text: str) -> tuple[tuple[str, int], ...]:
     if not pairs or any(not sep or not k.strip() for k, sep, _ in pairs):
         raise argparse.ArgumentTypeError(
             f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}")
-    return tuple((k.strip(), count(v)) for k, _, v in pairs)
+    try:
+        return tuple((k.strip(), count(v)) for k, _, v in pairs)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=SIZE,NAME=SIZE (input dim names, sizes >= 1), got {text!r}: {e}"
+        ) from None
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
