@@ -303,6 +303,8 @@ class OpSpec:
             )
         if self.batch_axis is not None and not isinstance(self.batch_axis, int):
             raise SpecError(f"{op}: batch_axis must be an int or None")
+        for case in self.cases:
+            _check_ranges(op, case)
 
     # ---------------------------------------------------------------- behaviour
     def register_shape(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -494,6 +496,22 @@ class OpSpec:
             return "the attributes (all at their defaults)"
         text = ", ".join(changed)
         return "the attributes " + (text if len(text) <= 200 else text[:197] + "...")
+
+
+def _check_ranges(op: str, case: Case) -> None:
+    """A case's value ranges: finite ``(lo, hi)`` with ``lo <= hi`` and a finite width
+    (inputs are drawn uniformly from them; ``(-1e400, 1e400)`` was a bare OverflowError)."""
+    for name, r in case.ranges.items():
+        try:
+            lo, hi = (float(v) for v in r)
+            ok = lo <= hi and math.isfinite(hi - lo)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise SpecError(
+                f"{op}: case {case.name or dict(case.shapes)!r}: range of input {name!r} is "
+                f"{r!r}; expected finite (lo, hi) with lo <= hi and hi - lo a finite double, "
+                "e.g. (-1.0, 1.0)")
 
 
 class _OutOfRange(SpecError):

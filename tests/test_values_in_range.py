@@ -44,6 +44,17 @@ def test_a_spec_default_out_of_its_types_range_is_refused(attr: Attr, message: s
         _spec(attr)
 
 
+@pytest.mark.parametrize("bad", [(-1e400, 1e400), (-1.7e308, 1.7e308), (1.0, -1.0), (0, "x")])
+def test_a_spec_case_range_must_be_finite_and_ordered(bad: tuple[object, object]) -> None:
+    from opsdk.spec import Case
+
+    with pytest.raises(SpecError, match=r"Ranged: case 'wide': range of input 'x' is .*; "
+                       r"expected finite \(lo, hi\) with lo <= hi"):
+        OpSpec("Ranged", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
+               types={"T": ("float32",)}, cases=[Case({"x": (2,)}, ranges={"x": bad},
+                                                      name="wide")])
+
+
 def test_a_value_at_call_time_is_checked_as_the_default_is() -> None:
     spec = _spec(Attr("a", "int", 1), Attr("b", "float", 0.5))
     assert spec.resolve_attrs({"a": 2**63 - 1, "b": float("inf")}) == {"a": 2**63 - 1,
