@@ -208,3 +208,16 @@ def test_torch_leaves_out_what_it_cannot_register_and_registers_the_rest(
     assert "MyNan: the default nan of attribute 'a' is not finite" in message
     assert "'Gelu'" in names and "'MyNan'" not in names and "'MyPrim'" not in names
     assert error.startswith("SpecError MyNan: the default nan of attribute 'a' is not finite")
+
+
+def test_thread_counts_and_pool_limits_are_checked_before_cpp() -> None:
+    """pybind11's "incompatible function arguments" named neither the operator nor the fix."""
+    from opsdk.runtime.cpu import set_output_pool_limit
+
+    gelu = opsdk.load("Gelu")
+    with pytest.raises(SpecError, match=r"Gelu: set_num_threads\(1099511627776\): the thread "
+                       r"count is an int32 in C\+\+ \(at most 2147483647\)"):
+        gelu.set_num_threads(2**40)
+    with pytest.raises(ValueError, match=r"set_output_pool_limit: nbytes must be 0 to 2\*\*63-1 "
+                       r"\(a C\+\+ size\), got 1180591620717411303424"):
+        set_output_pool_limit(2**70)
