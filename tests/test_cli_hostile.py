@@ -23,7 +23,7 @@ UNDECODABLE = b"\xff\xfe caf\xe9 \x00 not utf-8\n"
 #: words a fix starts with
 FIX = re.compile(r"\b(pass|give|use|write|pick|check|save|remove|drop|add|install|create|"
                  r"declare|make|re-export|lower|choose|fill|put|set|move|rename|keep|shrink|"
-                 r"resize|quote|replace|list|name|export|build)\b")
+                 r"resize|quote|replace|list|name|export|build|fix)\b")
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b|Traceback")
 
 W, H = "{tmp}", "{tmp}/good.onnx"
@@ -79,6 +79,8 @@ CASES: list[tuple[list[str], str]] = [
     (["triton", "bench", f"{W}/missing", "--model", "m"], "missing"),
     (["tune", "NoSuchOp"], "NoSuchOp"),
     (["atc", H, "--soc-version", "Ascend310P3"], "--output"),
+    (["build", f"{W}/ops/no_kernel"], "NoKernel"),
+    (["check", f"{W}/ops/no_kernel"], "kernel.cpp"),
     # numbers out of range
     (["atc", H, "--soc-version", "Ascend310P3", "--output", f"{W}/om", "--input-shape",
       "image:99999999999999999999,3,32,32"], "--input-shape"),
@@ -106,6 +108,9 @@ CASES: list[tuple[list[str], str]] = [
     (["triton", "bench", f"{W}/missing", "--model", "m", "--requests", "-1"], "--requests"),
     (["triton", "bench", f"{W}/missing", "--model", "m", "--batch", "99999999999"], "--batch"),
     (["tune", "Gelu", "--sizes", "99999999999999"], "--sizes"),
+    (["tune", "Gelu", "--attr", "approximate=1e400", "--dry-run"], "reference.py"),
+    (["atc", H, "--soc-version", "Ascend310P3", "--output", f"{W}/om", "--input-shape",
+      "image:-1,3,32,32", "--dynamic-dims", "1;99999999999999999999"], "--dynamic-dims"),
 ]
 
 
@@ -121,6 +126,12 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [oh.make_tensor_value_info("image", onnx.TensorProto.FLOAT, ["N", 3, 32, 32])],
         [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [w])
     onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]), folder / "good.onnx")
+    no_kernel = folder / "ops" / "no_kernel"  # spec.py alone: nothing to build
+    no_kernel.mkdir(parents=True)
+    (no_kernel / "spec.py").write_text(
+        "from opsdk.spec import Input, OpSpec, Output\n"
+        "SPEC = OpSpec('NoKernel', domain='com.example', inputs=[Input('x', 'float32')],\n"
+        "              outputs=[Output('y', 'float32')])\n")
     latin = write_pipeline(folder / "latin")
     steps = latin.parent / "steps.py"
     steps.write_bytes(("# caf\xe9\n" + steps.read_text()).encode("latin-1"))
