@@ -221,3 +221,24 @@ def test_thread_counts_and_pool_limits_are_checked_before_cpp() -> None:
     with pytest.raises(ValueError, match=r"set_output_pool_limit: nbytes must be 0 to 2\*\*63-1 "
                        r"\(a C\+\+ size\), got 1180591620717411303424"):
         set_output_pool_limit(2**70)
+
+
+def test_the_graph_executor_refuses_a_custom_nodes_output_beyond_memory() -> None:
+    """opsdk.onnx.Session sizes its custom nodes' output buffers from the spec too."""
+    import onnx
+    import onnx.helper as oh
+
+    from opsdk.onnx import Session
+
+    node = oh.make_node("FusedConvBnRelu", ["x", "w"], ["y"], domain="com.opsdk",
+                        pads=[2**40] * 4)
+    graph = oh.make_graph(
+        [node], "g", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 7, 7]),
+                      oh.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [4, 3, 3, 3])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17),
+                                                oh.make_opsetid("com.opsdk", 1)])
+    x, w = np.ones((1, 3, 7, 7), np.float32), np.ones((4, 3, 3, 3), np.float32)
+    with pytest.raises(SpecError, match=r"FusedConvBnRelu: output 'y' .* more than the memory "
+                       r"ceiling .* pads=\[1099511627776"):
+        Session(model).run(None, {"x": x, "w": w})
