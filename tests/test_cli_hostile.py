@@ -77,6 +77,8 @@ CASES: list[tuple[list[str], str]] = [
      "--operators"),
     (["triton", "pipeline", f"{W}/missing.toml", "-o", f"{W}/pr"], "missing.toml"),
     (["triton", "bench", f"{W}/missing", "--model", "m"], "missing"),
+    (["triton", "bench", f"{W}/missing", "--model", "m", "--input", f"x={W}/bad.npy"],
+     "bad.npy"),
     (["tune", "NoSuchOp"], "NoSuchOp"),
     (["atc", H, "--soc-version", "Ascend310P3"], "--output"),
     (["build", f"{W}/ops/no_kernel"], "NoKernel"),
@@ -158,4 +160,5 @@ def test_every_failure_is_one_line_naming_the_command_the_input_and_the_fix(
     assert last.startswith(f"{command}: error: "), last
     assert named in last, f"{named!r} not named: {last}"
     assert not EXCEPTION_NAME.search(err), err
+    assert "allow_pickle" not in err, err  # never advise loading a pickle unsafely
     assert FIX.search(last.split(f" (see {command} --help)")[0]), f"no fix: {last}"

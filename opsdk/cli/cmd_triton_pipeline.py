@@ -87,7 +87,9 @@ def _read_input(name: str, path: str) -> Any:
         with open(path, "rb") as f:
             return np.array([f.read()], dtype=object)
     except (OSError, ValueError) as e:
-        raise OpsdkError(f"--input {name}={path}: {e}; pass INPUT=FILE.npy (numpy.save's "
+        why = "not an .npy array (or one of objects, which opsdk does not unpickle)" \
+            if "pickle" in str(e) else (e.strerror if isinstance(e, OSError) else str(e))
+        raise OpsdkError(f"--input {name}={path}: {why}; pass INPUT=FILE.npy (numpy.save's "
                          "format) or INPUT=FILE (its bytes, e.g. a PNG)") from e
 
 
