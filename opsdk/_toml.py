@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._text import undecodable
+
 __all__ = ["read_toml"]
 
 
@@ -34,6 +36,8 @@ def read_toml(path: str | Path, error: type[Exception], what: str = "file") -> d
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise error(f"{what} {p} does not exist") from None
+        raise error(f"{what} {p} does not exist; check the path") from None
+    except UnicodeDecodeError as e:
+        raise error(undecodable(p, e, what)) from None
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import _paths
 from ._decomposition import decomposition_source
+from ._torchable import torch_problem
 from ._written import safe_target, write_file
 from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES
 from .errors import ScaffoldError, SpecError
@@ -106,9 +107,9 @@ def _parse_default(name: str, typ: str, text: str) -> Any:
 def _finite(name: str, value: float) -> float:
     if not math.isfinite(value):
         raise ScaffoldError(
-            f"attribute {name!r}: default {value} is not a finite number; give a finite "
-            f"default (e.g. {name}:float=0.0) and, if you need it, write float('{value}') "
-            "in spec.py yourself"
+            f"attribute {name!r}: default {value} is not a finite number, which neither the "
+            f"scaffold nor a torch schema can spell; give a finite default (e.g. "
+            f"{name}:float=0.0) or none ({name}:float, a required attribute)"
         )
     return value
 
@@ -284,6 +285,9 @@ def new_operator(
         )
     except SpecError as e:
         raise ScaffoldError(str(e)) from None
+    problem = torch_problem(spec)
+    if problem:  # opsdk.torch registers every operator: refuse what it could not
+        raise ScaffoldError(problem)
     if spec.inputs[0].optional:
         raise ScaffoldError(f"{name}: the first input must be required (the template copies it)")
     if backward and decomposition:

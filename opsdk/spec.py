@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import keyword
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import ALL_DTYPES, ATTR_TYPES, TFloat, TFloatAll, TFloatBf, TInt, TNumeric
+from ._limits import allocation_problem, float32_problem, int_range_problem
+from .dtypes import ALL_DTYPES, ATTR_TYPES, DTYPES, TFloat, TFloatAll, TFloatBf, TInt, TNumeric
 from .errors import SpecError
 from .naming import CPP_KEYWORDS, OP_NAME_RE
 
@@ -53,6 +55,8 @@ _DOMAIN_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 #: What an operator computes on: the AI Core's Vector unit or its matrix (Cube) unit.
 #: ATC's precision modes treat matrix operators differently (docs/validation.md).
 COMPUTE_KINDS = ("vector", "cube")
+#: dtypes NumPy itself names (bfloat16 is ml_dtypes', two bytes)
+_NUMPY_SIZED = frozenset(d for d in ALL_DTYPES if d != "bfloat16")
 
 
 class _Required:
@@ -299,6 +303,8 @@ class OpSpec:
             )
         if self.batch_axis is not None and not isinstance(self.batch_axis, int):
             raise SpecError(f"{op}: batch_axis must be an int or None")
+        for case in self.cases:
+            _check_ranges(op, case)
 
     # ---------------------------------------------------------------- behaviour
     def register_shape(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -456,6 +462,61 @@ class OpSpec:
             )
         return [TensorType(tuple(t.shape), t.dtype) for t in result_list]
 
+    def check_allocation(self, out_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+        """Refuse outputs that C++ or the memory cannot hold, before anything is allocated.
+
+        Every concrete dim must fit int64 and every output the memory ceiling
+        (``opsdk._limits.memory_ceiling``); the error names the output, its shape, the
+        limit and the attributes set away from their defaults (often the cause).
+
+        Example:
+            >>> spec = OpSpec("Pad1", domain="com.example", inputs=[Input("x")],
+            ...               outputs=[Output("y")], types={"T": ("float32",)})
+            >>> spec.check_allocation([TensorType((2**62, 4), "float32")], {})
+            ... # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            opsdk.errors.SpecError: Pad1: output 'y' (float32, shape (...)) needs ...
+        """
+        for out, t in zip(self.outputs, out_types):
+            dims = tuple(d for d in t.shape if isinstance(d, int))
+            item = np.dtype(DTYPES[t.dtype].numpy).itemsize if t.dtype in _NUMPY_SIZED else 2
+            problem = allocation_problem(dims, item)
+            if problem:
+                raise SpecError(
+                    f"{self.name}: output {out.name!r} ({t.dtype}, shape {tuple(t.shape)}) "
+                    f"{problem}; check the input shapes and {self._set_attrs(attrs)}"
+                )
+
+    def _set_attrs(self, attrs: Mapping[str, Any]) -> str:
+        """The attributes given away from their defaults, for an error message."""
+        amap = self.attr_map
+        changed = [f"{k}={v!r}" for k, v in attrs.items()
+                   if k in amap and (amap[k].required or v != amap[k].default)]
+        if not changed:
+            return "the attributes (all at their defaults)"
+        text = ", ".join(changed)
+        return "the attributes " + (text if len(text) <= 200 else text[:197] + "...")
+
+
+def _check_ranges(op: str, case: Case) -> None:
+    """A case's value ranges: finite ``(lo, hi)`` with ``lo <= hi`` and a finite width
+    (inputs are drawn uniformly from them; ``(-1e400, 1e400)`` was a bare OverflowError)."""
+    for name, r in case.ranges.items():
+        try:
+            lo, hi = (float(v) for v in r)
+            ok = lo <= hi and math.isfinite(hi - lo)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise SpecError(
+                f"{op}: case {case.name or dict(case.shapes)!r}: range of input {name!r} is "
+                f"{r!r}; expected finite (lo, hi) with lo <= hi and hi - lo a finite double, "
+                "e.g. (-1.0, 1.0)")
+
+
+class _OutOfRange(SpecError):
+    """A number of the right type but beyond the range its attribute type can hold."""
+
 
 def _coerce_attr(a: Attr, value: Any) -> Any:
     t = a.type
@@ -466,10 +527,26 @@ def _coerce_attr(a: Attr, value: Any) -> Any:
         if t == "int":
             if isinstance(value, float) or not hasattr(value, "__index__"):
                 raise SpecError(bad)
-            return int(value)
-        if not hasattr(value, "__float__"):
-            raise SpecError(bad)
-        return float(value)
+            number: int | float = int(value)
+            problem = int_range_problem(int(number), "int64")
+            where = "int attributes are int64 in C++ and ONNX"
+        else:
+            if not hasattr(value, "__float__"):
+                raise SpecError(bad)
+            try:
+                number = float(value)
+            except OverflowError:  # an int beyond any double
+                number = math.inf if value > 0 else -math.inf
+                problem = "is beyond any double"
+            else:
+                problem = float32_problem(number)
+            where = "ONNX stores float attributes as float32"
+        if problem:
+            raise _OutOfRange(
+                f"attribute {a.name!r} ({a.type}) value {value!r} {problem} ({where}); "
+                "pass a value within it"
+            )
+        return number
     if t == "bool":
         if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
             return bool(value)
@@ -483,7 +560,12 @@ def _coerce_attr(a: Attr, value: Any) -> Any:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise SpecError(bad)
     elem = Attr(a.name, "int" if t == "ints" else "float")
-    try:
-        return [_coerce_attr(elem, v) for v in value]
-    except SpecError:
-        raise SpecError(bad) from None
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(_coerce_attr(elem, v))
+        except _OutOfRange as e:
+            raise _OutOfRange(str(e).replace(f"{a.name!r} (", f"{a.name!r}[{i}] (", 1)) from None
+        except SpecError:
+            raise SpecError(bad) from None
+    return out

@@ -184,6 +184,8 @@ def _one_row(**cells: str) -> str:
     ({"output_shapes": "((3, 2),)"}, r"'output_shapes': expected \(2, 3\) for output 'y'"),
     ({"output_dtypes": "('float16',)"}, r"'output_dtypes': expected 'float32' for output"),
     ({"input_data_ranges": "((1, -1),)"}, r"'input_data_ranges': expected \(min, max\) with"),
+    ({"input_data_ranges": "((-1e400, 1e400),)"}, r"'input_data_ranges': expected \(min, max\) "
+     r"within float32's range \[-3.40282e\+38, 3.40282e\+38\] for input 'x'"),
     ({"precision_tolerances": "(0.001,)"}, r"'precision_tolerances': expected one \(rtol"),
     ({"remark": "opsdk: standard=nearly"}, r"'remark': expected standard= an opsdk standard"),
     ({"remark": "opsdk: layout=diagonal"}, r"'remark': expected layout one of contiguous"),
@@ -193,6 +195,18 @@ def test_malformed_rows_are_refused_naming_the_case_and_field(info, cells: dict[
                                                               match: str) -> None:
     with pytest.raises(CaseFileError, match=r"bad\.csv: line 2, case 'bad_01', field " + match):
         parse_cases(info.spec, _one_row(**cells), "bad.csv")
+
+
+def test_a_case_file_that_is_not_utf8_is_refused_naming_the_file_and_byte(
+        info, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin.csv"
+    path.write_bytes(_one_row(remark="caf\xe9").encode("latin-1"))
+    with pytest.raises(CaseFileError, match=r"case file .*latin\.csv: byte \d+ \(0xe9\) is not "
+                       r"UTF-8 \(invalid continuation byte\); save the file as UTF-8"):
+        import_cases(info.spec, path)
+    assert main(["test", OP, "--cases", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("opsdk test: error: case file ") and err.count("\n") == 1
 
 
 def test_a_file_without_the_required_columns_is_refused(info) -> None:

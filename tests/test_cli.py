@@ -105,7 +105,7 @@ def test_unusable_output_paths_are_one_line_errors(tmp_path):
          ["-o f/x.onnx: its folder f: it is a file, not a folder"]),
         (["rewrite", str(model), "-o", "d", "--replace", "Relu"], "rewrite",
          ["-o d: it is a folder"]),
-        (["triton", "build", str(model), "-o", "f", "--name", "m"], "triton",
+        (["triton", "build", str(model), "-o", "f", "--name", "m"], "triton build",
          ["-o f: it is a file, not a folder"]),
         (["package", "ThresholdedRelu", "-o", "f"], "package",
          ["-o f: it is a file, not a folder"]),

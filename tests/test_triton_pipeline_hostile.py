@@ -67,3 +67,19 @@ def test_the_cli_names_the_long_step_not_the_file_system(
     assert "has 300 characters, a model folder's name at most 255" in err, err
     assert "File name too long" not in err
     assert not (tmp_path / "repo").exists()
+
+
+def test_a_latin1_steps_file_is_refused_naming_the_file_and_byte(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Latin-1 steps.py (a comment with 'é') was a bare UnicodeDecodeError, no file."""
+    for name in ("pipeline.toml", "mlp.onnx"):
+        (tmp_path / name).write_bytes((folder / name).read_bytes())
+    text = "# caf\xe9: written in Latin-1\n" + (folder / "steps.py").read_text()
+    (tmp_path / "steps.py").write_bytes(text.encode("latin-1"))
+    assert main(["triton", "pipeline", str(tmp_path / "pipeline.toml"), "-o",
+                 str(tmp_path / "repo")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("opsdk triton pipeline: error: ") and err.count("\n") == 1, err
+    assert f"step file {tmp_path / 'steps.py'}: byte 5 (0xe9) is not UTF-8 (invalid " \
+           "continuation byte); save the file as UTF-8" in err
+    assert "UnicodeDecodeError" not in err and not (tmp_path / "repo").exists()

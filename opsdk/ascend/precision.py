@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .._text import read_text
 from ..dtypes import to_numpy
 from ..errors import SpecError
 from ..spec import OpSpec
@@ -159,11 +160,7 @@ def read_keep_dtype_file(path: str | Path) -> tuple[set[str], set[str]]:
         what = "is a folder, not a file" if p.is_dir() else "does not exist"
         raise SpecError(f"--keep_dtype file {p} {what}; write it (one node name or "
                         "OpType::Type per line) or drop --keep-dtype")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"--keep_dtype file {p}: cannot be read as UTF-8 text ({e}); write "
-                        "one node name or OpType::Type per line") from None
+    text = read_text(p, "--keep_dtype file", error=SpecError)
     nodes, types = set(), set()
     for line in text.splitlines():
         line = line.strip()
@@ -186,10 +183,12 @@ def read_mixlist(path: str | Path) -> tuple[set[str], set[str]]:
         ({'MyOp'}, set())
     """
     p = Path(path)
+    text = read_text(p, "--modify_mixlist file", error=SpecError)
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise SpecError(f"--modify_mixlist file {p}: {e}") from None
+        data = json.loads(text)
+    except ValueError as e:
+        raise SpecError(f"--modify_mixlist file {p}: not JSON ({e}); write e.g. "
+                        '{"black-list": {"to-add": ["Softmax"]}}') from None
     if not isinstance(data, dict) or not set(data) <= set(_LISTS):
         got = sorted(data) if isinstance(data, dict) else data
         raise SpecError(f"--modify_mixlist file {p}: expected an object with the keys "

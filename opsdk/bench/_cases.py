@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import allocation_problem
 from ..dtypes import to_numpy
 from ..errors import SpecError
 from ..spec import OpSpec
@@ -145,6 +146,11 @@ def resolve_shapes(
         example = " ".join(n + "=..." for n in missing)
         raise SpecError(f"{spec.name}: --shape gives no shape for input(s) "
                         f"{', '.join(missing)}; pass e.g. --shape {example}")
+    for name, shape in shapes.items():  # 8 bytes an element: the widest dtype a bench makes
+        problem = allocation_problem(shape, 8)
+        if problem:
+            raise SpecError(f"{spec.name}: --shape {name}={'x'.join(map(str, shape))} "
+                            f"{problem}")
     return shapes
 
 

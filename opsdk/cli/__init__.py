@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import OpsdkError
+from ._io import OneLineParser
 
 __all__ = ["main", "build_parser"]
 
@@ -41,7 +42,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """
     from .._version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="opsdk",
         description="Write, build, validate, export, serve and package custom NPU operators.",
     )
@@ -71,10 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    command = " ".join([args.command] + [  # `opsdk triton build`, not `opsdk triton`
+        v for k, v in vars(args).items() if k.endswith("_command") and isinstance(v, str)])
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print(f"opsdk {args.command}: interrupted", file=sys.stderr)
+        print(f"opsdk {command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `opsdk check X | head -2`: the reader left, stop quietly
         _silence_stdout()
@@ -82,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if args.debug:
             raise
-        print(f"opsdk {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"opsdk {command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
 
 

@@ -3,11 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from .._paths import make_writable_dir
 from ..errors import OpsdkError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the command and the help, as
+    every other failure of ``opsdk`` is (a subcommand's parser is of its parent's class).
+
+    Example:
+        >>> OneLineParser(prog="opsdk x").parse_args(["--y"])  # doctest: +SKIP
+        opsdk x: error: unrecognized arguments: --y (see opsdk x --help)
+    """
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        fix = next((f for start, f in _ARGPARSE_FIXES if start in text), "")
+        self.exit(2, f"{self.prog}: error: {text}{fix} (see {self.prog} --help)\n")
+
+
+#: the fix of each of argparse's own messages (the option types' messages carry theirs)
+_ARGPARSE_FIXES = (
+    ("the following arguments are required", "; pass them"),
+    ("unrecognized arguments", "; remove them or check their spelling"),
+    ("invalid choice", "; pick one of those"),
+    ("expected one argument", "; give the option its value"),
+    ("expected at least one argument", "; give the option its values"),
+    ("not allowed with argument", "; drop one of the two"),
+    ("ambiguous option", "; write the option out in full"),
+    ("invalid ", "; pass a value of that type"),
+)
 
 
 class OutputPathError(ValueError, OpsdkError):
@@ -61,10 +91,11 @@ def probe_value(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     try:
         number = float(value)
-        if not sep or not name.strip():
+        if not sep or not name.strip() or not math.isfinite(number):
             raise ValueError(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected INPUT=VALUE (an input name and a number, e.g. sr=16000), got {text!r}"
+            f"expected INPUT=VALUE (an input name and a finite number, e.g. sr=16000), got "
+            f"{text!r}"
         ) from None
-    return name.strip(), int(number) if number.is_integer() else number
+    return name.strip(), int(number) if number.is_integer() and abs(number) < 2**63 else number

@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from ._numbers import memory_policy
+
 EXIT_NO_ATC = 3
 
 HELP = """\
@@ -75,7 +77,7 @@ def register(sub: Any) -> None:
                    help="ATC --buffer_optimize: l2_optimize (default) keeps reused data in L2; "
                    "off_optimize turns it off (to find a precision problem); l1_optimize does "
                    "nothing in current releases (see docs/npu_host_guide.md)")
-    p.add_argument("--static-memory-policy", type=int, metavar="N",
+    p.add_argument("--static-memory-policy", type=memory_policy, metavar="N",
                    help="GE's static-memory policy (0 by size, 2 static shapes, 3 dynamic "
                    "shapes, 4 both): not an ATC flag, exported as GE_USE_STATIC_MEMORY for the "
                    "application that runs the .om; the doctor warns where it conflicts")
@@ -105,7 +107,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
     for f in report["findings"]:
         print(f"doctor [{f['severity']}]: {f['message']}")
     for b in report["blocking"]:
-        print(f"error: {b}", file=sys.stderr)
+        print(f"opsdk atc: error: {b}", file=sys.stderr)
     if report.get("status") == "no-atc":
         print("atc is not on PATH here; on an NPU host, run:")
     elif report.get("status") == "dry-run":

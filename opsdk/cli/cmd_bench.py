@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OpsdkError, SpecError
+from ._numbers import count, natural, pause
 
 EPILOG = """\
 examples:
@@ -56,12 +57,12 @@ def register(sub: Any) -> None:
                    "variable, e.g. float32, float16, bfloat16 (default float32)")
     p.add_argument("--attr", nargs="+", default=[], metavar="NAME=VALUE",
                    help="attributes, e.g. approximate=tanh axis=1 pads=1,1,1,1")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=count, default=None,
                    help="threads for opsdk, ONNX Runtime and the bandwidth probe (default: "
                    "all cores or $OPSDK_NUM_THREADS)")
-    p.add_argument("--repeat", type=int, default=10, help="interleaved rounds (default 10)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed calls first (default 2)")
-    p.add_argument("--settle", type=float, default=0.1, metavar="SECONDS",
+    p.add_argument("--repeat", type=count, default=10, help="interleaved rounds (default 10)")
+    p.add_argument("--warmup", type=natural, default=2, help="untimed calls first (default 2)")
+    p.add_argument("--settle", type=pause, default=0.1, metavar="SECONDS",
                    help="pause, then one untimed sample, before each timed sample, so no "
                    "candidate is timed while another's idle threads still poll (ONNX "
                    "Runtime's do for about 40 ms after a run); 0 = back to back (default 0.1)")
@@ -201,10 +202,6 @@ def run(args: argparse.Namespace) -> int:
         return _run_sdk(args)
     if not args.op:
         raise OpsdkError("bench: name an operator (opsdk bench Gelu), or pass --sdk or --triton")
-    if args.repeat < 1:
-        raise OpsdkError(f"bench: --repeat must be >= 1, got {args.repeat}")
-    if not args.settle >= 0:
-        raise OpsdkError(f"bench: --settle must be >= 0 seconds, got {args.settle}")
     from ..bench import bench_op, bench_regimes, format_result
 
     kwargs: dict[str, Any] = dict(

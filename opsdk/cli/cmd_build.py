@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
-    failed = 0
+    failed: list[str] = []
     for info in infos:
         if info.prebuilt is not None:
             print(f"{info.name}: prebuilt ({info.package}), nothing to build")
@@ -46,9 +46,14 @@ def run(args: argparse.Namespace) -> int:
             )
             Operator(info.spec, load_module(res.module), info.folder)  # checks spec vs C++
         except BuildError as e:
-            failed += 1
+            failed.append(info.name)
             print(f"{info.name}: FAILED\n{e}", file=sys.stderr)
             continue
         state = "built" if res.compiled else "up to date"
         print(f"{info.name}: {state} in {time.perf_counter() - t0:.2f} s -> {res.module}")
-    return 1 if failed or broken else 0
+    names = failed + [b.folder.name for b in broken]
+    if names:  # the details above; one closing line names the command and what failed
+        print(f"opsdk build: error: {len(names)} operator(s) failed: {', '.join(names)}; fix "
+              "the errors above and run opsdk build again", file=sys.stderr)
+        return 1
+    return 0

@@ -8,7 +8,8 @@ from typing import Any
 
 from ..testing._devices import DEVICES
 from ..testing._standards import standard_name
-from .cmd_test import DEFAULT_TIMEOUT_S, STANDARD_HELP, _seconds, check_isolation
+from ._numbers import seconds, seed
+from .cmd_test import DEFAULT_TIMEOUT_S, STANDARD_HELP, check_isolation
 
 
 def register(sub: Any) -> None:
@@ -17,14 +18,14 @@ def register(sub: Any) -> None:
         help="check an operator: inference, reference, determinism, inputs kept, batch",
     )
     p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated samples")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the generated samples")
     p.add_argument("--standard", type=standard_name, default=None, metavar="NAME[:PARAM]",
                    help="precision standard for every output (default: spec.py, then dtype): "
                    f"{STANDARD_HELP}")
     p.add_argument("--reference-device", choices=DEVICES, default=None,
                    help="the trusted device the cross-device standard divides by (default "
                    "cpu, opened only when a standard reads it)")
-    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=None,
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS", default=None,
                    help="a kernel call running longer fails and its worker is stopped "
                    f"(default {DEFAULT_TIMEOUT_S:g}; refused with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=None,

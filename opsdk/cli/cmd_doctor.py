@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from ..onnx import ModelError
     from .cmd_export import parse_shapes
 
-    shapes = parse_shapes(args.input_shape)
+    shapes = parse_shapes(args.input_shape, "--input-shape")
     profile, version = rules_for(args.target, args.cann)
     label = f"{profile.name} (CANN {version})"
     try:

@@ -14,6 +14,7 @@ import ast
 from typing import Any
 
 from ..errors import SpecError
+from ._numbers import opset
 
 
 def register(sub: Any) -> None:
@@ -25,7 +26,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
-    p.add_argument("--opset", type=int, default=None, help="ai.onnx opset (default 15)")
+    p.add_argument("--opset", type=opset, default=None, help="ai.onnx opset (default 15)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="input shape; a non-numeric dim is symbolic (N). Repeatable")
     p.add_argument("--dtype", action="append", default=[], metavar="[NAME=]DTYPE",
@@ -43,32 +44,35 @@ def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise SpecError(f"{flag} {item!r}: expected NAME=VALUE")
+            raise SpecError(f"{flag} {item!r}: expected NAME=VALUE, e.g. {flag} x=1,3,224,224"
+                            if flag.endswith("shape") else
+                            f"{flag} {item!r}: expected NAME=VALUE, e.g. {flag} alpha=0.5")
         out.append((name.strip(), value.strip()))
     return out
 
 
-def parse_shapes(items: list[str]) -> dict[str, tuple[int | str, ...]]:
-    """``x=1,3,N`` -> {"x": (1, 3, "N")}."""
+def parse_shapes(items: list[str], flag: str = "--shape") -> dict[str, tuple[int | str, ...]]:
+    """``x=1,3,N`` -> {"x": (1, 3, "N")}; errors name ``flag``, the option the user gave."""
     shapes: dict[str, tuple[int | str, ...]] = {}
-    for name, value in _pairs(items, "--shape"):
+    for name, value in _pairs(items, flag):
         dims: list[int | str] = []
         for d in value.split(","):
             d = d.strip()
             if not d:
-                raise SpecError(f"--shape {name}={value}: empty dim")
+                raise SpecError(f"{flag} {name}={value}: empty dim; give every dim, e.g. "
+                                f"{flag} {name}=1,3,224,224")
             if d.lstrip("-").isdigit():
                 dims.append(int(d))
             elif d.isidentifier():
                 dims.append(d)
             else:
                 raise SpecError(
-                    f"--shape {name}={value}: dim {d!r} is neither an integer nor a symbolic "
-                    "name (letters, digits, '_'); e.g. --shape x=N,16"
+                    f"{flag} {name}={value}: dim {d!r} is neither an integer nor a symbolic "
+                    f"name (letters, digits, '_'); e.g. {flag} x=N,16"
                 )
         if any(isinstance(d, int) and not 0 <= d < 2**63 for d in dims):
             raise SpecError(
-                f"--shape {name}={value}: integer dims are 0 to 2**63-1; use a symbolic name "
+                f"{flag} {name}={value}: integer dims are 0 to 2**63-1; use a symbolic name "
                 "(N) for a dim you do not know"
             )
         shapes[name] = tuple(dims)

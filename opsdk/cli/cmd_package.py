@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..ascend._op import DEFAULT_SOCS
+from ._numbers import opset
 
 HELP = """\
 examples:
@@ -57,7 +58,7 @@ def register(sub: Any) -> None:
                         "x86-64-v3,x86-64-v4)")
     p.add_argument("--no-onnx", action="store_true", help="leave out the ONNX artefacts")
     p.add_argument("--no-cann", action="store_true", help="leave out the CANN projects")
-    p.add_argument("--opset", type=int, metavar="N",
+    p.add_argument("--opset", type=opset, metavar="N",
                    help="ai.onnx opset of the fallback functions (default: the lowest they "
                         "need, 15 or more)")
     p.add_argument("--exclude-sources", action="store_true",

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
 from ..errors import SpecError
+from ._numbers import count
 
 HELP = """\
 example:
@@ -64,7 +65,7 @@ def register(sub: Any) -> None:
                    help="keep single nodes (default) or whole CANN op types")
     p.add_argument("--no-attribution", action="store_true",
                    help="skip the per-node attribution (not with --fix)")
-    p.add_argument("--top", type=int, default=10, help="attribution lines shown (default 10)")
+    p.add_argument("--top", type=count, default=10, help="attribution lines shown (default 10)")
     p.add_argument("-o", "--output", metavar="DIR", help="folder for the report and files")
     p.add_argument("--force", action="store_true", help="replace files there with other content")
     p.add_argument("--json", action="store_true", help="print the JSON report")
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fix and not args.output:
         raise SpecError("--fix writes keep_dtype.cfg and modify_mixlist.json: add -o DIR")
     if not Path(args.model).is_file():
-        raise SpecError(f"{args.model}: no such model file")
+        raise SpecError(f"{args.model}: no such model file; pass the path of an .onnx file")
     out = check_output_dir(args.output, "-o") if args.output else None
     shapes: dict[str, tuple[int, ...]] = {}
     for text in args.input_shape:

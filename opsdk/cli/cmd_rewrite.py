@@ -28,6 +28,8 @@ import json
 import sys
 from typing import Any
 
+from ._numbers import opset
+
 
 def register(sub: Any) -> None:
     from ..onnx import FUSIONS
@@ -59,7 +61,7 @@ def register(sub: Any) -> None:
                    help="a fusion to apply (repeatable)")
     p.add_argument("--replace", action="append", default=[], metavar="OP",
                    help="standard op to replace by the opsdk operator whose spec.onnx_op is OP")
-    p.add_argument("--opset", type=int, metavar="N",
+    p.add_argument("--opset", type=opset, metavar="N",
                    help="take the model down to ai.onnx opset N (after the other rewrites)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
@@ -167,7 +169,7 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
     from ..onnx._probe import _inputs, probe_feeds, runnable_shapes
     from .cmd_export import parse_shapes
 
-    given = parse_shapes(args.input_shape)
+    given = parse_shapes(args.input_shape, "--input-shape")
     inputs = [vi.name for vi in _inputs(source)]
     for name, dims in given.items():
         if name not in inputs:

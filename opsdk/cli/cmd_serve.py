@@ -8,6 +8,8 @@ import sys
 from types import FrameType
 from typing import Any
 
+from ._numbers import int_in, port, seconds
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -19,13 +21,13 @@ def register(sub: Any) -> None:
         "cleanly on Ctrl-C or SIGTERM.",
     )
     p.add_argument("repository", help="model repository folder (opsdk triton build -o ...)")
-    p.add_argument("--http-port", type=int, default=None, help="default: a free port")
-    p.add_argument("--grpc-port", type=int, default=None, help="default: a free port")
+    p.add_argument("--http-port", type=port, default=None, help="default: a free port")
+    p.add_argument("--grpc-port", type=port, default=None, help="default: a free port")
     p.add_argument("--venv", default=None, help="serving venv (default: see above)")
-    p.add_argument("--startup-timeout", type=float, default=120.0, help="seconds")
-    p.add_argument("--exit-timeout", type=int, default=5,
+    p.add_argument("--startup-timeout", type=seconds, default=120.0, help="seconds")
+    p.add_argument("--exit-timeout", type=int_in(0, 2**31 - 1, "seconds"), default=5,
                    help="seconds to let in-flight requests finish on stop")
-    p.add_argument("--log-verbose", type=int, default=0)
+    p.add_argument("--log-verbose", type=int_in(0, 2**31 - 1, "a verbosity level"), default=0)
     p.set_defaults(func=run)
 
 

@@ -23,6 +23,8 @@ from ..testing._devices import DEVICES
 from ..testing._methods import PARAMETRISED
 from ..testing._standards import STANDARDS, standard_name
 from . import _case_file_cmd as case_files
+from ._io import OneLineParser
+from ._numbers import seconds, seed
 
 _OPTIONS = ("device", "seed", "standard", "reference_device", "precision_mode", "keep_dtype",
             "modify_mixlist", "report", "timeout", "sanitize")
@@ -37,7 +39,7 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--device", choices=DEVICES, default=default,
                    help=f"where the kernel runs: {', '.join(DEVICES)} (default cpu; see "
                    "docs/validation.md)")
-    p.add_argument("--seed", type=int, default=default, help="base seed of generated inputs")
+    p.add_argument("--seed", type=seed, default=default, help="base seed of generated inputs")
     p.add_argument("--standard", "--opsdk-standard", dest="standard", type=standard_name,
                    default=default, metavar="NAME[:PARAM]",
                    help="precision standard for every output (default: spec.py, then dtype): "
@@ -58,7 +60,7 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
                    help="ATC --modify_mixlist JSON file for the emulation")
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
-    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS", default=default,
                    help=f"cpu: a case running longer fails and its worker is stopped (default "
                    f"{DEFAULT_TIMEOUT_S:g}; none with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
@@ -106,16 +108,6 @@ def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
             "drop --no-isolate, or drop --timeout")
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "test",
@@ -143,7 +135,7 @@ def _option(args: argparse.Namespace, name: str) -> Any:
 
 def _late_options(args: argparse.Namespace) -> tuple[argparse.Namespace, list[str]]:
     """opsdk's own options among the arguments after the operator, and the rest."""
-    late = argparse.ArgumentParser(add_help=False)
+    late = OneLineParser(prog="opsdk test", add_help=False)
     _add_options(late, None)
     return late.parse_known_args(args.pytest_args or [])
 
@@ -165,6 +157,21 @@ def _check_projects(spec: Any, projects: list[str]) -> None:
             have = ", ".join(f"{d}::{n}" for d, n in types)
             raise CannArgError(f"--cann-project {folder} is the CANN project of {have}, "
                                f"not of {spec.domain}::{spec.name}; pass that operator's project")
+
+
+def _check_precision(args: argparse.Namespace) -> None:
+    """The emulated ATC precision settings, read here (files included) so that a mistake is
+    this command's one-line error, not the pytest child's usage error."""
+    from ..ascend.precision import PrecisionMode
+
+    mode, keep, mix = (_option(args, k) for k in ("precision_mode", "keep_dtype",
+                                                   "modify_mixlist"))
+    if not mode:
+        if keep or mix:
+            raise OpsdkError("--keep-dtype and --modify-mixlist apply to a precision mode; "
+                             "add --precision-mode (e.g. allow_mix_precision)")
+        return
+    PrecisionMode.from_atc(mode, keep, mix)
 
 
 def pytest_argv(args: argparse.Namespace, target: Path) -> list[str]:
@@ -221,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
         return done
     info = find_operator(args.op)
     _check_projects(info.spec, _listed(args, "cann_project"))
+    _check_precision(args)
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)

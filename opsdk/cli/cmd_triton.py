@@ -12,6 +12,7 @@ from typing import Any
 from ..ascend.versions import DEFAULT_CANN
 from ..errors import OpsdkError
 from ._io import probe_value
+from ._numbers import count, count32, int_list, max_batch, memory_policy, queue_delay
 
 
 def register(sub: Any) -> None:
@@ -28,16 +29,16 @@ def register(sub: Any) -> None:
     b.add_argument("-o", "--output", required=True, help="model repository folder")
     b.add_argument("--name", required=True, help="model name in the repository")
     b.add_argument("--target", choices=("cpu", "ascend"), default="cpu")
-    b.add_argument("--max-batch-size", type=int, default=None,
+    b.add_argument("--max-batch-size", type=max_batch, default=None,
                    help="0 disables batching; default 32 if every input/output has a "
                    "variable leading dim, else 0")
-    b.add_argument("--preferred-batch-size", type=_int_list, default=(),
+    b.add_argument("--preferred-batch-size", type=int_list(count32, "4,8"), default=(),
                    help="comma-separated, e.g. 4,8,16")
-    b.add_argument("--max-queue-delay-us", type=int, default=100)
+    b.add_argument("--max-queue-delay-us", type=queue_delay, default=100)
     b.add_argument("--no-dynamic-batching", action="store_true",
                    help="keep max_batch_size but let Triton run requests one by one")
-    b.add_argument("--instances", type=int, default=1, help="model instances (instance_group)")
-    b.add_argument("--threads", type=int, default=1,
+    b.add_argument("--instances", type=count32, default=1, help="model instances (instance_group)")
+    b.add_argument("--threads", type=count32, default=1,
                    help="cpu: threads per model instance for the graph executor (default 1: "
                    "instances and dynamic batching give the parallelism)")
     b.add_argument("--warmup", action="store_true",
@@ -93,10 +94,10 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--static-model", action="store_true",
                    help="GE static graph (fixed shapes; with --max-batch-size > 0 npu_ge runs "
                    "a batch-1 graph once per row)")
-    g.add_argument("--device-exec-blocks", type=int, default=None,
+    g.add_argument("--device-exec-blocks", type=count32, default=None,
                    help="graphs (each with its stream) per device; default: instances x "
                    "instance_exec_blocks spread over the devices")
-    g.add_argument("--instance-exec-blocks", type=int, default=None,
+    g.add_argument("--instance-exec-blocks", type=count32, default=None,
                    help="graphs per instance_group count (default 1)")
     g.add_argument("--session-option", action="append", type=_key_value, default=[],
                    metavar="GE_OPTION=VALUE",
@@ -125,7 +126,7 @@ def _ascend_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--buffer-optimize", choices=("l2_optimize", "l1_optimize", "off_optimize"),
                    help="GE ge.bufferOptimize for this model's session (as ATC's "
                    "--buffer_optimize; see docs/serving.md)")
-    g.add_argument("--static-memory-policy", type=int, default=None, metavar="N",
+    g.add_argument("--static-memory-policy", type=memory_policy, default=None, metavar="N",
                    help="GE ge.exec.staticMemoryPolicy for this model's session: 0 by size, 2 "
                    "static shapes, 3 dynamic shapes, 4 both (warned where it conflicts)")
     g.add_argument("--dump-graph", action="store_true", help="npu_ge dumps GE graphs")
@@ -142,12 +143,11 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _gears(text: str) -> tuple[tuple[int, ...], ...]:
-    try:
-        return tuple(tuple(int(v) for v in g.split(",")) for g in text.split(";") if g.strip())
-    except ValueError as e:
+    gears = [g for g in text.split(";") if g.strip()]
+    if not gears:
         raise argparse.ArgumentTypeError(
-            f"expected gears like '1;2;4' or '224,224;336,336', got {text!r}"
-        ) from e
+            f"expected gears like '1;2;4' or '224,224;336,336', got {text!r}")
+    return tuple(int_list(count, "224,224")(g) for g in gears)
 
 
 def _output_dims(text: str) -> tuple[str, tuple[str, ...]]:
@@ -159,25 +159,21 @@ def _output_dims(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _probe(text: str) -> tuple[tuple[str, int], ...]:
-    try:
-        return tuple((k.strip(), int(v)) for k, v in
-                     (item.split("=", 1) for item in text.split(",") if item.strip()))
-    except ValueError as e:
+    pairs = [item.partition("=") for item in text.split(",") if item.strip()]
+    if not pairs or any(not sep or not k.strip() for k, sep, _ in pairs):
         raise argparse.ArgumentTypeError(
-            f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}"
-        ) from e
+            f"expected NAME=SIZE,NAME=SIZE (input dim names, integer sizes), got {text!r}")
+    try:
+        return tuple((k.strip(), count(v)) for k, _, v in pairs)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=SIZE,NAME=SIZE (input dim names, sizes >= 1), got {text!r}: {e}"
+        ) from None
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from e
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -186,6 +182,10 @@ def run_build(args: argparse.Namespace) -> int:
     ops = None
     if args.operators is not None:
         ops = tuple(os.path.abspath(d) for d in args.operators)
+        for given, path in zip(args.operators, ops):
+            if not os.path.isdir(path):
+                raise OpsdkError(f"--operators {given}: no such folder; pass a folder "
+                                 "of operator folders (e.g. operators/)")
     opts = RepositoryOptions(
         name=args.name,
         target=args.target,

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..errors import OpsdkError
+from ._numbers import count, count32, int_list, natural
 
 
 def register(tsub: Any) -> None:
@@ -40,10 +41,10 @@ def register(tsub: Any) -> None:
     )
     b.add_argument("repository", help="model repository (from triton build or pipeline)")
     b.add_argument("--model", required=True, help="the model or ensemble to drive")
-    b.add_argument("--concurrency", type=_ints, default=(1, 2, 4, 8, 16),
+    b.add_argument("--concurrency", type=int_list(count, "1,2,4"), default=(1, 2, 4, 8, 16),
                    help="comma-separated client counts (default 1,2,4,8,16)")
-    b.add_argument("--requests", type=int, default=200, help="timed requests per run")
-    b.add_argument("--batch", type=int, default=1, help="rows per request (batched models)")
+    b.add_argument("--requests", type=count, default=200, help="timed requests per run")
+    b.add_argument("--batch", type=count32, default=1, help="rows per request (batched models)")
     b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
                    help="an input's shape per request (for -1 dims; repeatable)")
     b.add_argument("--input", action="append", type=_input_file, default=[],
@@ -61,24 +62,12 @@ def register(tsub: Any) -> None:
     b.set_defaults(func=run_load_report)
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
-            from e
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"concurrency values must be >= 1, got {text!r}")
-    return values
-
-
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
     name, sep, dims = text.partition("=")
-    try:
-        return name.strip(), tuple(int(d) for d in dims.split(","))
-    except ValueError:
+    if not sep or not name.strip():
         raise argparse.ArgumentTypeError(
-            f"expected INPUT=D0,D1,... with integer sizes, got {text!r}") from None
+            f"expected INPUT=D0,D1,... with integer sizes, got {text!r}")
+    return name.strip(), int_list(natural, "1,3,224,224")(dims)
 
 
 def _input_file(text: str) -> tuple[str, str]:
@@ -98,7 +87,9 @@ def _read_input(name: str, path: str) -> Any:
         with open(path, "rb") as f:
             return np.array([f.read()], dtype=object)
     except (OSError, ValueError) as e:
-        raise OpsdkError(f"--input {name}={path}: {e}; pass INPUT=FILE.npy (numpy.save's "
+        why = "not an .npy array (or one of objects, which opsdk does not unpickle)" \
+            if "pickle" in str(e) else (e.strerror if isinstance(e, OSError) else str(e))
+        raise OpsdkError(f"--input {name}={path}: {why}; pass INPUT=FILE.npy (numpy.save's "
                          "format) or INPUT=FILE (its bytes, e.g. a PNG)") from e
 
 

@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from ._numbers import size
+
 EPILOG = """\
 Every candidate tiling (buffers per queue 2 or 1, tile cap fit/16384/8192/4096/2048/1024
 elements, all cores or half) runs on opsdk's Ascend C model at each size; candidates whose
@@ -30,7 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("op", help="operator (MyOp, my_op, domain::MyOp or a folder)")
     p.add_argument("--soc", default="Ascend910B3", help="SoC of the estimate (default "
                    "Ascend910B3)")
-    p.add_argument("--sizes", nargs="+", type=int, default=None, metavar="N",
+    p.add_argument("--sizes", nargs="+", type=size, default=None, metavar="N",
                    help="bucket ends in elements of the first input (default 4096 65536 "
                    "1048576; the last bucket covers every larger call)")
     p.add_argument("--dtype", default="float32", help="dtype of the inputs (default float32)")

@@ -67,6 +67,7 @@ def output_layout(
         )
     except (ValueError, TypeError):  # left to the kernel, which names the problem
         return None
+    spec.check_allocation(types, attrs)  # beyond int64 or the memory ceiling: refused here
     layout = []
     for t in types:
         if not all(isinstance(d, int) and d >= 0 for d in t.shape):

@@ -57,7 +57,7 @@ def load_model(source: str | os.PathLike[str] | bytes | ModelProto, *,
         >>> load_model("missing.onnx")
         Traceback (most recent call last):
         ...
-        opsdk.onnx._model.ModelError: missing.onnx: no such file
+        opsdk.onnx._model.ModelError: missing.onnx: no such file; pass the path of an .onnx file
     """
     if isinstance(source, ModelProto):
         return source
@@ -65,7 +65,8 @@ def load_model(source: str | os.PathLike[str] | bytes | ModelProto, *,
         return _parse(bytes(source), "<bytes>", None)
     path = Path(source)
     if not path.is_file():
-        raise ModelError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}")
+        raise ModelError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; "
+                         "pass the path of an .onnx file")
     try:
         data = path.read_bytes()
     except OSError as e:

@@ -257,6 +257,16 @@ def _check_padding(p: Preprocess) -> None:
     if not _finite(value):
         raise _fail(p.source, "padding.value", value, "a finite number (in the output dtype)",
                     "write e.g. value = 0.0")
+    limit = _DTYPE_MAX.get(p.dtype, _DTYPE_MAX["float32"])
+    if abs(value) > limit:
+        raise _fail(p.source, "padding.value", value,
+                    f"a number within {p.dtype}'s range (|value| <= {limit:g})",
+                    "the padding is filled in the output dtype, which would make it inf; "
+                    "pick a value within it (e.g. 0.0)")
+
+
+#: the largest finite value of each output dtype
+_DTYPE_MAX = {"float16": 65504.0, "float32": 3.4028234663852886e38}
 
 
 def _finite(value: Any) -> bool:

@@ -35,7 +35,8 @@ def build_op(name: str, *, force: bool = False, progress: Any = None) -> Path:
             info.folder, name=info.spec.snake_name, force=force, progress=progress
         ).module
     except BuildError as e:
-        raise type(e)(f"{e}\n-- while building {info.name} from {info.folder}") from None
+        sep = "\n" if "\n" in str(e) else " "  # a compiler's lines stay lines; one stays one
+        raise type(e)(f"{e}{sep}-- while building {info.name} from {info.folder}") from None
 
 
 def load(

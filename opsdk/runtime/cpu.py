@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import int_range_problem
 from ..dtypes import dtype_name, native_order, to_numpy
 from ..errors import KernelCrash, KernelError, SpecError
 from ..spec import OpSpec, TensorType
@@ -175,8 +176,9 @@ def set_output_pool_limit(nbytes: int) -> None:
     Example:
         >>> set_output_pool_limit(256 << 20)  # doctest: +SKIP
     """
-    if nbytes < 0:
-        raise ValueError(f"set_output_pool_limit: nbytes must be >= 0, got {nbytes}")
+    if not 0 <= nbytes < 2**63:
+        raise ValueError(f"set_output_pool_limit: nbytes must be 0 to 2**63-1 (a C++ size), "
+                         f"got {nbytes}; pass the bytes to keep free, e.g. {256 << 20}")
     for module in _MODULES.values():
         if hasattr(module, "set_output_pool_limit"):
             module.set_output_pool_limit(int(nbytes))
@@ -306,7 +308,16 @@ class Operator:
         return self._call(*inputs, **attrs)
 
     def set_num_threads(self, n: int) -> None:
-        """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS)."""
+        """Threads the kernel may use (default: all cores, or $OPSDK_NUM_THREADS).
+
+        Example:
+            >>> op.set_num_threads(2**40)  # doctest: +SKIP
+            SpecError: Gelu: set_num_threads(1099511627776): the thread count is an int32 ...
+        """
+        if int_range_problem(int(n), "int32"):
+            raise SpecError(f"{self.spec.name}: set_num_threads({n}): the thread count is an "
+                            f"int32 in C++ (at most {2**31 - 1}); pass the threads to use, e.g. "
+                            f"{os.cpu_count() or 1}")
         self.module.set_num_threads(int(n))
 
     # ------------------------------------------------------------------ calling
@@ -358,6 +369,7 @@ class Operator:
             TensorType(a.shape, d) if a is not None and d else None for a, d in zip(arrays, dts)
         ]
         out_types = spec.infer(types_in, attrs)
+        spec.check_allocation(out_types, attrs)
         outs = []
         for o, t in zip(spec.outputs, out_types):
             if any(not isinstance(d, int) or d < 0 for d in t.shape):

@@ -185,6 +185,7 @@ class CrossOperator:
         resolved = spec.resolve_attrs(attrs or {})
         types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in arrays]
         out_types = spec.infer(types, resolved)
+        spec.check_allocation(out_types, resolved)
         typed = {a.name: (a.type, resolved[a.name]) for a in spec.attrs}
         return Call(spec.name, arrays, out_types, typed)
 

@@ -20,12 +20,17 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .._text import undecodable
+from ..dtypes import to_numpy
 from ..errors import OpsdkError, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, build_cases
@@ -271,6 +276,18 @@ def _attrs(row: _Row, spec: OpSpec) -> dict[str, Any]:
     return dict(attrs)
 
 
+def _dtype_bounds(dtype: str) -> tuple[float, float]:
+    """The finite values of ``dtype`` (inputs are drawn in it)."""
+    np_dtype = to_numpy(dtype)
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        info: Any = ml_dtypes.finfo(np_dtype)
+    else:
+        info = np.finfo(np_dtype) if np_dtype.kind == "f" else np.iinfo(np_dtype)
+    return float(info.min), float(info.max)
+
+
 def _data_ranges(row: _Row, spec: OpSpec, dtypes: tuple[Any, ...]) -> dict[str, Any]:
     raw = row.literal("input_data_ranges")
     if raw is None:
@@ -290,6 +307,11 @@ def _data_ranges(row: _Row, spec: OpSpec, dtypes: tuple[Any, ...]) -> dict[str, 
         if not ok or r[0] > r[1]:
             raise row.fail("input_data_ranges", f"(min, max) with min <= max for input "
                            f"{inp.name!r}", r, "write a closed interval such as (-1, 1)")
+        lo, hi = _dtype_bounds(d)
+        if not (lo <= r[0] and r[1] <= hi and math.isfinite(float(r[1]) - float(r[0]))):
+            raise row.fail("input_data_ranges", f"(min, max) within {d}'s range [{lo:g}, "
+                           f"{hi:g}] for input {inp.name!r}, its width a finite double", r,
+                           "write a narrower interval such as (-1, 1)")
         if (float(r[0]), float(r[1])) != default_range(d):  # opsdk's default: left implicit
             ranges[inp.name] = (float(r[0]), float(r[1]))
     return ranges
@@ -427,6 +449,8 @@ def import_cases(spec: OpSpec, path: str | os.PathLike[str]) -> list[FileCase]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CaseFileError(undecodable(p, e, "case file")) from None
     except OSError as e:
         raise CaseFileError(f"{p}: cannot read the case file ({e.strerror}); pass an "
                             "existing CSV file") from None

@@ -137,7 +137,13 @@ def reference_outputs(
         )
     args = [_upcast(a) for a in inputs]
     with np.errstate(all="ignore"):
-        out = ref(*args, **attrs)
+        try:
+            out = ref(*args, **attrs)
+        except SpecError:
+            raise
+        except ValueError as e:  # the reference refuses the call: a SpecError naming it
+            raise SpecError(f"{spec.name}: the NumPy reference (reference.py) refused the call: "
+                            f"{e}; pass values it accepts, or fix reference.py") from e
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     return [np.asarray(o) for o in outs]
 

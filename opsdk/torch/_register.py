@@ -15,6 +15,7 @@ the first call, not on registration.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,8 @@ from ._registered import REGISTERED as _REGISTERED
 from ._registered import Registered, registered
 from ._schema import namespace, qualified_name, schema
 
-__all__ = ["Registered", "register", "register_all", "registered", "OpsNamespace", "OPS"]
+__all__ = ["Registered", "register", "register_all", "registered", "OpsNamespace", "OPS",
+           "OperatorLeftOut"]
 
 
 def _cpu_impl(spec: OpSpec, kernel: Callable[[], Any]) -> Callable[..., Any]:
@@ -50,7 +52,15 @@ def _define(info: OperatorInfo) -> Registered:
     spec = info.spec
     kernel = functools.cache(lambda: load(str(info.folder)))
     cpu = _cpu_impl(spec, kernel)
-    op = define_op(qualified_name(spec), schema(spec), cpu)
+    text = schema(spec)
+    try:
+        op = define_op(qualified_name(spec), text, cpu)
+    except (RuntimeError, ValueError, IndexError) as e:  # torch's schema parser and library
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise SpecError(
+            f"{spec.name}: torch refused its schema {qualified_name(spec)}{text}: {reason}; "
+            f"change spec.py ({info.folder}) so that torch can spell it"
+        ) from None
     op.register_fake(make_fake(spec, hint_if_exporting))
     register_autograd(spec, op)
     install_cpu(qualified_name(spec), op, kernel, cpu)
@@ -94,20 +104,35 @@ def register(name: str | OperatorInfo) -> Registered:
 FAILED: dict[str, str] = {}
 
 
+class OperatorLeftOut(UserWarning):
+    """``import opsdk.torch`` left out operators torch cannot register (their reasons)."""
+
+
 def register_all(strict: bool = True) -> list[Registered]:
     """Register every operator opsdk finds (source folders, installed wheels, shipped ones).
 
     With ``strict=False`` (what ``import opsdk.torch`` does) an operator that cannot be
-    registered is left out and its error kept in :data:`FAILED`; using it raises that error.
+    registered is left out and its error kept in :data:`FAILED`, one
+    :class:`OperatorLeftOut` warning names them all, and using one raises its error.
+
+    Example:
+        >>> done = register_all(strict=False)  # doctest: +SKIP
     """
     done = []
+    left_out = []
     for info in find_operators():
         try:
             done.append(register(info))
         except SpecError as e:
             if strict:
                 raise
+            if info.qualified not in FAILED:
+                left_out.append(str(e))
             FAILED[info.qualified] = str(e)
+    if left_out:
+        warnings.warn(
+            f"opsdk.torch left out {len(left_out)} operator(s) torch cannot register, and "
+            f"registered the others: {' | '.join(left_out)}", OperatorLeftOut, stacklevel=2)
     return done
 
 

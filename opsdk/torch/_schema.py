@@ -13,9 +13,9 @@ Example:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from .._torchable import torch_namespace, torch_problem
 from ..errors import SpecError
 from ..spec import Attr, OpSpec
 
@@ -43,7 +43,7 @@ def namespace(domain: str) -> str:
         >>> namespace("com.opsdk")
         'com_opsdk'
     """
-    return re.sub(r"[^A-Za-z0-9_]", "_", domain)
+    return torch_namespace(domain)
 
 
 def qualified_name(spec: OpSpec) -> str:
@@ -51,14 +51,9 @@ def qualified_name(spec: OpSpec) -> str:
     return f"{namespace(spec.domain)}::{spec.name}"
 
 
-def _default(op: str, a: Attr) -> str:
+def _default(a: Attr) -> str:
     v = a.default
     if a.type == "string":
-        if "'" in v or '"' in v or "\\" in v:
-            raise SpecError(
-                f"{op}: the default {v!r} of attribute {a.name!r} holds a quote or a "
-                "backslash, which a torch schema cannot spell; pick another default"
-            )
         return f"'{v}'"
     if a.type == "bool":
         return "True" if v else "False"
@@ -82,12 +77,15 @@ def schema(spec: OpSpec | str) -> str:
     if not isinstance(spec, OpSpec):
         raise SpecError(f"schema: expected an OpSpec or an operator name, got "
                         f"{type(spec).__name__} {spec!r}")
+    problem = torch_problem(spec)
+    if problem:
+        raise SpecError(problem)
     args = [f"Tensor? {i.name}=None" if i.optional else f"Tensor {i.name}" for i in spec.inputs]
     if spec.attrs:
         args.append("*")
     for a in spec.attrs:
         decl = f"{TORCH_ATTR_TYPES[a.type]} {a.name}"
-        args.append(decl if a.required else f"{decl}={_default(spec.name, a)}")
+        args.append(decl if a.required else f"{decl}={_default(a)}")
     outs = "Tensor" if len(spec.outputs) == 1 else \
         "(" + ", ".join("Tensor" for _ in spec.outputs) + ")"
     return f"({', '.join(args)}) -> {outs}"

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import allocation_problem
 from .._written import write_file
 from ._errors import TritonConfigError
 from ._server import TritonServer
@@ -128,6 +129,10 @@ def _feeds(config: Any, batch: int, shapes: Mapping[str, Sequence[int]],
                     "N" if d < 0 else str(d) for d in t.dims))
         shape = [batch, *dims] if config.max_batch_size > 0 else dims
         dtype = np.dtype(triton_to_np_dtype(_type_name(t.data_type)))
+        problem = allocation_problem(tuple(shape), dtype.itemsize)
+        if problem:
+            raise TritonConfigError(f"model '{config.name}': input '{t.name}' of shape {shape} "
+                                    f"(--batch {batch}, --shape) {problem}")
         if dtype.kind == "f":
             feeds[t.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind in "iub":
@@ -239,6 +244,7 @@ def load_report(
         >>> print(format_load_report(report))  # doctest: +SKIP
     """
     note = progress or (lambda _m: None)
+    _check_counts(requests=requests, batch=batch, warmup=warmup, concurrency=concurrency)
     check_input_names(_load_config(Path(repo) / model), shapes or {}, inputs or {})
     if served is None:
         with variant_server(repo, model, batching, venv, note) as target:
@@ -291,6 +297,18 @@ def _drive_all(target: LoadTarget, protocol: str, batching: Sequence[bool],
                 })
     order = {on: i for i, on in enumerate(batching)}
     return sorted(runs, key=lambda r: order[r["dynamic_batching"]])
+
+
+def _check_counts(*, requests: int, batch: int, warmup: int,
+                  concurrency: Sequence[int]) -> None:
+    """Refuse counts out of range before a server starts (``--requests -1`` once reached
+    the statistics of zero requests as an IndexError)."""
+    for name, value, least in (("requests", requests, 1), ("batch", batch, 1),
+                               ("warmup", warmup, 0),
+                               *(("concurrency", c, 1) for c in concurrency or [0])):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise TritonConfigError(f"load report: {name}={value!r} must be a whole number "
+                                    f">= {least}; pass e.g. --{name} {max(least, 1)}")
 
 
 def format_load_report(result: Mapping[str, Any]) -> str:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .._text import read_text
 from ._errors import TritonConfigError
 
 __all__ = ["PipelineError", "PipeTensor", "Step", "Pipeline", "load_pipeline",
@@ -266,7 +267,7 @@ def _check_function(path: Path, func: str, at: str) -> None:
         raise PipelineError(f"{at}: {path} does not exist; write python = 'file.py:function' "
                             "with the file relative to the pipeline file")
     try:
-        tree = ast.parse(path.read_text(), str(path))
+        tree = ast.parse(read_text(path, "step file", error=PipelineError), str(path))
     except SyntaxError as e:
         raise PipelineError(f"{at}: {path} does not parse: {e}") from None
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}

@@ -19,7 +19,8 @@ PKG = Path(__file__).resolve().parents[2] / "opsdk"
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the facts: typed spec, dtypes, errors, names, version, paths, banner and templates
     ("spec", "dtypes", "errors", "naming", "_version", "_paths", "_generated", "_isa",
-     "_cross", "_written", "_toml"),
+     "_cross", "_written", "_toml", "_limits", "_torchable",
+     "_text"),
     # finding, building, loading and running operators; the executor registry
     ("registry", "_prebuilt", "build", "runtime", "_fetch", "_decomposition", "scaffold"),
     # the backends' facts: pure data every floor above may read (opsdk.ascend's face

@@ -24,7 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..._limits import allocation_problem
 from ..._written import write_file
+from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...spec import OpSpec
 from ._gen import BUFFER_NUM, TuningRow
@@ -216,6 +220,7 @@ def tune(
 
     info = find_operator(name)
     spec, folder = info.spec, Path(info.folder)
+    _check_sizes_fit(spec, dtype, max(sizes or DEFAULT_SIZES))
     current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
     if current.origin != "generated":
         raise OpsdkError(
@@ -249,6 +254,20 @@ def tune(
     if write:
         result.written = _write(folder, result, force)
     return result
+
+
+def _check_sizes_fit(spec: OpSpec, dtype: str, largest: int) -> None:
+    """Refuse a size whose tensors (every input and output at ``largest`` elements of
+    ``dtype``) would not fit the memory ceiling, before any is allocated."""
+    if dtype not in DTYPES:
+        raise OpsdkError(f"tune {spec.name}: --dtype {dtype!r} is not a dtype; pass one of "
+                         f"{', '.join(DTYPES)}")
+    tensors = len(spec.inputs) + len(spec.outputs)
+    itemsize = 2 if dtype == "bfloat16" else np.dtype(DTYPES[dtype].numpy).itemsize
+    problem = allocation_problem((largest,), itemsize * tensors)
+    if problem:
+        raise OpsdkError(f"tune {spec.name}: --sizes {largest} ({tensors} tensors of {dtype}) "
+                         f"{problem}")
 
 
 def _write(folder: Path, result: TuneResult, force: bool) -> Path:

@@ -195,6 +195,7 @@ class AscendcModel:
                  for a in arrays]
         spec.bind_types([None if t is None else t.dtype for t in types])
         outs_t = spec.infer(types, resolved)
+        spec.check_allocation(outs_t, resolved)
         self._applicable(types, outs_t, resolved)
         first = next(a for a in arrays if a is not None)
         shapes = [tuple(int(d) for d in t.shape if isinstance(d, int)) for t in outs_t]

@@ -219,6 +219,10 @@ def _check_dtc(p: Preprocess) -> None:
 def _check_padding(p: Preprocess, family: str) -> None:
     if not p.padding:
         return
+    if not -65504.0 <= p.padding.value <= 65504.0:
+        raise _err("padding_value", "padding.value", p.padding.value, "[-65504, 65504]",
+                   "AIPP fills padding in float16, whose largest finite value is 65504; "
+                   "pick a value within it (e.g. 0.0)")
     sides = {s: getattr(p.padding, s) for s in ("left", "right", "top", "bottom")}
     for side, value in sides.items():
         if value > _MAX_PADDING:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._limits import INT_RANGES
 from ...errors import SpecError
 from ...onnx._model import iter_all_nodes, load_model
 from ..socs import CannArgError, check_soc_version, implmodes
@@ -83,6 +84,9 @@ def atc_executable() -> str | None:
     return shutil.which("atc")
 
 
+_INT64_MAX = INT_RANGES["int64"][1]
+
+
 def parse_input_shape(text: str) -> dict[str, list[str]]:
     """Parse ATC's ``--input_shape`` syntax: ``"x:1,3,224,224;mask:-1,8"``.
 
@@ -105,6 +109,9 @@ def parse_input_shape(text: str) -> dict[str, list[str]]:
                 raise CannArgError(
                     f"--input-shape {name!r}: dim {d!r} is not an int, -1 or a range lo~hi"
                 )
+            if any(int(v) > _INT64_MAX for v in d.split("~")):
+                raise CannArgError(f"--input-shape {name!r}: dim {d!r} is beyond int64 "
+                                   f"({_INT64_MAX}); give the size the model runs at")
             if "~" in d and int(d.split("~")[0]) > int(d.split("~")[1]):
                 raise CannArgError(f"--input-shape {name!r}: range {d!r} has lo > hi")
         if name in shapes:
@@ -352,7 +359,7 @@ def plan_atc(
     """
     path = Path(model_path)
     if not path.is_file():
-        raise CannArgError(f"model {model_path} does not exist")
+        raise CannArgError(f"model {model_path} does not exist; pass the path of an .onnx file")
     check_soc_version(soc_version, soc_as_written)
     precision, precision_notes = _precision_flags(precision_mode, keep_dtype, modify_mixlist)
     _check_choice(op_select_implmode, implmodes(), "--op-select-implmode")

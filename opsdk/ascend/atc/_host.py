@@ -99,9 +99,10 @@ def gear_flags(shapes: Mapping[str, Sequence[str]], dynamic_dims: str) -> list[s
                            "separated by ';'")
     for gear in gears:
         values = [v.strip() for v in gear.split(",")]
-        if len(values) != wanted or not all(v.isdigit() and int(v) > 0 for v in values):
+        if len(values) != wanted or not all(v.isdigit() and 0 < int(v) < 2**63 for v in values):
             raise CannArgError(
-                f"--dynamic-dims gear {gear!r}: needs {wanted} positive int(s), one per -1 "
-                "dim of --input-shape in order"
+                f"--dynamic-dims gear {gear!r}: needs {wanted} positive int64(s), one per -1 "
+                "dim of --input-shape in order; give e.g. --dynamic-dims "
+                f"'{','.join(['1'] * wanted)};{','.join(['8'] * wanted)}'"
             )
     return [f"--dynamic_dims={';'.join(gears)}", "--input_format=ND"]

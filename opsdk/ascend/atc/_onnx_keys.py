@@ -66,10 +66,13 @@ def _load(model: Any) -> Any:
 
         try:
             return onnx.load(str(model), load_external_data=False)
+        except FileNotFoundError:
+            raise ModelError(f"{model}: no such file; pass the path of the .onnx file") from None
         except (DecodeError, OSError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise ModelError(
-                f"{model}: not a readable ONNX model ({type(e).__name__}: {e}); pass the "
-                "complete .onnx file (re-export it if it was truncated)"
+                f"{model}: not a readable ONNX model ({why}); pass the complete .onnx file "
+                "(re-export it if it was truncated)"
             ) from None
     return model
 

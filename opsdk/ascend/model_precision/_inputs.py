@@ -142,7 +142,9 @@ def _load_file(vi: onnx.ValueInfoProto, path: str | Path) -> np.ndarray:
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
-        raise SpecError(f"{flag}: not a readable .npy array ({e}); write it with "
+        why = "not an .npy array (or one of objects, which opsdk does not unpickle)" \
+            if "pickle" in str(e) else str(e)
+        raise SpecError(f"{flag}: not a readable .npy array ({why}); write it with "
                         "numpy.save(path, array)") from None
     if not isinstance(arr, np.ndarray):
         raise SpecError(f"{flag}: holds several arrays (.npz); give one .npy per input")

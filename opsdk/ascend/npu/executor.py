@@ -461,6 +461,7 @@ class NpuOperator:
         arrays += [None] * (len(spec.inputs) - len(arrays))
         types = [None if a is None else TensorType(a.shape, dtype_name(a.dtype)) for a in arrays]
         inferred = spec.infer(types, resolved)
+        spec.check_allocation(inferred, resolved)
         if outputs is None:
             outputs = [np.empty([int(d) for d in t.shape], to_numpy(t.dtype)) for t in inferred]  # type: ignore[arg-type]
         launch = _Launch(self._acl)
