@@ -49,11 +49,19 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         normalize_default_domain,
         origin_op_types,
     )
+    from .errors import (
+        AippError,
+        AscendcModelWarning,
+        CannArgError,
+        GenerateRefused,
+        HeadersUnavailable,
+        PackageClash,
+        ProjectExists,
+    )
     from .project._msopgen import msopgen_data, msopgen_json
-    from .project._package import PackageClash, installed_vendors
+    from .project._package import installed_vendors
     from .project._project import (
         PackageOp,
-        ProjectExists,
         WriteReport,
         default_engine,
         package_files,
@@ -67,7 +75,6 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         write_project,
     )
     from .socs import (
-        CannArgError,
         compute_unit,
         implmodes,
         precision_modes,
@@ -88,14 +95,18 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
 #: ``import opsdk.ascend.precision`` (a fact: the floors below read it) runs no generator.
 _WHERE: dict[str, str] = {
     "AtcPlan": ".atc._atc",
-    "CannArgError": ".socs",
+    "AippError": ".errors",
+    "AscendcModelWarning": ".errors",
+    "CannArgError": ".errors",
+    "GenerateRefused": ".errors",
+    "HeadersUnavailable": ".errors",
     "CannOp": "._op",
     "CannVersion": ".versions",
     "DEFAULT_CANN": ".versions",
     "ENGINES": ".versions",
     "KeyProblem": ".atc._onnx_keys",
     "NodeKey": ".atc._onnx_keys",
-    "ProjectExists": ".project._project",
+    "ProjectExists": ".errors",
     "ResolvedCann": ".versions",
     "WriteReport": ".project._project",
     "atc_executable": ".atc._atc",
@@ -129,7 +140,7 @@ _WHERE: dict[str, str] = {
     "soc_table": ".socs",
     "write_project": ".project._project",
     "builtin_op_types": "._op",
-    "PackageClash": ".project._package",
+    "PackageClash": ".errors",
     "installed_vendors": ".project._package",
     "PackageOp": ".project._project",
     "package_files": ".project._project",
@@ -152,6 +163,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AippError",
+    "AscendcModelWarning",
+    "GenerateRefused",
+    "HeadersUnavailable",
     "DEFAULT_CANN",
     "ENGINES",
     "CannVersion",

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import OpsdkError
+from .errors import CannArgError
 
 __all__ = [
     "soc_table",
@@ -21,10 +21,6 @@ __all__ = [
     "implmodes",
     "CannArgError",
 ]
-
-
-class CannArgError(ValueError, OpsdkError):
-    """An argument of `opsdk cann` / `opsdk atc` is not one CANN accepts."""
 
 
 @lru_cache(maxsize=1)

@@ -21,8 +21,9 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import OpsdkError
+from .errors import CaseFileArgError, IsolationArgError, OutputPathError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "OutputPathError", "IsolationArgError", "CaseFileArgError"]
 
 
 def _command_modules() -> list[str]:

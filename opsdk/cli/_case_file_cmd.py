@@ -14,14 +14,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import OpsdkError
+from .errors import CaseFileArgError
 
 #: Options ``--cases`` runs with; the rest of ``opsdk test``'s need pytest and are refused.
 _WITH_CASES = ("device", "seed", "standard", "precision_mode", "report")
-
-
-class CaseFileArgError(ValueError, OpsdkError):
-    """An option that cannot go with ``--cases`` or ``--export-cases``."""
 
 
 def add_options(p: argparse.ArgumentParser, default: Any) -> None:

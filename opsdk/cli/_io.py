@@ -7,11 +7,7 @@ import os
 from pathlib import Path
 
 from .._paths import make_writable_dir
-from ..errors import OpsdkError
-
-
-class OutputPathError(ValueError, OpsdkError):
-    """An output path given on the command line cannot be written."""
+from .errors import OutputPathError
 
 
 def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
@@ -21,7 +17,7 @@ def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
         >>> check_output_dir("/proc/version", "-o")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        opsdk.cli._io.OutputPathError: -o /proc/version: it is a file, not a folder; ...
+        opsdk.cli.errors.OutputPathError: -o /proc/version: it is a file, not a folder; ...
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
@@ -42,7 +38,7 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
         >>> check_output_file("/proc", "-o")
         Traceback (most recent call last):
         ...
-        opsdk.cli._io.OutputPathError: -o /proc: it is a folder; pass a file path
+        opsdk.cli.errors.OutputPathError: -o /proc: it is a folder; pass a file path
     """
     p = Path(path)
     if p.is_dir():

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
-from ..errors import OpsdkError
 from ..testing._devices import DEVICES
 from ..testing._methods import PARAMETRISED
 from ..testing._standards import STANDARDS, standard_name
 from . import _case_file_cmd as case_files
+from .errors import IsolationArgError
 
 _OPTIONS = ("device", "seed", "standard", "reference_device", "precision_mode", "keep_dtype",
             "modify_mixlist", "report", "timeout", "sanitize")
@@ -76,10 +76,6 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     case_files.add_options(p, default)
 
 
-class IsolationArgError(ValueError, OpsdkError):
-    """An option that needs a worker process was given with ``--no-isolate``."""
-
-
 def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
     """Refuse ``--sanitize`` and ``--timeout`` with ``--no-isolate``: both need the worker.
 
@@ -90,7 +86,7 @@ def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
         >>> check_isolation(True, "address", None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        opsdk.cli.cmd_test.IsolationArgError: --sanitize address needs ... drop --no-isolate ...
+        opsdk.cli.errors.IsolationArgError: --sanitize address needs ... drop --no-isolate ...
     """
     if not no_isolate:
         return
@@ -207,7 +203,7 @@ def _target(info: Any, tmp: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
     from ..testing import Report
-    from ._io import OutputPathError
+    from .errors import OutputPathError
 
     report = _option(args, "report")
     if report:

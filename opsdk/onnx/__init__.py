@@ -37,7 +37,7 @@ from ._functions import (
     function_opset,
 )
 from ._isolated import IsolatedSession
-from ._model import ModelError, OutputExistsError, load_model, save_model
+from ._model import OutputExistsError, load_model, save_model
 from ._opset import lower_opset
 from ._pays import KEEP_BELOW, ModelTiming, time_models
 from ._rewrite import (
@@ -58,6 +58,7 @@ from ._schema import (
     unregister_schema,
 )
 from ._session import IOInfo, ReferenceKernel, Session, StepInfo
+from .errors import ModelError, OrtChildCrash, OrtCrashFacts, ProbeTooBig
 from .like import like_onnx
 
 __all__ = [
@@ -71,6 +72,9 @@ __all__ = [
     "KEEP_BELOW",
     "ModelTiming",
     "ModelError",
+    "OrtChildCrash",
+    "OrtCrashFacts",
+    "ProbeTooBig",
     "OutputExistsError",
     "ReferenceKernel",
     "RewriteRecord",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import OpsdkError, SpecError
+from ..errors import CaseFileError, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, build_cases
 from ._generate import DISTRIBUTIONS, default_range
@@ -53,10 +53,6 @@ _LAYOUTS = ("contiguous", "strided", "transposed")
 #: The value range ops-test-kit draws from when ``input_data_ranges`` gives none.
 TOOL_DEFAULT_RANGE = (-2.0, 2.0)
 _MARK = "opsdk:"
-
-
-class CaseFileError(ValueError, OpsdkError):
-    """A case file opsdk cannot read: names the file, row, case, field and the fix."""
 
 
 @dataclass(frozen=True)

@@ -581,7 +581,7 @@ def run_error(label: str, model: ModelProto, probe: Probe, values: Mapping[str, 
 class _ChildRunner:
     """The session in a child: ``shapes(probe, seed)`` as the in-process runner has it.
 
-    A crash is :class:`~opsdk.triton._ort_check.OrtCrash`, on that call and every later one
+    A crash is :class:`~opsdk.triton.OrtCrash`, on that call and every later one
     (no second child)."""
 
     def __init__(self, model: ModelProto, label: str,
