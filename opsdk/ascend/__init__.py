@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
     from ._op import (
+        DEFAULT_SOCS,
         CannOp,
         builtin_clash,
         builtin_op_types,
@@ -39,6 +40,15 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         plan_atc,
         project_plugin_keys,
         run_atc,
+        write_aipp_config,
+        write_model_copy,
+    )
+    from .atc._memory import (
+        GE_BUFFER_OPTIMIZE,
+        GE_STATIC_MEMORY_POLICY,
+        MemoryOptions,
+        check_memory_options,
+        memory_findings,
     )
     from .atc._onnx_keys import (
         KeyProblem,
@@ -59,7 +69,7 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         ProjectExists,
     )
     from .project._msopgen import msopgen_data, msopgen_json
-    from .project._package import installed_vendors
+    from .project._package import check_installed, installed_vendors
     from .project._project import (
         PackageOp,
         WriteReport,
@@ -94,6 +104,15 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
 #: Where each public name lives. The wing's face imports nothing until a name is used, so
 #: ``import opsdk.ascend.precision`` (a fact: the floors below read it) runs no generator.
 _WHERE: dict[str, str] = {
+    "DEFAULT_SOCS": "._op",
+    "write_aipp_config": ".atc._atc",
+    "write_model_copy": ".atc._atc",
+    "GE_BUFFER_OPTIMIZE": ".atc._memory",
+    "GE_STATIC_MEMORY_POLICY": ".atc._memory",
+    "MemoryOptions": ".atc._memory",
+    "check_memory_options": ".atc._memory",
+    "memory_findings": ".atc._memory",
+    "check_installed": ".project._package",
     "AtcPlan": ".atc._atc",
     "AippError": ".errors",
     "AscendcModelWarning": ".errors",
@@ -163,6 +182,15 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_SOCS",
+    "write_aipp_config",
+    "write_model_copy",
+    "GE_BUFFER_OPTIMIZE",
+    "GE_STATIC_MEMORY_POLICY",
+    "MemoryOptions",
+    "check_memory_options",
+    "memory_findings",
+    "check_installed",
     "AippError",
     "AscendcModelWarning",
     "GenerateRefused",

@@ -54,7 +54,7 @@ def run(option: Callable[[str], Any], op: str, rest: list[str]) -> int | None:
 
 def _export(op: str, path: str, standard: str | None, force: bool) -> int:
     from ..registry import find_operator
-    from ..testing._case_files import export_cases
+    from ..testing import export_cases
 
     info = find_operator(op)
     out = export_cases(info.spec, path, standard=standard, force=force)
@@ -65,8 +65,7 @@ def _export(op: str, path: str, standard: str | None, force: bool) -> int:
 
 
 def _run(op: str, path: str, option: Callable[[str], Any]) -> int:
-    from ..testing import Report
-    from ..testing._case_files import run_case_file
+    from ..testing import Report, run_case_file
 
     results = run_case_file(op, path, device=option("device") or "cpu",
                             seed=option("seed") or 0, standard=option("standard"),

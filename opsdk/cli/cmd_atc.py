@@ -122,8 +122,7 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend import atc_executable, plan_atc, run_atc
-    from ..ascend.atc._atc import write_aipp_config, write_model_copy
+    from ..ascend import atc_executable, plan_atc, run_atc, write_aipp_config, write_model_copy
 
     plan = plan_atc(
         args.model,

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
 
 HELP = """\
 examples:
@@ -165,8 +165,7 @@ def _check_host(vendor: str, entries: list[Any]) -> None:
     import os
     from pathlib import Path
 
-    from ..ascend import installed_vendors
-    from ..ascend.project._package import check_installed
+    from ..ascend import check_installed, installed_vendors
     from ..ascend.versions import toolkit_root
 
     root = toolkit_root()

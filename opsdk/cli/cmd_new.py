@@ -102,8 +102,7 @@ def _aicore_kernel(path: Path) -> None:
     """Check the decomposition and write the generated AI Core kernel (or say why not)."""
     import shutil
 
-    from ..ascend.ascendc import GenerateRefused
-    from ..ascend.ascendc._kernels import write_kernel_files
+    from ..ascend.ascendc import GenerateRefused, write_kernel_files
     from ..errors import ScaffoldError, SpecError
     from ..onnx import build_function
     from ..registry import load_spec

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
 
 HELP = """\
 examples:

@@ -33,7 +33,7 @@ into -o DIR; an existing file with other content needs --force.
 
 
 def register(sub: Any) -> None:
-    from ..testing._standards import standard_name
+    from ..testing import standard_name
 
     p = sub.add_parser(
         "precision", help="emulate ATC's precision mode on a whole ONNX model (and fix it)",
@@ -82,8 +82,7 @@ def _files(pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend.model_precision import analyze_model_in_child, parse_input_shape
-    from ..ascend.model_precision._engine import stderr_progress
+    from ..ascend.model_precision import analyze_model_in_child, parse_input_shape, stderr_progress
     from ._io import check_output_dir
 
     if args.fix and args.no_attribution:

@@ -138,9 +138,7 @@ def _onnx_opset() -> int:
 def _lower(source: Any, result: Any, args: argparse.Namespace) -> Any:
     """--opset: the rewritten model taken down, checked on the original's probe inputs when
     ONNX Runtime can run the original."""
-    from ..onnx import RewriteRecord, RewriteResult
-    from ..onnx._opset import lower_opset
-    from ..onnx._probe import probe_feeds, runnable_shapes
+    from ..onnx import RewriteRecord, RewriteResult, lower_opset, probe_feeds, runnable_shapes
 
     values = dict(args.probe_values)
     # comparable with ONNX Runtime alone only while the model holds no opsdk node

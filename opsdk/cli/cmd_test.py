@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
-from ..testing._devices import DEVICES
-from ..testing._methods import PARAMETRISED
-from ..testing._standards import STANDARDS, standard_name
+from ..testing import DEVICES, PARAMETRISED, STANDARDS, standard_name
 from . import _case_file_cmd as case_files
 from .errors import IsolationArgError
 
@@ -152,8 +150,7 @@ def _listed(args: argparse.Namespace, name: str) -> list[str]:
 
 def _check_projects(spec: Any, projects: list[str]) -> None:
     """Each --cann-project must be a project of the operator under test."""
-    from ..ascend import CannArgError
-    from ..ascend.project._project import project_op_types
+    from ..ascend import CannArgError, project_op_types
 
     for folder in projects:
         types = project_op_types(folder)

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..runtime._procs import signal_name
+from ..runtime import signal_name
 from .errors import ModelError, OrtChildCrash
 
 __all__ = ["OrtChild", "OrtChildCrash"]

@@ -45,7 +45,7 @@ def _cpu_impl(spec: OpSpec, kernel: Callable[[], Any]) -> Callable[..., Any]:
 
 
 def _define(info: OperatorInfo) -> Registered:
-    from ..runtime._load import load
+    from ..runtime import load
 
     spec = info.spec
     kernel = functools.cache(lambda: load(str(info.folder)))

@@ -31,11 +31,16 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
+from ..onnx import (
+    ModelError,
+    OrtChild,
+    OrtChildCrash,
+    is_state_dim,
+    probe_feeds,
+    propagate_dims,
+    value_candidates,
+)
 from ..onnx._dimexpr import Dim
-from ..onnx._dimprop import propagate_dims
-from ..onnx._model import ModelError
-from ..onnx._ort_child import OrtChild, OrtChildCrash
-from ..onnx._probe import is_state_dim, probe_feeds, value_candidates
 from . import _npu_ge_expr as expr
 from ._errors import TritonConfigError
 from ._ort_check import OrtCrash as _OrtCrash

@@ -182,7 +182,7 @@ def run_ort_child(python: str | Path, model: str | Path,
 
 
 def _crash(sig: int, out: list[str], err: list[str], model: str | Path) -> OrtCrash:
-    from ..runtime._procs import signal_name
+    from ..runtime import signal_name
 
     version = next((ln.split()[1] for ln in out if ln.startswith("opsdk-ort-version ")), "?")
     stage = "running" if "opsdk-ort-opened" in out else "opening"

@@ -28,7 +28,7 @@ from ..._written import (
     write_record,
 )
 from ...dtypes import DTYPES
-from ...runtime._registration import spec_registration_cpp
+from ...runtime import spec_registration_cpp
 from ...spec import OpSpec
 from .._cpp import cpp_string
 from .._op import DEFAULT_SOCS, CannOp, cann_op
