@@ -10,6 +10,7 @@ from typing import Any
 from .errors import CannArgError
 
 __all__ = [
+    "DEFAULT_SOC",
     "soc_table",
     "check_soc_version",
     "compute_unit",
@@ -26,6 +27,10 @@ __all__ = [
 @lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
     return dict(json.loads((Path(__file__).parent / "data" / "socs.json").read_text()))
+
+
+#: The SoC every command and function takes when none is given (``--soc``).
+DEFAULT_SOC: str = str(_data()["default_soc_version"])
 
 
 def soc_table() -> dict[str, str]:

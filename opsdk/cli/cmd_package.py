@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..ascend import DEFAULT_SOCS
+from ._grammar import add_soc_option
 
 HELP = """\
 examples:
@@ -45,9 +46,8 @@ def register(sub: Any) -> None:
     p.add_argument("--python", metavar="VERSIONS",
                    help="CPython versions, one wheel each, e.g. 3.10,3.11,3.12 (default: "
                         "this interpreter's)")
-    p.add_argument("--soc", action="append", metavar="SOC",
-                   help="CANN target, repeatable (SoC version or compute unit; "
-                        f"default {DEFAULT_SOCS[0]})")
+    add_soc_option(p, " (the CANN target; a compute unit, e.g. ascend910b, is taken too)",
+                   repeatable=True)
     p.add_argument("--cpu-baseline", metavar="ARCH",
                    help="-march of the kernels: x86-64, x86-64-v2 (default), x86-64-v3, "
                         "x86-64-v4, armv8-a; '' for the compiler default")

@@ -9,7 +9,8 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import OpsdkError
+from ..errors import OpsdkError, SpecError
+from ._grammar import add_shape_option, named_shapes
 
 
 def register(tsub: Any) -> None:
@@ -44,8 +45,8 @@ def register(tsub: Any) -> None:
                    help="comma-separated client counts (default 1,2,4,8,16)")
     b.add_argument("--requests", type=int, default=200, help="timed requests per run")
     b.add_argument("--batch", type=int, default=1, help="rows per request (batched models)")
-    b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
-                   help="an input's shape per request (for -1 dims; repeatable)")
+    add_shape_option(b, "integer sizes of one request (for -1 dims)", type=_shape,
+                     action="extend")
     b.add_argument("--input", action="append", type=_input_file, default=[],
                    metavar="INPUT=FILE",
                    help="send this as the input, the others random (repeatable): a .npy "
@@ -72,11 +73,11 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
-def _shape(text: str) -> tuple[str, tuple[int, ...]]:
-    name, sep, dims = text.partition("=")
+def _shape(text: str) -> list[tuple[str, tuple[int, ...]]]:
     try:
-        return name.strip(), tuple(int(d) for d in dims.split(","))
-    except ValueError:
+        return [(name, tuple(int(d) for d in dims.split(",")))
+                for name, dims in named_shapes([text])]
+    except (ValueError, SpecError):
         raise argparse.ArgumentTypeError(
             f"expected INPUT=D0,D1,... with integer sizes, got {text!r}") from None
 
