@@ -22,7 +22,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("spec", "dtypes", "errors", "naming", "_version", "_paths", "_generated", "_isa",
      "_cross", "_written", "_toml"),
     # finding, building, loading and running operators; the executor registry
-    ("registry", "_prebuilt", "build", "runtime", "_fetch", "_decomposition", "scaffold"),
+    ("registry", "_prebuilt", "build", "runtime", "_fetch", "_decomposition", "scaffold",
+     "_workspace"),
     # the backends' facts: pure data every floor above may read (opsdk.ascend's face
     # imports nothing until a name is used, so importing these runs no generator)
     ("ascend.socs", "ascend.versions", "ascend.precision", "ascend.parser", "ascend._cpp",
