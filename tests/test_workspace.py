@@ -9,6 +9,7 @@ import argparse
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,16 @@ def test_package_defaults_to_the_projects_operators_name_and_version(
     assert (name, version) == (tmp_path.resolve().name, "0.1.0")
     given = argparse.Namespace(ops=["x"], name="n", version="2.0")
     assert _project_defaults(given) == (["x"], "n", "2.0")
+
+
+def test_package_here_builds_the_projects_wheel_which_depends_on_opsdk(tmp_path: Path) -> None:
+    work = tmp_path / "acme-ops"
+    work.mkdir()
+    opsdk(work, "new", "AcmeClip")
+    out = opsdk(work / "operators", "package", "-o", str(work / "dist"), "--platform", "native",
+                "--isa-variants", "none", "--no-cann", "--no-onnx")
+    [wheel] = (work / "dist").glob("acme_ops-0.1.0-*.whl")
+    assert f"built: {wheel}" in out and "com.example::AcmeClip: kernel, spec, reference" in out
+    with zipfile.ZipFile(wheel) as zf:
+        meta = zf.read("acme_ops-0.1.0.dist-info/METADATA").decode()
+    assert "Requires-Dist: opsdk<0.2,>=0.1" in meta or "Requires-Dist: opsdk>=0.1,<0.2" in meta
