@@ -26,7 +26,7 @@ from .errors import (
     SpecError,
     ValidationError,
 )
-from .runtime._load import build_op, list_operators, load
+from .runtime import build_op, list_operators, load
 from .spec import REQUIRED, Attr, Case, Input, OpSpec, Output, TensorType
 
 __all__ = [

@@ -19,13 +19,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OpsdkError
+from .errors import CrossTargetError
 
 __all__ = ["CrossTarget", "TARGETS", "target", "host_target", "cross_gxx", "qemu_command"]
-
-
-class CrossTargetError(ValueError, OpsdkError):
-    """An unknown machine target."""
 
 
 @dataclass(frozen=True)

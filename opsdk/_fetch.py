@@ -16,13 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import OpsdkError
+from .errors import FetchError
 
 __all__ = ["FetchError", "pip_download"]
-
-
-class FetchError(RuntimeError, OpsdkError):
-    """The wheel could not be downloaded (registry unreachable, no such version, ...)."""
 
 
 def pip_download(requirement: str, dest: Path, timeout: float = 600.0) -> Path:

@@ -17,13 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import OpsdkError
+from .errors import TextFileError
 
 __all__ = ["TextFileError", "read_text", "undecodable"]
-
-
-class TextFileError(ValueError, OpsdkError):
-    """A text file a user wrote cannot be read (missing, a folder, or not UTF-8)."""
 
 
 def undecodable(path: str | os.PathLike[str], e: UnicodeDecodeError, what: str = "file") -> str:

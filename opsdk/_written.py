@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import OpsdkError
+from .errors import OutputExistsError, UnsafePath
 
 __all__ = [
     "OUTPUT_RECORD",
@@ -64,14 +64,6 @@ _RECORD_LIMIT = 4 << 20
 OUTPUT_RECORD = ".opsdk-outputs.json"
 
 
-class UnsafePath(ValueError, OpsdkError):
-    """A path leaves the folder opsdk was given, or goes through a symlink."""
-
-
-class OutputExistsError(FileExistsError, OpsdkError):
-    """The output file exists and ``--force`` (``force=True``) was not given."""
-
-
 def sha256(data: str | bytes) -> str:
     """Hex SHA-256 of ``data`` (text is UTF-8 encoded).
 
@@ -93,7 +85,7 @@ def check_relative(rel: str, source: str = "path") -> str:
         >>> check_relative("/etc/passwd", "repo/m/.opsdk-files.json")
         Traceback (most recent call last):
         ...
-        opsdk._written.UnsafePath: repo/m/.opsdk-files.json: '/etc/passwd' is not a path inside \
+        opsdk.errors.UnsafePath: repo/m/.opsdk-files.json: '/etc/passwd' is not a path inside \
 the folder (absolute paths and '..' are refused)
     """
     p = PurePosixPath(rel) if isinstance(rel, str) else None
@@ -361,7 +353,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, *, force: bool
         >>> write_output(p, b"again")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        opsdk._written.OutputExistsError: .../m.onnx exists; pass --force (force=True) to replace...
+        opsdk.errors.OutputExistsError: .../m.onnx exists; pass --force (force=True) to replace...
         >>> read_record(p.parent, OUTPUT_RECORD) == {"m.onnx": sha256(b"onnx")}
         True
     """

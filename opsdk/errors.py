@@ -3,6 +3,11 @@
 Every error derives from :class:`OpsdkError`, and most also derive from the builtin
 a caller would expect, so ``except ValueError`` keeps working.
 
+Errors of one wing live in that wing's errors module (``opsdk.onnx.errors``,
+``opsdk.ascend.errors``, ``opsdk.triton._errors``, ``opsdk.cli.errors``,
+``opsdk.torch.errors``) and are exported from its face; warnings derive from
+:class:`OpsdkWarning`. ``tests/test_errors_tree.py`` enforces both.
+
 Example:
     >>> from opsdk.errors import OpsdkError, SpecError
     >>> issubclass(SpecError, ValueError) and issubclass(SpecError, OpsdkError)
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "OpsdkError",
+    "TextFileError",
     "SpecError",
     "ScaffoldError",
     "BuildError",
@@ -23,6 +29,14 @@ __all__ = [
     "OperatorNotFound",
     "DeviceUnavailable",
     "ManifestError",
+    "UnsafePath",
+    "OutputExistsError",
+    "FetchError",
+    "CrossTargetError",
+    "CaseFileError",
+    "PreprocessError",
+    "SysrootError",
+    "OpsdkWarning",
 ]
 
 
@@ -73,3 +87,39 @@ class DeviceUnavailable(RuntimeError, OpsdkError):
 
 class ManifestError(RuntimeError, OpsdkError):
     """An installed operator package was built for a different environment."""
+
+
+class UnsafePath(ValueError, OpsdkError):
+    """A path leaves the folder opsdk was given, or goes through a symlink."""
+
+
+class OutputExistsError(FileExistsError, OpsdkError):
+    """The output file exists and ``--force`` (``force=True``) was not given."""
+
+
+class FetchError(RuntimeError, OpsdkError):
+    """The wheel could not be downloaded (registry unreachable, no such version, ...)."""
+
+
+class CrossTargetError(ValueError, OpsdkError):
+    """An unknown machine target."""
+
+
+class CaseFileError(ValueError, OpsdkError):
+    """A case file opsdk cannot read: names the file, row, case, field and the fix."""
+
+
+class PreprocessError(SpecError):
+    """A preprocessing declaration or image that cannot work; the message names the field."""
+
+
+class SysrootError(BuildError):
+    """The target's Debian packages cannot be had here."""
+
+
+class OpsdkWarning(UserWarning):
+    """Base class of every warning opsdk gives (``-W error::opsdk.errors.OpsdkWarning``)."""
+
+
+class TextFileError(ValueError, OpsdkError):
+    """A text file a user wrote cannot be read (missing, a folder, or not UTF-8)."""

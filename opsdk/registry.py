@@ -3,7 +3,9 @@
 Search order (first match wins, later ones are listed as shadowed):
 
 1. folders in ``$OPSDK_OPERATORS_PATH`` (``os.pathsep``-separated), each holding operator
-   folders, and ``./operators`` under the current directory: the author's sources;
+   folders, the ``operators/`` of the operator project the current directory is in (a
+   folder whose pyproject.toml has ``[tool.opsdk]``, as ``opsdk new`` starts it; see
+   :mod:`opsdk._workspace`), and ``./operators``: the author's sources;
 2. installed operator wheels, registered through the ``opsdk.operators`` entry point
    group (prebuilt kernels: never compiled on load);
 3. the operators shipped with opsdk.
@@ -155,9 +157,17 @@ def _folders_in(root: Path) -> Iterable[Path]:
 
 
 def _source_roots() -> list[Path]:
+    from ._workspace import find_project, project_operators_dir
+
     roots = [Path(p) for p in os.environ.get("OPSDK_OPERATORS_PATH", "").split(os.pathsep) if p]
+    project = find_project(Path.cwd())
+    if project is not None:
+        roots.append(project_operators_dir(project))
     roots.append(Path.cwd() / "operators")
-    return roots
+    unique: dict[Path, Path] = {}  # the project's folder is ./operators when run at its top
+    for r in roots:
+        unique.setdefault(r.resolve(), r)
+    return list(unique.values())
 
 
 def _prebuilt_module(folder: Path) -> Path | None:

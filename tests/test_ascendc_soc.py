@@ -5,6 +5,7 @@ the chip, per-SoC refusals, and the generated tanh and bfloat16 rounding."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -111,6 +112,22 @@ def test_bfloat16_forms_the_soc_lacks() -> None:
                missing_apis(kernel.source.replace("DataCopyPad", "X"), "Ascend310P3", ["bfloat16"]))
 
 
+@pytest.mark.parametrize("soc", ["Ascend910A", "Ascend310P3", "Ascend910B3", "Ascend310B1"])
+def test_a_refusal_cites_the_header_of_its_own_family(soc: str) -> None:
+    """Every API line names the implementation folder of the SoC's family (CANN 8.1.RC1 has
+    each of them for these headers), and an API the family lacks is told once."""
+    from opsdk.ascend.aicore_apis import API_ARCHS, aicore_arch
+
+    calls = "".join(f"{api}(x); " for api in API_ARCHS)
+    why = missing_apis(calls, soc, ["bfloat16"])
+    own = aicore_arch(soc).impl_dir
+    cited = {m for w in why for m in re.findall(r"basic_api/impl/(\w+)/", w)}
+    assert cited <= {own}, (soc, why)
+    lacking = [w.split(":")[0] for w in why]
+    assert len(lacking) == len(set(lacking)) and not any(
+        w.endswith(" of bfloat16_t") and w.split(" of ")[0] in lacking for w in lacking)
+
+
 def test_model_refuses_an_api_the_soc_lacks() -> None:
     op = AscendcModel(find_operator("Gelu").folder, soc="Ascend310B1")
     with pytest.raises(DeviceUnavailable, match=r"Erf: not in the Ascend C of Ascend310B1.*erf\.h"):
@@ -159,6 +176,9 @@ def test_cli_on_310p_takes_aicore_where_the_dtypes_allow_and_refuses_bfloat16(
     assert (tmp_path / "ThresholdedRelu" / "op_kernel" / "thresholded_relu.cpp").is_file()
     err = capsys.readouterr().err
     assert "ascend310p: Cast of bfloat16_t: not in the Ascend C" in err and "--engine aicpu" in err
+    # the header of the family the message speaks of (__CCE_AICORE__ = 200), not dav_m300's
+    assert "basic_api/impl/dav_m200/kernel_operator_vec_vconv_impl.h" in err
+    assert "dav_m300" not in err and "dav_*" not in err
     assert main(["cann", str(find_operator("Gelu").folder), "--soc", "Ascend310P3", "--cann",
                  "8.1.RC1", "-o", str(tmp_path / "b"), "--engine", "aicpu"]) == 0
 

@@ -180,7 +180,7 @@ def test_atc_validates_against_the_graph(tmp_path: Path) -> None:
         assert "--input_shape=x:2,3" in plan_atc(exported, input_shape="x:2,3", **kw).command
     with pytest.raises(CannArgError, match="--precision-mode 'fast' is not accepted"):
         plan_atc(model, input_shape="x:1,3", precision_mode="fast", **kw)
-    with pytest.raises(CannArgError, match="--soc-version 'Ascend910' is not a known SoC version"):
+    with pytest.raises(CannArgError, match="--soc 'Ascend910' is not a known SoC version"):
         plan_atc(model, input_shape="x:1,3", soc_version="Ascend910", output="o")
     plan = plan_atc(
         model,

@@ -197,7 +197,7 @@ def test_saturation_mode_clips_instead(tmp_path: Path) -> None:
     """310P has only the saturation mode: the float16 sum is 65504, finite but wrong."""
     model = overflow_model(tmp_path / "m.onnx")
     r = analyze_model(model, "force_fp16", input_shape={"x": (2, 1024)}, standard="mere-mare",
-                      fix="node", output_dir=tmp_path)
+                      fix="node", output_dir=tmp_path, soc="Ascend310P3")
     y = r.outputs[0]
     assert r.overflow == "saturation" and y.nonfinite == 0 and not y.passed
     assert r.fix is not None and r.fix.kept == ["sum"] and r.fix.failing_after == []
@@ -304,7 +304,8 @@ def test_a_real_corpus_model(tmp_path: Path) -> None:
     if path is None:
         pytest.skip("ppocr-cls is not in the cache: run python -m opsdk.testing.corpus --fetch")
     r = analyze_model(path, "allow_fp32_to_fp16", input_shape={"x": (1, 3, 48, 192)},
-                      standard="double-thousandths", fix="node", output_dir=tmp_path)
+                      standard="double-thousandths", fix="node", output_dir=tmp_path,
+                      soc="Ascend310P3")
     lowered = [d for d in r.nodes if d.lowered]
     # cube ops, and the pools without a float32 AI Core kernel on 310P
     assert {d.cann_type for d in lowered} == {"Conv2D", "BatchMatMulV2", "AvgPool", "MaxPoolV3"}

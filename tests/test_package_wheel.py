@@ -251,6 +251,9 @@ def test_installed_sdk_scaffolds_and_builds_an_operator(venv: Path, tmp_path: Pa
     work = tmp_path / "work"
     work.mkdir()
     run([venv / "bin" / "opsdk", "new", name, "--domain", "com.example.sdk"], env=env, cwd=work)
+    # the installed copy starts an operator project in a folder of the user's
+    assert "[tool.opsdk]" in (work / "pyproject.toml").read_text()
+    assert (work / "operators" / snake_case(name) / "spec.py").is_file()
     try:
         out = run([venv / "bin" / "opsdk", "build", name], env=env, cwd=work).stdout
         assert f"{name}: built" in out

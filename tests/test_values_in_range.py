@@ -120,7 +120,7 @@ def test_the_memory_ceiling_can_be_lowered(monkeypatch: pytest.MonkeyPatch) -> N
      r"argument --concurrency: item 2 of '1,99999999999999999999': 99999999999999999999 is "
      r"above 9223372036854775807"),
     (["triton", "bench", "repo", "--model", "m", "--shape", "x=3,-2"],
-     r"argument --shape: item 2 of '3,-2': -2 is below 0"),
+     r"argument --shape/--input-shape: item 2 of '3,-2': -2 is below 0"),
     (["triton", "build", "m.onnx", "-o", "r", "--name", "n", "--max-batch-size", "4294967296"],
      r"argument --max-batch-size: 4294967296 is above 2147483647 \(a Triton max_batch_size\)"),
     (["triton", "build", "m.onnx", "-o", "r", "--name", "n", "--preferred-batch-size", "4,0"],

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
     from ._op import (
+        DEFAULT_SOCS,
         CannOp,
         builtin_clash,
         builtin_op_types,
@@ -40,6 +41,15 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         plan_atc,
         project_plugin_keys,
         run_atc,
+        write_aipp_config,
+        write_model_copy,
+    )
+    from .atc._memory import (
+        GE_BUFFER_OPTIMIZE,
+        GE_STATIC_MEMORY_POLICY,
+        MemoryOptions,
+        check_memory_options,
+        memory_findings,
     )
     from .atc._onnx_keys import (
         KeyProblem,
@@ -50,11 +60,19 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         normalize_default_domain,
         origin_op_types,
     )
+    from .errors import (
+        AippError,
+        AscendcModelWarning,
+        CannArgError,
+        GenerateRefused,
+        HeadersUnavailable,
+        PackageClash,
+        ProjectExists,
+    )
     from .project._msopgen import msopgen_data, msopgen_json
-    from .project._package import PackageClash, installed_vendors
+    from .project._package import check_installed, installed_vendors
     from .project._project import (
         PackageOp,
-        ProjectExists,
         WriteReport,
         default_engine,
         package_files,
@@ -68,7 +86,6 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         write_project,
     )
     from .socs import (
-        CannArgError,
         compute_unit,
         implmodes,
         precision_modes,
@@ -88,15 +105,28 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
 #: Where each public name lives. The wing's face imports nothing until a name is used, so
 #: ``import opsdk.ascend.precision`` (a fact: the floors below read it) runs no generator.
 _WHERE: dict[str, str] = {
+    "DEFAULT_SOCS": "._op",
+    "write_aipp_config": ".atc._atc",
+    "write_model_copy": ".atc._atc",
+    "GE_BUFFER_OPTIMIZE": ".atc._memory",
+    "GE_STATIC_MEMORY_POLICY": ".atc._memory",
+    "MemoryOptions": ".atc._memory",
+    "check_memory_options": ".atc._memory",
+    "memory_findings": ".atc._memory",
+    "check_installed": ".project._package",
     "AtcPlan": ".atc._atc",
-    "CannArgError": ".socs",
+    "AippError": ".errors",
+    "AscendcModelWarning": ".errors",
+    "CannArgError": ".errors",
+    "GenerateRefused": ".errors",
+    "HeadersUnavailable": ".errors",
     "CannOp": "._op",
     "CannVersion": ".versions",
     "DEFAULT_CANN": ".versions",
     "ENGINES": ".versions",
     "KeyProblem": ".atc._onnx_keys",
     "NodeKey": ".atc._onnx_keys",
-    "ProjectExists": ".project._project",
+    "ProjectExists": ".errors",
     "ResolvedCann": ".versions",
     "WriteReport": ".project._project",
     "atc_executable": ".atc._atc",
@@ -131,7 +161,7 @@ _WHERE: dict[str, str] = {
     "write_project": ".project._project",
     "builtin_op_types": "._op",
     "builtin_signatures": "._op",
-    "PackageClash": ".project._package",
+    "PackageClash": ".errors",
     "installed_vendors": ".project._package",
     "PackageOp": ".project._project",
     "package_files": ".project._project",
@@ -154,6 +184,19 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_SOCS",
+    "write_aipp_config",
+    "write_model_copy",
+    "GE_BUFFER_OPTIMIZE",
+    "GE_STATIC_MEMORY_POLICY",
+    "MemoryOptions",
+    "check_memory_options",
+    "memory_findings",
+    "check_installed",
+    "AippError",
+    "AscendcModelWarning",
+    "GenerateRefused",
+    "HeadersUnavailable",
     "DEFAULT_CANN",
     "ENGINES",
     "CannVersion",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeviceUnavailable
-from ..runtime._devices import register_device
+from ..runtime import register_device
 from ..spec import OpSpec
 
 

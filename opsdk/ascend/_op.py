@@ -20,7 +20,7 @@ from ..spec import Attr, OpSpec
 from ._builtins import BuiltinSignature, compare_signature, fallback_signatures, parse_op_protos
 from ._cpp import cpp_list, cpp_literal, cpp_string
 from .parser import CANN_BUILTIN_OP_TYPES
-from .socs import CannArgError, soc_version_of
+from .socs import DEFAULT_SOC, CannArgError, compute_unit, soc_version_of
 from .spellings import GE_DTYPES, MSOPGEN_DTYPES
 from .versions import DEFAULT_CANN, CannVersion, parse_cann_version
 
@@ -38,8 +38,9 @@ __all__ = [
     "MSOPGEN_DTYPES",
 ]
 
-#: The compute units a CANN project targets when none is given (``--soc``).
-DEFAULT_SOCS: tuple[str, ...] = ("ascend910b",)
+#: The compute units a CANN project targets when none is given (``--soc``): the one default
+#: SoC's (:data:`opsdk.ascend.socs.DEFAULT_SOC`).
+DEFAULT_SOCS: tuple[str, ...] = (compute_unit(DEFAULT_SOC),)
 
 #: spec attr type -> (msopgen json type, OpDef/REG_OP method, C++ value type, ONNX AttributeType).
 ATTR_KINDS: dict[str, tuple[str, str, str, int]] = {

@@ -62,7 +62,9 @@ SELECT_SCRATCH_BYTES = 128
 #: buffers below ub_bytes - UB_RESERVED never meet Select's scratch.
 UB_RESERVED = 8 * 1024
 
-#: API -> (the __CCE_AICORE__ values that have it, where the headers say so).
+#: API -> (the __CCE_AICORE__ values that have it, where the headers say so). ``{dir}`` is the
+#: implementation folder of the family a message speaks of (``dav_m200`` for 200): each
+#: family lacking the API has that header (CANN 8.1.RC1's ascendc/include/basic_api/impl).
 API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
     "ToBfloat16": (frozenset({220, 300}), "basic_api/impl/kernel_utils.h: "
                    "#if __CCE_AICORE__ >= 220 && !defined(__DAV_M310__)"),
@@ -74,10 +76,10 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
              "#if __CCE_AICORE__ == 220 || __CCE_AICORE__ == 200"),
     "Tanh": (frozenset({200, 220}), "highlevel_api/lib/math/tanh.h: "
              "#if __CCE_AICORE__ == 200 || __CCE_AICORE__ == 220"),
-    "DataCopyPad": (frozenset({220, 300}), "basic_api/impl/dav_c100 and dav_m200/"
+    "DataCopyPad": (frozenset({220, 300}), "basic_api/impl/{dir}/"
                     "kernel_operator_data_copy_impl.h: DataCopyPadGm2UBImpl and "
                     "DataCopyPadUB2GMImpl are ASCENDC_REPORT_NOT_SUPPORT"),
-    "GatherMask": (frozenset({200, 220}), "basic_api/impl/dav_c100 and dav_m300/"
+    "GatherMask": (frozenset({200, 220}), "basic_api/impl/{dir}/"
                    "kernel_operator_vec_gather_mask_impl.h: GatherMaskCal is "
                    "ASCENDC_REPORT_NOT_SUPPORT / unsupported on current device"),
     "SetPadValue": (frozenset({220}), "basic_api/inner_interface/"
@@ -86,12 +88,12 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
     "DataCacheCleanAndInvalid": (frozenset({200, 220, 300}), "basic_api/interface/"
                                  "kernel_common.h: #if (__CCE_AICORE__ == 220) || "
                                  "(__CCE_AICORE__ == 200) || (__CCE_AICORE__ == 300)"),
-    "CompareScalar": (frozenset({200, 220, 300}), "basic_api/impl/dav_c100/"
+    "CompareScalar": (frozenset({200, 220, 300}), "basic_api/impl/{dir}/"
                       "kernel_operator_vec_cmpsel_impl.h: CompareScalar is "
                       "ASCENDC_REPORT_NOT_SUPPORT"),
-    "Gather": (frozenset({200, 220, 300}), "basic_api/impl/dav_c100/"
+    "Gather": (frozenset({200, 220, 300}), "basic_api/impl/{dir}/"
                "kernel_operator_vec_gather_impl.h: GatherImpl is ASCENDC_REPORT_NOT_SUPPORT"),
-    "Gatherb": (frozenset({220, 300}), "basic_api/impl/dav_c100 and dav_m200/"
+    "Gatherb": (frozenset({220, 300}), "basic_api/impl/{dir}/"
                 "kernel_operator_vec_gather_impl.h: GatherbImpl is ASCENDC_REPORT_NOT_SUPPORT"),
 }
 
@@ -100,10 +102,11 @@ API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
 #: CheckCastDatatype; dav_c100 and dav_m300 have no int4b_t conversion).
 INT4_CAST_ARCHS = frozenset({200, 220})
 
-#: API -> (the __CCE_AICORE__ values where it takes bfloat16_t, where that is said).
+#: API -> (the __CCE_AICORE__ values where it takes bfloat16_t, where that is said). A family
+#: without the API at all is told so by :data:`API_ARCHS`, not again here.
 BF16_API_ARCHS: dict[str, tuple[frozenset[int], str]] = {
-    "Cast": (frozenset({220, 300}), "basic_api/impl/dav_*/kernel_operator_vec_vconv_impl.h: "
-             "bfloat16_t conversions only in dav_c220 and dav_m300"),
+    "Cast": (frozenset({220, 300}), "basic_api/impl/{dir}/kernel_operator_vec_vconv_impl.h: "
+             "CheckCastDatatype has no bfloat16_t conversion (the 220 and 300 families have)"),
     "DataCopyPad": (frozenset({220}), "basic_api/impl/dav_m300/kernel_operator_data_copy_impl.h: "
                     "copy_gm_to_ubuf_align / copy_ubuf_to_gm_align have no bfloat16_t form "
                     "(tools/tikicpulib/lib/include/stub_fun.h), so the CPU-debug build fails"),
@@ -143,11 +146,12 @@ def missing_apis(source: str, soc: str, dtypes: Iterable[str]) -> list[str]:
     for api, (archs, where) in API_ARCHS.items():
         if arch.cce_aicore not in archs and re.search(rf"\b{api}\s*[<(]", code):
             why.append(f"{api}: not in the Ascend C of {soc} (__CCE_AICORE__ = "
-                       f"{arch.cce_aicore}; {where})")
+                       f"{arch.cce_aicore}; {where.format(dir=arch.impl_dir)})")
     for api, (archs, where) in BF16_API_ARCHS.items() if "bfloat16" in set(dtypes) else ():
-        if arch.cce_aicore not in archs and re.search(rf"\b{api}\s*[<(]", code):
+        has_api = arch.cce_aicore in API_ARCHS.get(api, (frozenset({arch.cce_aicore}), ""))[0]
+        if has_api and arch.cce_aicore not in archs and re.search(rf"\b{api}\s*[<(]", code):
             why.append(f"{api} of bfloat16_t: not in the Ascend C of {soc} (__CCE_AICORE__ = "
-                       f"{arch.cce_aicore}; {where})")
+                       f"{arch.cce_aicore}; {where.format(dir=arch.impl_dir)})")
     return why
 
 

@@ -7,9 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import OpsdkError
+from .errors import CannArgError
 
 __all__ = [
+    "DEFAULT_SOC",
     "soc_table",
     "check_soc_version",
     "compute_unit",
@@ -23,13 +24,13 @@ __all__ = [
 ]
 
 
-class CannArgError(ValueError, OpsdkError):
-    """An argument of `opsdk cann` / `opsdk atc` is not one CANN accepts."""
-
-
 @lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
     return dict(json.loads((Path(__file__).parent / "data" / "socs.json").read_text()))
+
+
+#: The SoC every command and function takes when none is given (``--soc``).
+DEFAULT_SOC: str = str(_data()["default_soc_version"])
 
 
 def soc_table() -> dict[str, str]:
@@ -75,12 +76,12 @@ def check_soc_version(name: str, as_written: bool = False) -> None:
         ...     check_soc_version("Ascend910B")
         ... except CannArgError as e:
         ...     print(str(e)[:60])
-        --soc-version Ascend910B is ambiguous: CANN's platform confi
+        --soc Ascend910B is ambiguous: CANN's platform config (Ascen
     """
     exact = _ambiguous(name)
     if exact and not as_written:
         raise CannArgError(
-            f"--soc-version {name} is ambiguous: CANN's platform config (Ascend910B.ini) "
+            f"--soc {name} is ambiguous: CANN's platform config (Ascend910B.ini) "
             f"names a first-generation Ascend 910 so (30 AI cores, dav-c100), while the "
             f"Ascend 910B series are {', '.join(exact)}; give the exact one (`npu-smi info`: "
             f"'Ascend' + the Name column, e.g. 910B3 -> Ascend910B3), or, on a "
@@ -88,7 +89,7 @@ def check_soc_version(name: str, as_written: bool = False) -> None:
         )
     if name not in soc_table():
         raise CannArgError(
-            f"--soc-version {name!r} is not a known SoC version; use one of "
+            f"--soc {name!r} is not a known SoC version; use one of "
             f"{', '.join(soc_table())} (`npu-smi info` shows it as 'Ascend' + Name)"
         )
 

@@ -40,7 +40,7 @@ def estimate_op(
         >>> est.bound  # doctest: +SKIP
         'MTE2-bound'
     """
-    from ..ascend.ascendc._estimate import reference_problem
+    from ..ascend.ascendc import reference_problem
     from ..ascend.ascendc.model import AscendcModel
     from ..registry import find_operator
 

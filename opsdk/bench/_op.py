@@ -199,7 +199,7 @@ def bench_op(
         >>> sorted(r.timings)  # doctest: +SKIP
         ['numpy', 'onnxruntime', 'opsdk']
     """
-    from ..runtime._load import load
+    from ..runtime import load
 
     op = load(name)
     previous = op.module.get_num_threads()

@@ -134,7 +134,7 @@ def _build_parts(result: SdkResult, parts: Sequence[str], repeat: int) -> None:
 
 
 def _overhead(result: SdkResult, repeat: int) -> None:
-    from ..runtime._load import load
+    from ..runtime import load
 
     op = load("ThresholdedRelu")
     x = np.array([0.5, 1.5, -2.0, 3.0], np.float32)

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 
 from ..errors import OpsdkError
 from ._io import OneLineParser
+from .errors import CaseFileArgError, IsolationArgError, OutputPathError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "OutputPathError", "IsolationArgError", "CaseFileArgError"]
 
 
 def _command_modules() -> list[str]:

@@ -14,14 +14,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import OpsdkError
+from .errors import CaseFileArgError
 
 #: Options ``--cases`` runs with; the rest of ``opsdk test``'s need pytest and are refused.
 _WITH_CASES = ("device", "seed", "standard", "precision_mode", "report")
-
-
-class CaseFileArgError(ValueError, OpsdkError):
-    """An option that cannot go with ``--cases`` or ``--export-cases``."""
 
 
 def add_options(p: argparse.ArgumentParser, default: Any) -> None:
@@ -58,7 +54,7 @@ def run(option: Callable[[str], Any], op: str, rest: list[str]) -> int | None:
 
 def _export(op: str, path: str, standard: str | None, force: bool) -> int:
     from ..registry import find_operator
-    from ..testing._case_files import export_cases
+    from ..testing import export_cases
 
     info = find_operator(op)
     out = export_cases(info.spec, path, standard=standard, force=force)
@@ -69,8 +65,7 @@ def _export(op: str, path: str, standard: str | None, force: bool) -> int:
 
 
 def _run(op: str, path: str, option: Callable[[str], Any]) -> int:
-    from ..testing import Report
-    from ..testing._case_files import run_case_file
+    from ..testing import Report, run_case_file
 
     results = run_case_file(op, path, device=option("device") or "cpu",
                             seed=option("seed") or 0, standard=option("standard"),

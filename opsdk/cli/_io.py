@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from .._paths import make_writable_dir
-from ..errors import OpsdkError
+from .errors import OutputPathError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -40,10 +40,6 @@ _ARGPARSE_FIXES = (
 )
 
 
-class OutputPathError(ValueError, OpsdkError):
-    """An output path given on the command line cannot be written."""
-
-
 def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
     """Make sure ``path`` is (or can become) a folder this process can write.
 
@@ -51,7 +47,7 @@ def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
         >>> check_output_dir("/proc/version", "-o")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        opsdk.cli._io.OutputPathError: -o /proc/version: it is a file, not a folder; ...
+        opsdk.cli.errors.OutputPathError: -o /proc/version: it is a file, not a folder; ...
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
@@ -72,7 +68,7 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
         >>> check_output_file("/proc", "-o")
         Traceback (most recent call last):
         ...
-        opsdk.cli._io.OutputPathError: -o /proc: it is a folder; pass a file path
+        opsdk.cli.errors.OutputPathError: -o /proc: it is a folder; pass a file path
     """
     p = Path(path)
     if p.is_dir():

@@ -1,4 +1,4 @@
-"""``opsdk atc model.onnx --soc-version Ascend910B3 --output out``: checked ATC conversion.
+"""``opsdk atc model.onnx --soc Ascend910B3 --output out``: checked ATC conversion.
 
 The doctor and the parser-key check apply the rules of the host's CANN release (``--cann``;
 default: the installed toolkit's, else 8.1.RC1), and the full host procedure is printed:
@@ -17,16 +17,17 @@ import json
 import sys
 from typing import Any
 
+from ._grammar import add_shape_option, add_soc_option, atc_shapes
 from ._numbers import memory_policy
 
 EXIT_NO_ATC = 3
 
 HELP = """\
 example:
-  opsdk atc model.onnx --soc-version Ascend910B3 --output out \\
+  opsdk atc model.onnx --soc Ascend910B3 --output out \\
       --precision-mode allow_fp32_to_fp16 --op-select-implmode high_performance \\
-      --input-shape "x:1,3,224,224" --custom-opp ~/opp/vendors/opsdk --op-project build/cann/my_op
-  opsdk atc model.onnx --soc-version Ascend310P3 --output out --input-shape "image:1,3,224,224" \\
+      --shape x=1,3,224,224 --custom-opp ~/opp/vendors/opsdk --op-project build/cann/my_op
+  opsdk atc model.onnx --soc Ascend310P3 --output out --shape image=1,3,224,224 \\
       --aipp preprocess.toml --buffer-optimize l2_optimize
 
 exit codes: 0 converted (or --dry-run), 1 invalid arguments / blocking findings / ATC failed,
@@ -42,9 +43,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="the ONNX model")
-    p.add_argument("--soc-version", required=True, help="e.g. Ascend910B3 (npu-smi info)")
+    add_soc_option(p, " (ATC's --soc_version)")
     p.add_argument("--output", required=True, help="output path without .om")
-    p.add_argument("--input-shape", help='ATC syntax: "x:1,3,224,224;y:-1,8" (-1 or lo~hi dynamic)')
+    add_shape_option(p, "a dim is an integer, -1 (dynamic) or lo~hi (a range)")
     p.add_argument("--precision-mode",
                    help="a --precision_mode or --precision_mode_v2 value, e.g. "
                    "allow_fp32_to_fp16, mixed_float16 (opsdk test --precision-mode emulates it)")
@@ -87,7 +88,7 @@ def register(sub: Any) -> None:
                    "--insert_op_conf, after the model fed by the AIPP emulator is checked "
                    "against the model fed by the CPU preprocessing")
     p.add_argument("--soc-as-written", action="store_true",
-                   help="take an ambiguous --soc-version (Ascend910B: a first-generation 910 "
+                   help="take an ambiguous --soc (Ascend910B: a first-generation 910 "
                    "in CANN's platform config) as written")
     p.add_argument("--force", action="store_true",
                    help="overwrite the domain-normalised copy of the model (MODEL.atc.onnx) "
@@ -124,14 +125,13 @@ def _emit(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend import atc_executable, plan_atc, run_atc
-    from ..ascend.atc._atc import write_aipp_config, write_model_copy
+    from ..ascend import atc_executable, plan_atc, run_atc, write_aipp_config, write_model_copy
 
     plan = plan_atc(
         args.model,
-        soc_version=args.soc_version,
+        soc_version=args.soc,
         output=args.output,
-        input_shape=args.input_shape,
+        input_shape=atc_shapes(args.shape),
         precision_mode=args.precision_mode,
         op_select_implmode=args.op_select_implmode,
         keep_dtype=args.keep_dtype,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OpsdkError, SpecError
+from ._grammar import add_shape_option, add_soc_option, equals_form
 from ._numbers import count, natural, pause
 
 EPILOG = """\
@@ -51,8 +52,8 @@ def register(sub: Any) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("op", nargs="?", help="operator (MyOp, my_op, domain::MyOp or a folder)")
-    p.add_argument("--shape", nargs="+", metavar="SHAPE",
-                   help="input shapes by position (4096x1024) or name (Scale=1024)")
+    add_shape_option(p, "shorthand: dims by input position, 4096x1024 (--shape 64x4096 4096)",
+                     nargs="+", action="extend")
     p.add_argument("--dtype", default="float32", help="dtype of the operator's type "
                    "variable, e.g. float32, float16, bfloat16 (default float32)")
     p.add_argument("--attr", nargs="+", default=[], metavar="NAME=VALUE",
@@ -78,8 +79,7 @@ def register(sub: Any) -> None:
     p.add_argument("--device", choices=("cpu", "ascendc-model"), default="cpu",
                    help="cpu: time the CPU kernel (default); ascendc-model: estimate the AI "
                    "Core kernel on opsdk's model of the pipes (an estimate, not an NPU time)")
-    p.add_argument("--soc", default="Ascend910B3",
-                   help="SoC of the estimate (--device ascendc-model; default Ascend910B3)")
+    add_soc_option(p, " (the SoC of the estimate, --device ascendc-model)")
     p.add_argument("--costs", metavar="FILE", default=None,
                    help="JSON of estimate costs replacing the table's (--device ascendc-model)")
     p.add_argument("--trace", metavar="FILE", default=None,
@@ -169,8 +169,8 @@ def _run_model(args: argparse.Namespace) -> int:
     results = []
     for small in ((False,) if args.shape else (True, False)):
         results.append(estimate_op(
-            args.op, shapes=args.shape, dtype=args.dtype, attrs=_parse_attrs(args.op, args.attr),
-            soc=args.soc, costs=args.costs, small=small,
+            args.op, shapes=equals_form(args.shape), dtype=args.dtype,
+            attrs=_parse_attrs(args.op, args.attr), soc=args.soc, costs=args.costs, small=small,
             progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
     last = results[-1]
     if args.trace:
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         onnxruntime=not args.no_ort, bandwidth=not args.no_bandwidth, settle=args.settle,
     )
     if args.shape:
-        result = bench_op(args.op, shapes=args.shape, **kwargs)
+        result = bench_op(args.op, shapes=equals_form(args.shape), **kwargs)
         print(json.dumps(result.as_dict(), indent=2) if args.json else format_result(result))
         return 0
     results = bench_regimes(args.op, **kwargs)

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import Any
 
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
+from ._grammar import add_soc_option
 
 HELP = """\
 examples:
@@ -50,13 +51,7 @@ def register(sub: Any) -> None:
                    help="operators: MyOp, my_op, domain::MyOp or a folder with spec.py")
     p.add_argument("--all", action="store_true", help="every operator opsdk finds, one package")
     p.add_argument("-o", "--output", required=True, help="project folder to write")
-    p.add_argument(
-        "--soc",
-        action="append",
-        default=[],
-        metavar="SOC",
-        help=f"compute unit or SoC version, repeatable (default {DEFAULT_SOCS[0]})",
-    )
+    add_soc_option(p, " (a compute unit, e.g. ascend910b, is taken too)", repeatable=True)
     p.add_argument("--onnx-model", metavar="MODEL", help="register the keys this ONNX model needs")
     p.add_argument(
         "--origin-op-type",
@@ -190,8 +185,7 @@ def _check_host(vendor: str, entries: list[Any]) -> None:
     import os
     from pathlib import Path
 
-    from ..ascend import installed_vendors
-    from ..ascend.project._package import check_installed
+    from ..ascend import check_installed, installed_vendors
     from ..ascend.versions import toolkit_root
 
     root = toolkit_root()

@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..testing._devices import DEVICES
-from ..testing._standards import standard_name
+from ..testing import DEVICES, standard_name
 from ._numbers import seconds, seed
 from .cmd_test import DEFAULT_TIMEOUT_S, STANDARD_HELP, check_isolation
 
@@ -42,9 +41,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ValidationError
-    from ..runtime._load import load
-    from ..testing import check, open_device
-    from ..testing._standards import reads_reference
+    from ..runtime import load
+    from ..testing import check, open_device, reads_reference
 
     check_isolation(args.no_isolate, args.sanitize, args.timeout)
     op = load(args.op)

@@ -20,6 +20,8 @@ import json
 import sys
 from typing import Any
 
+from ._grammar import add_shape_option
+
 
 def register(sub: Any) -> None:
     from ..ascend.atc.doctor import TARGETS
@@ -34,8 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("--target", default=None, choices=sorted(TARGETS),
                    help="ascend: ATC of CANN 5-7; ascend-cann8: CANN 8 (default: the rules "
                    "of --cann)")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="a shape you will give ATC for a dynamic input (repeatable)")
+    add_shape_option(p, "a shape you will give ATC for a dynamic input")
     p.add_argument("--cann", metavar="VERSION",
                    help="the CANN release of the host's ATC, e.g. 8.1.RC1, 9.2 (default: the "
                    "target's, else the installed toolkit's, else 8.1.RC1): its opset range, "
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from ..onnx import ModelError
     from .cmd_export import parse_shapes
 
-    shapes = parse_shapes(args.input_shape, "--input-shape")
+    shapes = parse_shapes(args.shape, "--input-shape")
     profile, version = rules_for(args.target, args.cann)
     label = f"{profile.name} (CANN {version})"
     try:

@@ -14,6 +14,7 @@ import ast
 from typing import Any
 
 from ..errors import SpecError
+from ._grammar import add_shape_option, named_shapes
 from ._numbers import opset
 
 
@@ -27,8 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("op", help="operator: MyOp, my_op, domain::MyOp or a folder")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     p.add_argument("--opset", type=opset, default=None, help="ai.onnx opset (default 15)")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="input shape; a non-numeric dim is symbolic (N). Repeatable")
+    add_shape_option(p, "a dim that is not a number is symbolic (N)")
     p.add_argument("--dtype", action="append", default=[], metavar="[NAME=]DTYPE",
                    help="dtype of every input, or of one input (NAME=DTYPE). Repeatable")
     p.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE",
@@ -52,9 +52,9 @@ def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
 
 
 def parse_shapes(items: list[str], flag: str = "--shape") -> dict[str, tuple[int | str, ...]]:
-    """``x=1,3,N`` -> {"x": (1, 3, "N")}; errors name ``flag``, the option the user gave."""
+    """``x=1,3,N`` (or ``x:1,3,N``) -> {"x": (1, 3, "N")}; errors name ``flag``."""
     shapes: dict[str, tuple[int | str, ...]] = {}
-    for name, value in _pairs(items, flag):
+    for name, value in named_shapes(items, flag):
         dims: list[int | str] = []
         for d in value.split(","):
             d = d.strip()

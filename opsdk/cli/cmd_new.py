@@ -1,4 +1,10 @@
-"""``opsdk new MyOp``: scaffold an operator folder from the template."""
+"""``opsdk new MyOp``: scaffold an operator folder from the template.
+
+Outside opsdk's checkout, in a folder that is no operator project yet, it starts one there:
+``operators/`` and a ``pyproject.toml`` whose wheel (``opsdk package``) depends on opsdk.
+In a project (or below it) the operator joins the project's ``operators/``. Inside opsdk's
+own checkout the operator joins the set opsdk ships, and the command says so.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,11 @@ examples:
   opsdk new MyOp --inputs x:float16,float32 --outputs y --attrs threshold:float=0.5 \\
       --domain com.example
   opsdk new MyGridSample --like onnx:GridSample
+
+where: in a folder outside opsdk's checkout the first `opsdk new` makes it an operator
+project (operators/ and pyproject.toml); opsdk finds its operators from anywhere inside it
+(elsewhere: OPSDK_OPERATORS_PATH=<project>/operators). Inside opsdk's checkout an operator
+joins the set opsdk ships.
 
 inputs/outputs: NAME[:DTYPE,DTYPE...][?]  ('?' marks an optional input; outputs without
 dtypes share the first input's type). attrs: NAME:TYPE[=DEFAULT] with TYPE one of int,
@@ -33,7 +44,9 @@ def register(sub: Any) -> None:
     p.add_argument("--outputs", nargs="+", default=[], metavar="SPEC")
     p.add_argument("--attrs", nargs="+", default=[], metavar="SPEC")
     p.add_argument("--domain", default="com.example", help="ONNX domain (default com.example)")
-    p.add_argument("--dir", default="operators", help="parent folder (default ./operators)")
+    p.add_argument("--dir", default=None,
+                   help="parent folder (default: the operators/ of the project here, made "
+                   "when there is none; ./operators inside opsdk's checkout)")
     p.add_argument("--like", metavar="onnx:OP", help="pre-fill from a standard ONNX op's schema")
     p.add_argument(
         "--decomposition", metavar="EXPR",
@@ -79,13 +92,14 @@ def run(args: argparse.Namespace) -> int:
     inputs = parse_io(args.inputs) or inputs
     outputs = parse_io(args.outputs, "--outputs") or outputs
     attrs = parse_attrs(args.attrs) or attrs
+    root = _where(args.name, args.dir)
     path = new_operator(
         args.name,
         inputs=inputs,
         outputs=outputs,
         attrs=attrs,
         domain=args.domain,
-        root=args.dir,
+        root=root,
         doc=doc,
         onnx_op=onnx_op,
         decomposition=args.decomposition,
@@ -111,12 +125,38 @@ def _warn_builtin(name: str, path: Path) -> None:
         print(f"opsdk new: warning: {warning}", file=sys.stderr)
 
 
+def _where(name: str, given: str | None) -> Path:
+    """The parent folder of the new operator; says where it lands when that matters."""
+    from .._workspace import find_project, in_checkout, project_operators_dir, start_project
+
+    here = Path.cwd()
+    if given is not None or in_checkout(here):
+        root = Path(given or "operators")
+        if in_checkout(root.parent if not root.exists() else root):
+            print(f"note: {root.resolve()} is in opsdk's own checkout: {name} joins the "
+                  "operators opsdk ships (pip install of the checkout bundles it, opsdk list "
+                  "shows it as shipped). To keep your operators apart, run opsdk new in a "
+                  "folder outside the checkout: it makes an operator project there "
+                  "(operators/ and a pyproject.toml whose wheel depends on opsdk)")
+        return root
+    project = find_project(here)
+    if project is not None:
+        return project_operators_dir(project)
+    if start_project(here, name):
+        print(f"started an operator project in {here}: pyproject.toml (its wheel: opsdk "
+              "package) and operators/; opsdk finds them from anywhere in this folder")
+    else:
+        print(f"note: {here / 'pyproject.toml'} has no [tool.opsdk] table, so it was left as "
+              "it is; opsdk finds operators/ when it runs in this folder (add [tool.opsdk] "
+              "to make it an operator project)")
+    return here / "operators"
+
+
 def _aicore_kernel(path: Path) -> None:
     """Check the decomposition and write the generated AI Core kernel (or say why not)."""
     import shutil
 
-    from ..ascend.ascendc import GenerateRefused
-    from ..ascend.ascendc._kernels import write_kernel_files
+    from ..ascend.ascendc import GenerateRefused, write_kernel_files
     from ..errors import ScaffoldError, SpecError
     from ..onnx import build_function
     from ..registry import load_spec

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
+from ._grammar import add_soc_option
 from ._numbers import opset
 
 HELP = """\
@@ -35,10 +36,13 @@ def register(sub: Any) -> None:
         "package", help="build a wheel of operators with prebuilt kernels", epilog=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("ops", nargs="*", metavar="OP", help="operator folders (or names)")
+    p.add_argument("ops", nargs="*", metavar="OP", help="operator folders (or names; default: "
+                   "every operator of the operator project here)")
     p.add_argument("-o", "--out", default="dist", help="output folder (default ./dist)")
-    p.add_argument("--name", help="package name (required for several operators)")
-    p.add_argument("--version", default="0.1.0", help="package version (default 0.1.0)")
+    p.add_argument("--name", help="package name (required for several operators; default in "
+                   "an operator project: its pyproject.toml's)")
+    p.add_argument("--version", help="package version (default: the operator project's, else "
+                   "0.1.0)")
     p.add_argument("--platform", action="append", metavar="PLATFORM",
                    help="wheel platform, repeatable: manylinux2014_x86_64, "
                         "manylinux2014_aarch64, native (default: manylinux2014 of this "
@@ -46,9 +50,8 @@ def register(sub: Any) -> None:
     p.add_argument("--python", metavar="VERSIONS",
                    help="CPython versions, one wheel each, e.g. 3.10,3.11,3.12 (default: "
                         "this interpreter's)")
-    p.add_argument("--soc", action="append", metavar="SOC",
-                   help="CANN target, repeatable (SoC version or compute unit; "
-                        f"default {DEFAULT_SOCS[0]})")
+    add_soc_option(p, " (the CANN target; a compute unit, e.g. ascend910b, is taken too)",
+                   repeatable=True)
     p.add_argument("--cpu-baseline", metavar="ARCH",
                    help="-march of the kernels: x86-64, x86-64-v2 (default), x86-64-v3, "
                         "x86-64-v4, armv8-a; '' for the compiler default")
@@ -83,6 +86,23 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
+def _project_defaults(args: argparse.Namespace) -> tuple[list[str], str | None, str]:
+    """The operators, name and version to package: as given, else the operator project's
+    (the one the current directory is in, as ``opsdk new`` starts it)."""
+    from pathlib import Path
+
+    from .._workspace import find_project, project_operators_dir, project_table
+
+    project = find_project(Path.cwd())
+    meta = (project_table(project) or {}).get("project", {}) if project else {}
+    ops = list(args.ops)
+    if not ops and project is not None:
+        folder = project_operators_dir(project)
+        ops = [str(f) for f in sorted(folder.iterdir()) if (f / "spec.py").is_file()] \
+            if folder.is_dir() else []
+    return ops, args.name or meta.get("name"), args.version or meta.get("version") or "0.1.0"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..package import cmake_dir, package_operators
 
@@ -98,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
+    ops, name, version = _project_defaults(args)
     res = package_operators(
-        args.ops, args.out, name=args.name, version=args.version,
+        ops, args.out, name=name, version=version,
         platforms=args.platform, python=args.python, socs=args.soc or DEFAULT_SOCS,
         cpu_baseline=args.cpu_baseline, isa=_isa_levels(args.isa_variants),
         onnx=not args.no_onnx, cann=not args.no_cann, exclude_sources=args.exclude_sources,

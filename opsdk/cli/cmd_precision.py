@@ -17,13 +17,14 @@ from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
 from ..errors import SpecError
+from ._grammar import add_shape_option, add_soc_option, atc_shapes
 from ._numbers import count
 
 HELP = """\
 example:
-  opsdk precision det.onnx --precision-mode force_fp16 --input-shape "x:1,3,64,96" \\
-      --fix -o precision-out
-  opsdk atc det.onnx --soc-version Ascend310P3 --output det --precision-mode force_fp16 \\
+  opsdk precision det.onnx --soc Ascend310P3 --precision-mode force_fp16 \\
+      --shape x=1,3,64,96 --fix -o precision-out
+  opsdk atc det.onnx --soc Ascend310P3 --output det --precision-mode force_fp16 \\
       --keep-dtype precision-out/keep_dtype.cfg
 
 inputs are generated (seed 0: images in [-1, 1), token ids within their table) unless given
@@ -34,7 +35,7 @@ into -o DIR; an existing file with other content needs --force.
 
 
 def register(sub: Any) -> None:
-    from ..testing._standards import standard_name
+    from ..testing import standard_name
 
     p = sub.add_parser(
         "precision", help="emulate ATC's precision mode on a whole ONNX model (and fix it)",
@@ -43,8 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument("--precision-mode", required=True, choices=MODE_CHOICES, metavar="MODE",
                    help="a --precision_mode or --precision_mode_v2 value, e.g. force_fp16, "
                    "allow_fp32_to_fp16, allow_mix_precision")
-    p.add_argument("--soc-version", help="SoC whose built-in lists apply (default ascend310p; "
-                   "recorded: ascend310p, ascend910b)")
+    add_soc_option(p, "; its built-in lists apply (recorded: ascend310p, ascend910b)")
     p.add_argument("--overflow", choices=("inf-nan", "saturation"),
                    help="how a float16 overflow ends (default: the SoC's: saturation on "
                    "ascend310p, inf-nan on ascend910b)")
@@ -52,8 +52,7 @@ def register(sub: Any) -> None:
                    help="do not fold Conv+BatchNormalization first (ATC folds them)")
     p.add_argument("--keep-dtype", metavar="FILE", help="ATC --keep_dtype file to apply")
     p.add_argument("--modify-mixlist", metavar="FILE", help="ATC --modify_mixlist JSON to apply")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME:DIMS",
-                   help='input shapes, ATC syntax ("x:1,3,64,96;y:2"); repeatable')
+    add_shape_option(p, "fixed integer dims")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input's values (.npy); repeatable")
     p.add_argument("--standard", type=standard_name, default="cosine", metavar="NAME[:PARAM]",
@@ -83,8 +82,7 @@ def _files(pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend.model_precision import analyze_model_in_child, parse_input_shape
-    from ..ascend.model_precision._engine import stderr_progress
+    from ..ascend.model_precision import analyze_model_in_child, parse_input_shape, stderr_progress
     from ._io import check_output_dir
 
     if args.fix and args.no_attribution:
@@ -95,11 +93,10 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError(f"{args.model}: no such model file; pass the path of an .onnx file")
     out = check_output_dir(args.output, "-o") if args.output else None
     shapes: dict[str, tuple[int, ...]] = {}
-    for text in args.input_shape:
-        shapes.update(parse_input_shape(text))
+    shapes.update(parse_input_shape(atc_shapes(args.shape)))
     report = analyze_model_in_child(  # a crash of ONNX Runtime is an error, not our end
         args.model, args.precision_mode, keep_dtype=args.keep_dtype,
-        modify_mixlist=args.modify_mixlist, soc=args.soc_version, input_shape=shapes,
+        modify_mixlist=args.modify_mixlist, soc=args.soc, input_shape=shapes,
         input_files=_files(args.input), standard=args.standard,
         fix=args.fix_by if args.fix else None, output_dir=out, force=args.force,
         attribute=not args.no_attribution, overflow=args.overflow, fuse=not args.no_fusion,

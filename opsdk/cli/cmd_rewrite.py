@@ -28,6 +28,7 @@ import json
 import sys
 from typing import Any
 
+from ._grammar import add_shape_option
 from ._numbers import opset
 
 
@@ -51,9 +52,8 @@ def register(sub: Any) -> None:
                    help="fuse on the CPU even in the shape classes measured slower")
     p.add_argument("--no-measure", action="store_true",
                    help="cpu: decide per convolution only, without timing the whole model")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="cpu: the input shape to time the model on (repeatable; default: "
-                   "the first sizing of its dynamic dims that runs)")
+    add_shape_option(p, "cpu: the input shape to time the model on (default: the first "
+                     "sizing of its dynamic dims that runs)")
     p.add_argument("--probe-values", action="append", type=probe_value, default=[],
                    metavar="NAME=V", help="cpu: the value to fill a value input with when "
                    "timing (e.g. sr=16000; default: a constant the graph compares it with)")
@@ -140,9 +140,7 @@ def _onnx_opset() -> int:
 def _lower(source: Any, result: Any, args: argparse.Namespace) -> Any:
     """--opset: the rewritten model taken down, checked on the original's probe inputs when
     ONNX Runtime can run the original."""
-    from ..onnx import RewriteRecord, RewriteResult
-    from ..onnx._opset import lower_opset
-    from ..onnx._probe import probe_feeds, runnable_shapes
+    from ..onnx import RewriteRecord, RewriteResult, lower_opset, probe_feeds, runnable_shapes
 
     values = dict(args.probe_values)
     # comparable with ONNX Runtime alone only while the model holds no opsdk node
@@ -169,7 +167,7 @@ def _timer(source: Any, args: argparse.Namespace) -> Any:
     from ..onnx._probe import _inputs, probe_feeds, runnable_shapes
     from .cmd_export import parse_shapes
 
-    given = parse_shapes(args.input_shape, "--input-shape")
+    given = parse_shapes(args.shape, "--input-shape")
     inputs = [vi.name for vi in _inputs(source)]
     for name, dims in given.items():
         if name not in inputs:

@@ -19,12 +19,11 @@ from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
 from ..errors import OpsdkError
-from ..testing._devices import DEVICES
-from ..testing._methods import PARAMETRISED
-from ..testing._standards import STANDARDS, standard_name
+from ..testing import DEVICES, PARAMETRISED, STANDARDS, standard_name
 from . import _case_file_cmd as case_files
 from ._io import OneLineParser
 from ._numbers import seconds, seed
+from .errors import IsolationArgError
 
 _OPTIONS = ("device", "seed", "standard", "reference_device", "precision_mode", "keep_dtype",
             "modify_mixlist", "report", "timeout", "sanitize")
@@ -78,10 +77,6 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     case_files.add_options(p, default)
 
 
-class IsolationArgError(ValueError, OpsdkError):
-    """An option that needs a worker process was given with ``--no-isolate``."""
-
-
 def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
     """Refuse ``--sanitize`` and ``--timeout`` with ``--no-isolate``: both need the worker.
 
@@ -92,7 +87,7 @@ def check_isolation(no_isolate: bool, sanitize: Any, timeout: Any) -> None:
         >>> check_isolation(True, "address", None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        opsdk.cli.cmd_test.IsolationArgError: --sanitize address needs ... drop --no-isolate ...
+        opsdk.cli.errors.IsolationArgError: --sanitize address needs ... drop --no-isolate ...
     """
     if not no_isolate:
         return
@@ -148,8 +143,7 @@ def _listed(args: argparse.Namespace, name: str) -> list[str]:
 
 def _check_projects(spec: Any, projects: list[str]) -> None:
     """Each --cann-project must be a project of the operator under test."""
-    from ..ascend import CannArgError
-    from ..ascend.project._project import project_op_types
+    from ..ascend import CannArgError, project_op_types
 
     for folder in projects:
         types = project_op_types(folder)
@@ -214,7 +208,7 @@ def _target(info: Any, tmp: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from ..registry import find_operator
     from ..testing import Report
-    from ._io import OutputPathError
+    from .errors import OutputPathError
 
     report = _option(args, "report")
     if report:

@@ -9,7 +9,8 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import OpsdkError
+from ..errors import OpsdkError, SpecError
+from ._grammar import add_shape_option, named_shapes
 from ._numbers import count, count32, int_list, natural
 
 
@@ -45,8 +46,8 @@ def register(tsub: Any) -> None:
                    help="comma-separated client counts (default 1,2,4,8,16)")
     b.add_argument("--requests", type=count, default=200, help="timed requests per run")
     b.add_argument("--batch", type=count32, default=1, help="rows per request (batched models)")
-    b.add_argument("--shape", action="append", type=_shape, default=[], metavar="INPUT=D0,D1",
-                   help="an input's shape per request (for -1 dims; repeatable)")
+    add_shape_option(b, "integer sizes of one request (for -1 dims)", type=_shape,
+                     action="extend")
     b.add_argument("--input", action="append", type=_input_file, default=[],
                    metavar="INPUT=FILE",
                    help="send this as the input, the others random (repeatable): a .npy "
@@ -62,12 +63,13 @@ def register(tsub: Any) -> None:
     b.set_defaults(func=run_load_report)
 
 
-def _shape(text: str) -> tuple[str, tuple[int, ...]]:
-    name, sep, dims = text.partition("=")
-    if not sep or not name.strip():
+def _shape(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    try:
+        pairs = named_shapes([text])
+    except SpecError:
         raise argparse.ArgumentTypeError(
-            f"expected INPUT=D0,D1,... with integer sizes, got {text!r}")
-    return name.strip(), int_list(natural, "1,3,224,224")(dims)
+            f"expected INPUT=D0,D1,... with integer sizes, got {text!r}") from None
+    return [(name, int_list(natural, "1,3,224,224")(dims)) for name, dims in pairs]
 
 
 def _input_file(text: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from ._grammar import add_soc_option
 from ._numbers import size
 
 EPILOG = """\
@@ -30,8 +31,7 @@ def register(sub: Any) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("op", help="operator (MyOp, my_op, domain::MyOp or a folder)")
-    p.add_argument("--soc", default="Ascend910B3", help="SoC of the estimate (default "
-                   "Ascend910B3)")
+    add_soc_option(p, " (the SoC of the estimate)")
     p.add_argument("--sizes", nargs="+", type=size, default=None, metavar="N",
                    help="bucket ends in elements of the first input (default 4096 65536 "
                    "1048576; the last bucket covers every larger call)")

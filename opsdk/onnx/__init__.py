@@ -26,7 +26,15 @@ Example:
 
 from __future__ import annotations
 
-from ._constants import GraphConstants, constant_node_value, input_dims, remove_dead_constants
+from ._constants import (
+    GraphConstants,
+    constant_node_value,
+    dim_form,
+    input_dims,
+    remove_dead_constants,
+)
+from ._crash import Isolated, child_crashes, crash_note
+from ._dimprop import propagate_dims
 from ._export import DEFAULT_OPSET, add_node, export_model, insert_after, make_node, to_text
 from ._functions import (
     AttrRef,
@@ -37,9 +45,31 @@ from ._functions import (
     function_opset,
 )
 from ._isolated import IsolatedSession
-from ._model import ModelError, OutputExistsError, load_model, save_model
+from ._model import (
+    OutputExistsError,
+    attribute_value,
+    is_standard_domain,
+    iter_all_nodes,
+    iter_nested_nodes,
+    load_model,
+    node_label,
+    opset_version,
+    save_model,
+    tensor_data_problem,
+)
+from ._names import FreshNames, graph_names
+from ._ops import find_spec
 from ._opset import lower_opset
+from ._ort_child import OrtChild
 from ._pays import KEEP_BELOW, ModelTiming, time_models
+from ._probe import is_state_dim, probe_feeds, runnable_shapes, value_candidates
+from ._refusals import (
+    checker_refusal,
+    explained_refusal,
+    ort_copy,
+    ort_refusal,
+    repeated_node_names,
+)
 from ._rewrite import (
     FUSIONS,
     RewriteRecord,
@@ -50,7 +80,10 @@ from ._rewrite import (
     rewrite,
 )
 from ._schema import (
+    check_custom_node,
     check_model,
+    infer_shapes,
+    known_specs,
     make_schema,
     register_all,
     register_schema,
@@ -58,6 +91,8 @@ from ._schema import (
     unregister_schema,
 )
 from ._session import IOInfo, ReferenceKernel, Session, StepInfo
+from ._structure import scan_structure
+from .errors import ModelError, OrtChildCrash, OrtCrashFacts, ProbeTooBig
 from .like import like_onnx
 
 __all__ = [
@@ -71,6 +106,9 @@ __all__ = [
     "KEEP_BELOW",
     "ModelTiming",
     "ModelError",
+    "OrtChildCrash",
+    "OrtCrashFacts",
+    "ProbeTooBig",
     "OutputExistsError",
     "ReferenceKernel",
     "RewriteRecord",
@@ -104,4 +142,33 @@ __all__ = [
     "time_models",
     "to_text",
     "unregister_schema",
+    "dim_form",
+    "Isolated",
+    "child_crashes",
+    "crash_note",
+    "propagate_dims",
+    "attribute_value",
+    "is_standard_domain",
+    "iter_all_nodes",
+    "iter_nested_nodes",
+    "node_label",
+    "opset_version",
+    "tensor_data_problem",
+    "find_spec",
+    "OrtChild",
+    "is_state_dim",
+    "probe_feeds",
+    "runnable_shapes",
+    "value_candidates",
+    "check_custom_node",
+    "known_specs",
+    "scan_structure",
+    "FreshNames",
+    "graph_names",
+    "checker_refusal",
+    "explained_refusal",
+    "ort_copy",
+    "ort_refusal",
+    "repeated_node_names",
+    "infer_shapes",
 ]

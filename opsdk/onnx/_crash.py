@@ -187,7 +187,8 @@ def child_crashes(feeds: Mapping[str, np.ndarray], python: str | Path) -> Crashe
     """``crashes`` for :func:`isolate_crash`: the ONNX Runtime of ``python`` opens a copy and
     runs ``feeds`` (those the copy takes) in an :class:`~._ort_child.OrtChild`; a refusal
     or an error of ONNX Runtime is no crash."""
-    from ._ort_child import OrtChild, OrtChildCrash
+    from ._ort_child import OrtChild
+    from .errors import OrtChildCrash
 
     def crashes(model: ModelProto) -> bool:
         try:

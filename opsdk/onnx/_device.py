@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DeviceUnavailable
-from ..runtime._devices import register_device
-from ..runtime._load import load
+from ..runtime import load, register_device
 from ..spec import OpSpec
 
 __all__ = ["OnnxRuntimeDevice"]

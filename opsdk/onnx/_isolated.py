@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCrash, KernelError
-from ..runtime._procs import (
+from ..runtime import (
     Running,
     Worker,
     arm_worker,

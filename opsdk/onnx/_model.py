@@ -17,8 +17,8 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
 from .._written import OutputExistsError, check_output, write_output
 from ..dtypes import onnx_dtype_name, onnx_elem_type
-from ..errors import OpsdkError
 from ..spec import Dim, TensorType
+from .errors import ModelError
 
 __all__ = [
     "ModelError",
@@ -43,10 +43,6 @@ STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.trai
 _TWO_GB = 2**31
 
 
-class ModelError(ValueError, OpsdkError):
-    """An ONNX model cannot be read, or its graph is malformed."""
-
-
 def load_model(source: str | os.PathLike[str] | bytes | ModelProto, *,
                external_data: bool = True) -> ModelProto:
     """Read an ONNX model from a path, bytes or a ModelProto; raise ModelError if unreadable.
@@ -57,7 +53,7 @@ def load_model(source: str | os.PathLike[str] | bytes | ModelProto, *,
         >>> load_model("missing.onnx")
         Traceback (most recent call last):
         ...
-        opsdk.onnx._model.ModelError: missing.onnx: no such file; pass the path of an .onnx file
+        opsdk.onnx.errors.ModelError: missing.onnx: no such file; pass the path of an .onnx file
     """
     if isinstance(source, ModelProto):
         return source

@@ -46,7 +46,7 @@ def load_kernel(spec: OpSpec) -> Any:
     """The cpu executor of ``spec`` (built on first use), via :func:`opsdk.load`. A build
     (minutes on a busy host) says so on stderr, one line per step, so a Session or a
     Triton model that loads it is not silent meanwhile; a cached kernel prints nothing."""
-    from ..runtime._load import load
+    from ..runtime import load
 
     qualified = f"{spec.domain}::{spec.name}"
 

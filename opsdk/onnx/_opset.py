@@ -315,7 +315,8 @@ def _run_apart(model: ModelProto, feeds: Mapping[str, np.ndarray], which: str
     import sys
 
     from ._crash import crash_note
-    from ._ort_child import OrtChild, OrtChildCrash
+    from ._ort_child import OrtChild
+    from .errors import OrtChildCrash
 
     try:
         child = OrtChild(model, sys.executable)

@@ -27,8 +27,8 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..runtime._procs import signal_name
-from ._model import ModelError
+from ..runtime import signal_name
+from .errors import ModelError, OrtChildCrash
 
 __all__ = ["OrtChild", "OrtChildCrash"]
 
@@ -60,17 +60,6 @@ for line in sys.stdin:
         reply = {"error": str(e)}
     print(json.dumps(reply), flush=True)
 """
-
-
-class OrtChildCrash(ModelError):
-    """ONNX Runtime died in its child: ``signal`` (0 for an exit), ``version``, ``stage``
-    ("opening" or "running") and its ``last_words`` (the last line it printed)."""
-
-    def __init__(self, message: str, signal: int, version: str, stage: str,
-                 last_words: str) -> None:
-        super().__init__(message)
-        self.signal, self.version, self.stage, self.last_words = (signal, version, stage,
-                                                                  last_words)
 
 
 class OrtChild:

@@ -37,6 +37,7 @@ import onnx
 
 from ._constants import constant_node_value, input_dims
 from ._model import iter_all_nodes
+from .errors import ModelError, ProbeTooBig
 
 __all__ = ["value_candidates", "dim_roles", "is_state_dim", "probe_feeds", "runnable_shapes",
            "SIZES"]
@@ -149,10 +150,6 @@ PROBE_BYTES = 1 << 30
 """The most bytes one probe input may take: a larger one is :class:`ProbeTooBig`."""
 
 
-class ProbeTooBig(ValueError):
-    """A probe input would be too big to allocate (the model's fixed dims are huge)."""
-
-
 def _check_probe_size(name: str, shape: list[int], dtype: Any) -> None:
     nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
     if nbytes > PROBE_BYTES:
@@ -246,8 +243,8 @@ def runnable_shapes(
         {'images': (1, 3, 32, 32)}
     """
     from ._crash import crash_note
-    from ._model import ModelError
-    from ._ort_child import OrtChild, OrtChildCrash
+    from ._ort_child import OrtChild
+    from .errors import OrtChildCrash
 
     def crashed(e: OrtChildCrash, feeds: Mapping[str, np.ndarray] | None = None) -> None:
         if crashes is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._generated import BANNER
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
 from ..errors import BuildError, OpsdkError, SpecError
 from ..spec import OpSpec
 

@@ -18,7 +18,7 @@ from .._generated import BANNER
 from .._isa import isa_variants
 from .._prebuilt import CPU_LEVELS, FORMAT, source_hashes
 from .._written import check_output, write_output
-from ..ascend._op import DEFAULT_SOCS
+from ..ascend import DEFAULT_SOCS
 from ..errors import BuildError, SpecError
 from ._artefacts import Artefacts, generate_artefacts
 from ._project import (

@@ -23,15 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .._cross import CrossTarget
-from ..errors import BuildError
+from ..errors import SysrootError
 
 __all__ = ["SysrootError", "debian_sysroot", "debian_python_headers"]
 
 Progress = Callable[[str], None]
-
-
-class SysrootError(BuildError):
-    """The target's Debian packages cannot be had here."""
 
 
 def _fix_for(t: CrossTarget) -> str:

@@ -118,7 +118,7 @@ class Preprocess:
         ((31, 21), 3)
         >>> Preprocess("YUV420SP_U8", (37, 30), channels="RGB")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        opsdk.preprocess._pixels.PreprocessError: preprocess: field 'source_size' is [37, 30], ...
+        opsdk.errors.PreprocessError: preprocess: field 'source_size' is [37, 30], ...
     """
 
     format: str

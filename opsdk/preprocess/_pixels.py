@@ -14,14 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import PreprocessError
 
 __all__ = ["FORMATS", "COLOR_STANDARDS", "GRAY_ROW", "canonical_standard", "csc_coefficients",
            "decode", "raw_shape", "synthetic_image", "PreprocessError"]
-
-
-class PreprocessError(SpecError):
-    """A preprocessing declaration or image that cannot work; the message names the field."""
 
 
 #: Input format -> the channels of one decoded pixel, in memory order.

@@ -35,17 +35,28 @@ from typing import Any
 
 from ..ascend.precision import PRECISION_MODES, PRECISION_MODES_V2, PrecisionMode, kernel_dtypes
 from ._case_files import CaseFileError, FileCase, export_cases, import_cases, run_case_file
-from ._cases import OpCase, build_cases, case_seed, make_inputs
+from ._cases import OpCase, build_cases, case_seed, make_inputs, sample_cases
 from ._check import CheckReport, Sample, check
 from ._compare import Check, Comparison, Mismatch, compare
 from ._conformance import OnnxNodeCase, onnx_node_cases, run_onnx_case
 from ._cross import CrossValidation, validate_cross
 from ._devices import DEVICES, open_device
 from ._generate import DISTRIBUTIONS, edge_values, generate, inject_edges, non_contiguous
-from ._methods import Cosine, CrossDevice, Mixed, Quant, Requant, Ulp, ulp_distance, ulp_histogram
+from ._methods import (
+    PARAMETRISED,
+    Cosine,
+    CrossDevice,
+    Mixed,
+    Quant,
+    Requant,
+    Ulp,
+    ulp_distance,
+    ulp_histogram,
+)
 from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
 from ._report import Report
 from ._runner import CaseResult, reference_outputs, run_case
+from ._standard_base import tiny
 from ._standards import (
     DEFAULT_STANDARD,
     STANDARDS,
@@ -57,7 +68,9 @@ from ._standards import (
     Standard,
     Verdict,
     get_standard,
+    reads_reference,
     standard_for,
+    standard_name,
 )
 
 
@@ -84,6 +97,11 @@ def op_tests(
 
 
 __all__ = [
+    "PARAMETRISED",
+    "sample_cases",
+    "reads_reference",
+    "standard_name",
+    "tiny",
     "AllClose",
     "Cosine",
     "CrossDevice",

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._text import undecodable
 from ..dtypes import to_numpy
-from ..errors import OpsdkError, SpecError
+from ..errors import CaseFileError, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, build_cases
 from ._generate import DISTRIBUTIONS, default_range
@@ -58,10 +58,6 @@ _LAYOUTS = ("contiguous", "strided", "transposed")
 #: The value range ops-test-kit draws from when ``input_data_ranges`` gives none.
 TOOL_DEFAULT_RANGE = (-2.0, 2.0)
 _MARK = "opsdk:"
-
-
-class CaseFileError(ValueError, OpsdkError):
-    """A case file opsdk cannot read: names the file, row, case, field and the fix."""
 
 
 @dataclass(frozen=True)

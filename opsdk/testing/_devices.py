@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import native_order
 from ..errors import DeviceUnavailable
-from ..runtime._devices import open_registered
+from ..runtime import open_registered
 from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
@@ -37,7 +37,7 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         <opsdk.Operator com.opsdk::ThresholdedRelu (cpu)>
     """
     if device == "cpu":
-        from ..runtime._load import load
+        from ..runtime import load
 
         op = load(str(folder))
         if options.get("sanitize") or options.get("isolate") or options.get("timeout"):

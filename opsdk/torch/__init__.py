@@ -33,18 +33,19 @@ from typing import Any
 
 from ._autograd import gradient_source
 from ._check import GradcheckResult, OpcheckReport, gradcheck, opcheck
-from ._export_hint import OnnxExportHint
 from ._npu import npu_unavailable
 from ._onnx_export import export, onnx_translations
 from ._register import OPS, OperatorLeftOut, Registered, register, register_all, registered
 from ._replace import ReplaceReport, replace
 from ._schema import namespace, schema
+from .errors import OnnxExportHint, TorchCppUnavailable
 
 __all__ = [
     "ops", "load", "register", "register_all", "registered", "Registered", "schema",
     "namespace", "opcheck", "OpcheckReport", "gradcheck", "GradcheckResult",
     "gradient_source", "export",
-    "onnx_translations", "OnnxExportHint", "OperatorLeftOut", "replace", "ReplaceReport",
+    "onnx_translations", "OnnxExportHint", "OperatorLeftOut", "TorchCppUnavailable", "replace",
+    "ReplaceReport",
     "npu_unavailable",
 ]
 

@@ -56,7 +56,7 @@ def sample_inputs(spec: OpSpec, seed: int = 0) -> list[tuple[str, list[Any], dic
     """(case id, torch inputs, attributes): one sample per dtype combination of the spec."""
     import torch
 
-    from ..testing._cases import build_cases, make_inputs, sample_cases
+    from ..testing import build_cases, make_inputs, sample_cases
     from ._convert import from_numpy
 
     grad = gradient_source(spec) != "none"

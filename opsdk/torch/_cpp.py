@@ -39,6 +39,7 @@ from ..build import _check_writable, _write_record, cache_dir, cache_problem, fi
 from ..dtypes import DTYPES
 from ..errors import BuildError
 from ._schema import dtype_name
+from .errors import TorchCppUnavailable
 
 __all__ = ["TorchCppUnavailable", "extension", "unavailable", "binder", "build_extension"]
 
@@ -46,10 +47,6 @@ _SOURCE = Path(__file__).resolve().parent / "csrc" / "dispatch.cpp"
 _MODULE = "_opsdk_torch"
 #: opsdk::DType codes (custom_op.h): the dtype table is in the enum's order
 _DTYPE_CODES = {n: i for i, n in enumerate(DTYPES)}
-
-
-class TorchCppUnavailable(UserWarning):
-    """Calls through ``torch.ops`` take the Python CPU implementation; the text says why."""
 
 
 def _include_dirs() -> list[str]:

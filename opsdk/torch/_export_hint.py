@@ -27,6 +27,7 @@ from typing import Any
 
 from ..spec import OpSpec
 from ._schema import namespace, qualified_name
+from .errors import OnnxExportHint
 
 __all__ = ["OnnxExportHint", "hint_if_exporting"]
 
@@ -34,11 +35,6 @@ _EXPORTER = "torch.onnx._internal.exporter"
 _MAX_FRAMES = 400
 # per registry of an export (one per torch.onnx.export call): the ops already hinted
 _told: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-class OnnxExportHint(UserWarning):
-    """A dynamo ONNX export of a model with opsdk operators was started without their
-    translations."""
 
 
 def hint_if_exporting(spec: OpSpec) -> None:

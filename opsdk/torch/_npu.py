@@ -35,7 +35,7 @@ def register_npu(reg: Registered) -> bool:
         return False
     import torch_npu  # noqa: F401  (registers the npu device as PrivateUse1)
 
-    from ..runtime._load import load
+    from ..runtime import load
 
     executor = functools.cache(lambda: load(str(reg.info.folder), device="npu"))
 

@@ -169,14 +169,14 @@ def _attribute(a: onnx.AttributeProto, attrs: dict[str, Any]) -> Any:
 
 def function_ops(spec: OpSpec) -> list[str]:
     """The op types of ``spec``'s decomposition (built for ai.onnx opset 21)."""
-    from ..onnx._functions import build_function
+    from ..onnx import build_function
 
     return [n.op_type for n in build_function(spec, OPSET).node]
 
 
 def evaluate(spec: OpSpec, inputs: Sequence[Any], attrs: dict[str, Any]) -> list[Any]:
     """Run ``spec``'s decomposition on torch tensors; returns one tensor per output."""
-    from ..onnx._functions import build_function
+    from ..onnx import build_function
 
     func = build_function(spec, OPSET)
     resolved = spec.resolve_attrs(attrs)

@@ -30,6 +30,7 @@ from ._fake import make_fake
 from ._registered import REGISTERED as _REGISTERED
 from ._registered import Registered, registered
 from ._schema import namespace, qualified_name, schema
+from .errors import OperatorLeftOut
 
 __all__ = ["Registered", "register", "register_all", "registered", "OpsNamespace", "OPS",
            "OperatorLeftOut"]
@@ -47,7 +48,7 @@ def _cpu_impl(spec: OpSpec, kernel: Callable[[], Any]) -> Callable[..., Any]:
 
 
 def _define(info: OperatorInfo) -> Registered:
-    from ..runtime._load import load
+    from ..runtime import load
 
     spec = info.spec
     kernel = functools.cache(lambda: load(str(info.folder)))
@@ -102,10 +103,6 @@ def register(name: str | OperatorInfo) -> Registered:
 
 #: operators :func:`register_all` could not register, with the error (``MyOp: ...``)
 FAILED: dict[str, str] = {}
-
-
-class OperatorLeftOut(UserWarning):
-    """``import opsdk.torch`` left out operators torch cannot register (their reasons)."""
 
 
 def register_all(strict: bool = True) -> list[Registered]:

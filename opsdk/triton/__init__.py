@@ -22,11 +22,19 @@ from __future__ import annotations
 from ._check import NpuGeCheck, check_npu_ge_folder
 from ._ensemble import build_pipeline
 from ._env import ServeEnvironment, locate_serve_env, unsupported_platform
-from ._errors import ServeEnvMissing, TritonConfigError, TritonConfigWarning, TritonServerError
+from ._errors import (
+    ExpressionError,
+    OrtCrash,
+    PipelineError,
+    ServeEnvMissing,
+    TritonConfigError,
+    TritonConfigWarning,
+    TritonServerError,
+)
 from ._load import LoadTarget, format_load_report, load_report, plot_load_report, variant_server
 from ._onnx_io import GraphIO, TensorIO, read_graph_io
 from ._ort_check import OrtRun, ensure_ort_env, ort_python, run_like_npu_ge
-from ._pipeline import Pipeline, PipelineError, PipeTensor, Step, load_pipeline, pipeline_from_dict
+from ._pipeline import Pipeline, PipeTensor, Step, load_pipeline, pipeline_from_dict
 from ._repository import TARGETS, RepositoryOptions, build_repository, render_model
 from ._run import PipelineRun, run_pipeline
 from ._server import TritonServer, free_port
@@ -43,6 +51,8 @@ __all__ = [
     "PipelineRun",
     "Pipeline",
     "PipelineError",
+    "OrtCrash",
+    "ExpressionError",
     "RepositoryOptions",
     "ServeEnvMissing",
     "ServeEnvironment",

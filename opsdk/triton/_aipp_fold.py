@@ -126,7 +126,7 @@ def fold_aipp(pipe: Any, plans: list[Any], note: Any) -> tuple[list[Any], dict[s
     """Drop each preprocess step that can fold into the npu_ge model it feeds; rewire that
     model's input to the step's image. Returns the plans left and, per model step, its AIPP
     (``path`` left empty: the writer fills it in)."""
-    from ..ascend._op import DEFAULT_SOCS
+    from ..ascend import DEFAULT_SOCS
     from ._errors import TritonConfigError
     from ._pipeline import PlannedTensor
 

@@ -31,11 +31,16 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
+from ..onnx import (
+    ModelError,
+    OrtChild,
+    OrtChildCrash,
+    is_state_dim,
+    probe_feeds,
+    propagate_dims,
+    value_candidates,
+)
 from ..onnx._dimexpr import Dim
-from ..onnx._dimprop import propagate_dims
-from ..onnx._model import ModelError
-from ..onnx._ort_child import OrtChild, OrtChildCrash
-from ..onnx._probe import is_state_dim, probe_feeds, value_candidates
 from . import _npu_ge_expr as expr
 from ._errors import TritonConfigError
 from ._ort_check import OrtCrash as _OrtCrash
@@ -603,7 +608,7 @@ def run_error(label: str, model: ModelProto, probe: Probe, values: Mapping[str, 
 class _ChildRunner:
     """The session in a child: ``shapes(probe, seed)`` as the in-process runner has it.
 
-    A crash is :class:`~opsdk.triton._ort_check.OrtCrash`, on that call and every later one
+    A crash is :class:`~opsdk.triton.OrtCrash`, on that call and every later one
     (no second child)."""
 
     def __init__(self, model: ModelProto, label: str,

@@ -31,12 +31,9 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..ascend._op import default_origin_op_type
+from ..ascend import default_origin_op_type
 from ..ascend.versions import CannVersion
-from ..onnx._functions import attach_function
-from ..onnx._model import iter_all_nodes, opset_version
-from ..onnx._names import FreshNames
-from ..onnx._ops import find_spec
+from ..onnx import FreshNames, attach_function, find_spec, iter_all_nodes, opset_version
 from ..spec import OpSpec
 from . import _npu_ge as ge
 from ._ascend_dims import name_dims

@@ -32,12 +32,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..ascend._op import default_origin_op_type
-from ..ascend.atc._atc import project_plugin_keys
+from ..ascend import default_origin_op_type, project_plugin_keys
 from ..ascend.atc.rules import model_problems
 from ..ascend.versions import resolve_cann
-from ..onnx._model import iter_all_nodes
-from ..onnx._probe import probe_feeds
+from ..onnx import iter_all_nodes, probe_feeds
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
@@ -216,7 +214,7 @@ def child_died(path: Path, code: int, said: str, stage: str = "") -> str:
     without either (the caller may isolate the node)."""
     from importlib.metadata import version
 
-    from ..runtime._procs import kernel_last_words, signal_name
+    from ..runtime import kernel_last_words, signal_name
 
     how = (f"crashed with {signal_name(-code)} (signal {-code})" if code < 0
            else f"ended with exit status {code}")
@@ -238,7 +236,7 @@ def child_died(path: Path, code: int, said: str, stage: str = "") -> str:
 def _child_crash(path: Path, code: int, said: str, feeds: Mapping[str, np.ndarray] | None,
                  ) -> str:
     """The finding of a check child that died: the kernel that did it, else the node."""
-    from ..runtime._procs import kernel_last_words
+    from ..runtime import kernel_last_words
 
     head = child_died(path, code, said)
     if code >= 0 or kernel_last_words(said) is not None:
@@ -287,7 +285,7 @@ def _work_around(report: NpuGeCheck, path: Path, model: onnx.ModelProto,
                  feeds: Mapping[str, np.ndarray], python: str | None,
                  crash: OrtCrash) -> onnx.ModelProto | None:
     """The crash as a problem; the copy to judge on when a change of one node avoids it."""
-    from ..runtime._procs import signal_name
+    from ..runtime import signal_name
     from ._crash import isolate_crash
     from ._ort_check import ort_python
 

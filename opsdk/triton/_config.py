@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
 from .._generated import environment
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, TensorIO
+from ._options import RepositoryOptions
 from ._warmup import warmup_requests
-
-if TYPE_CHECKING:
-    from ._repository import RepositoryOptions
 
 __all__ = ["BANNER", "AUTO_MAX_BATCH", "template_env", "tensors", "batch_size", "base_context"]
 

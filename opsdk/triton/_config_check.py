@@ -2,8 +2,11 @@
 
 Triton's ONNX backends compare a model's inputs and outputs with the config at load time
 and refuse the model on a contradiction; ``opsdk triton check`` reports the same before a
-host loads the folder. The config is read with the fields Triton's ``ModelConfig`` gives
-them (model_config.proto), other fields are skipped.
+host loads the folder. The config is read with tritonclient's ``ModelConfig`` when it is
+installed (the serve extra), else with a stand-in of the same field names, numbers and
+types (:data:`_SCHEMA`): the I/O, ``platform``/``backend``, ``parameters``,
+``ensemble_scheduling`` and ``model_warmup`` in full, the other messages skipped. So
+``opsdk triton check`` and ``opsdk triton pipeline`` work from the base install.
 """
 
 from __future__ import annotations
@@ -24,12 +27,52 @@ _DATA_TYPES = ("TYPE_INVALID", "TYPE_BOOL", "TYPE_UINT8", "TYPE_UINT16", "TYPE_U
 _CONFIG_LIMIT = 1 << 20
 
 
-#: ModelConfig's message-valued fields (model_config.proto numbers), read as opaque here.
-_OPAQUE_FIELDS = {"version_policy": 3, "instance_group": 7, "dynamic_batching": 11,
-                  "optimization": 12, "sequence_batching": 13, "parameters": 14,
-                  "ensemble_scheduling": 15, "model_warmup": 16, "model_operations": 18,
-                  "model_transaction_policy": 19, "batch_input": 20, "batch_output": 21,
-                  "model_repository_agents": 23, "response_cache": 24}
+#: The subset of model_config.proto (Triton 2.x, the numbers of tritonclient's
+#: model_config_pb2) this check reads without tritonclient: message -> fields, each
+#: (name, number, type, repeated). A type is a scalar name, ``DataType``, a message of this
+#: table, ``Opaque`` (a message whose fields are skipped) or ``map<K,V>``. Fields opsdk
+#: writes with list syntax (``step [ {...} ]``) have their real messages: text format can
+#: skip an unknown field only in its ``{...}`` form.
+_SCHEMA: dict[str, tuple[tuple[str, int, str, bool], ...]] = {
+    "ModelTensorReshape": (("shape", 1, "int64", True),),
+    "ModelInput": (("name", 1, "string", False), ("data_type", 2, "DataType", False),
+                   ("dims", 4, "int64", True), ("reshape", 5, "ModelTensorReshape", False)),
+    "ModelOutput": (("name", 1, "string", False), ("data_type", 2, "DataType", False),
+                    ("dims", 3, "int64", True), ("reshape", 5, "ModelTensorReshape", False)),
+    "ModelParameter": (("string_value", 1, "string", False),),
+    "ModelEnsembling": (("step", 1, "ModelEnsembling.Step", True),
+                        ("max_inflight_requests", 2, "uint32", False)),
+    "ModelEnsembling.Step": (("model_name", 1, "string", False),
+                             ("model_version", 2, "int64", False),
+                             ("input_map", 3, "map<string,string>", True),
+                             ("output_map", 4, "map<string,string>", True),
+                             ("model_namespace", 5, "string", False)),
+    "ModelWarmup": (("name", 1, "string", False), ("batch_size", 2, "uint32", False),
+                    ("inputs", 3, "map<string,ModelWarmup.Input>", True),
+                    ("count", 4, "uint32", False)),
+    "ModelWarmup.Input": (("data_type", 1, "DataType", False), ("dims", 2, "int64", True),
+                          ("zero_data", 3, "bool", False), ("random_data", 4, "bool", False),
+                          ("input_data_file", 5, "string", False)),
+    "Opaque": (),
+    "ModelConfig": (
+        ("name", 1, "string", False), ("platform", 2, "string", False),
+        ("backend", 17, "string", False), ("runtime", 25, "string", False),
+        ("version_policy", 3, "Opaque", False), ("max_batch_size", 4, "int32", False),
+        ("input", 5, "ModelInput", True), ("output", 6, "ModelOutput", True),
+        ("batch_input", 20, "Opaque", True), ("batch_output", 21, "Opaque", True),
+        ("optimization", 12, "Opaque", False), ("dynamic_batching", 11, "Opaque", False),
+        ("sequence_batching", 13, "Opaque", False),
+        ("ensemble_scheduling", 15, "ModelEnsembling", False),
+        ("instance_group", 7, "Opaque", True), ("default_model_filename", 8, "string", False),
+        ("cc_model_filenames", 9, "map<string,string>", True),
+        ("metric_tags", 10, "map<string,string>", True),
+        ("parameters", 14, "map<string,ModelParameter>", True),
+        ("model_warmup", 16, "ModelWarmup", True), ("model_operations", 18, "Opaque", False),
+        ("model_transaction_policy", 19, "Opaque", False),
+        ("model_repository_agents", 23, "Opaque", False),
+        ("response_cache", 24, "Opaque", False), ("model_metrics", 26, "Opaque", False)),
+}
+_PACKAGE = "opsdk_triton_subset"
 
 
 @lru_cache(maxsize=1)
@@ -44,42 +87,51 @@ def _config_class() -> Any:
         return _subset_class()
 
 
+def _add_field(msg: Any, path: str, field: tuple[str, int, str, bool]) -> None:
+    """One field of :data:`_SCHEMA` into ``msg`` (the DescriptorProto of message ``path``);
+    a map gets its entry message nested in ``msg``, as protoc makes it."""
+    from google.protobuf import descriptor_pb2
+
+    name, number, kind, repeated = field
+    t = descriptor_pb2.FieldDescriptorProto
+    label = t.LABEL_REPEATED if repeated else t.LABEL_OPTIONAL
+    if kind.startswith("map<"):
+        key, value = kind[4:-1].split(",")
+        entry = msg.nested_type.add(name="".join(w.title() for w in name.split("_")) + "Entry")
+        entry.options.map_entry = True
+        for entry_field in (("key", 1, key, False), ("value", 2, value, False)):
+            _add_field(entry, f"{path}.{entry.name}", entry_field)
+        kind = f"{path}.{entry.name}"
+    if kind.islower():
+        msg.field.add(name=name, number=number, label=label,
+                      type=getattr(t, f"TYPE_{kind.upper()}"))
+    else:
+        msg.field.add(name=name, number=number, label=label,
+                      type=t.TYPE_ENUM if kind == "DataType" else t.TYPE_MESSAGE,
+                      type_name=f".{_PACKAGE}.{kind}")
+
+
 def _subset_class() -> Any:
+    """The ModelConfig message of :data:`_SCHEMA`, built without tritonclient."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     f = descriptor_pb2.FileDescriptorProto(name="opsdk_model_config_subset.proto",
-                                           package="opsdk_triton_subset", syntax="proto3")
+                                           package=_PACKAGE, syntax="proto3")
     enum = f.enum_type.add(name="DataType")
     for n, name in enumerate(_DATA_TYPES):
         enum.value.add(name=name, number=n)
-    lbl, rep = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL, \
-        descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-    t = descriptor_pb2.FieldDescriptorProto
-    reshape = f.message_type.add(name="Reshape")
-    reshape.field.add(name="shape", number=1, type=t.TYPE_INT64, label=rep)
-    for msg_name, dims_no in (("ModelInput", 4), ("ModelOutput", 3)):
-        m = f.message_type.add(name=msg_name)
-        m.field.add(name="name", number=1, type=t.TYPE_STRING, label=lbl)
-        m.field.add(name="data_type", number=2, type=t.TYPE_ENUM, label=lbl,
-                    type_name=".opsdk_triton_subset.DataType")
-        m.field.add(name="dims", number=dims_no, type=t.TYPE_INT64, label=rep)
-        m.field.add(name="reshape", number=5, type=t.TYPE_MESSAGE, label=lbl,
-                    type_name=".opsdk_triton_subset.Reshape")
-    f.message_type.add(name="Opaque")
-    cfg = f.message_type.add(name="ModelConfig")
-    for name, number in _OPAQUE_FIELDS.items():
-        cfg.field.add(name=name, number=number, type=t.TYPE_MESSAGE, label=rep,
-                      type_name=".opsdk_triton_subset.Opaque")
-    cfg.field.add(name="name", number=1, type=t.TYPE_STRING, label=lbl)
-    cfg.field.add(name="max_batch_size", number=4, type=t.TYPE_INT32, label=lbl)
-    cfg.field.add(name="input", number=5, type=t.TYPE_MESSAGE, label=rep,
-                  type_name=".opsdk_triton_subset.ModelInput")
-    cfg.field.add(name="output", number=6, type=t.TYPE_MESSAGE, label=rep,
-                  type_name=".opsdk_triton_subset.ModelOutput")
+    protos: dict[str, Any] = {}
+    for path in _SCHEMA:  # outer messages are listed before the ones nested in them
+        outer, _, inner = path.rpartition(".")
+        protos[path] = (protos[outer].nested_type.add(name=inner) if outer
+                        else f.message_type.add(name=path))
+    for path, fields in _SCHEMA.items():
+        for field in fields:
+            _add_field(protos[path], path, field)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(
-        "opsdk_triton_subset.ModelConfig"))
+        f"{_PACKAGE}.ModelConfig"))
 
 
 def parse_config(path: Path) -> Any:

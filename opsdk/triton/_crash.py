@@ -19,8 +19,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..onnx import _crash
-from ..onnx._crash import Isolated
+from ..onnx import Isolated, _crash
 from ._errors import TritonConfigError
 from ._ort_check import OrtCrash, run_ort_child
 

@@ -34,16 +34,13 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ..onnx._dimexpr import Dim, Floor
+from ._errors import ExpressionError
 
 __all__ = ["render", "evaluate", "check", "variables", "ExpressionError"]
 
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ALLOWED = re.compile(r"^[A-Za-z0-9_+\-*/() ]+$")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
-
-class ExpressionError(ValueError):
-    """npu_ge cannot evaluate this name (the message says why)."""
 
 
 # ------------------------------------------------------------------------ writing
@@ -192,7 +189,7 @@ def check(name: str, input_dims: Iterable[str]) -> None:
         >>> check("h+x_h", ["h", "x_h"])
         Traceback (most recent call last):
         ...
-        opsdk.triton._npu_ge_expr.ExpressionError: npu_ge replaces 'h' inside 'x_h' too (it \
+        opsdk.triton._errors.ExpressionError: npu_ge replaces 'h' inside 'x_h' too (it \
 stops a name only at letters and digits); rename one of these input dims
     """
     known = set(input_dims)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DeviceUnavailable
 from . import _npu_ge as ge
-from ._errors import TritonConfigError
+from ._errors import OrtCrash, TritonConfigError
 
 __all__ = ["OrtCrash", "OrtRun", "ort_env_dir", "ort_python", "ensure_ort_env",
            "run_like_npu_ge", "run_ort_child"]
@@ -46,17 +46,6 @@ io = lambda vs: [[v.name, v.type, [d if isinstance(d, int) else str(d) for d in 
 print(json.dumps({"version": ort.__version__, "inputs": io(sess.get_inputs()),
                   "outputs": io(sess.get_outputs())}))
 """
-
-
-class OrtCrash(TritonConfigError):
-    """ONNX Runtime died in its child process (a signal): ``signal``, ``version`` (of the
-    runtime that crashed), ``stage`` ("opening" or "running") and its ``last_words``."""
-
-    def __init__(self, message: str, signal: int, version: str, stage: str,
-                 last_words: str) -> None:
-        super().__init__(message)
-        self.signal, self.version, self.stage, self.last_words = (signal, version, stage,
-                                                                  last_words)
 
 
 @dataclass(frozen=True)
@@ -193,7 +182,7 @@ def run_ort_child(python: str | Path, model: str | Path,
 
 
 def _crash(sig: int, out: list[str], err: list[str], model: str | Path) -> OrtCrash:
-    from ..runtime._procs import signal_name
+    from ..runtime import signal_name
 
     version = next((ln.split()[1] for ln in out if ln.startswith("opsdk-ort-version ")), "?")
     stage = "running" if "opsdk-ort-opened" in out else "opening"

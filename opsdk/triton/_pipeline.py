@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .._text import read_text
-from ._errors import TritonConfigError
+from ._errors import PipelineError
 
 __all__ = ["PipelineError", "PipeTensor", "Step", "Pipeline", "load_pipeline",
            "pipeline_from_dict", "TRITON_OF_DTYPE"]
@@ -63,10 +63,6 @@ _SERVING_KEYS = {"max_batch_size", "dynamic_batching", "instances"}
 _TARGETS = ("cpu", "ascend")
 _STEP_KEYS = {"name", *KINDS, "inputs", "outputs", "shapes", "dtype", "attrs", "files",
               "soc", *_SERVING_KEYS, *_TARGETS}
-
-
-class PipelineError(TritonConfigError):
-    """A pipeline description that cannot become an ensemble (names the place and the fix)."""
 
 
 @dataclass(frozen=True)
@@ -318,7 +314,7 @@ def pipeline_from_dict(data: Mapping[str, Any], base_dir: str | Path = ".",
         >>> pipeline_from_dict({"name": "p", "inputs": {}, "steps": []})
         Traceback (most recent call last):
         ...
-        opsdk.triton._pipeline.PipelineError: pipeline 'p' (pipeline): no steps; ...
+        opsdk.triton._errors.PipelineError: pipeline 'p' (pipeline): no steps; ...
     """
     base = Path(base_dir)
     where = f"{source}"

@@ -7,7 +7,6 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
@@ -23,98 +22,17 @@ from .._written import (
     write_file,
     write_record,
 )
-from ..onnx._model import tensor_data_problem
+from ..onnx import tensor_data_problem
 from . import _target_ascend, _target_cpu
-from ._aipp_fold import AippInput
 from ._config import AUTO_MAX_BATCH, BANNER
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
+from ._options import TARGETS, RepositoryOptions
 
 __all__ = ["RepositoryOptions", "build_repository", "render_model", "BANNER", "TARGETS",
            "AUTO_MAX_BATCH"]
 
-TARGETS = ("cpu", "ascend")
 _TARGET_MODULES: dict[str, ModuleType] = {"cpu": _target_cpu, "ascend": _target_ascend}
-_NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
-
-
-#: What Triton's ModelConfig stores them in (model_config.proto): max_batch_size, instance
-#: count and preferred_batch_size are int32, max_queue_delay_microseconds is uint64; a larger
-#: value is one the server cannot parse, so it is refused here, at build time.
-_INT32_MAX = 2**31 - 1
-_UINT64_MAX = 2**64 - 1
-
-
-def _in_range(name: str, value: int | None, low: int, high: int) -> None:
-    if value is not None and not low <= value <= high:
-        kind = "an int32" if high == _INT32_MAX else "a uint64"
-        raise TritonConfigError(
-            f"{name} {value} must be {low} to {high} (Triton stores it as {kind}; the server "
-            "would not parse the config)"
-        )
-
-
-@dataclass(frozen=True)
-class RepositoryOptions:
-    """How to serve one model. ``max_batch_size=None`` picks 32 when the model is batchable.
-
-    The ascend-only fields are the npu_ge model parameters of the same names (see
-    docs/serving.md); ``session_options`` are GE session options without the ``session.``
-    prefix; ``shape_gears`` give one value per variable input dim each; ``cann`` is a CANN
-    release (or ``auto``: the installed toolkit's, else the default) whose GE parser rules
-    the model file must follow; ``output_dims`` give an output's dims as npu_ge expressions
-    of the input dim names where the graph does not determine them, ``probe_dims``
-    input dim sizes the model accepts, to check the output dim names on, and
-    ``probe_values`` a value for each value input on those runs (default: the constant the
-    graph compares the input with, else 0).
-    """
-
-    name: str
-    target: str = "cpu"
-    max_batch_size: int | None = None
-    dynamic_batching: bool = True
-    preferred_batch_sizes: tuple[int, ...] = ()
-    max_queue_delay_us: int = 100
-    instances: int = 1
-    warmup: bool = False
-    operators_path: tuple[str, ...] | None = None  # None: folders of the model's custom ops
-    device_ids: str = "0"  # ascend: NPU ids for npu_ge's device_ids parameter
-    static_model: bool = False  # ascend: npu_ge static graph (fixed shapes)
-    threads: int = 1  # cpu: threads per model instance (ONNX Runtime parts and opsdk kernels)
-    extra_parameters: tuple[tuple[str, str], ...] = field(default=())
-    cann: str = "auto"  # ascend
-    device_exec_blocks: int | None = None  # ascend: graphs per device
-    instance_exec_blocks: int | None = None  # ascend: graphs per instance_group count
-    session_options: tuple[tuple[str, str], ...] = ()  # ascend
-    shape_gears: tuple[tuple[int, ...], ...] = ()  # ascend
-    dump_graph: bool = False  # ascend
-    profiling: str | None = None  # ascend: "true" or "dynamic"
-    dump_data: bool = False  # ascend
-    op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
-    output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
-    probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
-    probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
-    buffer_optimize: str | None = None  # ascend: GE's ge.bufferOptimize (session option)
-    static_memory_policy: int | None = None  # ascend: GE's ge.exec.staticMemoryPolicy
-    aipp: AippInput | None = None  # ascend: a preprocess declaration folded in as AIPP
-
-    def check(self) -> None:
-        """Raise :class:`TritonConfigError` for an option that cannot work."""
-        if not self.name or not set(self.name) <= _NAME_OK or self.name.startswith("."):
-            raise TritonConfigError(
-                f"model name {self.name!r} must be non-empty, not start with '.' and use only "
-                "letters, digits, '_', '-' and '.' (it becomes a folder and a URL path); "
-                "pass e.g. --name my_model"
-            )
-        if self.target not in TARGETS:
-            raise TritonConfigError(f"target {self.target!r} is not one of {', '.join(TARGETS)}")
-        _in_range("max_batch_size", self.max_batch_size, 0, _INT32_MAX)
-        _in_range("instances", self.instances, 1, _INT32_MAX)
-        _in_range("threads", self.threads, 1, _INT32_MAX)
-        _in_range("max_queue_delay_us", self.max_queue_delay_us, 0, _UINT64_MAX)
-        for size in self.preferred_batch_sizes:
-            _in_range("preferred batch size", size, 1, _INT32_MAX)
-        _TARGET_MODULES[self.target].check(self)
 
 
 def render_model(

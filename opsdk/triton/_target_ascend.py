@@ -6,28 +6,25 @@ Every check here mirrors what the backend's source does with a config (see
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from onnx import ModelProto
 
-from ..ascend._op import default_origin_op_type
-from ..ascend.atc._atc import project_plugin_keys
-from ..ascend.atc._memory import (
+from ..ascend import (
     GE_BUFFER_OPTIMIZE,
     GE_STATIC_MEMORY_POLICY,
     MemoryOptions,
-    check_memory_options,
+    default_origin_op_type,
     memory_findings,
+    project_plugin_keys,
 )
 from ..ascend.atc.rules import model_problems
 from ..ascend.socs import CannArgError
 from ..ascend.versions import resolve_cann
-from ..onnx._ops import find_spec
+from ..onnx import find_spec
 from . import _npu_ge as ge
 from ._aipp_fold import AIPP_FILE, DECLARATION_FILE, insert_op_cfg, served_io
 from ._ascend_dims import output_dim_names
@@ -35,65 +32,15 @@ from ._ascend_model import DimOptions, custom_specs, prepare_ascend_model
 from ._config import base_context, batch_size, template_env, warmup_context
 from ._errors import TritonConfigError, TritonConfigWarning
 from ._onnx_io import GraphIO, TensorIO
-
-if TYPE_CHECKING:
-    from ._repository import RepositoryOptions
+from ._options import RepositoryOptions
 
 __all__ = [
-    "DOC", "check", "resolve", "render", "model_file", "check_folder", "copies",
+    "DOC", "resolve", "render", "model_file", "check_folder", "copies",
     "default_preferred", "shape_gear_parameters",
 ]
 
 DOC = f"ascend (Triton GE backend {ge.BACKEND}, loaded from {ge.LIBRARY})"
-_DEVICE_IDS = re.compile(r"^\d+(,\d+)*$")
 MODEL_FILE = "1/model.onnx"
-
-
-def check(opts: RepositoryOptions) -> None:
-    """Options that cannot work with npu_ge, whatever the model."""
-    ids = opts.device_ids
-    if not _DEVICE_IDS.match(ids) or len(set(ids.split(","))) != len(ids.split(",")):
-        raise TritonConfigError(
-            f"device_ids {ids!r} is not a list of distinct NPU ids: npu_ge splits it at ',' "
-            "and reads each part as an integer; write e.g. --device-ids 0 or --device-ids 2,3 "
-            "(npu-smi info lists the ids)"
-        )
-    for name in ("device_exec_blocks", "instance_exec_blocks"):
-        value = getattr(opts, name)
-        if value is not None and value < 1:
-            raise TritonConfigError(f"{name} {value} must be >= 1 (or left unset)")
-    if opts.profiling is not None and opts.profiling not in ge.PROFILING_VALUES:
-        raise TritonConfigError(
-            f"profiling {opts.profiling!r}: npu_ge switches profiling on only for "
-            f"{' or '.join(ge.PROFILING_VALUES)}; pass one of those"
-        )
-    for key, _ in opts.session_options:
-        if not key or "=" in key or key.startswith("session."):
-            raise TritonConfigError(
-                f"session option {key!r}: give the GE option name without the 'session.' "
-                "prefix, e.g. --session-option ge.exec.precision_mode_v2=fp16"
-            )
-    try:
-        check_memory_options(opts.buffer_optimize, opts.static_memory_policy)
-    except ValueError as e:
-        raise TritonConfigError(str(e)) from None
-    _check_extra(opts.extra_parameters)
-
-
-def _check_extra(params: tuple[tuple[str, str], ...]) -> None:
-    for key, value in params:
-        if key.startswith(ge.DEAD_PREFIXES):
-            raise TritonConfigError(
-                f"parameter {key!r} does nothing as a model parameter: npu_ge reads ge.* options "
-                f"only from the server command line; pass --backend-config={ge.BACKEND},"
-                f"{key.removeprefix('global.')}={value} to tritonserver (or set "
-                "GE_NPU_CONFIG), or use session.<option> / graph.<option> for this model"
-            )
-        if key not in ge.MODEL_PARAMETERS and not key.startswith(ge.OPTION_PREFIXES):
-            raise TritonConfigError(
-                f"parameter {key!r} is not read by npu_ge; it reads "
-                f"{', '.join(ge.MODEL_PARAMETERS)} and session.<GE option> / graph.<GE option>"
-            )
 
 
 def resolve(io: GraphIO, opts: RepositoryOptions,

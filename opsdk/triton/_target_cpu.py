@@ -5,38 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from onnx import ModelProto
 
 from ._config import base_context, template_env
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO
+from ._options import RepositoryOptions
 
-if TYPE_CHECKING:
-    from ._repository import RepositoryOptions
-
-__all__ = ["DOC", "OPERATORS_DIR", "check", "render", "resolve", "model_file", "check_folder",
+__all__ = ["DOC", "OPERATORS_DIR", "render", "resolve", "model_file", "check_folder",
            "copies"]
 
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
-_ASCEND_ONLY = ("static_model", "device_exec_blocks", "instance_exec_blocks", "session_options",
-                "shape_gears", "dump_graph", "profiling", "dump_data", "op_projects",
-                "output_dims", "probe_dims", "probe_values", "buffer_optimize")
-
-
-def check(opts: RepositoryOptions) -> None:
-    """Refuse npu_ge options for the cpu target."""
-    for name in _ASCEND_ONLY:
-        if getattr(opts, name):
-            raise TritonConfigError(
-                f"{name} is an npu_ge option: use it with --target ascend"
-            )
-    if opts.device_ids != "0":
-        raise TritonConfigError("device_ids is an npu_ge option: use it with --target ascend")
-    if opts.static_memory_policy is not None:
-        raise TritonConfigError(
-            "static_memory_policy is an npu_ge option: use it with --target ascend")
 
 
 def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:

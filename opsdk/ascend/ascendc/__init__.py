@@ -12,9 +12,11 @@ Example:
     (1, {'n': 6})
 """
 
+from ._estimate import reference_problem
 from ._gen import AicoreKernel, GenerateRefused, generate
-from ._kernels import aicore_kernel, tiling_header
+from ._kernels import aicore_kernel, tiling_header, write_kernel_files
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 
-__all__ = ["AicoreKernel", "GenerateRefused", "generate", "aicore_kernel", "tiling_header",
+__all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
+           "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate"]

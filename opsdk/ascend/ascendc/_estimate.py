@@ -160,9 +160,7 @@ def reference_problem(spec: Any, inputs: list[Any], attrs: Mapping[str, Any],
         ''
     """
     from ...dtypes import dtype_name
-    from ...testing import compare
-    from ...testing._runner import reference_outputs
-    from ...testing._standards import standard_for
+    from ...testing import compare, reference_outputs, standard_for
 
     expected = reference_outputs(spec, inputs, spec.resolve_attrs(dict(attrs)))
     for out, got, want in zip(spec.outputs, outputs, expected, strict=False):

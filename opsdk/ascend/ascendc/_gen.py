@@ -31,6 +31,7 @@ from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 from ...errors import SpecError
 from ...spec import Input, OpSpec, Output
 from ..aicore_apis import UB_RESERVED
+from ..errors import GenerateRefused
 from ..spellings import ASCENDC_TYPES as _CPP_TYPES
 from ._tiling import Tiling, TilingField
 
@@ -48,10 +49,6 @@ OPSET = 21
 
 def _io(spec: OpSpec) -> list[Input | Output]:
     return [*spec.inputs, *spec.outputs]
-
-
-class GenerateRefused(SpecError):
-    """The decomposition is outside what the generator handles; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ the toolkit's simulator (camodel), launched through ACL with ``ACLRT_LAUNCH_KERN
 
 Both drivers run with the library folders the toolkit's kernel-launch samples put on
 ``LD_LIBRARY_PATH`` (:func:`toolkit_env`); the SoC is ``$OPSDK_ASCEND_SOC`` (default
-``Ascend910B1``).
+``Ascend910B3``, the one default SoC of :mod:`opsdk.ascend.socs`).
 
 Without a toolkit every call raises :class:`~opsdk.errors.DeviceUnavailable` with the reason
 and the tests skip. Neither has been run here: this project has no CANN toolkit.
@@ -41,6 +41,7 @@ import numpy as np
 from ...build import cache_dir, file_lock
 from ...errors import BuildError, DeviceUnavailable, KernelError
 from ...spec import OpSpec
+from .. import socs
 from ._sim import (
     ascendc_cmake_dir,
     simulator_configure,
@@ -57,8 +58,8 @@ __all__ = [
     "toolkit_env", "DEFAULT_SOC",
 ]
 
-#: The SoC of both toolkit devices unless ``$OPSDK_ASCEND_SOC`` names another.
-DEFAULT_SOC = "Ascend910B1"
+#: The SoC of both toolkit devices unless ``$OPSDK_ASCEND_SOC`` names another (the one default).
+DEFAULT_SOC = socs.DEFAULT_SOC
 
 _PARTS = {"ascendc-cpu": "tools/tikicpulib", "ascendc-sim": "tools/simulator"}
 
@@ -295,7 +296,7 @@ class ToolkitSimulator(_ToolkitKernel):
     """The operator's AI Core kernel built for the NPU by the toolkit and run on its simulator
     (``ascendc-sim``); see :mod:`opsdk.ascend.ascendc._sim`.
 
-    The SoC is ``$OPSDK_ASCEND_SOC`` (default Ascend910B1); its simulator must be installed
+    The SoC is ``$OPSDK_ASCEND_SOC`` (default Ascend910B3); its simulator must be installed
     (``<toolkit>/tools/simulator/<SoC>/lib/libruntime_camodel.so``).
     """
 

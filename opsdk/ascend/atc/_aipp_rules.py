@@ -21,13 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...preprocess import GRAY_ROW, Preprocess, csc_coefficients, raw_shape
-from ..socs import CannArgError, compute_unit
+from ..errors import AippError
+from ..socs import compute_unit
 
 __all__ = ["AippError", "aipp_fields", "check_aipp", "static_fields", "soc_family"]
-
-
-class AippError(CannArgError):
-    """A declaration AIPP cannot run as written; the message names the cfg field."""
 
 
 #: SoC families (as the AIPP operator names them) by compute unit.

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..._limits import INT_RANGES
 from ...errors import SpecError
-from ...onnx._model import iter_all_nodes, load_model
+from ...onnx import iter_all_nodes, load_model
 from ..socs import CannArgError, check_soc_version, implmodes
 from ..versions import CannVersion, resolve_cann
 from ._host import gear_flags, host_procedure
@@ -166,7 +166,7 @@ def _validate_shapes(model: Any, shapes: Mapping[str, list[str]] | None) -> list
     missing = [n for n, d in inputs.items() if any(not isinstance(x, int) or x <= 0 for x in d)]
     missing = [n for n in missing if n not in (shapes or {})]
     if missing:
-        from ...onnx._probe import runnable_shapes
+        from ...onnx import runnable_shapes
 
         runs = runnable_shapes(model) or {}
         raise CannArgError(

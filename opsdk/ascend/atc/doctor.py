@@ -23,26 +23,25 @@ import onnx
 from onnx import ModelProto, NodeProto
 
 from ...errors import SpecError
-from ...onnx._constants import dim_form, input_dims
-from ...onnx._model import (
+from ...onnx import (
     attribute_value,
+    checker_refusal,
+    dim_form,
+    explained_refusal,
+    input_dims,
     is_standard_domain,
     iter_all_nodes,
     iter_nested_nodes,
     load_model,
     node_label,
     opset_version,
-    tensor_data_problem,
-)
-from ...onnx._probe import runnable_shapes
-from ...onnx._refusals import (
-    checker_refusal,
-    explained_refusal,
     ort_copy,
     ort_refusal,
     repeated_node_names,
+    runnable_shapes,
+    scan_structure,
+    tensor_data_problem,
 )
-from ...onnx._structure import scan_structure
 from ...spec import OpSpec
 from ..parser import RESIZE_MODES, RESIZE_SAFE_MODES, TARGETS, TargetProfile, profile_for
 from ..versions import CannVersion, parse_cann_version, resolve_cann
@@ -124,7 +123,7 @@ def diagnose(
     """
     profile, version = rules_for(target, cann)
     m = load_model(model)
-    from ...onnx._schema import known_specs
+    from ...onnx import known_specs
 
     specs = known_specs(extra)
     _check_input_shapes(m, input_shapes or {})
@@ -743,7 +742,7 @@ def _custom_findings(
                 "folder to OPSDK_OPERATORS_PATH",
             )
         ]
-    from ...onnx._schema import check_custom_node
+    from ...onnx import check_custom_node
 
     try:
         check_custom_node(spec, node, m)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ._analyze import DEFAULT_STANDARD, FixResult, ModelPrecisionReport, analyze_model
 from ._assign import NodeDtype, assign_dtypes
 from ._child import analyze_model_in_child
-from ._engine import Attribution, OutputResult, judge_output
+from ._engine import Attribution, OutputResult, judge_output, stderr_progress
 from ._fix import (
     HTML_REPORT_FILE,
     KEEP_FILE,
@@ -36,6 +36,7 @@ from ._inputs import make_inputs, parse_input_shape
 from ._lists import OpFacts, op_facts, recorded_socs
 
 __all__ = [
+    "stderr_progress",
     "DEFAULT_STANDARD",
     "HTML_REPORT_FILE",
     "KEEP_FILE",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,16 @@ from ...onnx._model import iter_all_nodes
 from ...testing import Standard, get_standard
 from ..precision import PrecisionMode
 from ._assign import NodeDtype, assign_dtypes, check_names, low_dtype, summary
-from ._engine import Attribution, OutputResult, Progress, Runner, judge_output, run_model
+from ._engine import (
+    Attribution,
+    FixResult,
+    OutputResult,
+    Progress,
+    ReportFields,
+    Runner,
+    judge_output,
+    run_model,
+)
 from ._entries import check_list_entries
 from ._fix import (
     HTML_REPORT_FILE,
@@ -41,53 +50,8 @@ DEFAULT_STANDARD = "cosine"
 
 
 @dataclass
-class FixResult:
-    """What ``--fix`` kept in float32, what it wrote and the re-check of the fixed model."""
-
-    by: str
-    kept: list[str]
-    kept_nodes: int
-    runs: int
-    bound: int
-    files: dict[str, str]
-    after: list[OutputResult] = field(default_factory=list)
-    recheck_runs: int = 0
-
-    @property
-    def failing_after(self) -> list[str]:
-        """Outputs the fixed model still fails."""
-        return [r.name for r in self.after if not r.passed]
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return {"by": self.by, "kept": self.kept, "kept_nodes": self.kept_nodes,
-                "runs": self.runs, "bound": self.bound, "files": sorted(self.files),
-                "after": [r.as_dict() for r in self.after],
-                "failing_after": self.failing_after}
-
-
-@dataclass
-class ModelPrecisionReport:
+class ModelPrecisionReport(ReportFields):
     """The whole-model emulation of one precision setting, per output and per node."""
-
-    model: str
-    mode: str
-    soc: str
-    standard: str
-    low: str
-    overflow: str
-    folded: list[str]
-    inputs: dict[str, list[int]]
-    nodes: list[NodeDtype]
-    outputs: list[OutputResult]
-    attribution: list[Attribution]
-    runs: int
-    fix: FixResult | None = None
-
-    @property
-    def failing(self) -> list[str]:
-        """Outputs that fail the standard under the mode."""
-        return [r.name for r in self.outputs if not r.passed]
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready report (no timings: the same run gives the same report)."""
@@ -253,7 +217,7 @@ def setup(path: Path, mode: str, *, keep_dtype: str | Path | None = None,
 def _open(path: Path) -> onnx.ModelProto:
     """The model, refused naming it when unreadable or no valid graph (ONNX Runtime's own
     messages for those name neither the model nor the fix)."""
-    from ...onnx._model import ModelError, load_model
+    from ...onnx import ModelError, load_model
     from ..atc.doctor import structure_errors
 
     model = load_model(path)
@@ -271,7 +235,7 @@ def _reference_run(path: Path, model: onnx.ModelProto,
     is an error naming it (an opset or op it lacks, an input of another dtype)."""
     import onnxruntime as ort
 
-    from ...onnx._model import ModelError
+    from ...onnx import ModelError
 
     try:
         return run_model(model, feeds, "running the float32 model")

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...onnx._model import ModelError
-from ...runtime._procs import signal_name
+from ...onnx import ModelError
+from ...runtime import signal_name
 from ._engine import Progress
 
 __all__ = ["analyze_model_in_child"]
@@ -135,7 +135,7 @@ def _node_note(kwargs: Mapping[str, Any], node: str | None) -> str:
     isolated)."""
     if node is not None:
         return f"; the crash is node {node}: the run with it alone lowered crashed"
-    from ...onnx._crash import child_crashes, crash_note
+    from ...onnx import child_crashes, crash_note
     from ._analyze import setup
 
     names = ("keep_dtype", "modify_mixlist", "soc", "input_shape", "input_files", "overflow",

@@ -16,14 +16,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ...onnx._model import node_label
-from ...testing import Cosine, Standard, ulp_distance, ulp_histogram
-from ...testing._standard_base import tiny
+from ...onnx import node_label
+from ...testing import Cosine, Standard, tiny, ulp_distance, ulp_histogram
 from ._assign import NodeDtype
 from ._graph import flags, switchboard
 
-__all__ = ["OutputResult", "Attribution", "Runner", "judge_output", "Progress", "Stage",
-           "announce_stages"]
+__all__ = ["OutputResult", "FixResult", "ReportFields", "Attribution", "Runner", "judge_output",
+           "Progress", "Stage", "announce_stages"]
 
 Progress = Callable[[str], None]
 
@@ -66,6 +65,56 @@ class OutputResult:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields (NaN/Inf as strings)."""
         return {k: _json_num(v) for k, v in asdict(self).items()}
+
+
+@dataclass
+class FixResult:
+    """What ``--fix`` kept in float32, what it wrote and the re-check of the fixed model."""
+
+    by: str
+    kept: list[str]
+    kept_nodes: int
+    runs: int
+    bound: int
+    files: dict[str, str]
+    after: list[OutputResult] = field(default_factory=list)
+    recheck_runs: int = 0
+
+    @property
+    def failing_after(self) -> list[str]:
+        """Outputs the fixed model still fails."""
+        return [r.name for r in self.after if not r.passed]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {"by": self.by, "kept": self.kept, "kept_nodes": self.kept_nodes,
+                "runs": self.runs, "bound": self.bound, "files": sorted(self.files),
+                "after": [r.as_dict() for r in self.after],
+                "failing_after": self.failing_after}
+
+
+@dataclass
+class ReportFields:
+    """The fields of a model report (``ModelPrecisionReport``, which adds its renderings)."""
+
+    model: str
+    mode: str
+    soc: str
+    standard: str
+    low: str
+    overflow: str
+    folded: list[str]
+    inputs: dict[str, list[int]]
+    nodes: list[NodeDtype]
+    outputs: list[OutputResult]
+    attribution: list[Attribution]
+    runs: int
+    fix: FixResult | None = None
+
+    @property
+    def failing(self) -> list[str]:
+        """Outputs that fail the standard under the mode."""
+        return [r.name for r in self.outputs if not r.passed]
 
 
 def _json_num(v: Any) -> Any:

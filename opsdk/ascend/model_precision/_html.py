@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ...testing._html import (
     Counts,
@@ -25,10 +24,7 @@ from ...testing._html import (
     page,
 )
 from ._assign import summary
-from ._engine import Attribution, OutputResult
-
-if TYPE_CHECKING:
-    from ._analyze import ModelPrecisionReport
+from ._engine import Attribution, OutputResult, ReportFields
 
 __all__ = ["report_html", "bar_order"]
 
@@ -74,7 +70,7 @@ def _verdict(passed: bool) -> str:
     return "<span class='ok'>pass</span>" if passed else "<span class='bad'>FAIL</span>"
 
 
-def _matrix_html(report: ModelPrecisionReport) -> str:
+def _matrix_html(report: ReportFields) -> str:
     cells: dict[tuple[str, str], Counts] = {}
     outputs = [r.name for r in report.outputs]
     for a in report.attribution:
@@ -118,7 +114,7 @@ def _bars_html(attribution: Sequence[Attribution]) -> str:
     return intro + "\n" + data_table(_TABLE, headers, body)
 
 
-def report_html(report: ModelPrecisionReport) -> str:
+def report_html(report: ReportFields) -> str:
     """The report as one self-contained HTML page (no timings: the same run, the same page).
 
     Example:

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..socs import DEFAULT_SOC as _DEFAULT_SOC_VERSION
 from ..socs import compute_unit
 
 __all__ = ["OpFacts", "cann_name", "lists_data", "op_facts", "recorded_socs", "overflow_mode",
@@ -24,8 +25,8 @@ __all__ = ["OpFacts", "cann_name", "lists_data", "op_facts", "recorded_socs", "o
 #: value; a NaN becomes 0).
 OVERFLOW_MODES = ("inf-nan", "saturation")
 
-#: The compute unit whose lists apply when no ``--soc-version`` is given (an inference card).
-DEFAULT_SOC = "ascend310p"
+#: The compute unit whose lists apply when no ``--soc`` is given: the one default SoC's.
+DEFAULT_SOC = compute_unit(_DEFAULT_SOC_VERSION)
 _BOTH = ("float16", "float32")
 
 
@@ -80,7 +81,7 @@ def soc_unit(soc: str | None) -> str:
     unit = compute_unit(soc) if soc else DEFAULT_SOC
     if unit not in lists_data()["socs"]:
         raise CannArgError(f"no precision lists are recorded for {unit} (recorded: "
-                           f"{', '.join(recorded_socs())}); pass --soc-version with one of them")
+                           f"{', '.join(recorded_socs())}); pass --soc with one of them")
     return unit
 
 

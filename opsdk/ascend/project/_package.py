@@ -15,15 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import OpsdkError
 from .._op import CannOp
+from ..errors import PackageClash
 from ..socs import CannArgError
 
 __all__ = ["CannPackage", "PackageClash", "check_package", "installed_vendors"]
-
-
-class PackageClash(CannArgError, OpsdkError):
-    """Two operators, or two packages, would take the same name on the host."""
 
 
 @dataclass(frozen=True)

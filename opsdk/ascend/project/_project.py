@@ -28,12 +28,12 @@ from ..._written import (
     write_record,
 )
 from ...dtypes import DTYPES
-from ...errors import OpsdkError
-from ...runtime._registration import spec_registration_cpp
+from ...runtime import spec_registration_cpp
 from ...spec import OpSpec
 from .._cpp import cpp_string
 from .._op import DEFAULT_SOCS, CannOp, cann_op
 from ..ascendc._kernels import project_sources
+from ..errors import ProjectExists
 from ..socs import CannArgError
 from ..spellings import AICPU_DTYPES
 from ..versions import CannVersion, check_socs, parse_cann_version
@@ -118,10 +118,6 @@ def _package_templates(pkg: CannPackage) -> list[tuple[str, str]]:
     if pkg.aicore_ops and pkg.layout == "cmake-modules":
         files += _MODULE_FILES
     return files
-
-
-class ProjectExists(FileExistsError, OpsdkError):
-    """The output folder holds files that opsdk may not overwrite."""
 
 
 @dataclass

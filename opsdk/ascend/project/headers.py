@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..._fetch import FetchError, pip_download
-from ...errors import OpsdkError
+from ..errors import HeadersUnavailable
 
 __all__ = [
     "HeaderSet",
@@ -45,10 +45,6 @@ WHEEL_PACKAGE = "torch-npu"
 WHEEL_PREFIX = "torch_npu/include/third_party/acl/inc/"
 _MARKERS = ("graph/operator_reg.h", "graph/operator.h", "acl/acl.h", "acl/acl_op_compiler.h")
 _TOOLKIT_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
-
-
-class HeadersUnavailable(RuntimeError, OpsdkError):
-    """No CANN headers could be found or fetched."""
 
 
 @dataclass(frozen=True)
