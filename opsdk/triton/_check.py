@@ -35,7 +35,7 @@ import onnx
 from ..ascend._op import default_origin_op_type
 from ..ascend.atc._atc import project_plugin_keys
 from ..ascend.atc.rules import model_problems
-from ..ascend.versions import resolve_cann
+from ..ascend.versions import CannVersion, parse_cann_version, resolve_cann
 from ..onnx._model import iter_all_nodes
 from ..onnx._probe import probe_feeds
 from . import _npu_ge as ge
@@ -45,6 +45,7 @@ from ._config_check import config_problems, parse_config
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
 from ._ort_check import OrtCrash, run_like_npu_ge
+from ._repository import recorded_cann
 from ._target_ascend import MODEL_FILE, check_folder
 
 __all__ = ["NpuGeCheck", "check_npu_ge_folder"]
@@ -79,9 +80,12 @@ def check_npu_ge_folder(
 ) -> NpuGeCheck:
     """Check one model folder written by ``opsdk triton build --target ascend``.
 
-    ``dims`` sizes the symbolic input dims for the test run (default: the first of the
-    default probe sizings of the dim check that ONNX Runtime runs); every variable output
-    dim's name must evaluate, as npu_ge evaluates it, to the size ONNX Runtime computes;
+    ``cann``: the release whose GE parser rules apply; ``auto`` reads the one the build
+    recorded in the folder (not worked out again, so a check on another host judges the
+    file by the rules it was built for). ``dims`` sizes the symbolic input dims for the test
+    run (default: the first of the default probe sizings of the dim check that ONNX Runtime
+    runs); every variable output dim's name must evaluate, as npu_ge evaluates it, to the
+    size ONNX Runtime computes;
     ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs');
     ``values``: ``{input: value}`` for value inputs (default: the constant the graph
     compares the input with, as the build probes it, else random).
@@ -95,7 +99,7 @@ def check_npu_ge_folder(
         (True, '1.23.2')
     """
     folder = Path(folder)
-    version = resolve_cann(cann).version
+    version = _release(folder, cann)
     report = NpuGeCheck(str(folder), str(version))
     config = folder / "config.pbtxt"
     text = config.read_text(errors="replace") if config.is_file() else ""  # may be binary
@@ -129,6 +133,13 @@ def check_npu_ge_folder(
     _judge_in_child(report, path, dims, values, seed, python, batched=not re.search(
         r"^max_batch_size: 0$", config.read_text(), re.M))
     return report
+
+
+def _release(folder: Path, cann: str) -> CannVersion:
+    """``cann``, or for ``auto`` the release the build of ``folder`` recorded (a folder
+    written before builds recorded it: the installed toolkit's, else the default)."""
+    recorded = recorded_cann(folder) if cann == "auto" else None
+    return parse_cann_version(recorded) if recorded else resolve_cann(cann).version
 
 
 def _config_problems(folder: Path, config: Any, io: GraphIO) -> list[str]:

@@ -7,7 +7,7 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
@@ -15,6 +15,7 @@ import onnx
 
 from .._written import (
     read_record,
+    read_record_data,
     remove_empty_dirs,
     remove_file,
     safe_target,
@@ -24,103 +25,77 @@ from .._written import (
     write_record,
 )
 from ..onnx._model import tensor_data_problem
+from ..onnx._ops import catalog_scope
 from . import _target_ascend, _target_cpu
-from ._aipp_fold import AippInput
-from ._config import AUTO_MAX_BATCH, BANNER
+from ._config import BANNER
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
+from ._options import TARGETS, AscendOptions, CpuOptions, RepositoryOptions
+from ._plan import AUTO_MAX_BATCH, RepositoryPlan, operator_index, spec_index
 
-__all__ = ["RepositoryOptions", "build_repository", "render_model", "BANNER", "TARGETS",
-           "AUTO_MAX_BATCH"]
+__all__ = ["RepositoryOptions", "AscendOptions", "CpuOptions", "RepositoryPlan",
+           "plan_repository", "write_repository", "build_repository", "render_model",
+           "recorded_cann", "BANNER", "TARGETS", "AUTO_MAX_BATCH"]
 
-TARGETS = ("cpu", "ascend")
 _TARGET_MODULES: dict[str, ModuleType] = {"cpu": _target_cpu, "ascend": _target_ascend}
-_NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
-#: What Triton's ModelConfig stores them in (model_config.proto): max_batch_size, instance
-#: count and preferred_batch_size are int32, max_queue_delay_microseconds is uint64; a larger
-#: value is one the server cannot parse, so it is refused here, at build time.
-_INT32_MAX = 2**31 - 1
-_UINT64_MAX = 2**64 - 1
+def _plan_config(io: GraphIO, options: RepositoryOptions, source: str,
+                 report: Callable[[str], None] | None = None) -> RepositoryPlan:
+    """The config's plan of ``io``: the options checked, then the target's decisions (made
+    with one scan of the operator folders, whose index every lookup below reads)."""
+    options.check()
+    operators = operator_index()
+    with catalog_scope(spec_index(operators)):
+        plan: RepositoryPlan = _TARGET_MODULES[options.target].plan(
+            io, options, source, operators, report)
+    return plan
 
 
-def _in_range(name: str, value: int | None, low: int, high: int) -> None:
-    if value is not None and not low <= value <= high:
-        kind = "an int32" if high == _INT32_MAX else "a uint64"
-        raise TritonConfigError(
-            f"{name} {value} must be {low} to {high} (Triton stores it as {kind}; the server "
-            "would not parse the config)"
-        )
+def plan_repository(
+    model: str | Path | onnx.ModelProto,
+    options: RepositoryOptions,
+    report: Callable[[str], None] | None = None,
+    source: str | None = None,
+) -> RepositoryPlan:
+    """Everything ``opsdk triton build`` decides for ``model``, decided once (see
+    :class:`RepositoryPlan`): every check runs here, before anything is written, and the
+    model file to write is made here. ``report`` gets one line per change to the model.
+    ``source`` names the model in the banners (default: the file's name).
 
-
-@dataclass(frozen=True)
-class RepositoryOptions:
-    """How to serve one model. ``max_batch_size=None`` picks 32 when the model is batchable.
-
-    The ascend-only fields are the npu_ge model parameters of the same names (see
-    docs/serving.md); ``session_options`` are GE session options without the ``session.``
-    prefix; ``shape_gears`` give one value per variable input dim each; ``cann`` is a CANN
-    release (or ``auto``: the installed toolkit's, else the default) whose GE parser rules
-    the model file must follow; ``output_dims`` give an output's dims as npu_ge expressions
-    of the input dim names where the graph does not determine them, ``probe_dims``
-    input dim sizes the model accepts, to check the output dim names on, and
-    ``probe_values`` a value for each value input on those runs (default: the constant the
-    graph compares the input with, else 0).
+    Example:
+        >>> from onnx import helper, TensorProto as T
+        >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+        ...     [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        ...     [helper.make_tensor_value_info("y", T.FLOAT, ["n", 4])])
+        >>> plan = plan_repository(helper.make_model(g), RepositoryOptions("relu"))
+        >>> plan.max_batch_size, plan.cann is None
+        (32, True)
     """
-
-    name: str
-    target: str = "cpu"
-    max_batch_size: int | None = None
-    dynamic_batching: bool = True
-    preferred_batch_sizes: tuple[int, ...] = ()
-    max_queue_delay_us: int = 100
-    instances: int = 1
-    warmup: bool = False
-    operators_path: tuple[str, ...] | None = None  # None: folders of the model's custom ops
-    device_ids: str = "0"  # ascend: NPU ids for npu_ge's device_ids parameter
-    static_model: bool = False  # ascend: npu_ge static graph (fixed shapes)
-    threads: int = 1  # cpu: threads per model instance (ONNX Runtime parts and opsdk kernels)
-    extra_parameters: tuple[tuple[str, str], ...] = field(default=())
-    cann: str = "auto"  # ascend
-    device_exec_blocks: int | None = None  # ascend: graphs per device
-    instance_exec_blocks: int | None = None  # ascend: graphs per instance_group count
-    session_options: tuple[tuple[str, str], ...] = ()  # ascend
-    shape_gears: tuple[tuple[int, ...], ...] = ()  # ascend
-    dump_graph: bool = False  # ascend
-    profiling: str | None = None  # ascend: "true" or "dynamic"
-    dump_data: bool = False  # ascend
-    op_projects: tuple[str, ...] = ()  # ascend: `opsdk cann` projects whose plugin keys apply
-    output_dims: tuple[tuple[str, tuple[str, ...]], ...] = ()  # ascend: (output, exprs per dim)
-    probe_dims: tuple[tuple[tuple[str, int], ...], ...] = ()  # ascend: input dim sizes to probe
-    probe_values: tuple[tuple[str, float], ...] = ()  # ascend: value inputs' values to probe
-    buffer_optimize: str | None = None  # ascend: GE's ge.bufferOptimize (session option)
-    static_memory_policy: int | None = None  # ascend: GE's ge.exec.staticMemoryPolicy
-    aipp: AippInput | None = None  # ascend: a preprocess declaration folded in as AIPP
-
-    def check(self) -> None:
-        """Raise :class:`TritonConfigError` for an option that cannot work."""
-        if not self.name or not set(self.name) <= _NAME_OK or self.name.startswith("."):
+    label = str(model) if not isinstance(model, onnx.ModelProto) else (source or "model")
+    if source is None:
+        source = Path(model).name if not isinstance(model, onnx.ModelProto) else "model.onnx"
+    io = read_graph_io(model)
+    note = report or (lambda line: None)
+    plan = _plan_config(io, options, source, note)
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+    for t in proto.graph.initializer:
+        problem = tensor_data_problem(t)
+        if problem:
             raise TritonConfigError(
-                f"model name {self.name!r} must be non-empty, not start with '.' and use only "
-                "letters, digits, '_', '-' and '.' (it becomes a folder and a URL path); "
-                "pass e.g. --name my_model"
-            )
-        if self.target not in TARGETS:
-            raise TritonConfigError(f"target {self.target!r} is not one of {', '.join(TARGETS)}")
-        _in_range("max_batch_size", self.max_batch_size, 0, _INT32_MAX)
-        _in_range("instances", self.instances, 1, _INT32_MAX)
-        _in_range("threads", self.threads, 1, _INT32_MAX)
-        _in_range("max_queue_delay_us", self.max_queue_delay_us, 0, _UINT64_MAX)
-        for size in self.preferred_batch_sizes:
-            _in_range("preferred batch size", size, 1, _INT32_MAX)
-        _TARGET_MODULES[self.target].check(self)
+                f"{label}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
+                "(see `opsdk doctor`): re-export it or store the values")
+    with catalog_scope(plan.specs()):
+        done: RepositoryPlan = _TARGET_MODULES[plan.options.target].model_file(
+            replace(plan, proto=proto), note)
+    return done
 
 
 def render_model(
     io: GraphIO, opts: RepositoryOptions, source: str = "model.onnx"
 ) -> dict[str, str]:
-    """Render the text files of one model folder: ``{"config.pbtxt": ..., "1/model.py": ...}``.
+    """Render the text files of one model folder: ``{"config.pbtxt": ..., "1/model.py": ...}``
+    from the config's plan of ``io`` (no model file is made).
 
     Example:
         >>> from onnx import helper, TensorProto as T
@@ -133,9 +108,63 @@ def render_model(
         >>> sorted(files), "max_batch_size: 32" in files["config.pbtxt"]
         (['1/model.py', 'config.pbtxt'], True)
     """
-    opts.check()
-    files: dict[str, str] = _TARGET_MODULES[opts.target].render(io, opts, source)
+    return _render(_plan_config(io, opts, source))
+
+
+def _render(plan: RepositoryPlan) -> dict[str, str]:
+    files: dict[str, str] = _TARGET_MODULES[plan.options.target].render(plan)
     return files
+
+
+def write_repository(
+    plan: RepositoryPlan,
+    out_dir: str | Path,
+    force: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the model folder of ``plan`` (:func:`plan_repository`) into ``out_dir``; return
+    it. The CANN release of an ascend plan is recorded in the folder's file record, for
+    ``opsdk triton check``.
+
+    Example:
+        >>> plan = plan_repository("m.onnx", RepositoryOptions("m"))  # doctest: +SKIP
+        >>> write_repository(plan, "repo")  # doctest: +SKIP
+        PosixPath('repo/m')
+    """
+    assert plan.proto is not None, "write_repository takes a plan from plan_repository"
+    report = report or (lambda line: None)
+    module = _TARGET_MODULES[plan.options.target]
+    files = _render(plan)
+    target = Path(out_dir) / plan.name
+    module.check_folder(target)
+    # read before making room: a rebuild may copy the operators from the folder it replaces
+    copied = {rel: src.read_bytes() for rel, src in module.copies(plan).items()}
+    _make_room(target, force)
+    target.mkdir(parents=True)
+    data: dict[str, str | bytes] = {"1/model.onnx": plan.proto.SerializeToString(), **files,
+                                    **copied}
+    for rel, content in data.items():  # the model's external data is inlined
+        write_file(target, rel, content)
+    _report_copies(copied, plan.name, report)
+    meta = {} if plan.cann is None else {"cann": str(plan.cann.version),
+                                         "cann_reason": plan.cann.reason}
+    write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()},
+                 **meta)
+    return target
+
+
+def recorded_cann(folder: str | Path) -> str | None:
+    """The CANN release the build of ``folder`` recorded (None: none recorded).
+
+    Example:
+        >>> recorded_cann("repo/net")  # doctest: +SKIP
+        '8.1.RC1'
+    """
+    try:
+        value = read_record_data(Path(folder), MANIFEST).get("cann")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def build_repository(
@@ -151,39 +180,13 @@ def build_repository(
     For ``ascend`` the model file is the one npu_ge can load (fallback functions embedded,
     domains and opset versions as the target CANN's GE parser needs): ``report`` gets one
     line per change. Batching npu_ge will not do is a :class:`TritonConfigWarning`.
+    :func:`plan_repository` then :func:`write_repository`.
 
     Example:
         >>> build_repository("resnet.onnx", "repo", RepositoryOptions("resnet"))  # doctest: +SKIP
         PosixPath('repo/resnet')
     """
-    model = Path(model)
-    io = read_graph_io(model)
-    render_model(io, options, source=model.name)  # every check before the model's own work
-    report = report or (lambda line: None)
-    options = _TARGET_MODULES[options.target].resolve(io, options, report)
-    proto = onnx.load(str(model))  # read before making room: the model may live there
-    for t in proto.graph.initializer:
-        problem = tensor_data_problem(t)
-        if problem:
-            raise TritonConfigError(
-                f"{model}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
-                "(see `opsdk doctor`): re-export it or store the values")
-    proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
-    # the config describes the model file written (dims it fixed, names it gave)
-    files = render_model(read_graph_io(proto), options, source=model.name)
-    target = Path(out_dir) / options.name
-    _TARGET_MODULES[options.target].check_folder(target)
-    # read before making room: a rebuild may copy the operators from the folder it replaces
-    copied = {rel: src.read_bytes()
-              for rel, src in _TARGET_MODULES[options.target].copies(io, options).items()}
-    _make_room(target, force)
-    target.mkdir(parents=True)
-    data: dict[str, str | bytes] = {"1/model.onnx": proto.SerializeToString(), **files, **copied}
-    for rel, content in data.items():  # the model's external data is inlined
-        write_file(target, rel, content)
-    _report_copies(copied, options.name, report)
-    write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()})
-    return target
+    return write_repository(plan_repository(model, options, report), out_dir, force, report)
 
 
 def _report_copies(files: dict[str, bytes], name: str, report: Callable[[str], None]) -> None:

@@ -29,7 +29,7 @@ from ._tuning_file import read_tuning
 __all__ = [
     "aicore_kernel", "inline_helpers", "HELPERS", "tiling_header", "pack_tiling", "TilingSlot",
     "tiling_slots",
-    "project_sources", "write_kernel_files", "check_socs_have",
+    "project_sources", "kernel_sources", "write_kernel_files", "check_socs_have",
 ]
 
 
@@ -223,6 +223,13 @@ def project_sources(spec: OpSpec, op: CannOp, folder: str | Path | None = None
         kernel = aicore_kernel(spec, folder)
     except GenerateRefused:
         return {}, ""
+    return kernel_sources(spec, op, kernel)
+
+
+def kernel_sources(spec: OpSpec, op: CannOp, kernel: AicoreKernel) -> tuple[dict[str, str], str]:
+    """:func:`project_sources` of a kernel already made (:func:`aicore_kernel`): its files
+    under the project's names, checked against the package's SoCs, and its TilingFunc
+    statements."""
     check_socs_have(spec, kernel, op.socs)
     source = re.sub(rf"__aicore__ void {kernel.snake}\(", f"__aicore__ void {op.snake}(",
                     kernel.source)
