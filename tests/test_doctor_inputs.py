@@ -49,7 +49,9 @@ def test_triton_build_names_the_empty_initializer(tmp_path: Path, target: str) -
     path = _empty_initializer_model(tmp_path / "m.onnx")
     with pytest.raises(TritonConfigError, match=rf"{path}: initializer 'w' \(shape \[4\]\) has "
                                                 r"no data.*re-export it"):
-        build_repository(path, tmp_path / "repo", RepositoryOptions("m", target=target, max_batch_size=0, operators_path=(), ascend=AscendOptions(cann="8.1.RC1")))
+        build_repository(path, tmp_path / "repo", RepositoryOptions(
+            "m", target=target, max_batch_size=0, operators_path=(),
+            ascend=AscendOptions(cann="8.1.RC1")))
     assert not (tmp_path / "repo" / "m").exists()
 
 

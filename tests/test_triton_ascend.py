@@ -127,7 +127,8 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
     notes: list[str] = []
     src = tmp_path / "src.onnx"
     onnx.save(two_op_model(custom_version=3), str(src))
-    folder = build_repository(src, tmp_path / "repo", RepositoryOptions("net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
+    folder = build_repository(src, tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     model = onnx.load(str(folder / "1" / "model.onnx"))
     assert ("com.opsdk", 1) in {(o.domain, o.version) for o in model.opset_import}
     assert any("opset_import com.opsdk 3 -> 1" in n for n in notes)
@@ -165,17 +166,21 @@ def test_folder_holding_another_model_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "repo" / "net" / "2" / "old.onnx").write_bytes(b"")
     src = tmp_path / "src.onnx"
     with pytest.raises(TritonConfigError, match=r"holds 2/old.onnx: npu_ge loads the first"):
-        build_repository(src, tmp_path / "repo", RepositoryOptions("net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), force=True)
+        build_repository(src, tmp_path / "repo", RepositoryOptions(
+            "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), force=True)
     assert (tmp_path / "repo" / "net" / "2" / "old.onnx").exists()
 
 
 # --------------------------------------------------------------------------- batching
 def test_preferred_batch_sizes_default_and_user_list() -> None:
     io = read_graph_io(mlp_model())
-    auto = parse_config(render_model(io, RepositoryOptions("m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
+    auto = parse_config(render_model(io, RepositoryOptions(
+        "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
     assert auto.max_batch_size == 32  # type: ignore[attr-defined]
     assert list(auto.dynamic_batching.preferred_batch_size) == [2, 4, 8, 16, 32]  # type: ignore[attr-defined]
-    mine = parse_config(render_model(io, RepositoryOptions("m", target="ascend", max_batch_size=12, preferred_batch_sizes=(3, 12), ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
+    mine = parse_config(render_model(io, RepositoryOptions(
+        "m", target="ascend", max_batch_size=12, preferred_batch_sizes=(3, 12),
+        ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
     assert list(mine.dynamic_batching.preferred_batch_size) == [3, 12]  # type: ignore[attr-defined]
 
 
@@ -192,7 +197,9 @@ def test_variable_output_dim_warns_that_npu_ge_will_not_merge(tmp_path: Path) ->
 
 def test_static_model_with_batching_runs_a_batch_one_graph() -> None:
     io = read_graph_io(mlp_model())
-    cfg = parse_config(render_model(io, RepositoryOptions("m", target="ascend", max_batch_size=8, ascend=AscendOptions(cann="8.1.RC1", static_model=True)))["config.pbtxt"])
+    cfg = parse_config(render_model(io, RepositoryOptions(
+        "m", target="ascend", max_batch_size=8,
+        ascend=AscendOptions(cann="8.1.RC1", static_model=True)))["config.pbtxt"])
     assert cfg.max_batch_size == 8  # type: ignore[attr-defined]
     params = {k: v.string_value for k, v in cfg.parameters.items()}  # type: ignore[attr-defined]
     assert params["static_model"] == "1"
@@ -205,7 +212,8 @@ def test_dtypes_npu_ge_cannot_run_are_refused(elem: int, name: str) -> None:
     io = read_graph_io(mlp_model(dtype=elem))
     with pytest.raises(TritonConfigError, match=rf"input 'x' is {name}, which npu_ge cannot "
                        r"serve.*add a Cast"):
-        render_model(io, RepositoryOptions("m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))
+        render_model(io, RepositoryOptions("m", target="ascend",
+                                           ascend=AscendOptions(cann="8.1.RC1")))
 
 
 def test_unnamed_variable_output_dim_is_named_from_the_graph_or_refused(tmp_path: Path) -> None:
@@ -235,7 +243,8 @@ def test_static_model_input_name_with_separator_is_refused() -> None:
         [helper.make_tensor_value_info("y", T.FLOAT, [1, 4])])
     io = read_graph_io(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(TritonConfigError, match=r"input 'in:0' contains one of ':', ';', ','"):
-        render_model(io, RepositoryOptions("m", target="ascend", ascend=AscendOptions(static_model=True)))
+        render_model(io, RepositoryOptions("m", target="ascend",
+                                           ascend=AscendOptions(static_model=True)))
 
 
 @pytest.mark.parametrize(("key", "match"), [
@@ -278,9 +287,11 @@ def test_backend_parameters_from_the_cli(tmp_path: Path, capsys: pytest.CaptureF
 def test_shape_gears_need_one_value_per_variable_dim() -> None:
     with pytest.raises(TritonConfigError, match=r"shape gear 4 must give 2 positive values, "
                        r"one per -1 in x:-1,16;z:-1,8"):
-        render_model(read_graph_io(mlp_model()), RepositoryOptions("m", target="ascend", ascend=AscendOptions(shape_gears=((1, 1), (4,)), cann="8.1.RC1")))
+        render_model(read_graph_io(mlp_model()), RepositoryOptions(
+            "m", target="ascend", ascend=AscendOptions(shape_gears=((1, 1), (4,)), cann="8.1.RC1")))
     with pytest.raises(TritonConfigError, match=r"shape gears need variable input dims"):
-        render_model(read_graph_io(mlp_model(batch=2)), RepositoryOptions("m", target="ascend", ascend=AscendOptions(shape_gears=((1,),), cann="8.1.RC1")))
+        render_model(read_graph_io(mlp_model(batch=2)), RepositoryOptions(
+            "m", target="ascend", ascend=AscendOptions(shape_gears=((1,),), cann="8.1.RC1")))
 
 
 def test_precision_mode_v2_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,7 +309,8 @@ def test_ascend_options_are_refused_for_cpu() -> None:
 
 
 def test_config_names_the_library_triton_loads() -> None:
-    text = render_model(read_graph_io(mlp_model()), RepositoryOptions("m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"]
+    text = render_model(read_graph_io(mlp_model()), RepositoryOptions(
+        "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"]
     assert "backends/npu_ge/libtriton_npu_ge.so" in text
     assert "libnpu_ge.so" not in text.replace("libtriton_npu_ge.so", "")
 
@@ -348,7 +360,8 @@ def test_rule_applies_inside_subgraphs() -> None:
 def test_no_warning_for_a_plain_mergeable_model() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        render_model(read_graph_io(mlp_model()), RepositoryOptions("m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))
+        render_model(read_graph_io(mlp_model()), RepositoryOptions(
+            "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))
 
 
 def test_ort_venv_never_replaces_a_folder_that_is_not_one(

@@ -31,7 +31,8 @@ CASES = {
         "mlp", target="cpu", max_batch_size=8, preferred_batch_sizes=(4, 8),
         max_queue_delay_us=500, instances=2, warmup=True, operators_path=("operators",),
     ),
-    "ascend": RepositoryOptions("mlp", target="ascend", max_batch_size=16, instances=2, ascend=AscendOptions(device_ids="2,3", cann="8.1.RC1")),
+    "ascend": RepositoryOptions("mlp", target="ascend", max_batch_size=16, instances=2,
+                                ascend=AscendOptions(device_ids="2,3", cann="8.1.RC1")),
 }
 
 
@@ -55,7 +56,9 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
 
 
 def test_ascend_static_golden() -> None:
-    opts = RepositoryOptions("mlp_static", target="ascend", ascend=AscendOptions(static_model=True, device_ids="0", cann="8.1.RC1"))
+    opts = RepositoryOptions(
+        "mlp_static", target="ascend",
+        ascend=AscendOptions(static_model=True, device_ids="0", cann="8.1.RC1"))
     files = render_model(read_graph_io(mlp_model(batch=4)), opts)
     check_golden("triton/ascend_static/config.pbtxt", files["config.pbtxt"])
     assert set(files) == {"config.pbtxt"}

@@ -203,7 +203,8 @@ def test_a_data_dependent_dim_is_not_determined() -> None:
 def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
     notes: list[str] = []
     onnx.save(conv_model(), str(tmp_path / "src.onnx"))
-    folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions("net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
+    folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     assert out_dims(folder) == ["n", 4, "(h+1)/2", "(w+1)/2"]
     config = (folder / "config.pbtxt").read_text()
     check_golden("triton/ascend_derived/config.pbtxt", config)
@@ -339,7 +340,9 @@ def test_probe_sizes_the_model_accepts(tmp_path: Path) -> None:
 def test_shape_gears_are_the_probes(tmp_path: Path) -> None:
     notes: list[str] = []
     onnx.save(conv_model(), str(tmp_path / "src.onnx"))
-    build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions("net", target="ascend", ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 32, 32), (2, 64, 96)))),
+    build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend",
+        ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 32, 32), (2, 64, 96)))),
         report=notes.append)
     assert any("2 probes (n=1, h=32, w=32; n=2, h=64, w=96)" in n for n in notes), notes
 
@@ -499,7 +502,8 @@ def test_dims_the_graph_does_not_determine_are_fitted_on_probes(tmp_path: Path) 
     (an input dim whose size they follow, or a size that never changes), then proven."""
     notes: list[str] = []
     onnx.save(_branchy_model(), str(tmp_path / "src.onnx"))
-    folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions("net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
+    folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     assert out_dims(folder) == ["n", 4]
     assert any("output 'y' dim 0 is 'n' (the graph does not determine it; it equals n on the "
                "3 probe runs of ONNX Runtime, random and zero inputs" in n for n in notes), notes

@@ -457,8 +457,10 @@ def test_value_inputs_are_probed_with_the_models_own_values(tmp_path: Path) -> N
     assert any("checked with ONNX Runtime on 2 probes" in n and n.endswith("and values sr=16000")
                for n in notes)
     with pytest.raises(TritonConfigError, match=r"values sr=8000.*--probe-values NAME=VALUE"):
-        build_repository(path, tmp_path / "b", RepositoryOptions("vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 8000),))))
-    build_repository(path, tmp_path / "c", RepositoryOptions("vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 16000),))))
+        build_repository(path, tmp_path / "b", RepositoryOptions(
+            "vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 8000),))))
+    build_repository(path, tmp_path / "c", RepositoryOptions(
+        "vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 16000),))))
 
 
 def test_cli_probe_values_on_build_and_check(tmp_path: Path, ort_1232: Path,

@@ -7,6 +7,7 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import ModuleType
@@ -45,8 +46,11 @@ def _plan_config(io: GraphIO, options: RepositoryOptions, source: str,
     """The config's plan of ``io``: the options checked, then the target's decisions (made
     with one scan of the operator folders, whose index every lookup below reads)."""
     options.check()
-    operators = operator_index()
-    with catalog_scope(spec_index(operators)):
+    # the ascend target's checks look operators up (GE's parser rules); a cpu model without
+    # custom ops looks none up, so it scans nothing
+    scan = options.target == "ascend" or bool(io.custom_ops)
+    operators = operator_index() if scan else {}
+    with catalog_scope(spec_index(operators)) if scan else nullcontext():
         plan: RepositoryPlan = _TARGET_MODULES[options.target].plan(
             io, options, source, operators, report)
     return plan
@@ -85,7 +89,7 @@ def plan_repository(
             raise TritonConfigError(
                 f"{label}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
                 "(see `opsdk doctor`): re-export it or store the values")
-    with catalog_scope(plan.specs()):
+    with catalog_scope(plan.specs()) if plan.operators else nullcontext():
         done: RepositoryPlan = _TARGET_MODULES[plan.options.target].model_file(
             replace(plan, proto=proto), note)
     return done
