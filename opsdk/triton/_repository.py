@@ -135,7 +135,10 @@ def write_repository(
         >>> write_repository(plan, "repo")  # doctest: +SKIP
         PosixPath('repo/m')
     """
-    assert plan.proto is not None, "write_repository takes a plan from plan_repository"
+    if plan.proto is None:
+        raise TritonConfigError(
+            f"{plan.name}: this plan has no model file (it planned a config only); pass "
+            "write_repository a plan from plan_repository")
     report = report or (lambda line: None)
     module = _TARGET_MODULES[plan.options.target]
     files = _render(plan)
