@@ -306,35 +306,15 @@ def new_operator(
     return target
 
 
-_REFERENCE = '''"""NumPy reference of {op}: its decomposition in spec.py, run by ONNX's reference
-implementation. This is the ground truth every kernel is checked against; write the math in
-NumPy here instead if you prefer.
-"""
-
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
-
-
-@lru_cache(maxsize=1)
-def _spec() -> Any:
-    from opsdk.registry import load_spec
-
-    return load_spec(Path(__file__).parent)
-
-
-def reference({signature}) -> Any:
-    """The decomposition's outputs for these inputs and attributes."""
-    from opsdk.onnx import evaluate_function
-
-    return evaluate_function(_spec(), [{inputs}], {{{attrs}}})
-'''
+#: reference.py of an operator whose decomposition is its reference: a ``str.format``
+#: template beside the operator template (``templates/`` of the install).
+_REFERENCE = "decomposition_reference.py.format"
 
 
 def _decomposition_reference(spec: OpSpec) -> str:
     params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
     kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
-    return _REFERENCE.format(
+    return (_paths.data_dir("templates") / _REFERENCE).read_text().format(
         op=spec.name,
         signature=", ".join(params + (["*"] + kw if kw else [])),
         inputs=", ".join(i.name for i in spec.inputs),

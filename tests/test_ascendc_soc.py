@@ -9,12 +9,12 @@ import re
 
 import numpy as np
 import pytest
+from _helpers.cann_project import render_project
 
 from opsdk.ascend.aicore_apis import UB_RESERVED, aicore_arch, missing_apis
 from opsdk.ascend.ascendc._kernels import aicore_kernel
 from opsdk.ascend.ascendc._tiling import evaluate
 from opsdk.ascend.ascendc.model import AscendcModel
-from opsdk.ascend.project._project import render_project
 from opsdk.ascend.socs import CannArgError, core_resources, soc_facts, soc_table
 from opsdk.dtypes import to_numpy
 from opsdk.errors import DeviceUnavailable

@@ -12,11 +12,13 @@ import onnx
 import onnx.helper as oh
 import pytest
 from _helpers.triton_models import mlp_model, parse_config
+from _helpers.triton_options import options
 
 from opsdk.ascend import CannArgError, plan_atc
 from opsdk.ascend.atc._memory import MemoryOptions, memory_findings
 from opsdk.cli import main
 from opsdk.triton import (
+    AscendOptions,
     RepositoryOptions,
     TritonConfigError,
     TritonConfigWarning,
@@ -110,7 +112,7 @@ def test_atc_cli_prints_the_flags_and_the_warnings(
 
 
 def _ascend(**kw: object) -> RepositoryOptions:
-    return RepositoryOptions("m", target="ascend", cann="8.1.RC1", **kw)  # type: ignore[arg-type]
+    return options(name="m", target="ascend", cann="8.1.RC1", **kw)
 
 
 def _params(opts: RepositoryOptions) -> dict[str, str]:
@@ -140,9 +142,9 @@ def test_triton_build_refuses_bad_values_and_the_cpu_target() -> None:
     with pytest.raises(TritonConfigError, match="--static-memory-policy 7 is not"):
         _params(_ascend(static_memory_policy=7))
     with pytest.raises(TritonConfigError, match="static_memory_policy is an npu_ge option"):
-        RepositoryOptions("m", static_memory_policy=0).check()
+        RepositoryOptions("m", ascend=AscendOptions(static_memory_policy=0)).check()
     with pytest.raises(TritonConfigError, match="buffer_optimize is an npu_ge option"):
-        RepositoryOptions("m", buffer_optimize="l2_optimize").check()
+        RepositoryOptions("m", ascend=AscendOptions(buffer_optimize="l2_optimize")).check()
 
 
 def test_the_session_option_and_the_named_option_cannot_both_be_given() -> None:

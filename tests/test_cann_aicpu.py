@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _helpers.cann_project import write_project
 from _helpers.specs import ROOT, shipped
 
-from opsdk.ascend import write_project
 from opsdk.ascend.project.headers import aicpu_include
 
 SHIPPED = sorted(p.name for p in (ROOT / "operators").iterdir() if (p / "spec.py").is_file())

@@ -19,9 +19,9 @@ from typing import Any
 import onnx
 import onnx.helper as oh
 import pytest
+from _helpers.cann_project import write_project
 from _helpers.specs import ROOT, rich_op, shipped
 
-from opsdk.ascend import write_project
 from opsdk.ascend.npu.executor import ACL_DTYPES, SIGNATURES
 from opsdk.ascend.project.headers import HeadersUnavailable, fetch, find_headers
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _helpers.cann_project import render_package, render_project, write_project
 from _helpers.golden import check_tree
 from _helpers.specs import grid_sample, rich_op, thresholded_relu
 
@@ -16,9 +17,6 @@ from opsdk.ascend import (
     cann_op,
     msopgen_data,
     parse_cann_version,
-    render_package,
-    render_project,
-    write_project,
 )
 from opsdk.ascend.project._msopgen import MSOPGEN_ATTR_TYPES, MSOPGEN_IO_TYPES
 from opsdk.ascend.project._project import MANIFEST, ProjectExists

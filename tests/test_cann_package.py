@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _helpers.cann_project import render_package, write_entries
 from _helpers.specs import ROOT
 
 from opsdk.ascend import (
@@ -25,8 +26,6 @@ from opsdk.ascend import (
     PackageOp,
     installed_vendors,
     project_op_types,
-    render_package,
-    write_package,
 )
 from opsdk.ascend.project._package import check_installed
 from opsdk.cli import main
@@ -68,7 +67,7 @@ def _run_build(project: Path, toolkit: Path, tmp_path: Path) -> tuple[str, list[
 
 def test_build_sh_builds_one_aicpu_run_with_every_operator(tmp_path: Path) -> None:
     project = tmp_path / "pkg"
-    write_package(_entries(*OPS), project, vendor="acme")
+    write_entries(_entries(*OPS), project, vendor="acme")
     listing, calls = _run_build(project, _toolkit(tmp_path), tmp_path)
     assert [c.split(" -op ")[1].split()[0] for c in calls] == list(OPS)
     assert "-m 1" not in calls[0] and all("-m 1" in c for c in calls[1:])
@@ -91,7 +90,7 @@ def test_build_sh_puts_ai_cpu_into_the_ai_core_run(tmp_path: Path) -> None:
     project = tmp_path / "pkg"
     entries = [PackageOp(find_operator("ThresholdedRelu").spec, "both", "ThresholdedReluCustom"),
                PackageOp(find_operator("GridSample").spec, "aicpu")]
-    write_package(entries, project, vendor="acme", socs=["ascend910b", "ascend310b"])
+    write_entries(entries, project, vendor="acme", socs=["ascend910b", "ascend310b"])
     listing, calls = _run_build(project, _toolkit(tmp_path), tmp_path)
     aicore = [c for c in calls if " -c ai_core-" in c]
     assert len(aicore) == 1 and "-op ThresholdedReluCustom" in aicore[0]
@@ -119,7 +118,7 @@ def test_package_files_and_manifest(tmp_path: Path) -> None:
     assert "kernels/grid_sample.cpp" in cmake and "kernels/softmax.cpp" in cmake
     assert "cust_acme_aicpu_kernels" in cmake
     out = tmp_path / "pkg"
-    write_package(_entries("GridSample", "Softmax"), out, vendor="acme")
+    write_entries(_entries("GridSample", "Softmax"), out, vendor="acme")
     assert project_op_types(out) == {("com.opsdk", "GridSample"): "GridSample",
                                      ("com.opsdk", "Softmax"): "Softmax"}
     man = json.loads((out / ".opsdk-manifest.json").read_text())

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from opsdk.ascend.atc.doctor import diagnose
 from opsdk.cli import main
 from opsdk.errors import SpecError
-from opsdk.triton import RepositoryOptions, TritonConfigError, build_repository
+from opsdk.triton import AscendOptions, RepositoryOptions, TritonConfigError, build_repository
 
 
 def _empty_initializer_model(path: Path) -> Path:
@@ -50,7 +50,8 @@ def test_triton_build_names_the_empty_initializer(tmp_path: Path, target: str) -
     with pytest.raises(TritonConfigError, match=rf"{path}: initializer 'w' \(shape \[4\]\) has "
                                                 r"no data.*re-export it"):
         build_repository(path, tmp_path / "repo", RepositoryOptions(
-            "m", target=target, cann="8.1.RC1", max_batch_size=0, operators_path=()))
+            "m", target=target, max_batch_size=0, operators_path=(),
+            ascend=AscendOptions(cann="8.1.RC1")))
     assert not (tmp_path / "repo" / "m").exists()
 
 

@@ -16,11 +16,14 @@ from opsdk.errors import OpsdkError, OpsdkWarning
 #: Modules that need an extra that may be missing; they are checked when it is installed.
 _OPTIONAL = ("torch", "tritonclient")
 
+#: Scripts another interpreter runs as ``python -c <their text>``: importing one runs it.
+_SCRIPTS = ("opsdk.onnx._ort_serve_child", "opsdk.triton._ort_run_child")
+
 
 def _modules() -> list[ModuleType]:
     found = []
     for name in modules():
-        if name == "opsdk.__main__" or name.startswith("opsdk.cann"):
+        if name in ("opsdk.__main__", *_SCRIPTS) or name.startswith("opsdk.cann"):
             continue  # the command itself; the deprecated alias of opsdk.ascend
         try:
             found.append(importlib.import_module(name))

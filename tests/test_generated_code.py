@@ -9,9 +9,10 @@ from pathlib import Path
 import onnx
 import onnx.helper as oh
 import pytest
+from _helpers.cann_project import render_project
 from _helpers.specs import thresholded_relu
 
-from opsdk.ascend import CannArgError, render_project
+from opsdk.ascend import CannArgError
 from opsdk.ascend._op import check_origin_op_type
 from opsdk.cli import main
 

@@ -92,7 +92,7 @@ def test_the_ascend_facts_import_no_generator() -> None:
     assert out.strip() == "[]"
     import opsdk.ascend
 
-    assert opsdk.ascend.render_project.__module__ == "opsdk.ascend.project._project"
+    assert opsdk.ascend.plan_package.__module__ == "opsdk.ascend.project._project"
 
 
 def _imported_modules(path: Path) -> set[str]:

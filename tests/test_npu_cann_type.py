@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from _helpers.cann_project import write_project
 
 import opsdk
-from opsdk.ascend import write_project
 from opsdk.ascend.npu.executor import plan_npu
 from opsdk.cli.cmd_test import pytest_argv
 from opsdk.errors import DeviceUnavailable, SpecError

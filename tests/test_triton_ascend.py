@@ -27,6 +27,7 @@ from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import Session
 from opsdk.registry import find_operator
 from opsdk.triton import (
+    AscendOptions,
     RepositoryOptions,
     TritonConfigError,
     TritonConfigWarning,
@@ -127,7 +128,7 @@ def test_custom_opset_version_follows_the_plugin_key(tmp_path: Path) -> None:
     src = tmp_path / "src.onnx"
     onnx.save(two_op_model(custom_version=3), str(src))
     folder = build_repository(src, tmp_path / "repo", RepositoryOptions(
-        "net", target="ascend", cann="8.1.RC1"), report=notes.append)
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     model = onnx.load(str(folder / "1" / "model.onnx"))
     assert ("com.opsdk", 1) in {(o.domain, o.version) for o in model.opset_import}
     assert any("opset_import com.opsdk 3 -> 1" in n for n in notes)
@@ -166,7 +167,7 @@ def test_folder_holding_another_model_file_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "src.onnx"
     with pytest.raises(TritonConfigError, match=r"holds 2/old.onnx: npu_ge loads the first"):
         build_repository(src, tmp_path / "repo", RepositoryOptions(
-            "net", target="ascend", cann="8.1.RC1"), force=True)
+            "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), force=True)
     assert (tmp_path / "repo" / "net" / "2" / "old.onnx").exists()
 
 
@@ -174,12 +175,12 @@ def test_folder_holding_another_model_file_is_refused(tmp_path: Path) -> None:
 def test_preferred_batch_sizes_default_and_user_list() -> None:
     io = read_graph_io(mlp_model())
     auto = parse_config(render_model(io, RepositoryOptions(
-        "m", target="ascend", cann="8.1.RC1"))["config.pbtxt"])
+        "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
     assert auto.max_batch_size == 32  # type: ignore[attr-defined]
     assert list(auto.dynamic_batching.preferred_batch_size) == [2, 4, 8, 16, 32]  # type: ignore[attr-defined]
     mine = parse_config(render_model(io, RepositoryOptions(
-        "m", target="ascend", cann="8.1.RC1", max_batch_size=12, preferred_batch_sizes=(3, 12)
-    ))["config.pbtxt"])
+        "m", target="ascend", max_batch_size=12, preferred_batch_sizes=(3, 12),
+        ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"])
     assert list(mine.dynamic_batching.preferred_batch_size) == [3, 12]  # type: ignore[attr-defined]
 
 
@@ -197,8 +198,8 @@ def test_variable_output_dim_warns_that_npu_ge_will_not_merge(tmp_path: Path) ->
 def test_static_model_with_batching_runs_a_batch_one_graph() -> None:
     io = read_graph_io(mlp_model())
     cfg = parse_config(render_model(io, RepositoryOptions(
-        "m", target="ascend", cann="8.1.RC1", static_model=True, max_batch_size=8
-    ))["config.pbtxt"])
+        "m", target="ascend", max_batch_size=8,
+        ascend=AscendOptions(cann="8.1.RC1", static_model=True)))["config.pbtxt"])
     assert cfg.max_batch_size == 8  # type: ignore[attr-defined]
     params = {k: v.string_value for k, v in cfg.parameters.items()}  # type: ignore[attr-defined]
     assert params["static_model"] == "1"
@@ -211,7 +212,8 @@ def test_dtypes_npu_ge_cannot_run_are_refused(elem: int, name: str) -> None:
     io = read_graph_io(mlp_model(dtype=elem))
     with pytest.raises(TritonConfigError, match=rf"input 'x' is {name}, which npu_ge cannot "
                        r"serve.*add a Cast"):
-        render_model(io, RepositoryOptions("m", target="ascend", cann="8.1.RC1"))
+        render_model(io, RepositoryOptions("m", target="ascend",
+                                           ascend=AscendOptions(cann="8.1.RC1")))
 
 
 def test_unnamed_variable_output_dim_is_named_from_the_graph_or_refused(tmp_path: Path) -> None:
@@ -231,7 +233,7 @@ def test_unnamed_variable_output_dim_is_named_from_the_graph_or_refused(tmp_path
 @pytest.mark.parametrize("ids", ["0,,1", "a", "1,1", "0;1", " 0", "0,"])
 def test_device_ids_format(ids: str) -> None:
     with pytest.raises(TritonConfigError, match=r"device_ids .* is not a list of distinct NPU"):
-        RepositoryOptions("m", target="ascend", device_ids=ids).check()
+        RepositoryOptions("m", target="ascend", ascend=AscendOptions(device_ids=ids)).check()
 
 
 def test_static_model_input_name_with_separator_is_refused() -> None:
@@ -241,7 +243,8 @@ def test_static_model_input_name_with_separator_is_refused() -> None:
         [helper.make_tensor_value_info("y", T.FLOAT, [1, 4])])
     io = read_graph_io(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(TritonConfigError, match=r"input 'in:0' contains one of ':', ';', ','"):
-        render_model(io, RepositoryOptions("m", target="ascend", static_model=True))
+        render_model(io, RepositoryOptions("m", target="ascend",
+                                           ascend=AscendOptions(static_model=True)))
 
 
 @pytest.mark.parametrize(("key", "match"), [
@@ -285,10 +288,10 @@ def test_shape_gears_need_one_value_per_variable_dim() -> None:
     with pytest.raises(TritonConfigError, match=r"shape gear 4 must give 2 positive values, "
                        r"one per -1 in x:-1,16;z:-1,8"):
         render_model(read_graph_io(mlp_model()), RepositoryOptions(
-            "m", target="ascend", shape_gears=((1, 1), (4,)), cann="8.1.RC1"))
+            "m", target="ascend", ascend=AscendOptions(shape_gears=((1, 1), (4,)), cann="8.1.RC1")))
     with pytest.raises(TritonConfigError, match=r"shape gears need variable input dims"):
         render_model(read_graph_io(mlp_model(batch=2)), RepositoryOptions(
-            "m", target="ascend", shape_gears=((1,),), cann="8.1.RC1"))
+            "m", target="ascend", ascend=AscendOptions(shape_gears=((1,),), cann="8.1.RC1")))
 
 
 def test_precision_mode_v2_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -302,12 +305,12 @@ def test_precision_mode_v2_is_checked(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_ascend_options_are_refused_for_cpu() -> None:
     with pytest.raises(TritonConfigError, match="dump_graph is an npu_ge option"):
-        RepositoryOptions("m", dump_graph=True).check()
+        RepositoryOptions("m", ascend=AscendOptions(dump_graph=True)).check()
 
 
 def test_config_names_the_library_triton_loads() -> None:
     text = render_model(read_graph_io(mlp_model()), RepositoryOptions(
-        "m", target="ascend", cann="8.1.RC1"))["config.pbtxt"]
+        "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))["config.pbtxt"]
     assert "backends/npu_ge/libtriton_npu_ge.so" in text
     assert "libnpu_ge.so" not in text.replace("libtriton_npu_ge.so", "")
 
@@ -358,7 +361,7 @@ def test_no_warning_for_a_plain_mergeable_model() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         render_model(read_graph_io(mlp_model()), RepositoryOptions(
-            "m", target="ascend", cann="8.1.RC1"))
+            "m", target="ascend", ascend=AscendOptions(cann="8.1.RC1")))
 
 
 def test_ort_venv_never_replaces_a_folder_that_is_not_one(

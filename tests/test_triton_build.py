@@ -16,6 +16,7 @@ from onnx import helper
 
 from opsdk.cli import main
 from opsdk.triton import (
+    AscendOptions,
     RepositoryOptions,
     ServeEnvMissing,
     TritonConfigError,
@@ -30,9 +31,8 @@ CASES = {
         "mlp", target="cpu", max_batch_size=8, preferred_batch_sizes=(4, 8),
         max_queue_delay_us=500, instances=2, warmup=True, operators_path=("operators",),
     ),
-    "ascend": RepositoryOptions(
-        "mlp", target="ascend", max_batch_size=16, instances=2, device_ids="2,3", cann="8.1.RC1"
-    ),
+    "ascend": RepositoryOptions("mlp", target="ascend", max_batch_size=16, instances=2,
+                                ascend=AscendOptions(device_ids="2,3", cann="8.1.RC1")),
 }
 
 
@@ -56,8 +56,9 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
 
 
 def test_ascend_static_golden() -> None:
-    opts = RepositoryOptions("mlp_static", target="ascend", static_model=True, device_ids="0",
-                             cann="8.1.RC1")
+    opts = RepositoryOptions(
+        "mlp_static", target="ascend",
+        ascend=AscendOptions(static_model=True, device_ids="0", cann="8.1.RC1"))
     files = render_model(read_graph_io(mlp_model(batch=4)), opts)
     check_golden("triton/ascend_static/config.pbtxt", files["config.pbtxt"])
     assert set(files) == {"config.pbtxt"}
@@ -67,7 +68,7 @@ def test_ascend_static_golden() -> None:
 
 
 def test_ascend_static_rejects_variable_dims() -> None:
-    opts = RepositoryOptions("m", target="ascend", static_model=True)
+    opts = RepositoryOptions("m", target="ascend", ascend=AscendOptions(static_model=True))
     with pytest.raises(TritonConfigError, match="static graph needs fixed shapes, but 'x'"):
         render_model(read_graph_io(mlp_model()), opts)
 
@@ -157,7 +158,7 @@ def test_bad_options_are_errors() -> None:
     with pytest.raises(TritonConfigError, match="model name 'a b'"):
         render_model(io, RepositoryOptions("a b"))
     with pytest.raises(TritonConfigError, match="static_model is an npu_ge option"):
-        render_model(io, RepositoryOptions("m", static_model=True))
+        render_model(io, RepositoryOptions("m", ascend=AscendOptions(static_model=True)))
 
 
 def test_build_writes_repository_and_never_overwrites_silently(tmp_path: Path) -> None:

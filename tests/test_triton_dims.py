@@ -25,6 +25,7 @@ from opsdk.cli import main
 from opsdk.onnx._dimexpr import Dim
 from opsdk.onnx._dimprop import propagate_dims
 from opsdk.triton import (
+    AscendOptions,
     RepositoryOptions,
     TritonConfigError,
     build_repository,
@@ -203,7 +204,7 @@ def test_derived_names_are_written_and_config_is_golden(tmp_path: Path) -> None:
     notes: list[str] = []
     onnx.save(conv_model(), str(tmp_path / "src.onnx"))
     folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
-        "net", target="ascend", cann="8.1.RC1"), report=notes.append)
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     assert out_dims(folder) == ["n", 4, "(h+1)/2", "(w+1)/2"]
     config = (folder / "config.pbtxt").read_text()
     check_golden("triton/ascend_derived/config.pbtxt", config)
@@ -340,7 +341,8 @@ def test_shape_gears_are_the_probes(tmp_path: Path) -> None:
     notes: list[str] = []
     onnx.save(conv_model(), str(tmp_path / "src.onnx"))
     build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
-        "net", target="ascend", cann="8.1.RC1", shape_gears=((1, 32, 32), (2, 64, 96))),
+        "net", target="ascend",
+        ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 32, 32), (2, 64, 96)))),
         report=notes.append)
     assert any("2 probes (n=1, h=32, w=32; n=2, h=64, w=96)" in n for n in notes), notes
 
@@ -501,7 +503,7 @@ def test_dims_the_graph_does_not_determine_are_fitted_on_probes(tmp_path: Path) 
     notes: list[str] = []
     onnx.save(_branchy_model(), str(tmp_path / "src.onnx"))
     folder = build_repository(tmp_path / "src.onnx", tmp_path / "repo", RepositoryOptions(
-        "net", target="ascend", cann="8.1.RC1"), report=notes.append)
+        "net", target="ascend", ascend=AscendOptions(cann="8.1.RC1")), report=notes.append)
     assert out_dims(folder) == ["n", 4]
     assert any("output 'y' dim 0 is 'n' (the graph does not determine it; it equals n on the "
                "3 probe runs of ONNX Runtime, random and zero inputs" in n for n in notes), notes

@@ -18,6 +18,7 @@ from onnx import helper, numpy_helper
 
 from opsdk.onnx import Session
 from opsdk.triton import (
+    AscendOptions,
     RepositoryOptions,
     build_repository,
     check_npu_ge_folder,
@@ -457,9 +458,9 @@ def test_value_inputs_are_probed_with_the_models_own_values(tmp_path: Path) -> N
                for n in notes)
     with pytest.raises(TritonConfigError, match=r"values sr=8000.*--probe-values NAME=VALUE"):
         build_repository(path, tmp_path / "b", RepositoryOptions(
-            "vb", target="ascend", probe_values=(("sr", 8000),)))
+            "vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 8000),))))
     build_repository(path, tmp_path / "c", RepositoryOptions(
-        "vb", target="ascend", probe_values=(("sr", 16000),)))
+        "vb", target="ascend", ascend=AscendOptions(probe_values=(("sr", 16000),))))
 
 
 def test_cli_probe_values_on_build_and_check(tmp_path: Path, ort_1232: Path,

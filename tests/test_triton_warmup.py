@@ -14,7 +14,13 @@ from _helpers.triton_models import mlp_model, parse_config
 from onnx import TensorProto as T
 from onnx import helper
 
-from opsdk.triton import RepositoryOptions, TritonConfigError, read_graph_io, render_model
+from opsdk.triton import (
+    AscendOptions,
+    RepositoryOptions,
+    TritonConfigError,
+    read_graph_io,
+    render_model,
+)
 from opsdk.triton._warmup import batch_sizes_formed
 from opsdk.triton.testing import triton_server  # noqa: F401
 
@@ -53,13 +59,14 @@ def test_without_dynamic_batching_one_entry_of_batch_one() -> None:
 def test_ascend_default_preferred_sizes_are_warmed_up() -> None:
     """npu_ge's config gets powers of two as preferred sizes; each is warmed up."""
     opts = RepositoryOptions("m", target="ascend", max_batch_size=8, warmup=True,
-                             cann="8.1.RC1")
+                             ascend=AscendOptions(cann="8.1.RC1"))
     assert [w[1] for w in _warmups(opts)] == [1, 2, 4, 8]
 
 
 def test_one_entry_per_shape_gear_batch_dim_from_the_gear() -> None:
-    opts = RepositoryOptions("m", target="ascend", max_batch_size=4, warmup=True,
-                             cann="8.1.RC1", shape_gears=((1, 224, 224), (4, 320, 480)))
+    opts = RepositoryOptions(
+        "m", target="ascend", max_batch_size=4, warmup=True,
+        ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 224, 224), (4, 320, 480))))
     assert _warmups(opts, _image_model()) == [
         ("opsdk_gear_1_224_224", 1, [[3, 224, 224]]),
         ("opsdk_gear_4_320_480", 4, [[3, 320, 480]]),
@@ -67,8 +74,9 @@ def test_one_entry_per_shape_gear_batch_dim_from_the_gear() -> None:
 
 
 def test_unbatched_gears_keep_every_dim() -> None:
-    opts = RepositoryOptions("m", target="ascend", max_batch_size=0, warmup=True,
-                             cann="8.1.RC1", shape_gears=((2, 64, 64), (1, 128, 96)))
+    opts = RepositoryOptions(
+        "m", target="ascend", max_batch_size=0, warmup=True,
+        ascend=AscendOptions(cann="8.1.RC1", shape_gears=((2, 64, 64), (1, 128, 96))))
     assert _warmups(opts, _image_model()) == [
         ("opsdk_gear_2_64_64", 1, [[2, 3, 64, 64]]),
         ("opsdk_gear_1_128_96", 1, [[1, 3, 128, 96]]),
@@ -76,8 +84,9 @@ def test_unbatched_gears_keep_every_dim() -> None:
 
 
 def test_gear_batch_above_max_batch_size_is_refused() -> None:
-    opts = RepositoryOptions("m", target="ascend", max_batch_size=2, warmup=True,
-                             cann="8.1.RC1", shape_gears=((1, 64, 64), (8, 64, 64)))
+    opts = RepositoryOptions(
+        "m", target="ascend", max_batch_size=2, warmup=True,
+        ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 64, 64), (8, 64, 64))))
     with pytest.raises(TritonConfigError, match=r"m: shape gear 8,64,64 has batch 8 > "
                        r"max_batch_size 2; raise --max-batch-size to 8"):
         render_model(read_graph_io(_image_model()), opts)
@@ -85,7 +94,7 @@ def test_gear_batch_above_max_batch_size_is_refused() -> None:
 
 def test_gear_giving_inputs_different_batches_is_refused() -> None:
     opts = RepositoryOptions("m", target="ascend", max_batch_size=8, warmup=True,
-                             cann="8.1.RC1", shape_gears=((1, 2), (4, 4)))
+                             ascend=AscendOptions(cann="8.1.RC1", shape_gears=((1, 2), (4, 4))))
     with pytest.raises(TritonConfigError, match=r"shape gear 1,2 gives the inputs batch "
                        r"sizes \[1, 2\]"):
         render_model(read_graph_io(mlp_model()), opts)

@@ -8,13 +8,13 @@ and the ONNX framework plugin whose OriginOpType keys are exactly what CANN's ON
 looks up. ``build.sh`` builds them with the host's own CANN tools (msopgen on 8.x).
 
 Example:
-    >>> from opsdk.ascend import render_project, default_origin_op_type
+    >>> from opsdk.ascend import PackageOp, plan_package, default_origin_op_type
     >>> from opsdk.spec import OpSpec, Input, Output, TFloat
     >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
     ...            types={"T": TFloat})
     >>> default_origin_op_type(s)
     'com.example::1::MyOp'
-    >>> sorted(render_project(s))[:2]
+    >>> sorted(plan_package([PackageOp(s)], sources=False).files())[:2]
     ['aicpu/cpukernel/impl/my_op_kernels.cc', 'aicpu/cpukernel/impl/my_op_kernels.h']
 """
 
@@ -73,17 +73,15 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
     from .project._package import check_installed, installed_vendors
     from .project._project import (
         PackageOp,
+        PackagePlan,
+        PlannedOp,
         WriteReport,
         default_engine,
-        package_files,
-        project_files,
+        plan_package,
         project_op_type,
         project_op_types,
         read_project_manifest,
-        render_package,
-        render_project,
         write_package,
-        write_project,
     )
     from .socs import (
         compute_unit,
@@ -150,23 +148,21 @@ _WHERE: dict[str, str] = {
     "plan_atc": ".atc._atc",
     "precision_modes": ".socs",
     "precision_modes_v2": ".socs",
-    "project_files": ".project._project",
     "project_op_type": ".project._project",
     "project_plugin_keys": ".atc._atc",
     "read_project_manifest": ".project._project",
-    "render_project": ".project._project",
     "resolve_cann": ".versions",
     "run_atc": ".atc._atc",
     "soc_table": ".socs",
-    "write_project": ".project._project",
     "builtin_op_types": "._op",
     "builtin_signatures": "._op",
     "PackageClash": ".errors",
     "installed_vendors": ".project._package",
     "PackageOp": ".project._project",
-    "package_files": ".project._project",
+    "PackagePlan": ".project._project",
+    "PlannedOp": ".project._project",
+    "plan_package": ".project._project",
     "project_op_types": ".project._project",
-    "render_package": ".project._project",
     "write_package": ".project._project",
 }
 
@@ -207,9 +203,10 @@ __all__ = [
     "installed_vendors",
     "PackageClash",
     "PackageOp",
-    "package_files",
+    "PackagePlan",
+    "PlannedOp",
+    "plan_package",
     "project_op_types",
-    "render_package",
     "write_package",
     "check_op_type",
     "check_socs",
@@ -240,11 +237,8 @@ __all__ = [
     "precision_modes",
     "precision_modes_v2",
     "project_plugin_keys",
-    "project_files",
     "project_op_type",
     "read_project_manifest",
-    "render_project",
     "run_atc",
     "soc_table",
-    "write_project",
 ]

@@ -139,10 +139,10 @@ def _op_types(args: argparse.Namespace, infos: list[Any]) -> dict[str, str]:
     return out
 
 
-def _entries(args: argparse.Namespace, infos: list[Any],
-             socs: list[str]) -> list[tuple[Any, str, str]]:
-    """(PackageOp, engine reason, warning or "") of each operator."""
-    from ..ascend import CannArgError, PackageOp, builtin_clash, default_engine
+def _entries(args: argparse.Namespace, infos: list[Any]) -> list[tuple[Any, str]]:
+    """(PackageOp, warning or "") of each operator; without --engine the package plan
+    chooses the engine (``auto``)."""
+    from ..ascend import CannArgError, PackageOp, builtin_clash
 
     if len(infos) > 1 and args.origin_op_type:
         raise CannArgError("--origin-op-type names one operator's keys; with several operators "
@@ -152,11 +152,9 @@ def _entries(args: argparse.Namespace, infos: list[Any],
     for info in infos:
         spec = info.spec
         _check_infershape(spec, info.folder, args.allow_todo_infershape)
-        engine, why = ((args.engine, "--engine") if args.engine
-                       else default_engine(spec, info.folder, socs))
         op_type = types.get(spec.name)
-        entry = PackageOp(spec, engine, op_type, _keys(args, spec), info.folder)
-        out.append((entry, why, builtin_clash(op_type or spec.name, spec=spec) or ""))
+        entry = PackageOp(spec, args.engine or "auto", op_type, _keys(args, spec), info.folder)
+        out.append((entry, builtin_clash(op_type or spec.name, spec=spec) or ""))
     return out
 
 
@@ -196,24 +194,26 @@ def _check_host(vendor: str, entries: list[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ascend import compute_unit, resolve_cann, write_package
+    from ..ascend import compute_unit, plan_package, resolve_cann, write_package
     from ..naming import check_vendor_name
 
     infos = _operators(args)
     socs = list(dict.fromkeys(compute_unit(s) for s in (args.soc or DEFAULT_SOCS)))
     vendor = check_vendor_name(args.vendor)
     target = resolve_cann(args.cann)
-    planned = _entries(args, infos, socs)
-    warnings = [w for _, _, w in planned if w]
+    planned = _entries(args, infos)
+    warnings = [w for _, w in planned if w]
     for w in warnings:
         print(f"opsdk cann: warning: {w}", file=sys.stderr)
-    entries = [e for e, _, _ in planned]
+    entries = [e for e, _ in planned]
     _check_host(vendor, entries)
-    report = write_package(entries, args.output, socs=socs, vendor=vendor, force=args.force,
-                           cann=target.version, aicore_skeleton=args.aicore_skeleton)
+    plan = plan_package(entries, socs, vendor, cann=target.version,
+                        aicore_skeleton=args.aicore_skeleton)
+    report = write_package(plan, args.output, force=args.force)
     layout = target.version.project_layout
+    decided = [(p.entry, p.engine_reason, w) for p, (_, w) in zip(plan.ops, planned, strict=True)]
     ops = [{"op": e.spec.name, "op_type": e.op_type or e.spec.name, "engine": e.engine,
-            "engine_reason": why} for e, why, _ in planned]
+            "engine_reason": why} for e, why, _ in decided]
     if args.json:
         data = report.as_dict()
         data.update(cann=str(target.version), cann_reason=target.reason, layout=layout,
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             data.update({k: ops[0][k] for k in ("engine", "engine_reason", "op_type")})
         print(json.dumps(data, indent=2))
         return 0
-    _print_report(report, target, layout, vendor, planned, infos)
+    _print_report(report, target, layout, vendor, decided, infos)
     return 0
 
 

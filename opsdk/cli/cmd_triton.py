@@ -177,7 +177,14 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from ..triton import RepositoryOptions, TritonConfigWarning, build_repository
+    from ..triton import (
+        AscendOptions,
+        CpuOptions,
+        RepositoryOptions,
+        TritonConfigWarning,
+        plan_repository,
+        write_repository,
+    )
 
     ops = None
     if args.operators is not None:
@@ -194,13 +201,12 @@ def run_build(args: argparse.Namespace) -> int:
         preferred_batch_sizes=args.preferred_batch_size,
         max_queue_delay_us=args.max_queue_delay_us,
         instances=args.instances,
-        threads=args.threads,
         warmup=args.warmup,
         operators_path=ops,
-        device_ids=args.device_ids,
-        static_model=args.static_model,
         extra_parameters=tuple(args.parameter),
-        **_ascend_options(args),
+        ascend=AscendOptions(device_ids=args.device_ids, static_model=args.static_model,
+                             **_ascend_options(args)),
+        cpu=CpuOptions(threads=args.threads),
     )
     from ._io import check_output_dir
 
@@ -208,25 +214,22 @@ def run_build(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TritonConfigWarning)
         try:
-            folder = build_repository(args.model, args.output, opts, force=args.force,
-                                      report=lambda line: print(f"note: {line}", file=sys.stderr))
+            def note(line: str) -> None:
+                print(f"note: {line}", file=sys.stderr)
+
+            plan = plan_repository(args.model, opts, report=note)
+            folder = write_repository(plan, args.output, force=args.force, report=note)
         except OpsdkError as e:
             raise type(e)(f"{e} -- while building the Triton model '{args.name}'") from e
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    config = (folder / "config.pbtxt").read_text()
-    batch = next((ln.split(":")[1].strip() for ln in config.splitlines()
-                  if ln.startswith("max_batch_size")), "none (static)")
-    print(f"wrote {folder} (target {args.target}, max_batch_size {batch})")
+    print(f"wrote {folder} (target {args.target}, max_batch_size {plan.max_batch_size})")
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         print(f"  {f.relative_to(folder.parent)}")
     if args.target == "cpu":
         print(f"serve it: opsdk serve {args.output}")
-    else:
-        from ..ascend.versions import resolve_cann
-
-        cann = resolve_cann(args.cann)
-        print(f"GE parser rules of CANN {cann.version} ({cann.reason})")
+    elif plan.cann is not None:
+        print(f"GE parser rules of CANN {plan.cann.version} ({plan.cann.reason})")
     return 0
 
 

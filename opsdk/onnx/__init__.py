@@ -58,7 +58,7 @@ from ._model import (
     tensor_data_problem,
 )
 from ._names import FreshNames, graph_names
-from ._ops import find_spec
+from ._ops import catalog_scope, find_spec
 from ._opset import lower_opset
 from ._ort_child import OrtChild
 from ._pays import KEEP_BELOW, ModelTiming, time_models
@@ -66,6 +66,7 @@ from ._probe import is_state_dim, probe_feeds, runnable_shapes, value_candidates
 from ._refusals import (
     checker_refusal,
     explained_refusal,
+    model_refusals,
     ort_copy,
     ort_refusal,
     repeated_node_names,
@@ -167,6 +168,8 @@ __all__ = [
     "graph_names",
     "checker_refusal",
     "explained_refusal",
+    "model_refusals",
+    "catalog_scope",
     "ort_copy",
     "ort_refusal",
     "repeated_node_names",

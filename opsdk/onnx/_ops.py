@@ -3,20 +3,46 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import OperatorNotFound
 from ..spec import OpSpec
 
-__all__ = ["catalog", "find_spec", "by_onnx_op", "load_kernel"]
+__all__ = ["catalog", "catalog_scope", "find_spec", "by_onnx_op", "load_kernel"]
+
+#: The operators a caller has already found (:func:`catalog_scope`), else None: scan.
+_SCOPED: ContextVar[Mapping[tuple[str, str], OpSpec] | None] = ContextVar(
+    "opsdk_catalog", default=None)
+
+
+@contextmanager
+def catalog_scope(index: Mapping[tuple[str, str], OpSpec]) -> Iterator[None]:
+    """Within the block, :func:`catalog` (and every lookup through it) reads ``index``
+    instead of scanning the operator folders again: a command that scanned once (a Triton
+    repository plan) hands its scan to the checks it runs.
+
+    Example:
+        >>> with catalog_scope({}):
+        ...     find_spec("com.opsdk", "Gelu") is None
+        True
+    """
+    token = _SCOPED.set(index)
+    try:
+        yield
+    finally:
+        _SCOPED.reset(token)
 
 
 def catalog(extra: Iterable[OpSpec] = ()) -> dict[tuple[str, str], OpSpec]:
     """Every operator opsdk can find, keyed by (domain, name); ``extra`` specs win."""
     from ..registry import find_operators
 
-    found = {(i.domain, i.name): i.spec for i in find_operators()}
+    scoped = _SCOPED.get()
+    found = dict(scoped) if scoped is not None else {
+        (i.domain, i.name): i.spec for i in find_operators()}
     for spec in extra:
         found[(spec.domain, spec.name)] = spec
     return found

@@ -32,34 +32,8 @@ from .errors import ModelError, OrtChildCrash
 
 __all__ = ["OrtChild", "OrtChildCrash"]
 
-# The child: say "version V", open the model, say "opened" (or "error" and why); then per
-# line (a .npz of feeds, and a tab and a .npz to write the outputs to, if wanted) one line
-# of JSON: the output shapes or ONNX Runtime's error.
-_SERVE = r"""
-import json, sys
-import numpy as np
-import onnxruntime as ort
-print("version " + ort.__version__, flush=True)
-opts = ort.SessionOptions()
-opts.log_severity_level = 4
-try:
-    sess = ort.InferenceSession(sys.argv[1], opts, providers=["CPUExecutionProvider"])
-except Exception as e:
-    print("error " + json.dumps(str(e)), flush=True)
-    sys.exit(0)
-names = [o.name for o in sess.get_outputs()]
-print("opened", flush=True)
-for line in sys.stdin:
-    feeds_path, _, out_path = line.rstrip("\n").partition("\t")
-    try:
-        outs = sess.run(names, dict(np.load(feeds_path)))
-        if out_path:
-            np.savez(out_path, *outs)
-        reply = {"shapes": {n: list(np.shape(o)) for n, o in zip(names, outs)}}
-    except Exception as e:
-        reply = {"error": str(e)}
-    print(json.dumps(reply), flush=True)
-"""
+#: The child's program (run with ``-c``: the file's text, so nothing of opsdk is imported).
+_SERVE = Path(__file__).with_name("_ort_serve_child.py")
 
 
 class OrtChild:
@@ -76,7 +50,7 @@ class OrtChild:
         onnx.save(model, str(self._dir / "model.onnx"))
         self._log = open(self._dir / "stderr.txt", "w+b")  # closed in close()
         self._proc = subprocess.Popen(
-            [str(python), "-c", _SERVE, str(self._dir / "model.onnx")],
+            [str(python), "-c", _SERVE.read_text(), str(self._dir / "model.onnx")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
         self.version = self._line("opening").removeprefix("version ")
         first = self._line("opening")

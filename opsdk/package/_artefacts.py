@@ -129,9 +129,9 @@ def _onnx_files(spec: OpSpec, opset: int) -> dict[str, bytes]:
 
 
 def _cann_files(spec: OpSpec, socs: Sequence[str], folder: Path | None) -> dict[str, bytes]:
-    from opsdk.ascend import project_files
+    from opsdk.ascend import PackageOp, plan_package
 
-    files = project_files(spec, socs, kernel_folder=folder)
+    files = plan_package([PackageOp(spec, kernel_folder=folder)], socs).files()
     return {f"cann/{rel}": text.encode() for rel, text in files.items()}
 
 

@@ -1,6 +1,7 @@
 """Serve models with opsdk operators under Triton Inference Server.
 
-`build_repository` writes a model repository from an ONNX model: ``backend: "npu_ge"``
+`build_repository` writes a model repository from an ONNX model (`plan_repository` decides
+everything once, `write_repository` writes the plan): ``backend: "npu_ge"``
 configs for Ascend hosts, or a Python-backend model whose ``model.py`` runs the graph with
 ``opsdk.onnx.Session`` on any CPU host. `build_pipeline` writes an ensemble from a pipeline
 description (`load_pipeline`), `check_ensemble` checks its wiring, `run_pipeline` runs the
@@ -35,13 +36,26 @@ from ._load import LoadTarget, format_load_report, load_report, plot_load_report
 from ._onnx_io import GraphIO, TensorIO, read_graph_io
 from ._ort_check import OrtRun, ensure_ort_env, ort_python, run_like_npu_ge
 from ._pipeline import Pipeline, PipeTensor, Step, load_pipeline, pipeline_from_dict
-from ._repository import TARGETS, RepositoryOptions, build_repository, render_model
+from ._repository import (
+    TARGETS,
+    AscendOptions,
+    CpuOptions,
+    RepositoryOptions,
+    RepositoryPlan,
+    build_repository,
+    plan_repository,
+    recorded_cann,
+    render_model,
+    write_repository,
+)
 from ._run import PipelineRun, run_pipeline
 from ._server import TritonServer, free_port
 from ._wiring import EnsembleCheck, check_ensemble, is_ensemble
 
 __all__ = [
     "TARGETS",
+    "AscendOptions",
+    "CpuOptions",
     "EnsembleCheck",
     "GraphIO",
     "LoadTarget",
@@ -54,6 +68,7 @@ __all__ = [
     "OrtCrash",
     "ExpressionError",
     "RepositoryOptions",
+    "RepositoryPlan",
     "ServeEnvMissing",
     "ServeEnvironment",
     "Step",
@@ -75,11 +90,14 @@ __all__ = [
     "locate_serve_env",
     "ort_python",
     "pipeline_from_dict",
+    "plan_repository",
     "plot_load_report",
     "read_graph_io",
+    "recorded_cann",
     "render_model",
     "run_pipeline",
     "run_like_npu_ge",
     "unsupported_platform",
     "variant_server",
+    "write_repository",
 ]

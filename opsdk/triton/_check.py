@@ -34,7 +34,7 @@ import onnx
 
 from ..ascend import default_origin_op_type, project_plugin_keys
 from ..ascend.atc.rules import model_problems
-from ..ascend.versions import resolve_cann
+from ..ascend.versions import CannVersion, parse_cann_version, resolve_cann
 from ..onnx import iter_all_nodes, probe_feeds
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes
@@ -43,6 +43,7 @@ from ._config_check import config_problems, parse_config
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
 from ._ort_check import OrtCrash, run_like_npu_ge
+from ._repository import recorded_cann
 from ._target_ascend import MODEL_FILE, check_folder
 
 __all__ = ["NpuGeCheck", "check_npu_ge_folder"]
@@ -77,9 +78,12 @@ def check_npu_ge_folder(
 ) -> NpuGeCheck:
     """Check one model folder written by ``opsdk triton build --target ascend``.
 
-    ``dims`` sizes the symbolic input dims for the test run (default: the first of the
-    default probe sizings of the dim check that ONNX Runtime runs); every variable output
-    dim's name must evaluate, as npu_ge evaluates it, to the size ONNX Runtime computes;
+    ``cann``: the release whose GE parser rules apply; ``auto`` reads the one the build
+    recorded in the folder (not worked out again, so a check on another host judges the
+    file by the rules it was built for). ``dims`` sizes the symbolic input dims for the test
+    run (default: the first of the default probe sizings of the dim check that ONNX Runtime
+    runs); every variable output dim's name must evaluate, as npu_ge evaluates it, to the
+    size ONNX Runtime computes;
     ``op_projects``: ``opsdk cann`` projects whose plugin keys apply (default: the specs');
     ``values``: ``{input: value}`` for value inputs (default: the constant the graph
     compares the input with, as the build probes it, else random).
@@ -93,7 +97,7 @@ def check_npu_ge_folder(
         (True, '1.23.2')
     """
     folder = Path(folder)
-    version = resolve_cann(cann).version
+    version = _release(folder, cann)
     report = NpuGeCheck(str(folder), str(version))
     config = folder / "config.pbtxt"
     text = config.read_text(errors="replace") if config.is_file() else ""  # may be binary
@@ -148,6 +152,13 @@ def _check_run_names(path: Path, model: onnx.ModelProto, dims: Mapping[str, int]
             raise TritonConfigError(
                 f"{path}: --probe-values {name}={values[name]} names no input of the model; "
                 f"its inputs are {', '.join(v.name for v in inputs) or 'none'}")
+
+
+def _release(folder: Path, cann: str) -> CannVersion:
+    """``cann``, or for ``auto`` the release the build of ``folder`` recorded (a folder
+    written before builds recorded it: the installed toolkit's, else the default)."""
+    recorded = recorded_cann(folder) if cann == "auto" else None
+    return parse_cann_version(recorded) if recorded else resolve_cann(cann).version
 
 
 def _config_problems(folder: Path, config: Any, io: GraphIO) -> list[str]:

@@ -10,7 +10,6 @@ checked (:func:`opsdk.triton.check_ensemble`) on the folders as written.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,14 +21,16 @@ from ._aipp_fold import AIPP_FILE, AippInput
 from ._config import template_env
 from ._errors import TritonConfigError
 from ._onnx_io import read_graph_io
+from ._options import AscendOptions
 from ._pipeline import TRITON_OF_DTYPE, Pipeline, PipelineError, PlannedTensor, Step
+from ._plan import RepositoryPlan
 from ._repository import (
     MANIFEST,
     TARGETS,
     RepositoryOptions,
     _make_room,
-    build_repository,
-    render_model,
+    plan_repository,
+    write_repository,
 )
 
 __all__ = ["build_pipeline", "PIPELINE_BANNER", "plan_pipeline", "PlannedTensor"]
@@ -203,14 +204,7 @@ def build_pipeline(
     out = Path(out_dir)
     folds = {name: replace(a, path=str((out / name / "1" / AIPP_FILE).resolve()))
              for name, a in folds.items()}
-    for plan in plans:  # every step's own checks before any folder is written
-        if plan.model is not None:
-            try:
-                render_model(read_graph_io(plan.model),
-                             _options(plan, target, operators_path, folds))
-            except TritonConfigError as e:
-                raise type(e)(f"{e} -- while planning step {plan.step.name!r} of pipeline "
-                              f"{pipe.name!r}") from e
+    models = _plan_models(pipe, plans, target, operators_path, folds, note)
     for name in [pipe.name, *(p.step.name for p in plans)]:
         if (out / name).exists() and not force:
             raise TritonConfigError(f"{out / name} already exists; pass --force to replace "
@@ -221,7 +215,7 @@ def build_pipeline(
         for plan in plans:
             written.append(out / plan.step.name)
             try:
-                _write_step(pipe, plan, out, target, force, note, operators_path, folds)
+                _write_step(pipe, plan, out, force, note, models)
             except TritonConfigError as e:
                 raise type(e)(f"{e} -- while building step {plan.step.name!r} of pipeline "
                               f"{pipe.name!r}") from e
@@ -254,9 +248,29 @@ def _remove_written(out: Path, written: list[Path], made_out: bool) -> None:
             pass  # something else is in it now: kept
 
 
-def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: bool,
-                note: Callable[[str], None], operators_path: tuple[str, ...] | None,
-                folds: dict[str, AippInput]) -> None:
+def _plan_models(pipe: Pipeline, plans: list[StepPlan], target: str,
+                 operators_path: tuple[str, ...] | None, folds: dict[str, AippInput],
+                 note: Callable[[str], None]) -> dict[str, RepositoryPlan]:
+    """The repository plan of every ONNX and operator step, each planned once, before any
+    folder is written."""
+    models = {}
+    for plan in plans:
+        if plan.model is None:
+            continue
+        step = plan.step
+        opts = _options(plan, target, operators_path, folds)
+        source = Path(step.source).name if step.kind == "onnx" and opts.npu.aipp is None \
+            else f"{step.name}.onnx"
+        try:
+            models[step.name] = plan_repository(plan.model, opts, note, source=source)
+        except TritonConfigError as e:
+            raise type(e)(f"{e} -- while planning step {step.name!r} of pipeline "
+                          f"{pipe.name!r}") from e
+    return models
+
+
+def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool,
+                note: Callable[[str], None], models: dict[str, RepositoryPlan]) -> None:
     step = plan.step
     if step.kind == "python":
         path, function = step.function
@@ -271,23 +285,17 @@ def _write_step(pipe: Pipeline, plan: StepPlan, out: Path, target: str, force: b
         _write_python_step(pipe, plan, out, force, ("preprocess_step.py", module),
                            "preprocess", {"preprocess.toml": Path(step.source).read_bytes()})
         return
-    opts = _options(plan, target, operators_path, folds)
-    if step.kind == "onnx" and opts.aipp is None:
-        build_repository(step.source, out, opts, force=force, report=note)
-        return
-    assert plan.model is not None
-    with tempfile.TemporaryDirectory(prefix="opsdk-pipeline-") as tmp:
-        path = Path(tmp) / f"{step.name}.onnx"
-        onnx.save(plan.model, str(path))
-        build_repository(path, out, opts, force=force, report=note)
+    write_repository(models[step.name], out, force=force, report=note)
 
 
 def _options(plan: StepPlan, target: str, operators_path: tuple[str, ...] | None,
              folds: dict[str, AippInput]) -> RepositoryOptions:
     step = plan.step
+    aipp = folds.get(step.name)
     return RepositoryOptions(step.name, target=target, max_batch_size=plan.max_batch_size,
                              dynamic_batching=step.dynamic_batching, instances=step.instances,
-                             operators_path=operators_path, aipp=folds.get(step.name))
+                             operators_path=operators_path,
+                             ascend=AscendOptions(aipp=aipp) if aipp is not None else None)
 
 
 def _write_python_step(pipe: Pipeline, plan: StepPlan, out: Path, force: bool,

@@ -27,25 +27,8 @@ from ._errors import OrtCrash, TritonConfigError
 __all__ = ["OrtCrash", "OrtRun", "ort_env_dir", "ort_python", "ensure_ort_env",
            "run_like_npu_ge", "run_ort_child"]
 
-# The child: open the model (saying so on stdout, so a crash tells opening from running),
-# run it on the feeds, write the outputs; the last stdout line is the I/O as JSON.
-_SCRIPT = r"""
-import json, sys
-import numpy as np
-import onnxruntime as ort
-model, feeds_path, out_path = sys.argv[1:4]
-print("opsdk-ort-version " + ort.__version__, flush=True)
-sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-print("opsdk-ort-opened", flush=True)
-feeds = {k: v for k, v in np.load(feeds_path).items()
-         if k in {i.name for i in sess.get_inputs()}}
-names = [o.name for o in sess.get_outputs()]
-np.savez(out_path, *sess.run(names, feeds))
-io = lambda vs: [[v.name, v.type, [d if isinstance(d, int) else str(d) for d in v.shape]]
-                 for v in vs]
-print(json.dumps({"version": ort.__version__, "inputs": io(sess.get_inputs()),
-                  "outputs": io(sess.get_outputs())}))
-"""
+#: The child's program (run with ``-c``: the file's text, so nothing of opsdk is imported).
+_SCRIPT = Path(__file__).with_name("_ort_run_child.py")
 
 
 @dataclass(frozen=True)
@@ -164,7 +147,8 @@ def run_ort_child(python: str | Path, model: str | Path,
         np.savez(Path(tmp) / "feeds.npz", **arrays_in)
         out = Path(tmp) / "out.npz"
         proc = subprocess.run(
-            [str(python), "-c", _SCRIPT, str(model), str(Path(tmp) / "feeds.npz"), str(out)],
+            [str(python), "-c", _SCRIPT.read_text(), str(model), str(Path(tmp) / "feeds.npz"),
+             str(out)],
             capture_output=True, text=True, env=_clean_env(),
         )
         lines = proc.stdout.strip().splitlines()

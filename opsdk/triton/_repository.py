@@ -7,6 +7,8 @@ The options and the writing of the folder live here; each target (``_target_cpu`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
@@ -14,6 +16,7 @@ import onnx
 
 from .._written import (
     read_record,
+    read_record_data,
     remove_empty_dirs,
     remove_file,
     safe_target,
@@ -22,23 +25,92 @@ from .._written import (
     write_file,
     write_record,
 )
-from ..onnx import tensor_data_problem
+from ..onnx import catalog_scope, model_refusals, tensor_data_problem
 from . import _target_ascend, _target_cpu
-from ._config import AUTO_MAX_BATCH, BANNER
+from ._config import BANNER
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO, read_graph_io
-from ._options import TARGETS, RepositoryOptions
+from ._options import TARGETS, AscendOptions, CpuOptions, RepositoryOptions
+from ._plan import AUTO_MAX_BATCH, RepositoryPlan, operator_index, spec_index
 
-__all__ = ["RepositoryOptions", "build_repository", "render_model", "BANNER", "TARGETS",
-           "AUTO_MAX_BATCH"]
+__all__ = ["RepositoryOptions", "AscendOptions", "CpuOptions", "RepositoryPlan",
+           "plan_repository", "write_repository", "build_repository", "render_model",
+           "recorded_cann", "BANNER", "TARGETS", "AUTO_MAX_BATCH"]
 
 _TARGET_MODULES: dict[str, ModuleType] = {"cpu": _target_cpu, "ascend": _target_ascend}
+
+
+def _plan_config(io: GraphIO, options: RepositoryOptions, source: str,
+                 report: Callable[[str], None] | None = None) -> RepositoryPlan:
+    """The config's plan of ``io``: the options checked, then the target's decisions (made
+    with one scan of the operator folders, whose index every lookup below reads)."""
+    options.check()
+    # the ascend target's checks look operators up (GE's parser rules); a cpu model without
+    # custom ops looks none up, so it scans nothing
+    scan = options.target == "ascend" or bool(io.custom_ops)
+    operators = operator_index() if scan else {}
+    with catalog_scope(spec_index(operators)) if scan else nullcontext():
+        plan: RepositoryPlan = _TARGET_MODULES[options.target].plan(
+            io, options, source, operators, report)
+    return plan
+
+
+def plan_repository(
+    model: str | Path | onnx.ModelProto,
+    options: RepositoryOptions,
+    report: Callable[[str], None] | None = None,
+    source: str | None = None,
+) -> RepositoryPlan:
+    """Everything ``opsdk triton build`` decides for ``model``, decided once (see
+    :class:`RepositoryPlan`): every check runs here, before anything is written, and the
+    model file to write is made here. ``report`` gets one line per change to the model.
+    ``source`` names the model in the banners (default: the file's name).
+
+    Example:
+        >>> from onnx import helper, TensorProto as T
+        >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+        ...     [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        ...     [helper.make_tensor_value_info("y", T.FLOAT, ["n", 4])])
+        >>> plan = plan_repository(helper.make_model(g), RepositoryOptions("relu"))
+        >>> plan.max_batch_size, plan.cann is None
+        (32, True)
+    """
+    label = str(model) if not isinstance(model, onnx.ModelProto) else (source or "model")
+    if source is None:
+        source = Path(model).name if not isinstance(model, onnx.ModelProto) else "model.onnx"
+    io = read_graph_io(model)
+    note = report or (lambda line: None)
+    plan = _plan_config(io, options, source, note)
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+    for t in proto.graph.initializer:
+        problem = tensor_data_problem(t)
+        if problem:
+            raise TritonConfigError(
+                f"{label}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
+                "(see `opsdk doctor`): re-export it or store the values")
+    with catalog_scope(plan.specs()) if plan.operators else nullcontext():
+        _refuse_invalid(label, proto)  # the operators it looks up are the plan's index
+        done: RepositoryPlan = _TARGET_MODULES[plan.options.target].model_file(
+            replace(plan, proto=proto), note)
+    return done
+
+
+def _refuse_invalid(label: str, proto: onnx.ModelProto) -> None:
+    """Refuse a model ONNX's checker or ONNX Runtime refuses (a repository of it would not
+    load), naming the first reason and how many more there are."""
+    found = model_refusals(proto)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise TritonConfigError(
+            f"{label}: {found[0]}{more}; no repository was written. Repair the model (re-export "
+            f"it, or fix the script that edited it); `opsdk doctor {label}` lists every problem")
 
 
 def render_model(
     io: GraphIO, opts: RepositoryOptions, source: str = "model.onnx"
 ) -> dict[str, str]:
-    """Render the text files of one model folder: ``{"config.pbtxt": ..., "1/model.py": ...}``.
+    """Render the text files of one model folder: ``{"config.pbtxt": ..., "1/model.py": ...}``
+    from the config's plan of ``io`` (no model file is made).
 
     Example:
         >>> from onnx import helper, TensorProto as T
@@ -51,9 +123,66 @@ def render_model(
         >>> sorted(files), "max_batch_size: 32" in files["config.pbtxt"]
         (['1/model.py', 'config.pbtxt'], True)
     """
-    opts.check()
-    files: dict[str, str] = _TARGET_MODULES[opts.target].render(io, opts, source)
+    return _render(_plan_config(io, opts, source))
+
+
+def _render(plan: RepositoryPlan) -> dict[str, str]:
+    files: dict[str, str] = _TARGET_MODULES[plan.options.target].render(plan)
     return files
+
+
+def write_repository(
+    plan: RepositoryPlan,
+    out_dir: str | Path,
+    force: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the model folder of ``plan`` (:func:`plan_repository`) into ``out_dir``; return
+    it. The CANN release of an ascend plan is recorded in the folder's file record, for
+    ``opsdk triton check``.
+
+    Example:
+        >>> plan = plan_repository("m.onnx", RepositoryOptions("m"))  # doctest: +SKIP
+        >>> write_repository(plan, "repo")  # doctest: +SKIP
+        PosixPath('repo/m')
+    """
+    if plan.proto is None:
+        raise TritonConfigError(
+            f"{plan.name}: this plan has no model file (it planned a config only); pass "
+            "write_repository a plan from plan_repository")
+    report = report or (lambda line: None)
+    module = _TARGET_MODULES[plan.options.target]
+    files = _render(plan)
+    target = Path(out_dir) / plan.name
+    module.check_folder(target)
+    # read before making room: a rebuild may copy the operators from the folder it replaces
+    copied = {rel: src.read_bytes() for rel, src in module.copies(plan).items()}
+    _make_room(target, force)
+    target.mkdir(parents=True)
+    data: dict[str, str | bytes] = {"1/model.onnx": plan.proto.SerializeToString(), **files,
+                                    **copied}
+    for rel, content in data.items():  # the model's external data is inlined
+        write_file(target, rel, content)
+    _report_copies(copied, plan.name, report)
+    meta = {} if plan.cann is None else {"cann": str(plan.cann.version),
+                                         "cann_reason": plan.cann.reason}
+    write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()},
+                 **meta)
+    return target
+
+
+def recorded_cann(folder: str | Path) -> str | None:
+    """The CANN release the build of ``folder`` recorded (None: none recorded).
+
+    Example:
+        >>> recorded_cann("repo/net")  # doctest: +SKIP
+        '8.1.RC1'
+    """
+    try:
+        value = read_record_data(Path(folder), MANIFEST).get("cann")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def build_repository(
@@ -69,53 +198,13 @@ def build_repository(
     For ``ascend`` the model file is the one npu_ge can load (fallback functions embedded,
     domains and opset versions as the target CANN's GE parser needs): ``report`` gets one
     line per change. Batching npu_ge will not do is a :class:`TritonConfigWarning`.
+    :func:`plan_repository` then :func:`write_repository`.
 
     Example:
         >>> build_repository("resnet.onnx", "repo", RepositoryOptions("resnet"))  # doctest: +SKIP
         PosixPath('repo/resnet')
     """
-    model = Path(model)
-    io = read_graph_io(model)
-    render_model(io, options, source=model.name)  # every check before the model's own work
-    report = report or (lambda line: None)
-    options = _TARGET_MODULES[options.target].resolve(io, options, report)
-    proto = onnx.load(str(model))  # read before making room: the model may live there
-    for t in proto.graph.initializer:
-        problem = tensor_data_problem(t)
-        if problem:
-            raise TritonConfigError(
-                f"{model}: {problem}; ONNX's checker and ONNX Runtime reject such a model "
-                "(see `opsdk doctor`): re-export it or store the values")
-    _refuse_invalid(model, proto)
-    proto = _TARGET_MODULES[options.target].model_file(proto, io, options, report)
-    # the config describes the model file written (dims it fixed, names it gave)
-    files = render_model(read_graph_io(proto), options, source=model.name)
-    target = Path(out_dir) / options.name
-    _TARGET_MODULES[options.target].check_folder(target)
-    # read before making room: a rebuild may copy the operators from the folder it replaces
-    copied = {rel: src.read_bytes()
-              for rel, src in _TARGET_MODULES[options.target].copies(io, options).items()}
-    _make_room(target, force)
-    target.mkdir(parents=True)
-    data: dict[str, str | bytes] = {"1/model.onnx": proto.SerializeToString(), **files, **copied}
-    for rel, content in data.items():  # the model's external data is inlined
-        write_file(target, rel, content)
-    _report_copies(copied, options.name, report)
-    write_record(target, MANIFEST, {rel: sha256(content) for rel, content in data.items()})
-    return target
-
-
-def _refuse_invalid(path: Path, proto: onnx.ModelProto) -> None:
-    """Refuse a model ONNX's checker or ONNX Runtime refuses (a repository of it would not
-    load), naming the first reason and how many more there are."""
-    from ..onnx._refusals import model_refusals
-
-    found = model_refusals(proto)
-    if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise TritonConfigError(
-            f"{path}: {found[0]}{more}; no repository was written. Repair the model (re-export "
-            f"it, or fix the script that edited it); `opsdk doctor {path}` lists every problem")
+    return write_repository(plan_repository(model, options, report), out_dir, force, report)
 
 
 def _report_copies(files: dict[str, bytes], name: str, report: Callable[[str], None]) -> None:

@@ -7,11 +7,9 @@ Every check here mirrors what the backend's source does with a config (see
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-
-from onnx import ModelProto
 
 from ..ascend import (
     GE_BUFFER_OPTIMIZE,
@@ -24,18 +22,19 @@ from ..ascend import (
 from ..ascend.atc.rules import model_problems
 from ..ascend.socs import CannArgError
 from ..ascend.versions import resolve_cann
-from ..onnx import find_spec
+from ..registry import OperatorInfo
 from . import _npu_ge as ge
 from ._aipp_fold import AIPP_FILE, DECLARATION_FILE, insert_op_cfg, served_io
 from ._ascend_dims import output_dim_names
 from ._ascend_model import DimOptions, custom_specs, prepare_ascend_model
-from ._config import base_context, batch_size, template_env, warmup_context
+from ._config import base_context, check_preferred, template_env, warmup_context
 from ._errors import TritonConfigError, TritonConfigWarning
-from ._onnx_io import GraphIO, TensorIO
+from ._onnx_io import GraphIO, TensorIO, read_graph_io
 from ._options import RepositoryOptions
+from ._plan import RepositoryPlan, batch_size
 
 __all__ = [
-    "DOC", "resolve", "render", "model_file", "check_folder", "copies",
+    "DOC", "plan", "render", "model_file", "check_folder", "copies",
     "default_preferred", "shape_gear_parameters",
 ]
 
@@ -43,75 +42,95 @@ DOC = f"ascend (Triton GE backend {ge.BACKEND}, loaded from {ge.LIBRARY})"
 MODEL_FILE = "1/model.onnx"
 
 
-def resolve(io: GraphIO, opts: RepositoryOptions,
-            report: Callable[[str], None] | None = None) -> RepositoryOptions:
+def plan(io: GraphIO, opts: RepositoryOptions, source: str,
+         operators: Mapping[str, OperatorInfo],
+         report: Callable[[str], None] | None = None) -> RepositoryPlan:
+    """The config's decisions for ``io`` (the model as given), each made once: the CANN
+    release, the batching, the preferred batch sizes and the registered plugin keys; every
+    check of the config runs here, and its warnings are given here, once."""
+    cann = resolve_cann(opts.npu.cann)
+    opts, why = _resolve_batching(io, opts, report)
+    _check_tensors(io, opts)
+    given = served_io(io, opts.npu.aipp)
+    max_batch = batch_size(given, opts)
+    preferred = check_preferred(opts.preferred_batch_sizes, opts, max_batch)
+    if max_batch > 0 and opts.dynamic_batching and not preferred:
+        preferred = default_preferred(max_batch)
+    out = RepositoryPlan(opts, source, io, io, max_batch, tuple(preferred), operators,
+                         batching_reason=why, cann=cann)
+    if opts.npu.static_model:
+        _check_static(io, opts, out.batched)
+    warmup_context(given, out)
+    _memory_warnings(io, opts)
+    reason = _no_merge_reason(io, out.batched)
+    if reason and opts.dynamic_batching:
+        warnings.warn(TritonConfigWarning(
+            f"{opts.name}: npu_ge will not merge queued requests into one NPU run: {reason}"
+        ), stacklevel=4)
+    _parameters(io, opts)
+    out = replace(out, plugin_keys=_registered(opts))
+    if opts.npu.aipp is not None:
+        insert_op_cfg(io, opts.npu.aipp, opts.name)
+    return out
+
+
+def _resolve_batching(io: GraphIO, opts: RepositoryOptions,
+                      report: Callable[[str], None] | None) -> tuple[RepositoryOptions, str]:
     """No batching by default for a model whose outputs have variable non-batch dims:
     npu_ge would not merge its requests, and reads their dim names shifted when batching."""
     inner = _variable_inner_dims(io)
-    if opts.max_batch_size is not None or opts.static_model or not inner:
-        return opts
+    if opts.max_batch_size is not None or opts.npu.static_model or not inner:
+        return opts, ""
+    why = (f"max_batch_size 0: output '{inner[0]}' has variable dims outside the batch axis, "
+           "so npu_ge would not merge requests; pass --max-batch-size N to batch anyway")
     if report and io.batchable():
-        report(f"{opts.name}: max_batch_size 0: output '{inner[0]}' has variable dims outside "
-               "the batch axis, so npu_ge would not merge requests; pass --max-batch-size N "
-               "to batch anyway")
-    return replace(opts, max_batch_size=0)
+        report(f"{opts.name}: {why}")
+    return replace(opts, max_batch_size=0), why
 
 
 def _variable_inner_dims(io: GraphIO) -> list[str]:
     return [t.name for t in io.outputs if any(d is None for d in t.shape[1:])]
 
 
-def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
-    """config.pbtxt (the model file is written by :func:`model_file`)."""
-    cann = resolve_cann(opts.cann).version
-    opts = resolve(io, opts)
-    _check_tensors(io, opts)
-    ctx = base_context(served_io(io, opts.aipp), opts, source, DOC)
-    batched = ctx["batched"]
-    if opts.static_model:
-        _check_static(io, opts, batched)
-    if ctx["dynamic_batching"] and not ctx["preferred_batch_sizes"]:
-        ctx["preferred_batch_sizes"] = default_preferred(ctx["max_batch_size"])
-    ctx["warmup"] = warmup_context(served_io(io, opts.aipp), opts, ctx["max_batch_size"],
-                                   ctx["preferred_batch_sizes"])
-    _memory_warnings(io, opts)
-    reason = _no_merge_reason(io, batched)
-    if reason and ctx["dynamic_batching"]:
-        warnings.warn(TritonConfigWarning(
-            f"{opts.name}: npu_ge will not merge queued requests into one NPU run: {reason}"
-        ), stacklevel=3)
+def render(plan: RepositoryPlan) -> dict[str, str]:
+    """config.pbtxt (and the AIPP files) from the plan; the model file is the plan's."""
+    io, opts = plan.config_io, plan.options
+    aipp = opts.npu.aipp
+    ctx = base_context(served_io(io, aipp), plan, DOC)
+    reason = _no_merge_reason(io, plan.batched)
+    assert plan.cann is not None, "an ascend plan holds its CANN release"
     ctx.update(
         backend=ge.BACKEND,
         parameters=_parameters(io, opts),
         model_file=MODEL_FILE,
-        cann=str(cann),
-        custom_keys=_custom_keys(io, _registered(opts)),
+        cann=str(plan.cann.version),
+        custom_keys=_custom_keys(io, plan),
         merges=not reason,
         merge_reason=reason,
-        dim_names=_dim_names(io, batched),
-        aipp=opts.aipp,
+        dim_names=_dim_names(io, plan.batched),
+        aipp=aipp,
         aipp_file=f"1/{AIPP_FILE}",
         declaration_file=f"1/{DECLARATION_FILE}",
     )
     files = {"config.pbtxt": template_env().get_template("config_ascend.pbtxt.j2").render(ctx)}
-    if opts.aipp is not None:
-        files[f"1/{AIPP_FILE}"] = insert_op_cfg(io, opts.aipp, opts.name)
-        files[f"1/{DECLARATION_FILE}"] = Path(opts.aipp.declaration).read_text()
+    if aipp is not None:
+        files[f"1/{AIPP_FILE}"] = insert_op_cfg(io, aipp, opts.name)
+        files[f"1/{DECLARATION_FILE}"] = Path(aipp.declaration).read_text()
     return files
 
 
-def model_file(
-    proto: ModelProto, io: GraphIO, opts: RepositoryOptions, report: Callable[[str], None]
-) -> ModelProto:
-    """The .onnx npu_ge opens with ONNX Runtime 1.23.2 and parses with GE (see
-    :mod:`opsdk.triton._ascend_model`); refused if GE's parser rules would reject it.
-    ``report`` receives one line per change made to the model."""
-    cann = resolve_cann(opts.cann).version
-    opts = resolve(io, opts)
-    dims = DimOptions(dict(opts.output_dims), [dict(p) for p in opts.probe_dims],
-                      opts.shape_gears, dict(opts.probe_values))
-    out = prepare_ascend_model(proto, cann, opts.name, batch_size(io, opts) > 0,
-                               _registered(opts), dims)
+def model_file(plan: RepositoryPlan, report: Callable[[str], None]) -> RepositoryPlan:
+    """The plan with the .onnx npu_ge opens with ONNX Runtime 1.23.2 and parses with GE
+    (see :mod:`opsdk.triton._ascend_model`) and its I/O (the dims it fixed and named);
+    refused if GE's parser rules would reject it. ``report`` receives one line per change
+    made to the model."""
+    assert plan.proto is not None and plan.cann is not None
+    opts, cann = plan.options, plan.cann.version
+    npu = opts.npu
+    dims = DimOptions(dict(npu.output_dims), [dict(p) for p in npu.probe_dims],
+                      npu.shape_gears, dict(npu.probe_values))
+    registered = {k: list(v) for k, v in plan.plugin_keys.items()}
+    out = prepare_ascend_model(plan.proto, cann, opts.name, plan.batched, registered, dims)
     problems = model_problems(out.proto, cann, out.keys, custom_specs(out.proto, opts.name))
     if problems:
         raise TritonConfigError(
@@ -120,10 +139,11 @@ def model_file(
         )
     for note in out.notes:
         report(f"{opts.name}: {note}")
-    return out.proto
+    return replace(plan, proto=out.proto, config_io=read_graph_io(out.proto),
+                   notes=(*plan.notes, *out.notes))
 
 
-def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
+def copies(plan: RepositoryPlan) -> dict[str, Path]:
     """Nothing besides the model file: GE maps custom nodes to the installed CANN package."""
     return {}
 
@@ -150,12 +170,12 @@ def _memory_warnings(io: GraphIO, opts: RepositoryOptions) -> None:
     graph is dynamic unless static or geared; several graphs run at once with several
     instances or exec blocks."""
     variable = any(d is None for t in io.inputs for d in t.shape)
-    graphs = (opts.device_exec_blocks or 1) * len(opts.device_ids.split(",")) \
-        if opts.device_exec_blocks else opts.instances * (opts.instance_exec_blocks or 1)
+    graphs = (opts.npu.device_exec_blocks or 1) * len(opts.npu.device_ids.split(",")) \
+        if opts.npu.device_exec_blocks else opts.instances * (opts.npu.instance_exec_blocks or 1)
     found = memory_findings(MemoryOptions(
-        opts.buffer_optimize, opts.static_memory_policy,
-        dynamic=variable and not opts.static_model and not opts.shape_gears,
-        gears=bool(opts.shape_gears), concurrent_graphs=graphs))
+        opts.npu.buffer_optimize, opts.npu.static_memory_policy,
+        dynamic=variable and not opts.npu.static_model and not opts.npu.shape_gears,
+        gears=bool(opts.npu.shape_gears), concurrent_graphs=graphs))
     for f in found:
         warnings.warn(TritonConfigWarning(f"{opts.name}: {f.reason} -- fix: {f.fix}"),
                       stacklevel=4)
@@ -183,21 +203,21 @@ def default_preferred(max_batch: int) -> list[int]:
     return sizes + [max_batch] if max_batch not in sizes else sizes
 
 
-def _registered(opts: RepositoryOptions) -> dict[str, list[str]]:
+def _registered(opts: RepositoryOptions) -> dict[str, tuple[str, ...]]:
     """The plugin keys of the ``opsdk cann`` projects given (``--op-project``)."""
     try:
-        return project_plugin_keys(opts.op_projects)
+        return {k: tuple(v) for k, v in project_plugin_keys(opts.npu.op_projects).items()}
     except CannArgError as e:
         raise TritonConfigError(str(e)) from e
 
 
-def _custom_keys(io: GraphIO, registered: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+def _custom_keys(io: GraphIO, plan: RepositoryPlan) -> list[tuple[str, list[str]]]:
+    """Each custom op and its plugin keys: the registered ones, else its spec's default."""
     keys = []
     for op in io.custom_ops:
-        domain, name = op.split("::")
-        spec = find_spec(domain, name)
-        default = [default_origin_op_type(spec)] if spec else ["(unknown operator)"]
-        keys.append((op, registered.get(name) or default))
+        info = plan.operators.get(op)
+        default = [default_origin_op_type(info.spec)] if info else ["(unknown operator)"]
+        keys.append((op, list(plan.plugin_keys.get(op.split("::")[1], ())) or default))
     return keys
 
 
@@ -210,7 +230,7 @@ def _check_tensors(io: GraphIO, opts: RepositoryOptions) -> None:
                     f"serve (it handles {', '.join(sorted(ge.CONFIG_DTYPES))}); add a Cast at "
                     "the model's edge (e.g. to float32 or float16) and re-export"
                 )
-            if opts.static_model and kind == "input" and any(
+            if opts.npu.static_model and kind == "input" and any(
                     c in t.name for c in ge.STATIC_NAME_SEPARATORS):
                 raise TritonConfigError(
                     f"{opts.name}: input '{t.name}' contains one of ':', ';', ',', which npu_ge's "
@@ -241,26 +261,26 @@ def _no_merge_reason(io: GraphIO, batched: bool) -> str:
 
 
 def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
-    params = [("device_ids", opts.device_ids)]
+    params = [("device_ids", opts.npu.device_ids)]
     for name in ("device_exec_blocks", "instance_exec_blocks"):
-        if getattr(opts, name) is not None:
-            params.append((name, str(getattr(opts, name))))
-    if opts.static_model:
+        if getattr(opts.npu, name) is not None:
+            params.append((name, str(getattr(opts.npu, name))))
+    if opts.npu.static_model:
         params.append(("static_model", "1"))
-    for name, on in (("dump_graph", opts.dump_graph), ("dump_data", opts.dump_data)):
+    for name, on in (("dump_graph", opts.npu.dump_graph), ("dump_data", opts.npu.dump_data)):
         if on:
             params.append((name, "1"))
-    if opts.profiling:
-        params.append(("profiling", opts.profiling))
-    if opts.buffer_optimize is not None:
-        params.append((f"session.{GE_BUFFER_OPTIMIZE}", opts.buffer_optimize))
-    if opts.static_memory_policy is not None:
-        params.append((f"session.{GE_STATIC_MEMORY_POLICY}", str(opts.static_memory_policy)))
-    params += [(f"session.{k}", v) for k, v in opts.session_options]
-    if opts.aipp is not None:
-        params.append((ge.INSERT_OP_FILE_KEY, opts.aipp.path))
-    if opts.shape_gears:
-        params += shape_gear_parameters(io.inputs, opts.shape_gears, opts.name)
+    if opts.npu.profiling:
+        params.append(("profiling", opts.npu.profiling))
+    if opts.npu.buffer_optimize is not None:
+        params.append((f"session.{GE_BUFFER_OPTIMIZE}", opts.npu.buffer_optimize))
+    if opts.npu.static_memory_policy is not None:
+        params.append((f"session.{GE_STATIC_MEMORY_POLICY}", str(opts.npu.static_memory_policy)))
+    params += [(f"session.{k}", v) for k, v in opts.npu.session_options]
+    if opts.npu.aipp is not None:
+        params.append((ge.INSERT_OP_FILE_KEY, opts.npu.aipp.path))
+    if opts.npu.shape_gears:
+        params += shape_gear_parameters(io.inputs, opts.npu.shape_gears, opts.name)
     params += list(opts.extra_parameters)
     seen: set[str] = set()
     for key, _ in params:

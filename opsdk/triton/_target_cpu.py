@@ -3,26 +3,41 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from onnx import ModelProto
-
-from ._config import base_context, template_env
+from ..registry import OperatorInfo
+from ._config import base_context, check_preferred, template_env
 from ._errors import TritonConfigError
 from ._onnx_io import GraphIO
 from ._options import RepositoryOptions
+from ._plan import RepositoryPlan, batch_size
 
-__all__ = ["DOC", "OPERATORS_DIR", "render", "resolve", "model_file", "check_folder",
-           "copies"]
+__all__ = ["DOC", "OPERATORS_DIR", "plan", "render", "model_file", "check_folder", "copies"]
 
 DOC = "cpu (Triton Python backend; 1/model.py runs model.onnx with opsdk.onnx.Session)"
 
 
-def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
+def plan(io: GraphIO, opts: RepositoryOptions, source: str,
+         operators: Mapping[str, OperatorInfo],
+         report: Callable[[str], None] | None = None) -> RepositoryPlan:
+    """The options as given (nothing depends on the model here), checked against ``io``."""
+    max_batch = batch_size(io, opts)
+    preferred = check_preferred(opts.preferred_batch_sizes, opts, max_batch)
+    out = RepositoryPlan(opts, source, io, io, max_batch, tuple(preferred), operators)
+    _parameters(out)
+    return out
+
+
+def model_file(plan: RepositoryPlan, report: Callable[[str], None]) -> RepositoryPlan:
+    """The graph as given: opsdk's executor runs custom nodes in their kernels."""
+    return plan
+
+
+def render(plan: RepositoryPlan) -> dict[str, str]:
     """config.pbtxt and 1/model.py."""
-    ctx = base_context(io, opts, source, DOC)
-    ctx.update(backend="python", instance_kind="KIND_CPU", parameters=_parameters(io, opts))
+    ctx = base_context(plan.config_io, plan, DOC)
+    ctx.update(backend="python", instance_kind="KIND_CPU", parameters=_parameters(plan))
     env = template_env()
     return {
         "config.pbtxt": env.get_template("config_cpu.pbtxt.j2").render(ctx),
@@ -30,30 +45,18 @@ def render(io: GraphIO, opts: RepositoryOptions, source: str) -> dict[str, str]:
     }
 
 
-def resolve(io: GraphIO, opts: RepositoryOptions,
-            report: Callable[[str], None] | None = None) -> RepositoryOptions:
-    """The options as given: nothing depends on the model here."""
-    return opts
-
-
-def model_file(
-    proto: ModelProto, io: GraphIO, opts: RepositoryOptions, report: Callable[[str], None]
-) -> ModelProto:
-    """The graph as given: opsdk's executor runs custom nodes in their kernels."""
-    return proto
-
-
 def check_folder(target: Path) -> None:
     """Nothing to check: the Python backend opens the file model.py names."""
 
 
-def _parameters(io: GraphIO, opts: RepositoryOptions) -> list[tuple[str, str]]:
+def _parameters(plan: RepositoryPlan) -> list[tuple[str, str]]:
+    opts, io = plan.options, plan.config_io
     ops = opts.operators_path if opts.operators_path is not None else (
-        [OPERATORS_DIR] if _source_operators(io) else [])
+        [OPERATORS_DIR] if _source_operators(plan) else [])
     params = [
         ("onnx_model", "model.onnx"),
         ("OPSDK_OPERATORS_PATH", os.pathsep.join(ops)),
-        ("threads", str(opts.threads)),
+        ("threads", str(opts.host.threads)),
     ]
     if io.custom_ops:
         params.append(("opsdk_custom_ops", ",".join(io.custom_ops)))
@@ -71,7 +74,7 @@ OPERATORS_DIR = "operators"  # in the model folder: copies of the model's source
 _NOT_COPIED = ("__pycache__", ".pytest_cache", ".git")
 
 
-def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
+def copies(plan: RepositoryPlan) -> dict[str, Path]:
     """Files to copy into the model folder (``operators/<op folder>/...``): the source
     folders of the model's custom operators, so the repository runs wherever it is moved
     and never points back at the checkout it was built from. Operators from installed
@@ -80,14 +83,15 @@ def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
 
     Example:
         >>> from opsdk.triton._onnx_io import GraphIO
-        >>> copies(GraphIO((), (), ()), RepositoryOptions("m"))  # doctest: +SKIP
+        >>> io = GraphIO((), (), ())
+        >>> copies(plan(io, RepositoryOptions("m"), "m.onnx", {}))
         {}
     """
-    if opts.operators_path is not None:
+    if plan.options.operators_path is not None:
         return {}
     files: dict[str, Path] = {}
     owners: dict[str, str] = {}
-    for op, folder in _source_operators(io):
+    for op, folder in _source_operators(plan):
         other = owners.setdefault(folder.name, op)
         if other != op:
             raise TritonConfigError(
@@ -101,22 +105,31 @@ def copies(io: GraphIO, opts: RepositoryOptions) -> dict[str, Path]:
     return files
 
 
-def _source_operators(io: GraphIO) -> list[tuple[str, Path]]:
-    """``(domain::Op, folder)`` of the custom ops found in source folders (not installed)."""
-    if not io.custom_ops:
-        return []
+def _source_operators(plan: RepositoryPlan) -> list[tuple[str, Path]]:
+    """``(domain::Op, folder)`` of the custom ops found in source folders (not installed),
+    looked up in the plan's operator index."""
+    found: list[tuple[str, Path]] = []
+    for op in plan.config_io.custom_ops:
+        info = plan.operators.get(op)
+        if info is None:
+            _not_found(op)
+        elif info.origin == "source":
+            found.append((op, Path(info.folder).resolve()))
+    return found
+
+
+def _not_found(op: str) -> None:
+    """Raise the registry's own error for ``op`` (it names the operators it knows)."""
     from .. import registry
     from ..errors import OperatorNotFound
 
-    found: list[tuple[str, Path]] = []
-    for op in io.custom_ops:
-        try:
-            info = registry.find_operator(op)
-        except OperatorNotFound as e:
-            raise TritonConfigError(
-                f"the model uses custom op {op}, which opsdk cannot find ({e}); pass "
-                "--operators DIR (the folder holding its operator folder)"
-            ) from e
-        if info.origin == "source":
-            found.append((op, Path(info.folder).resolve()))
-    return found
+    try:
+        registry.find_operator(op)
+    except OperatorNotFound as e:
+        raise TritonConfigError(
+            f"the model uses custom op {op}, which opsdk cannot find ({e}); pass "
+            "--operators DIR (the folder holding its operator folder)"
+        ) from e
+    raise TritonConfigError(
+        f"the model uses custom op {op}, which the operator scan of this build did not find; "
+        "pass --operators DIR (the folder holding its operator folder)")

@@ -9,8 +9,8 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
+from _helpers.triton_options import options
 from opsdk.triton import (
-    RepositoryOptions,
     build_repository,
 )
 
@@ -44,5 +44,5 @@ def build(tmp_path: Path, model: onnx.ModelProto, **kw: object) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     src = tmp_path / "src.onnx"
     onnx.save(model, str(src))
-    opts = RepositoryOptions(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
+    opts = options(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
     return build_repository(src, tmp_path / "repo", opts)

@@ -8,8 +8,8 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper
 
+from _helpers.triton_options import options
 from opsdk.triton import (
-    RepositoryOptions,
     build_repository,
 )
 
@@ -27,7 +27,7 @@ def _model(nodes: list[onnx.NodeProto], inputs: dict[str, list[object]], out: st
 def build(tmp_path: Path, model: onnx.ModelProto, **kw: object) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(tmp_path / "src.onnx"))
-    opts = RepositoryOptions(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
+    opts = options(**{"name": "net", "target": "ascend", "cann": "8.1.RC1", **kw})
     return build_repository(tmp_path / "src.onnx", tmp_path / "repo", opts)
 
 

@@ -47,40 +47,6 @@ _FUNCS: dict[str, Callable[..., int]] = {
     "pick": lambda c, a, b: a if c else b,
 }
 
-#: The same functions in C++, as lambdas local to the op_host TilingFunc.
-_CPP_FUNCS = """\
-    auto floordiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? a / b : 0; };
-    auto ceildiv = [](uint64_t a, uint64_t b) -> uint64_t { return b ? (a + b - 1) / b : 0; };
-    auto alignup = [&](uint64_t a, uint64_t b) -> uint64_t { return ceildiv(a, b) * b; };
-    auto aligndown = [&](uint64_t a, uint64_t b) -> uint64_t { return floordiv(a, b) * b; };
-    auto min2 = [](uint64_t a, uint64_t b) -> uint64_t { return a < b ? a : b; };
-    auto max2 = [](uint64_t a, uint64_t b) -> uint64_t { return a > b ? a : b; };
-"""
-#: The table functions, printed only when a step uses them (a tuned tiling).
-_CPP_TABLE_FUNCS = """\
-    auto le = [](uint64_t a, uint64_t b) -> uint64_t { return a <= b ? 1 : 0; };
-    auto pick = [](uint64_t c, uint64_t a, uint64_t b) -> uint64_t { return c ? a : b; };
-"""
-
-#: The facts of one call, read from the TilingContext (totalLength is already defined).
-_CPP_FACTS = """\
-    auto ascendcPlatform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-    uint64_t ubBytes = 0;
-    ascendcPlatform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
-    const uint64_t aiv = ascendcPlatform.GetCoreNumAiv();
-    const uint64_t coreNum = aiv > 0 ? aiv : 1;
-    const gert::StorageShape* firstShape = context->GetInputShape(0);
-    if (firstShape == nullptr) {
-        return ge::GRAPH_FAILED;
-    }
-    const gert::Shape& first = firstShape->GetStorageShape();
-    const size_t rank = first.GetDimNum();
-    const uint64_t lastDim = rank == 0 ? 1 : static_cast<uint64_t>(first.GetDim(rank - 1));
-    const ge::DataType firstType = context->GetInputDesc(0)->GetDataType();
-    const uint64_t typeBytes = static_cast<uint64_t>(ge::GetSizeByDataType(firstType));
-"""
-
-
 @dataclass(frozen=True)
 class TilingField:
     """One computed tiling-data field (attributes are added from the spec)."""
@@ -201,7 +167,9 @@ def cpp_tiling(tiling: Tiling) -> str:
     """
     exprs = [e for _, e in tiling.steps] + [tiling.block_dim]
     table = any({"le", "pick"} & _called(e) for e in exprs)
-    return _CPP_FACTS + _CPP_FUNCS + (_CPP_TABLE_FUNCS if table else "") + cpp_steps(tiling)
+    from ._templates import render  # the facts and functions are C++ in a template file
+
+    return render("aicore", "tiling_func", table=table, steps=cpp_steps(tiling))
 
 
 def _called(expr: str) -> set[str]:

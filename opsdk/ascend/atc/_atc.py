@@ -299,7 +299,7 @@ def _check_precision_lists(model: Any, path: Path, mode: str | None,
     op type of the model (ATC ignores them silently)."""
     if not mode or not (keep_dtype or modify_mixlist):
         return
-    from ...onnx._model import iter_all_nodes
+    from ...onnx import iter_all_nodes
     from ..model_precision._assign import check_names
     from ..model_precision._entries import check_list_entries
     from ..precision import PrecisionMode

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 from ...errors import SpecError
-from ...onnx._model import iter_all_nodes
+from ...onnx import iter_all_nodes
 from ...testing import Standard, get_standard
 from ..precision import PrecisionMode
 from ._assign import NodeDtype, assign_dtypes, check_names, low_dtype, summary

@@ -14,8 +14,7 @@ from collections import Counter
 import onnx
 from onnx import numpy_helper
 
-from ...onnx import GraphConstants, fold_batch_norm, remove_dead_constants
-from ...onnx._names import FreshNames
+from ...onnx import FreshNames, GraphConstants, fold_batch_norm, remove_dead_constants
 
 __all__ = ["fold_conv_batch_norm"]
 

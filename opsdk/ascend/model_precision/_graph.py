@@ -27,7 +27,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ...errors import SpecError
-from ...onnx._names import FreshNames
+from ...onnx import FreshNames
 from ._assign import LOW, LOW_IN, NodeDtype
 
 __all__ = ["float_tensors", "lower_model", "switchboard", "SWITCH_INPUT", "CAST_PREFIX"]
@@ -47,7 +47,7 @@ def float_tensors(model: onnx.ModelProto, shapes_given: bool = False) -> set[str
     output they leave untyped is refused (its rounding could not be decided), naming it.
     ``shapes_given``: the caller was given input shapes (the message then suggests none).
     """
-    from ...onnx._schema import infer_shapes
+    from ...onnx import infer_shapes
 
     g = model.graph
     types: dict[str, int] = {i.name: i.data_type for i in g.initializer}
@@ -69,8 +69,7 @@ def float_tensors(model: onnx.ModelProto, shapes_given: bool = False) -> set[str
 def _refuse_untyped(unknown: Sequence[tuple[Any, str]], count: int, shapes_given: bool) -> None:
     """The error for outputs ONNX shape inference left untyped; it suggests only what the
     caller has not done already."""
-    from ...onnx._model import is_standard_domain
-    from ...onnx._schema import known_specs
+    from ...onnx import is_standard_domain, known_specs
 
     node, t = unknown[0]
     label = node.name or node.op_type

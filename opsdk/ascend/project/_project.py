@@ -32,7 +32,8 @@ from ...runtime import spec_registration_cpp
 from ...spec import OpSpec
 from .._cpp import cpp_string
 from .._op import DEFAULT_SOCS, CannOp, cann_op
-from ..ascendc._kernels import project_sources
+from ..ascendc._gen import AicoreKernel
+from ..ascendc._kernels import kernel_sources
 from ..errors import ProjectExists
 from ..socs import CannArgError
 from ..spellings import AICPU_DTYPES
@@ -43,13 +44,11 @@ from ._tiling import tiling_fields
 
 __all__ = [
     "PackageOp",
+    "PackagePlan",
+    "PlannedOp",
     "default_engine",
-    "render_package",
-    "render_project",
-    "package_files",
-    "project_files",
+    "plan_package",
     "write_package",
-    "write_project",
     "WriteReport",
     "ProjectExists",
     "project_op_types",
@@ -180,8 +179,10 @@ def _presets(pkg: CannPackage) -> str:
 class PackageOp:
     """One operator of a package: its spec, engine, CANN type and plugin keys.
 
-    ``kernel_folder`` is the operator's folder (kernel.cpp, shape.h; default: the registry's).
-    ``shape_header`` is used only by :func:`render_package` (which reads no folder).
+    ``engine`` is ``aicpu``, ``aicore``, ``both`` or ``auto`` (:func:`default_engine`'s
+    choice, made with the kernel the package uses). ``kernel_folder`` is the operator's
+    folder (kernel.cpp, shape.h; default: the registry's). ``shape_header`` is read only
+    when :func:`plan_package` reads no folder (``sources=False``).
     """
 
     spec: OpSpec
@@ -190,6 +191,64 @@ class PackageOp:
     origin_op_types: Sequence[str] | None = None
     kernel_folder: str | Path | None = None
     shape_header: bool = False
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    """One operator, decided: its entry (engine chosen, folder and shape header read), why
+    that engine, its folder, its AI Core kernel (None: it has none, or its engine builds
+    none) and the CANN description every generator reads."""
+
+    entry: PackageOp
+    op: CannOp
+    folder: Path | None
+    engine_reason: str
+    kernel: AicoreKernel | None
+
+
+@dataclass(frozen=True)
+class PackagePlan:
+    """A package of operators, decided once (:func:`plan_package`): :meth:`files` renders
+    it and :func:`write_package` writes it; neither works anything out again."""
+
+    package: CannPackage
+    ops: tuple[PlannedOp, ...]
+    aicore_skeleton: bool = False
+    sources: bool = True
+
+    def files(self) -> dict[str, str]:
+        """Every file of the package as ``{relative path: text}``: each operator's own (op
+        proto, ONNX plugin, AI CPU adapter and op info, AI Core op_host and op_kernel as its
+        engine asks), one ``build.sh``, one msopgen IR JSON per engine, the shared CMake
+        files and, with ``sources``, copies of what the AI CPU build compiles from elsewhere
+        (:func:`copied_sources`), so the project builds on a host that has only it."""
+        pkg = self.package
+        table = [(AICPU_DTYPES[d], DTYPES[d].enum) for d in DTYPES]
+        files: dict[str, str] = {}
+        for planned in self.ops:
+            op, spec = planned.op, planned.entry.spec
+            aicore, tiling = _aicore_sources(planned, self.aicore_skeleton) if op.aicore \
+                else ({}, "")
+            ctx = {"op": op, "pkg": pkg, "fields": tiling_fields(op), "dtype_table": table,
+                   "aicore_tiling": tiling,
+                   "spec_registration": spec_registration_cpp(spec, op.snake) if op.aicpu else ""}
+            for t, path in _op_templates(op):
+                files[path.format(s=op.snake)] = _render(t, **ctx)
+            files.update(aicore)  # the AI Core kernel and its tiling header, when it has one
+        for t, path in _package_templates(pkg):
+            files[path] = _render(t, pkg=pkg, op=pkg.ops[0])
+        if pkg.aicore_ops and pkg.layout == "cmake-modules":
+            files["CMakePresets.json"] = _presets(pkg)
+        for rel, ops in ((MSOPGEN_AICPU_JSON, pkg.aicpu_ops), (MSOPGEN_AICORE_JSON,
+                                                               pkg.aicore_ops)):
+            if ops:
+                files[rel] = msopgen_json_many([(p.entry.spec, p.op) for p in self.ops
+                                                if p.op in ops])
+        if self.sources:
+            for planned in self.ops:
+                files.update({rel: src.read_text() for rel, src
+                              in copied_sources(planned.op, planned.folder).items()})
+        return dict(sorted(files.items()))
 
 
 def _package(
@@ -210,12 +269,12 @@ def _package(
                        first.banner)
 
 
-def _aicore_sources(entry: PackageOp, op: CannOp, skeleton: bool) -> tuple[dict[str, str], str]:
-    files, tiling = project_sources(entry.spec, op,
-                                    _operator_folder(entry.spec, entry.kernel_folder, False))
+def _aicore_sources(planned: PlannedOp, skeleton: bool) -> tuple[dict[str, str], str]:
+    spec, op = planned.entry.spec, planned.op
+    files, tiling = kernel_sources(spec, op, planned.kernel) if planned.kernel else ({}, "")
     if not files and not skeleton:
         raise CannArgError(
-            f"{entry.spec.name}: --engine {op.engine} builds an AI Core kernel, but the operator "
+            f"{spec.name}: --engine {op.engine} builds an AI Core kernel, but the operator "
             "has none (no generated kernel and no op_kernel/ in its folder), so the package "
             "would carry an empty TODO(author) skeleton. Use --engine aicpu (its own kernel.cpp "
             "on the AI CPU), write op_kernel/ first, or pass --aicore-skeleton to get the "
@@ -224,25 +283,26 @@ def _aicore_sources(entry: PackageOp, op: CannOp, skeleton: bool) -> tuple[dict[
     return files, tiling
 
 
-def render_package(
+def plan_package(
     entries: Sequence[PackageOp],
     socs: Sequence[str] = DEFAULT_SOCS,
     vendor: str = "opsdk",
     *,
     cann: CannVersion | None = None,
     aicore_skeleton: bool = False,
-    pkg: CannPackage | None = None,
-) -> dict[str, str]:
-    """Every generated file of one package of operators as ``{relative path: text}``.
-
-    Each operator gets its own files (op proto, ONNX plugin, AI CPU adapter and op info, AI
-    Core op_host and op_kernel as its engine asks); the package gets one ``build.sh``, one
-    msopgen IR JSON per engine and the shared CMake files. An operator whose engine includes
-    the AI Core but has no AI Core kernel is refused unless ``aicore_skeleton``.
+    sources: bool = True,
+) -> PackagePlan:
+    """Decide a package of operators once: each operator's folder, engine (``auto``: the
+    :func:`default_engine` choice) and why, and its AI Core kernel, made once and used by
+    every file that needs it. ``sources``: read each operator's folder (kernel.cpp for the
+    AI CPU engine, shape.h) and copy what the AI CPU build compiles; without it no folder
+    is read but the AI Core kernel's. An operator whose engine includes the AI Core but has
+    no AI Core kernel is refused unless ``aicore_skeleton``.
 
     Raises:
         CannArgError: a SoC the engine cannot target, no AI Core kernel for ``--engine both``.
         PackageClash: two operators with one CANN type.
+        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
 
     Example:
         >>> from opsdk.spec import OpSpec, Input, Output, TFloat
@@ -250,70 +310,65 @@ def render_package(
         ...            types={"T": TFloat})
         >>> b = OpSpec("OpB", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
         ...            types={"T": TFloat})
-        >>> files = render_package([PackageOp(a), PackageOp(b)], vendor="acme")
+        >>> files = plan_package([PackageOp(a), PackageOp(b)], vendor="acme",
+        ...                      sources=False).files()
         >>> [f for f in files if f.endswith("_kernels.cc")]
         ['aicpu/cpukernel/impl/op_a_kernels.cc', 'aicpu/cpukernel/impl/op_b_kernels.cc']
         >>> "opInfo.kernelSo=libcust_acme_aicpu_kernels.so" in files[
         ...     "aicpu/cpukernel/op_info_cfg/aicpu_kernel/op_b.ini"]
         True
     """
-    pkg = pkg if pkg is not None else _package(entries, socs, vendor, cann)
-    table = [(AICPU_DTYPES[d], DTYPES[d].enum) for d in DTYPES]
-    files: dict[str, str] = {}
-    for entry, op in zip(entries, pkg.ops, strict=True):
-        aicore, tiling = _aicore_sources(entry, op, aicore_skeleton) if op.aicore else ({}, "")
-        ctx = {"op": op, "pkg": pkg, "fields": tiling_fields(op), "dtype_table": table,
-               "aicore_tiling": tiling,
-               "spec_registration": spec_registration_cpp(entry.spec, op.snake) if op.aicpu else ""}
-        for t, path in _op_templates(op):
-            files[path.format(s=op.snake)] = _render(t, **ctx)
-        files.update(aicore)  # the AI Core kernel and its tiling header, when the op has one
-    for t, path in _package_templates(pkg):
-        files[path] = _render(t, pkg=pkg, op=pkg.ops[0])
-    if pkg.aicore_ops and pkg.layout == "cmake-modules":
-        files["CMakePresets.json"] = _presets(pkg)
-    for rel, ops in ((MSOPGEN_AICPU_JSON, pkg.aicpu_ops), (MSOPGEN_AICORE_JSON, pkg.aicore_ops)):
-        if ops:
-            chosen = [(e.spec, op) for e, op in zip(entries, pkg.ops, strict=True) if op in ops]
-            files[rel] = msopgen_json_many(chosen)
-    return dict(sorted(files.items()))
+    decided = [_decide(e, socs, sources) for e in entries]
+    pkg = _package([e for e, _, _, _ in decided], socs, vendor, cann)
+    ops = tuple(PlannedOp(e, op, folder, why, kernel if op.aicore else None)
+                for (e, folder, why, kernel), op in zip(decided, pkg.ops, strict=True))
+    return PackagePlan(pkg, ops, aicore_skeleton, sources)
 
 
-def render_project(
-    spec: OpSpec,
-    socs: Sequence[str] = DEFAULT_SOCS,
-    origin_op_types: Sequence[str] | None = None,
-    vendor: str = "opsdk",
-    *,
-    engine: str = "aicpu",
-    cann: CannVersion | None = None,
-    op_type: str | None = None,
-    shape_header: bool = False,
-    aicore_skeleton: bool = False,
-) -> dict[str, str]:
-    """Every generated file of the package of one operator (see :func:`render_package`).
+def _decide(entry: PackageOp, socs: Sequence[str], sources: bool
+            ) -> tuple[PackageOp, Path | None, str, AicoreKernel | None]:
+    """The entry with its folder, engine and shape header decided, why that engine, and its
+    AI Core kernel (made once, when the engine may build one)."""
+    spec = entry.spec
+    need = sources and entry.engine != "aicore"
+    folder = _operator_folder(spec, entry.kernel_folder, need_kernel=need)
+    kernel: AicoreKernel | None = None
+    why = "--engine"
+    if entry.engine != "aicpu":
+        kernel, refused = _kernel(spec, folder)
+        engine, why = (entry.engine, why) if entry.engine != "auto" else \
+            _engine_for(spec, kernel, refused, socs)
+        entry = replace(entry, engine=engine)
+    shape = folder is not None and (folder / "shape.h").is_file() if sources \
+        else entry.shape_header
+    return replace(entry, kernel_folder=folder, shape_header=shape), folder, why, kernel
 
-    ``engine`` picks the kernels: ``aicpu`` (the operator's own kernel.cpp on the AI CPU,
-    through a generated adapter), ``aicore`` (an Ascend C project) or ``both``. ``cann``
-    picks the AI Core layout: CANN 8.x builds through the host's msopgen, 9.x with the ASC
-    CMake modules (see :mod:`opsdk.ascend.versions`). ``shape_header``: the operator has a C++
-    shape function (``operators/<op>/shape.h``) the generated inference calls. The operator's
-    kernel.cpp, shape.h and opsdk's runtime are added to these files by :func:`project_files`.
-    ``op``: the operator's description when the caller has built it (the other arguments are
-    then not read).
 
-    Example:
-        >>> from opsdk.spec import OpSpec, Input, Output, Attr, TFloat
-        >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
-        ...            types={"T": TFloat})
-        >>> files = render_project(s)
-        >>> "aicpu/cpukernel/impl/my_op_kernels.cc" in files
-        True
-        >>> "op_host/my_op.cpp" in render_project(s, engine="aicore", aicore_skeleton=True)
-        True
-    """
-    entry = PackageOp(spec, engine, op_type, origin_op_types, shape_header=shape_header)
-    return render_package([entry], socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
+def _kernel(spec: OpSpec, folder: Path | None) -> tuple[AicoreKernel | None, str]:
+    """The operator's AI Core kernel, or None and why it has none."""
+    from ..ascendc._gen import GenerateRefused
+    from ..ascendc._kernels import aicore_kernel
+
+    try:
+        return aicore_kernel(spec, folder), ""
+    except GenerateRefused as e:
+        return None, str(e)
+
+
+def _engine_for(spec: OpSpec, kernel: AicoreKernel | None, refused: str,
+                socs: Sequence[str]) -> tuple[str, str]:
+    """``both`` when the kernel exists and every SoC of ``socs`` can build it, else
+    ``aicpu``; and why."""
+    from ..ascendc._kernels import check_socs_have
+
+    if kernel is None:
+        return "aicpu", refused
+    try:
+        check_socs_have(spec, kernel, socs)
+    except CannArgError as e:
+        return "aicpu", str(e)
+    how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
+    return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
 
 
 def _operator_folder(spec: OpSpec, given: str | Path | None, need_kernel: bool) -> Path | None:
@@ -421,10 +476,10 @@ def _plan(folder: Path, files: dict[str, str], force: bool) -> tuple[dict[str, s
 
 def default_engine(spec: OpSpec, folder: str | Path | None = None,
                    socs: Sequence[str] = ()) -> tuple[str, str]:
-    """The engine ``opsdk cann`` builds when none is given, and why: ``both`` once the
-    operator has an AI Core kernel (hand-written or generated; GE runs it where its op info
-    allows and the AI CPU kernel elsewhere) that every SoC of ``socs`` can build,
-    ``aicpu`` otherwise.
+    """The engine ``opsdk cann`` builds when none is given (``--engine auto``), and why:
+    ``both`` once the operator has an AI Core kernel (hand-written or generated; GE runs it
+    where its op info allows and the AI CPU kernel elsewhere) that every SoC of ``socs`` can
+    build, ``aicpu`` otherwise.
 
     Example:
         >>> from opsdk.registry import find_operator
@@ -433,95 +488,17 @@ def default_engine(spec: OpSpec, folder: str | Path | None = None,
         >>> default_engine(find_operator("Gelu").spec, socs=["ascend310p"])[0]
         'aicpu'
     """
-    from ..ascendc._gen import GenerateRefused
-    from ..ascendc._kernels import aicore_kernel, check_socs_have
-
-    try:
-        kernel = aicore_kernel(spec, folder)
-        check_socs_have(spec, kernel, socs)
-    except (GenerateRefused, CannArgError) as e:
-        return "aicpu", str(e)
-    how = "generated" if kernel.origin == "generated" else f"hand-written, {kernel.origin}"
-    return "both", f"{spec.name} has an AI Core kernel ({how}); the AI CPU kernel backs it up"
+    kernel, refused = _kernel(spec, None if folder is None else Path(folder))
+    return _engine_for(spec, kernel, refused, socs)
 
 
-def _resolved(entries: Sequence[PackageOp]) -> list[tuple[PackageOp, Path | None]]:
-    """Each entry with its operator folder and ``shape_header`` read from it."""
-    out = []
-    for e in entries:
-        folder = _operator_folder(e.spec, e.kernel_folder, need_kernel=e.engine != "aicore")
-        shape = folder is not None and (folder / "shape.h").is_file()
-        out.append((replace(e, kernel_folder=folder, shape_header=shape), folder))
-    return out
-
-
-def package_files(
-    entries: Sequence[PackageOp],
-    socs: Sequence[str] = DEFAULT_SOCS,
-    vendor: str = "opsdk",
-    *,
-    cann: CannVersion | None = None,
-    aicore_skeleton: bool = False,
-    pkg: CannPackage | None = None,
-) -> dict[str, str]:
-    """Every file of the package: :func:`render_package`'s, and for the AI CPU engine copies
-    of what it compiles from elsewhere (:func:`copied_sources`: each operator's kernel.cpp and
-    shape.h from its folder, opsdk's runtime and headers), so the project builds on a host
-    that has only the project.
-
-    Raises:
-        OperatorNotFound: the AI CPU engine is asked for and no kernel.cpp is found.
-
-    Example:
-        >>> from opsdk.registry import find_operator
-        >>> ops = [PackageOp(find_operator(n).spec) for n in ("ThresholdedRelu", "GridSample")]
-        >>> files = package_files(ops)
-        >>> sorted(f for f in files if f.startswith("aicpu/opsdk/kernels/"))
-        ['aicpu/opsdk/kernels/grid_sample.cpp', 'aicpu/opsdk/kernels/thresholded_relu.cpp']
-    """
-    resolved = _resolved(entries)
-    ready = [e for e, _ in resolved]
-    pkg = pkg if pkg is not None else _package(ready, socs, vendor, cann)
-    files = render_package(ready, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton,
-                           pkg=pkg)
-    for (_, folder), op in zip(resolved, pkg.ops, strict=True):
-        files.update({rel: p.read_text() for rel, p in copied_sources(op, folder).items()})
-    return dict(sorted(files.items()))
-
-
-def project_files(
-    spec: OpSpec,
-    socs: Sequence[str] = DEFAULT_SOCS,
-    origin_op_types: Sequence[str] | None = None,
-    vendor: str = "opsdk",
-    *,
-    engine: str = "aicpu",
-    cann: CannVersion | None = None,
-    op_type: str | None = None,
-    kernel_folder: str | Path | None = None,
-    aicore_skeleton: bool = False,
-) -> dict[str, str]:
-    """:func:`package_files` of a package of one operator (``kernel_folder``, default: the
-    registry's folder of the operator).
-
-    Example:
-        >>> from opsdk.registry import find_operator
-        >>> files = project_files(find_operator("ThresholdedRelu").spec)
-        >>> "aicpu/opsdk/kernels/thresholded_relu.cpp" in files
-        True
-        >>> "aicpu/opsdk/include/opsdk/custom_op.h" in files
-        True
-    """
-    entry = PackageOp(spec, engine, op_type, origin_op_types, kernel_folder)
-    return package_files([entry], socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton)
-
-
-def _manifest(pkg: CannPackage, entries: Sequence[PackageOp],
-              hashes: dict[str, str | None]) -> dict:
+def _manifest(plan: PackagePlan, hashes: dict[str, str | None]) -> dict:
+    pkg = plan.package
     ops = [
-        {"op": e.spec.name, "op_type": list(e.spec.op_type), "cann_op_type": op.name,
-         "engine": op.engine, "origin_op_types": list(op.origin_op_types)}
-        for e, op in zip(entries, pkg.ops, strict=True)
+        {"op": p.entry.spec.name, "op_type": list(p.entry.spec.op_type),
+         "cann_op_type": p.op.name, "engine": p.op.engine,
+         "origin_op_types": list(p.op.origin_op_types)}
+        for p in plan.ops
     ]
     data: dict[str, Any] = {"generator": "opsdk"}
     if len(ops) == 1:  # the one-operator fields readers of older projects look for
@@ -532,31 +509,20 @@ def _manifest(pkg: CannPackage, entries: Sequence[PackageOp],
     return data
 
 
-def write_package(
-    entries: Sequence[PackageOp],
-    folder: str | Path,
-    *,
-    socs: Sequence[str] = DEFAULT_SOCS,
-    vendor: str = "opsdk",
-    force: bool = False,
-    cann: CannVersion | None = None,
-    aicore_skeleton: bool = False,
-) -> WriteReport:
-    """Write :func:`package_files` into ``folder``; see the module docstring for the rules.
+def write_package(plan: PackagePlan, folder: str | Path, *, force: bool = False) -> WriteReport:
+    """Write the package ``plan`` (:func:`plan_package`) into ``folder``; see the module
+    docstring for the rules.
 
     Example:
         >>> import tempfile, pathlib
         >>> from opsdk.registry import find_operator
         >>> ops = [PackageOp(find_operator(n).spec) for n in ("ThresholdedRelu", "GridSample")]
         >>> out = pathlib.Path(tempfile.mkdtemp()) / "pkg"
-        >>> "msopgen/aicpu.json" in write_package(ops, out, vendor="acme").written
+        >>> "msopgen/aicpu.json" in write_package(plan_package(ops, vendor="acme"), out).written
         True
     """
     folder = Path(folder)
-    # the operators' description, built once and handed to every generator
-    pkg = _package([e for e, _ in _resolved(entries)], socs, vendor, cann)
-    files = package_files(entries, socs, vendor, cann=cann, aicore_skeleton=aicore_skeleton,
-                          pkg=pkg)
+    files = plan.files()
     todo, report = _plan(folder, files, force)
     old = read_record(folder, MANIFEST)
     for rel, text in todo.items():
@@ -565,41 +531,10 @@ def write_package(
     hashes = {
         rel: old[rel] if rel in report.kept_edited else sha256(text) for rel, text in files.items()
     }
-    meta = _manifest(pkg, entries, hashes)
+    meta = _manifest(plan, hashes)
     write_record(folder, MANIFEST, meta.pop("files"), **{k: v for k, v in meta.items()
                                                          if k != "generator"})
     return report
-
-
-def write_project(
-    spec: OpSpec,
-    folder: str | Path,
-    *,
-    socs: Sequence[str] = DEFAULT_SOCS,
-    origin_op_types: Sequence[str] | None = None,
-    vendor: str = "opsdk",
-    force: bool = False,
-    engine: str = "aicpu",
-    cann: CannVersion | None = None,
-    op_type: str | None = None,
-    kernel_folder: str | Path | None = None,
-    aicore_skeleton: bool = False,
-) -> WriteReport:
-    """:func:`write_package` of a package of one operator.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> from opsdk.spec import OpSpec, Input, Output, TFloat
-        >>> s = OpSpec("MyOp", domain="com.example", inputs=[Input("x")], outputs=[Output("y")],
-        ...            types={"T": TFloat})
-        >>> out = pathlib.Path(tempfile.mkdtemp()) / "my_op"
-        >>> "op_kernel/my_op.cpp" in write_project(s, out, engine="aicore",
-        ...                                         aicore_skeleton=True).written
-        True
-    """
-    entry = PackageOp(spec, engine, op_type, origin_op_types, kernel_folder)
-    return write_package([entry], folder, socs=socs, vendor=vendor, force=force, cann=cann,
-                         aicore_skeleton=aicore_skeleton)
 
 
 def read_project_manifest(folder: str | Path) -> dict[str, Any]:
