@@ -19,6 +19,7 @@ from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
 from ..errors import OpsdkError
+from ..runtime._procs import dies_with_us
 from ..testing._devices import DEVICES
 from ..testing._methods import PARAMETRISED
 from ..testing._standards import STANDARDS, standard_name
@@ -224,5 +225,6 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)
-        # A fresh interpreter: pytest must import (and assert-rewrite) opsdk itself.
-        return subprocess.call([sys.executable, "-m", "pytest", *argv])
+        # A fresh interpreter: pytest must import (and assert-rewrite) opsdk itself. It dies
+        # with us (kill -9 included), and its workers with it (their lifelines).
+        return subprocess.call([sys.executable, "-m", "pytest", *argv], **dies_with_us())

@@ -39,6 +39,7 @@ from ..runtime._procs import (
     reply_error,
     signal_name,
     stop_children,
+    watch_natively,
 )
 from ._session import IOInfo
 
@@ -196,7 +197,7 @@ def _serve(fd: int) -> None:
     except Exception as e:
         conn.send(("error", type(e).__name__, str(e)))
         return
-    _watch_natively(lifeline, parent)
+    watch_natively(lifeline, parent)
     _watch_kernels(sess, Running.from_env())
     conn.send(("ready", sess.get_inputs(), sess.get_outputs()))
     while True:
@@ -257,17 +258,6 @@ def _watch_kernels(sess: Any, running: Running | None) -> None:
     for step in sess._steps:
         if step.info.kind == "opsdk":
             step.kernel = _Watched(step.kernel, step.info.nodes[0], running)
-
-
-def _watch_natively(lifeline: int, parent: int) -> None:
-    """Hand the lifeline to a loaded operator module's native watcher (see _procs)."""
-    from ..runtime import cpu
-
-    for module in list(cpu._MODULES.values()):
-        watch = getattr(module, "watch_lifeline", None)
-        if lifeline >= 0 and watch is not None:
-            watch(lifeline, parent)
-            return
 
 
 if __name__ == "__main__":

@@ -36,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Lifeline", "Running", "Worker", "arm_worker", "has_children", "kernel_last_words",
+    "Lifeline", "Running", "Worker", "arm_worker", "dies_with_us", "has_children",
+    "kernel_last_words",
     "kill_group", "parent_death_command", "reply_error", "signal_name", "stop_children",
+    "watch_natively",
 ]
 
 # What the operator module's fatal-signal and exit hooks print (csrc/py/process_guards.h)
@@ -228,6 +230,22 @@ def arm_worker() -> tuple[int, int]:
     return fd, parent
 
 
+def watch_natively(lifeline: int, parent: int, module: Any = None) -> None:
+    """In the worker, once its kernels are loaded: hand the lifeline (from
+    :func:`arm_worker`) to the native watcher of ``module`` or of any loaded operator module,
+    so that a kernel holding the GIL cannot stop it; without one the Python watcher stays
+    (enough for kernels called through ctypes, which let go of the GIL)."""
+    if lifeline < 0:
+        return
+    from . import cpu
+
+    for candidate in (module, *list(cpu._MODULES.values())):
+        watch = getattr(candidate, "watch_lifeline", None)
+        if watch is not None:
+            watch(lifeline, parent)
+            return
+
+
 def _watch(fd: int, parent: int) -> None:
     while os.getppid() == parent:
         ready, _, _ = select.select([fd], [], [], 1.0)
@@ -297,6 +315,33 @@ def stop_children() -> int:
             except ChildProcessError:
                 pass
     return len(found)
+
+
+def dies_with_us() -> dict[str, Any]:
+    """``subprocess`` keyword arguments that end the child when this process ends, even by
+    SIGKILL (``PR_SET_PDEATHSIG``, asked in the child before it execs): for the children of
+    long commands (``opsdk test``'s pytest, tritonserver, check children), whose own children
+    in turn die with them (a worker's lifeline, a stub's watch of its server).
+
+    Linux sends the signal when the *thread* that started the child ends, so only a child
+    started by the main thread is tied (empty arguments otherwise, and off Linux).
+
+    Example:
+        >>> import subprocess, sys
+        >>> subprocess.run([sys.executable, "-c", "pass"], **dies_with_us()).returncode
+        0
+    """
+    libc = _libc()
+    if libc is None or threading.current_thread() is not threading.main_thread():
+        return {}
+    prctl, parent = libc.prctl, os.getpid()
+
+    def tie() -> None:  # in the child, between fork and exec: no allocation, no locks
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # we ended before the child asked
+            os._exit(1)
+
+    return {"preexec_fn": tie}
 
 
 def parent_death_command(cmd: list[str]) -> list[str]:
