@@ -33,7 +33,6 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,9 +40,12 @@ import numpy as np
 
 from ..errors import KernelCrash, KernelError
 from ._procs import (
+    Channel,
+    ChannelJunk,
     Running,
     Worker,
     arm_worker,
+    junk_message,
     kill_group,
     reply_error,
     signal_name,
@@ -53,7 +55,6 @@ from ._procs import (
 
 __all__ = ["IsolatedOperator"]
 
-_POLL_S = 0.05
 _LOAD_LIMIT_S = 600.0  # a hung load only: importing takes seconds, more under load
 _SANITIZER_LINE = re.compile(r"(SUMMARY: \w+Sanitizer: .*|\S+:\d+:\d+: runtime error: .*)")
 _EXIT_LINE = re.compile(r"opsdk: the kernel of \S+ called (\w+\(-?\d+\))")
@@ -190,10 +191,10 @@ class IsolatedOperator:
             pass
 
     # ------------------------------------------------------------------ worker
-    def _start(self) -> Connection:
-        if self._worker is not None and self._worker.alive():
+    def _start(self) -> Channel:
+        if self._worker is not None and self._worker.alive() and not self._worker.conn.poll():
             return self._worker.conn
-        self.close()
+        self.close()  # gone, or bytes wait that no request asked for: a fresh worker
         self._worker = Worker(sys.executable, "opsdk.runtime.isolated", self._env)
         self._worker.conn.send(self._load)
         reply = self._wait(self._worker.conn, limit=_LOAD_LIMIT_S)
@@ -204,26 +205,27 @@ class IsolatedOperator:
             raise KernelError(f"{self.name}: the worker could not load {self._module}: {reply[2]}")
         return self._worker.conn
 
-    def _wait(self, conn: Connection, limit: float | None = None) -> Any:
-        """The worker's reply; a dead worker or a call past the time limit is KernelCrash."""
+    def _wait(self, conn: Channel, limit: float | None = None) -> Any:
+        """The worker's reply; a dead worker, a call past the time limit or bytes that are
+        no reply are KernelCrash."""
         limit = self.timeout if limit is None else limit
         deadline = None if limit is None else time.monotonic() + limit
         assert self._worker is not None
         proc = self._worker.proc
-        while True:
-            if conn.poll(_POLL_S):
-                try:
-                    return conn.recv()
-                except (EOFError, OSError):
-                    break  # died while answering
-            if proc.poll() is not None:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                self.close()
-                raise KernelCrash(
-                    f"{self._where()}: the kernel did not finish within {limit:g} s and was "
-                    "stopped (an endless loop? raise the limit with --timeout)"
-                )
+        try:
+            return conn.recv(deadline, self._worker.alive)
+        except TimeoutError:
+            self.close()
+            raise KernelCrash(
+                f"{self._where()}: the kernel did not finish within {limit:g} s and was "
+                "stopped (an endless loop? raise the limit with --timeout)"
+            ) from None
+        except ChannelJunk as e:
+            self.close()
+            raise KernelCrash(f"{self._where()}: {junk_message(e)}; the worker was stopped") \
+                from None
+        except (EOFError, OSError):
+            pass  # died, perhaps while answering
         raise KernelCrash(self._crash_message(proc))
 
     def _crash_message(self, proc: subprocess.Popen[bytes]) -> str:
@@ -350,7 +352,7 @@ def _serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
     lifeline, parent = arm_worker()
     running = Running.from_env()
-    conn = Connection(fd)
+    conn = Channel(fd)
     how = conn.recv()
     try:
         op, where = _open(how)
