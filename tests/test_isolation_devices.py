@@ -55,6 +55,8 @@ def test_an_endless_ascendc_kernel_is_a_timeout_of_its_case(tmp_path: Path) -> N
     assert "Edgy [float16-small] on ascendc-model FAILED" in p.stdout
     assert re.search(r"problem: Edgy \(ascendc-model, \S+edgy\.cpp\): the kernel did not finish "
                      r"within 30 s and was stopped", p.stdout), p.stdout[-3000:]
+    repro = next(ln for ln in p.stdout.splitlines() if "reproduce:" in ln)
+    assert "--opsdk-timeout=30.0" in repro and "--opsdk-isolate" in repro  # ends as the run did
 
 
 def test_a_null_store_in_an_ascendc_kernel_fails_its_case_with_the_signal(tmp_path: Path) -> None:

@@ -60,8 +60,9 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=default,
-                   help=f"cpu: a case running longer fails and its worker is stopped (default "
-                   f"{DEFAULT_TIMEOUT_S:g}; none with --no-isolate)")
+                   help="cpu, ascendc-model and the other host devices: a case running "
+                   f"longer fails and its worker is stopped (default {DEFAULT_TIMEOUT_S:g}; none "
+                   "with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
@@ -71,7 +72,7 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--cann-project", action="append", metavar="DIR", default=default,
                    help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
-                   help="cpu: run kernels in the pytest process instead of a worker process "
+                   help="run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run; --timeout and --sanitize need the "
                    "worker and are refused with it)")
     case_files.add_options(p, default)
