@@ -41,7 +41,7 @@ def _kill_9_leaves_nothing(args: list[str], waits_for: str) -> None:
 
 
 @pytest.mark.parametrize("command", [
-    ["test", str(OP_DIR), "-k", "float64-odd"],
+    ["test", str(OP_DIR), "-k", "float64-odd", "--timeout", "3600"],  # outlasts the cap
     ["check", str(OP_DIR)],
 ])
 def test_kill_9_of_a_validation_run_leaves_no_process(command: list[str]) -> None:
