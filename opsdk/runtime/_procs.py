@@ -126,8 +126,8 @@ class Channel:
         data = pickle.dumps(obj, protocol=4)
         self._sock.sendall(self._HEAD.pack(self._MAGIC, len(data), zlib.crc32(data)) + data)
 
-    def poll(self, timeout: float = 0.0) -> bool:
-        """True when bytes are waiting to be read."""
+    def poll(self, timeout: float | None = 0.0) -> bool:
+        """True when bytes are waiting to be read (``timeout`` None: wait for them)."""
         ready, _, _ = select.select([self._sock], [], [], timeout)
         return bool(ready)
 
@@ -147,8 +147,9 @@ class Channel:
               check: bool = False) -> bytearray:
         buf = bytearray(n)
         view, got = memoryview(buf), 0
+        wait = None if deadline is None and alive is None else self._POLL_S  # None: sleep
         while got < n:
-            if not self.poll(self._POLL_S):
+            if not self.poll(wait):
                 if alive is not None and not alive():
                     raise EOFError
                 if deadline is not None and time.monotonic() > deadline:

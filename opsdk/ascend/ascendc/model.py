@@ -36,6 +36,7 @@ import numpy as np
 from ...build import cache_dir, file_lock, toolchain
 from ...dtypes import dtype_name, to_numpy
 from ...errors import BuildError, DeviceUnavailable, KernelError
+from ...runtime._procs import dies_with_us
 from ...spec import OpSpec, TensorType
 from .._op import DEFAULT_SOCS
 from ..spellings import ASCENDC_TYPES as _CPP
@@ -180,7 +181,8 @@ class AscendcModel:
             tmp = root / f"kernel.so.{os.getpid()}"
             cmd = [tc.cxx, "-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
                    f"-I{model_include_dir()}", f"-I{root}", *macros, "driver.cpp", "-o", str(tmp)]
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False,
+                                  **dies_with_us())
             if proc.returncode:
                 raise BuildError(
                     f"{k.op}: the AI Core kernel ({k.origin}) does not compile against opsdk's "
