@@ -37,6 +37,7 @@ from pathlib import Path
 
 from . import _paths
 from .errors import BuildError
+from .runtime._procs import dies_with_us
 
 __all__ = ["build_operator", "cache_dir", "Toolchain", "toolchain", "MODULE_NAME", "BuildResult"]
 
@@ -235,7 +236,8 @@ def _cmake_env() -> dict[str, str]:
 
 
 def _run(cmd: list[str], cwd: Path, log: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=_cmake_env())
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=_cmake_env(),
+                          **dies_with_us())
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
     return proc

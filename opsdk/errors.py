@@ -19,6 +19,7 @@ from __future__ import annotations
 __all__ = [
     "OpsdkError",
     "TextFileError",
+    "ChannelJunk",
     "SpecError",
     "ScaffoldError",
     "BuildError",
@@ -123,3 +124,12 @@ class OpsdkWarning(UserWarning):
 
 class TextFileError(ValueError, OpsdkError):
     """A text file a user wrote cannot be read (missing, a folder, or not UTF-8)."""
+
+
+class ChannelJunk(OSError, OpsdkError):
+    """Bytes on a worker's channel that are no message of the worker: its kernel wrote to a
+    file descriptor it does not own (the channel's socket)."""
+
+    def __init__(self, junk: bytes) -> None:
+        super().__init__(f"{len(junk)} bytes that are no message: {junk[:40]!r}")
+        self.junk = junk

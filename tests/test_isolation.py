@@ -7,21 +7,24 @@ misbehaves as ``$OPSDK_MISBEHAVE`` says (segv, abort, loop, past_end, read_past_
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from _helpers.procs import CAP_S
+from _helpers.procs import communicate as _communicate
+from _helpers.procs import ctrl_c_live as _ctrl_c_live
+from _helpers.procs import gone as _gone
+from _helpers.procs import running_with as _running_with
+from _helpers.procs import tracked as _tracked
+from _helpers.procs import wait_for as _wait_for
 
 import opsdk
 from opsdk.build import SANITIZERS, sanitizer_env
@@ -31,9 +34,6 @@ from opsdk.runtime.isolated import IsolatedOperator
 
 OP_DIR = Path(__file__).resolve().parent / "data" / "misbehave"
 ROOT = Path(__file__).resolve().parents[1]
-# A cap on waiting for something a correct run does promptly: generous, so that it holds on
-# a loaded machine (2 cores, load 10) and only a hung run reaches it. No test measures time.
-CAP_S = 600.0
 
 
 def _line_of(text: str) -> int:
@@ -111,67 +111,6 @@ def test_opsdk_test_turns_an_abort_into_failed_cases() -> None:
     assert "inputs: float64[2, 3, 4]" in p.stdout
     assert "crashed with SIGABRT (signal 6)" in p.stdout
     assert "--opsdk-isolate" in next(ln for ln in p.stdout.splitlines() if "reproduce:" in ln)
-
-
-def _running_with(token: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        try:
-            if d.name.isdigit() and token.encode() in (d / "environ").read_bytes():
-                found.append(int(d.name))
-        except OSError:
-            continue
-    return found
-
-
-def _wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen[str] | None = None,
-              cap: float = CAP_S) -> None:
-    deadline = time.monotonic() + cap
-    while not done():
-        if proc is not None and proc.poll() is not None and not done():
-            pytest.fail(f"the process ended (status {proc.returncode}) before {what}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not happen within {cap:g} s")
-        time.sleep(0.1)
-
-
-def _ctrl_c_live() -> None:
-    """In the child: SIGINT back to its default, so Python installs KeyboardInterrupt. A suite
-    started as a background job of a non-interactive shell inherits SIGINT ignored (POSIX), and
-    a process that ignores Ctrl-C is what opsdk must respect, not what these tests are about."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-@contextlib.contextmanager
-def _tracked(args: list[str], mode: str, **kw: Any) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A subprocess in its own session whose descendants carry a unique token in their
-    environment; on the way out (failures included) every one of them is killed."""
-    token = uuid.uuid4().hex
-    env = {**os.environ, "OPSDK_MISBEHAVE": mode, "OPSDK_TEST_TOKEN": token}
-    proc = subprocess.Popen(args, env=env, cwd=ROOT, text=True, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=_ctrl_c_live, **kw)
-    try:
-        with proc:
-            yield proc, token
-    finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in _running_with(token):  # workers run in process groups of their own
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _communicate(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    try:
-        return proc.communicate(timeout=CAP_S)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the command did not end within {CAP_S:g} s (something holds its pipes?)")
-
-
-def _gone(token: str) -> None:
-    _wait_for("every process of the run ending", lambda: not _running_with(token))
 
 
 @pytest.mark.parametrize("command", ["check", "test"])

@@ -52,7 +52,9 @@ def test_cpu_model_py_golden_uses_the_graph_executor() -> None:
     compile(text, "model.py", "exec")
     assert "from opsdk.onnx import IsolatedSession" in text  # in a worker (issue 23 item 3)
     assert "InferenceSession" not in text  # no fallback: the model runs in opsdk's executor
-    assert 'IsolatedSession(str(path), threads=int(params.get("threads", "1")))' in text
+    assert 'IsolatedSession(str(path), threads=int(params.get("threads", "1")),' in text
+    assert 'timeout=_seconds(params, "request_timeout_s", 120.0))' in text  # a hang is bounded
+    assert "_exit_with_server()" in text  # a stub outlives no tritonserver
 
 
 def test_ascend_static_golden() -> None:

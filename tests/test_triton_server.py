@@ -24,6 +24,7 @@ import onnx
 import pytest
 import tritonclient.grpc as grpc  # noqa: E402
 import tritonclient.http as http  # noqa: E402
+from _helpers.procs import running_with as _with_token
 from _helpers.triton_models import custom_op_model, graph_session, mlp_model
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
@@ -324,17 +325,6 @@ def test_opsdk_serve_stops_cleanly_on_sigint(small_repo: Path, model_file: Path)
             if pid is not None and not process_gone(pid):  # the server runs in its own session
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
-
-
-def _with_token(token: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        try:
-            if d.name.isdigit() and token.encode() in (d / "environ").read_bytes():
-                found.append(int(d.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_crashing_kernel_fails_its_request_and_the_model_keeps_serving(

@@ -158,3 +158,78 @@ def _run_threads(calls: Callable[[int], None], n: int, close: Callable[[], None]
         assert not any(t.is_alive() for t in threads), "a caller hung"
     finally:
         close()
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("loop_on_13", "the kernel of Misbehave (node 'copy') did not finish within 10 s (an "
+                   "endless loop?); its worker process was stopped and restarted"),
+    ("junk_on_13", "a kernel wrote into its worker's message channel ("),
+])
+def test_a_served_model_recovers_from_a_stuck_or_scribbling_kernel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, message: str) -> None:
+    """A request whose kernel never returns, or writes into the worker's channel, fails
+    within the limit naming what happened (before: it and every later one waited for ever),
+    and the next request is served by a fresh worker."""
+    monkeypatch.setenv("OPSDK_MISBEHAVE", mode)
+    monkeypatch.setenv("OPSDK_OPERATORS_PATH", str(OP_DIR.parent))
+    sess = IsolatedSession(_model(tmp_path), threads=1, timeout=10.0)  # only a bound
+    try:
+        np.testing.assert_array_equal(sess.run(None, {"x": np.arange(3.0)})[0], [0, 1, 2])
+        with pytest.raises(KernelCrash, match=re.escape(message)) as e:
+            sess.run(None, {"x": np.full(3, 13.0)})
+        if mode == "junk_on_13":
+            assert "starting b'stray bytes from a kerne': a write to a file descriptor it " \
+                "does not own); its worker process was restarted" in str(e.value)
+        sess.timeout = CAP_S  # the next call: no limit a loaded machine could hit
+        np.testing.assert_array_equal(sess.run(None, {"x": np.arange(2.0)})[0], [0, 1])
+    finally:
+        sess.close()
+
+
+def test_a_validation_worker_finds_bytes_a_kernel_wrote_into_its_channel() -> None:
+    op = IsolatedOperator(opsdk.load(str(OP_DIR)), timeout=CAP_S,
+                          env={"OPSDK_MISBEHAVE": "junk_on_13"})
+    try:
+        with pytest.raises(KernelCrash, match=re.escape(
+                f"Misbehave ({OP_DIR / 'kernel.cpp'}): a kernel wrote into its worker's "
+                "message channel (")):
+            op.run([np.full(4, 13.0)], {})
+        np.testing.assert_array_equal(op.run([np.arange(2.0)], {})[0], [0, 1])
+    finally:
+        op.close()
+
+
+def test_a_real_server_recovers_from_a_hang_a_crash_and_stray_writes(
+        triton_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """Through tritonserver (the CPU target's Python model, request_timeout_s 10): a request
+    whose kernel never returns, one whose kernel segfaults and one whose kernel writes into
+    the worker's channel each get an error naming what happened; the request after each is
+    served (before: the endless kernel and the stray writes wedged the model for good while
+    its ready endpoint said 200)."""
+    import tritonclient.http as http
+    from tritonclient.utils import InferenceServerException
+
+    monkeypatch.setenv("OPSDK_MISBEHAVE", "by_value")
+    build_repository(_model(tmp_path), tmp_path / "repo", RepositoryOptions(
+        "mis", max_batch_size=0, operators_path=(str(OP_DIR.parent),),
+        extra_parameters=(("request_timeout_s", "10"),)))
+    server = triton_server(tmp_path / "repo")
+
+    def infer(client: Any, first: float) -> Any:
+        x = http.InferInput("x", [3], "FP64")
+        x.set_data_from_numpy(np.array([first, 1.0, 2.0]))
+        return client.infer("mis", [x]).as_numpy("y")
+
+    with http.InferenceServerClient(server.http_url, network_timeout=CAP_S,
+                                    connection_timeout=CAP_S) as client:
+        np.testing.assert_array_equal(infer(client, 0.0), [0.0, 1.0, 2.0])
+        for first, said in ((13.0, "the kernel of Misbehave (node 'copy') did not finish "
+                                   "within 10 s (an endless loop?)"),
+                            (14.0, "the kernel of Misbehave crashed with SIGSEGV"),
+                            (15.0, "a kernel wrote into its worker's message channel")):
+            with pytest.raises(InferenceServerException, match=re.escape(said)):
+                infer(client, first)
+            np.testing.assert_array_equal(infer(client, 7.0), [7.0, 1.0, 2.0])
+        assert client.is_model_ready("mis")
+    server.stop()

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OpsdkError
+from ..runtime._procs import dies_with_us
 from ._timing import measure
 
 __all__ = ["SDK_PARTS", "SdkResult", "bench_sdk"]
@@ -72,7 +73,8 @@ def _env(**values: str) -> Iterator[None]:
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], what: str) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          **dies_with_us())
     dt = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])

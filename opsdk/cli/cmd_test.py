@@ -19,6 +19,7 @@ from typing import Any
 
 from ..ascend.precision import MODE_CHOICES
 from ..errors import OpsdkError
+from ..runtime import dies_with_us
 from ..testing import DEVICES, PARAMETRISED, STANDARDS, standard_name
 from . import _case_file_cmd as case_files
 from ._io import OneLineParser
@@ -60,8 +61,9 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--report", metavar="PATH", default=default,
                    help="write a report of every case (.html with plots, or .json)")
     p.add_argument("--timeout", type=seconds, metavar="SECONDS", default=default,
-                   help=f"cpu: a case running longer fails and its worker is stopped (default "
-                   f"{DEFAULT_TIMEOUT_S:g}; none with --no-isolate)")
+                   help="cpu, ascendc-model and the other host devices: a case running "
+                   f"longer fails and its worker is stopped (default {DEFAULT_TIMEOUT_S:g}; none "
+                   "with --no-isolate)")
     p.add_argument("--sanitize", metavar="address,undefined", default=default,
                    help="cpu: build the kernel with these sanitizers (a separate cache entry) "
                    "and report an out-of-bounds access with its file:line")
@@ -71,7 +73,7 @@ def _add_options(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("--cann-project", action="append", metavar="DIR", default=default,
                    help="npu: read the CANN type from this `opsdk cann` project's manifest")
     p.add_argument("--no-isolate", action="store_true", default=default,
-                   help="cpu: run kernels in the pytest process instead of a worker process "
+                   help="run kernels in the pytest process instead of a worker process "
                    "(a crashing kernel then ends the run; --timeout and --sanitize need the "
                    "worker and are refused with it)")
     case_files.add_options(p, default)
@@ -226,5 +228,6 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="opsdk-test-") as tmp:
         argv = pytest_argv(args, _target(info, Path(tmp)))
         print("pytest " + shlex.join(argv), flush=True)
-        # A fresh interpreter: pytest must import (and assert-rewrite) opsdk itself.
-        return subprocess.call([sys.executable, "-m", "pytest", *argv])
+        # A fresh interpreter: pytest must import (and assert-rewrite) opsdk itself. It dies
+        # with us (kill -9 included), and its workers with it (their lifelines).
+        return subprocess.call([sys.executable, "-m", "pytest", *argv], **dies_with_us())

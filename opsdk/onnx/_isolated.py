@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +31,24 @@ import numpy as np
 
 from ..errors import KernelCrash, KernelError
 from ..runtime import (
+    Channel,
+    ChannelJunk,
     Running,
     Worker,
     arm_worker,
     has_children,
+    junk_message,
     kernel_last_words,
     reply_error,
     signal_name,
     stop_children,
+    watch_natively,
 )
 from ._session import IOInfo
 
 __all__ = ["IsolatedSession"]
+
+_LOAD_LIMIT_S = 600.0  # a hung load only: loading takes seconds, more under load
 
 
 class IsolatedSession:
@@ -52,27 +58,37 @@ class IsolatedSession:
     and again right after a crash, so a caller that keeps calling keeps being served;
     :meth:`close` stops it. Calls from several threads take turns (the worker runs one
     request at a time): each gets its own reply, and a crash restarts the worker once.
+    A call running longer than ``timeout`` seconds (None: no limit) stops the worker and
+    raises :class:`KernelCrash` naming the operator and node that ran; so do bytes on the
+    worker's channel that are no reply (a kernel writing to a stray file descriptor).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None,
+                 timeout: float | None = None) -> None:
         self.path = str(path)
         self.threads = threads
+        self.timeout = timeout
         self._worker: Worker | None = None
         self._io: tuple[list[IOInfo], list[IOInfo]] = ([], [])  # from the worker, once loaded
-        self._loaded: Connection | None = None  # the connection whose worker said ready
-        self._turn = threading.RLock()  # one request on the connection at a time
+        self._loaded: Channel | None = None  # the channel whose worker said ready
+        self._turn = threading.RLock()  # one request on the channel at a time
         self._start()
         self._ready()  # a model that cannot load fails here, not at the first call
 
     def run(
         self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]
     ) -> list[np.ndarray]:
-        """``Session.run`` in the worker; a crash there is :class:`KernelCrash`."""
+        """``Session.run`` in the worker; a crash, a hang or stray bytes there is
+        :class:`KernelCrash`, and a fresh worker starts."""
         with self._turn:
             conn = self._ready()
             try:
                 conn.send((list(output_names) if output_names else None, dict(input_feed)))
-                reply = self._reply(conn)
+                reply = self._reply(conn, self.timeout)
+            except TimeoutError:  # an OSError: before it
+                raise KernelCrash(self._stuck()) from None
+            except ChannelJunk as e:
+                raise KernelCrash(self._crash(junk=e)) from None
             except (EOFError, OSError):
                 raise KernelCrash(self._crash()) from None
             finally:
@@ -115,15 +131,26 @@ class IsolatedSession:
         self._worker = Worker(_python(), "opsdk.onnx._isolated", {"PYTHONPATH": path})
         self._worker.conn.send((self.path, self.threads))
 
-    def _ready(self) -> Connection:
-        """The worker's connection once it has loaded the model (started anew if gone)."""
+    def _ready(self) -> Channel:
+        """The worker's channel once it has loaded the model (started anew if gone, or if
+        bytes wait on its channel that no request asked for)."""
+        if self._worker is not None and self._loaded is self._worker.conn and \
+                self._worker.conn.poll():
+            self._echo()
+            self.close()
         if self._worker is None:
             self._start()
         assert self._worker is not None
         conn = self._worker.conn
         if self._loaded is not conn:
             try:
-                reply = self._reply(conn)
+                reply = self._reply(conn, _LOAD_LIMIT_S)
+            except TimeoutError:  # an OSError: before it
+                self.close()
+                raise KernelError(f"the worker did not load {self.path} within "
+                                  f"{_LOAD_LIMIT_S:g} s; it was stopped") from None
+            except ChannelJunk as e:
+                raise KernelError(f"{self.path}: {self._crash(False, e)}") from None
             except (EOFError, OSError):
                 raise KernelError(f"{self.path}: {self._crash(restart=False)}") from None
             finally:
@@ -135,17 +162,34 @@ class IsolatedSession:
             self._io = (reply[1], reply[2])
         return conn
 
-    def _reply(self, conn: Connection) -> Any:
+    def _reply(self, conn: Channel, limit: float | None) -> Any:
         """The worker's answer; EOFError once it is gone (even if a process its kernel
-        started still holds the other end of the socket)."""
-        while not conn.poll(0.5):
-            if self._worker is None or not self._worker.alive():
-                raise EOFError
-        return conn.recv()
+        started still holds the other end of the socket), TimeoutError after ``limit``
+        seconds, ChannelJunk for bytes that are no answer."""
+        deadline = None if limit is None else time.monotonic() + limit
+        return conn.recv(deadline, lambda: self._worker is not None and self._worker.alive())
 
-    def _crash(self, restart: bool = True) -> str:
+    def _stuck(self) -> str:
+        """A call past the limit: the worker is stopped, a fresh one started."""
+        assert self._worker is not None
+        running = self._worker.running.read()  # "op\tnode" while a kernel ran
+        self.close()
+        self._start()
+        what = "the graph"
+        if running:
+            op, node = running.split("\t", 1)
+            what = f"the kernel of {op} (node {node})"
+        return (f"{what} did not finish within {self.timeout:g} s (an endless loop?); its "
+                "worker process was stopped and restarted")
+
+    def _crash(self, restart: bool = True, junk: ChannelJunk | None = None) -> str:
         """What ended the worker, naming the operator; a fresh worker is started."""
         assert self._worker is not None
+        if junk is not None:
+            self.close()
+            if restart:
+                self._start()
+            return f"{junk_message(junk)}; its worker process was restarted"
         code = self._worker.proc.wait()
         text = self._echo(show=False)
         found = kernel_last_words(text)
@@ -187,7 +231,7 @@ def _serve(fd: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides when to stop us
     lifeline, parent = arm_worker()
-    conn = Connection(fd)
+    conn = Channel(fd)
     path, threads = conn.recv()
     try:
         from ._session import Session
@@ -196,7 +240,7 @@ def _serve(fd: int) -> None:
     except Exception as e:
         conn.send(("error", type(e).__name__, str(e)))
         return
-    _watch_natively(lifeline, parent)
+    watch_natively(lifeline, parent)
     _watch_kernels(sess, Running.from_env())
     conn.send(("ready", sess.get_inputs(), sess.get_outputs()))
     while True:
@@ -257,17 +301,6 @@ def _watch_kernels(sess: Any, running: Running | None) -> None:
     for step in sess._steps:
         if step.info.kind == "opsdk":
             step.kernel = _Watched(step.kernel, step.info.nodes[0], running)
-
-
-def _watch_natively(lifeline: int, parent: int) -> None:
-    """Hand the lifeline to a loaded operator module's native watcher (see _procs)."""
-    from ..runtime import cpu
-
-    for module in list(cpu._MODULES.values()):
-        watch = getattr(module, "watch_lifeline", None)
-        if lifeline >= 0 and watch is not None:
-            watch(lifeline, parent)
-            return
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from ..runtime import signal_name
+from ..runtime import dies_with_us, signal_name
 from .errors import ModelError, OrtChildCrash
 
 __all__ = ["OrtChild", "OrtChildCrash"]
@@ -51,7 +51,8 @@ class OrtChild:
         self._log = open(self._dir / "stderr.txt", "w+b")  # closed in close()
         self._proc = subprocess.Popen(
             [str(python), "-c", _SERVE.read_text(), str(self._dir / "model.onnx")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
+            **dies_with_us())
         self.version = self._line("opening").removeprefix("version ")
         first = self._line("opening")
         if first.startswith("error "):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .._isa import ISA_DIR
 from ..errors import BuildError, ManifestError, OpsdkError
+from ..runtime._procs import dies_with_us
 from ._project import OpSource, PackageName
 from ._targets import TargetPython, WheelPlatform
 
@@ -119,7 +120,8 @@ def build_wheel(project: Path, out_dir: Path, wt: WheelTarget, *,
         env.pop(var, None)
     _use_ccache(env)
     cmd = [sys.executable, "-c", _BACKEND, str(out_dir), json.dumps(wt.config_settings(project))]
-    proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
+                          **dies_with_us())
     log = project / f"opsdk-package-{wt.label}.log"
     log.write_text(proc.stdout + proc.stderr)
     names = [ln[12:] for ln in proc.stdout.splitlines() if ln.startswith("OPSDK-WHEEL:")]

@@ -19,18 +19,24 @@ from .cpu import Operator, load_module
 
 if TYPE_CHECKING:  # imported on first use: ``python -m opsdk.runtime._procs`` runs it
     from ._procs import (
+        Channel,
+        ChannelJunk,
         Running,
         Worker,
         arm_worker,
+        dies_with_us,
         has_children,
+        junk_message,
         kernel_last_words,
         reply_error,
         signal_name,
         stop_children,
+        watch_natively,
     )
 
-_PROCS = ("Running", "Worker", "arm_worker", "has_children", "kernel_last_words", "reply_error",
-          "signal_name", "stop_children")
+_PROCS = ("Channel", "ChannelJunk", "Running", "Worker", "arm_worker", "dies_with_us",
+          "has_children", "junk_message", "kernel_last_words", "reply_error", "signal_name",
+          "stop_children", "watch_natively")
 
 
 def __getattr__(name: str) -> Any:
@@ -45,5 +51,5 @@ __all__ = [
     "Operator", "load_module", "load", "build_op", "list_operators", "open_registered",
     "register_device", "registered_devices", "spec_registration_cpp", "Running", "Worker",
     "arm_worker", "has_children", "kernel_last_words", "reply_error", "signal_name",
-    "stop_children",
+    "stop_children", "Channel", "ChannelJunk", "dies_with_us", "junk_message", "watch_natively",
 ]

@@ -26,18 +26,28 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import re
 import select
 import signal
+import socket
+import struct
 import sys
 import threading
-from collections.abc import Mapping
+import time
+import zlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import ChannelJunk
+
 __all__ = [
-    "Lifeline", "Running", "Worker", "arm_worker", "has_children", "kernel_last_words",
+    "Channel", "ChannelJunk", "Lifeline", "Running", "Worker", "arm_worker", "dies_with_us",
+    "has_children", "junk_message",
+    "kernel_last_words",
     "kill_group", "parent_death_command", "reply_error", "signal_name", "stop_children",
+    "watch_natively",
 ]
 
 # What the operator module's fatal-signal and exit hooks print (csrc/py/process_guards.h)
@@ -71,6 +81,100 @@ class Lifeline:
         if self._write_fd >= 0:
             os.close(self._write_fd)
             self._write_fd = -1
+
+
+class Channel:
+    """The messages between a caller and its worker over a socket: each one a header (magic,
+    length, CRC-32) and a pickle. Bytes a kernel writes into the worker's end are found
+    (:class:`ChannelJunk`) instead of being read as a length, which left both sides waiting
+    for ever; the caller reads with a deadline and while the worker lives.
+
+    Example:
+        >>> a, b = socket.socketpair()
+        >>> ours, theirs = Channel(a.detach()), Channel(b.detach())
+        >>> theirs.send(("ok", [1, 2]))
+        >>> ours.recv(deadline=time.monotonic() + 60)
+        ('ok', [1, 2])
+        >>> os.write(theirs.fileno(), b"stray bytes")
+        11
+        >>> ours.recv(deadline=time.monotonic() + 60)
+        Traceback (most recent call last):
+        ...
+        opsdk.runtime._procs.ChannelJunk: 11 bytes that are no message: b'stray bytes'
+    """
+
+    _HEAD = struct.Struct("<4sQI")
+    _MAGIC = b"OPSW"
+    _POLL_S = 0.05
+
+    def __init__(self, fd: int) -> None:
+        self._sock = socket.socket(fileno=fd)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def send(self, obj: Any) -> None:
+        # protocol 4: an array arrives in memory of its own (5 would make it a view of the
+        # message, where a sanitizer cannot see a read past its end)
+        data = pickle.dumps(obj, protocol=4)
+        self._sock.sendall(self._HEAD.pack(self._MAGIC, len(data), zlib.crc32(data)) + data)
+
+    def poll(self, timeout: float | None = 0.0) -> bool:
+        """True when bytes are waiting to be read (``timeout`` None: wait for them)."""
+        ready, _, _ = select.select([self._sock], [], [], timeout)
+        return bool(ready)
+
+    def recv(self, deadline: float | None = None,
+             alive: Callable[[], bool] | None = None) -> Any:
+        """The next message. Raises EOFError when the other end is closed or ``alive()``
+        turns False with nothing to read, TimeoutError past ``deadline`` (a monotonic time),
+        ChannelJunk for bytes that are no message."""
+        head = self._read(self._HEAD.size, deadline, alive, check=True)
+        _, size, crc = self._HEAD.unpack(head)
+        data = self._read(size, deadline, alive)
+        if zlib.crc32(data) != crc:
+            raise ChannelJunk(bytes(head) + bytes(data))
+        return pickle.loads(data)
+
+    def _read(self, n: int, deadline: float | None, alive: Callable[[], bool] | None,
+              check: bool = False) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        wait = None if deadline is None and alive is None else self._POLL_S  # None: sleep
+        while got < n:
+            if not self.poll(wait):
+                if alive is not None and not alive():
+                    raise EOFError
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError
+                continue
+            k = self._sock.recv_into(view[got:])
+            if k == 0:
+                raise EOFError
+            got += k
+            if check and buf[: min(got, 4)] != self._MAGIC[: min(got, 4)]:
+                raise ChannelJunk(bytes(buf[:got]) + self._drain())
+        return buf
+
+    def _drain(self) -> bytes:
+        """What else is waiting (the rest of the junk)."""
+        out = b""
+        while len(out) < 1 << 16 and self.poll():
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                break
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def junk_message(junk: ChannelJunk) -> str:
+    """What a worker's channel full of stray bytes says, for the caller's error."""
+    return (f"a kernel wrote into its worker's message channel ({len(junk.junk)} bytes that "
+            f"are no message, starting {junk.junk[:24]!r}: a write to a file descriptor it "
+            "does not own)")
 
 
 class Running:
@@ -122,10 +226,8 @@ class Worker:
     """
 
     def __init__(self, python: str, module: str, env: Mapping[str, str] | None = None) -> None:
-        import socket
         import subprocess
         import tempfile
-        from multiprocessing.connection import Connection
 
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile()
@@ -143,7 +245,7 @@ class Worker:
         )
         theirs.close()
         self.lifeline.started()
-        self.conn = Connection(ours.detach())
+        self.conn = Channel(ours.detach())
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -228,6 +330,22 @@ def arm_worker() -> tuple[int, int]:
     return fd, parent
 
 
+def watch_natively(lifeline: int, parent: int, module: Any = None) -> None:
+    """In the worker, once its kernels are loaded: hand the lifeline (from
+    :func:`arm_worker`) to the native watcher of ``module`` or of any loaded operator module,
+    so that a kernel holding the GIL cannot stop it; without one the Python watcher stays
+    (enough for kernels called through ctypes, which let go of the GIL)."""
+    if lifeline < 0:
+        return
+    from . import cpu
+
+    for candidate in (module, *list(cpu._MODULES.values())):
+        watch = getattr(candidate, "watch_lifeline", None)
+        if watch is not None:
+            watch(lifeline, parent)
+            return
+
+
 def _watch(fd: int, parent: int) -> None:
     while os.getppid() == parent:
         ready, _, _ = select.select([fd], [], [], 1.0)
@@ -297,6 +415,33 @@ def stop_children() -> int:
             except ChildProcessError:
                 pass
     return len(found)
+
+
+def dies_with_us() -> dict[str, Any]:
+    """``subprocess`` keyword arguments that end the child when this process ends, even by
+    SIGKILL (``PR_SET_PDEATHSIG``, asked in the child before it execs): for the children of
+    long commands (``opsdk test``'s pytest, tritonserver, check children), whose own children
+    in turn die with them (a worker's lifeline, a stub's watch of its server).
+
+    Linux sends the signal when the *thread* that started the child ends, so only a child
+    started by the main thread is tied (empty arguments otherwise, and off Linux).
+
+    Example:
+        >>> import subprocess, sys
+        >>> subprocess.run([sys.executable, "-c", "pass"], **dies_with_us()).returncode
+        0
+    """
+    libc = _libc()
+    if libc is None or threading.current_thread() is not threading.main_thread():
+        return {}
+    prctl, parent = libc.prctl, os.getpid()
+
+    def tie() -> None:  # in the child, between fork and exec: no allocation, no locks
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # we ended before the child asked
+            os._exit(1)
+
+    return {"preexec_fn": tie}
 
 
 def parent_death_command(cmd: list[str]) -> list[str]:

@@ -23,6 +23,12 @@ from ..spec import OpSpec
 
 __all__ = ["DEVICES", "open_device"]
 
+#: Devices whose kernels run on this host, in a worker process when isolated: a kernel that
+#: crashes or never returns fails its case, as on cpu (npu and triton run elsewhere).
+ISOLABLE: tuple[str, ...] = ("onnxruntime", "ascendc-model", "ascendc-cpu", "ascendc-sim",
+                             "aarch64")
+_WORKER_OPTIONS = ("isolate", "timeout", "sanitize")
+
 DEVICES: tuple[str, ...] = (
     "cpu", "onnxruntime", "triton", "npu", "ascendc-model", "ascendc-cpu", "ascendc-sim",
     "aarch64",
@@ -45,12 +51,24 @@ def open_device(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]
         return op
     if device == "triton":
         return _Triton(spec, options)
+    if device not in DEVICES:
+        raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    ex = _open_here(device, folder, spec, options)
+    if device in ISOLABLE and (options.get("isolate") or options.get("timeout")):
+        from ..runtime.isolated import IsolatedOperator
+
+        timeout = float(options["timeout"]) if options.get("timeout") else None
+        rest = {k: v for k, v in options.items() if k not in _WORKER_OPTIONS}
+        return IsolatedOperator.of_device(ex, folder, f"{__name__}:open_device", device, rest,
+                                          timeout=timeout)
+    return ex
+
+
+def _open_here(device: str, folder: Path, spec: OpSpec, options: dict[str, Any]) -> Any:
     if device == "aarch64":  # the kernel cross-built for the AI CPU's ISA, run under qemu
         from ..runtime.cross import CrossOperator
 
         return CrossOperator(spec, folder, "aarch64")
-    if device not in DEVICES:
-        raise DeviceUnavailable(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     # onnxruntime, npu, ascendc-*: the wings register their own (opsdk.runtime._devices)
     return open_registered(device, folder, spec, options)
 

@@ -146,7 +146,7 @@ class TestSession:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
         for k in ("device", "standard", "reference_device", "precision_mode", "keep_dtype",
-                  "modify_mixlist", "sanitize"):
+                  "modify_mixlist", "timeout", "sanitize"):
             v = self.options.get(k)
             if v and (k, v) != ("device", "cpu"):
                 parts.append(f"--opsdk-{k.replace('_', '-')}={v}")

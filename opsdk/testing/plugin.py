@@ -22,9 +22,11 @@ Options:
 * ``--opsdk-cann-op-type [OP=]TYPE``, ``--opsdk-cann-project DIR``: the CANN operator type
   ``npu`` runs an operator as, given or read from the manifest of an ``opsdk cann`` project
   (for operators generated with ``--op-type``; :mod:`opsdk.testing._cann_type`).
-* ``--opsdk-isolate``: run cpu kernels in a worker process, so a crash, an abort or a write
-  past an output fails its case and the run goes on (``opsdk test`` turns this on).
-* ``--opsdk-timeout SECONDS``: a cpu case running longer fails and its worker is stopped
+* ``--opsdk-isolate``: run kernels in a worker process (cpu and the devices that run kernels
+  on this host: ascendc-model, onnxruntime, ascendc-cpu, ascendc-sim, aarch64), so a crash,
+  an abort or a write past an output fails its case and the run goes on (``opsdk test``
+  turns this on).
+* ``--opsdk-timeout SECONDS``: a case running longer fails and its worker is stopped
   (implies ``--opsdk-isolate``).
 * ``--opsdk-sanitize address,undefined``: build the kernel with these sanitizers (its own
   cache entry) and run it isolated; an out-of-bounds access fails with the kernel's
@@ -73,9 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--opsdk-triton-url", dest="opsdk_triton_url", default=None,
                 help="Triton server for --opsdk-device=triton (or $OPSDK_TRITON_URL)")
     g.addoption("--opsdk-isolate", dest="opsdk_isolate", action="store_true", default=False,
-                help="run cpu kernels in a worker process: a crash fails only its case")
+                help="run kernels in a worker process (cpu and the host devices): a crash "
+                "fails only its case")
     g.addoption("--opsdk-timeout", dest="opsdk_timeout", type=float, default=None,
-                metavar="SECONDS", help="per-case time limit of isolated cpu kernels")
+                metavar="SECONDS", help="per-case time limit of isolated kernels")
     g.addoption("--opsdk-sanitize", dest="opsdk_sanitize", default=None,
                 metavar="address,undefined", help="run a sanitizer build of the kernel")
     g.addoption("--opsdk-triton-model", dest="opsdk_triton_model", default=None,

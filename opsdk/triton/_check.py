@@ -36,6 +36,7 @@ from ..ascend import default_origin_op_type, project_plugin_keys
 from ..ascend.atc.rules import model_problems
 from ..ascend.versions import CannVersion, parse_cann_version, resolve_cann
 from ..onnx import iter_all_nodes, probe_feeds
+from ..runtime import dies_with_us
 from . import _npu_ge as ge
 from ._ascend_dims import check_output_names, runnable_sizes
 from ._ascend_model import custom_specs
@@ -201,7 +202,7 @@ def run_check_child(module: str, job_file: str) -> tuple[int, str]:
         p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-m", module, job_file],
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env=env)
+                          stderr=subprocess.STDOUT, env=env, **dies_with_us())
     return proc.returncode, proc.stdout.decode(errors="replace")
 
 

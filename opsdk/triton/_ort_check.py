@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DeviceUnavailable
+from ..runtime._procs import dies_with_us
 from . import _npu_ge as ge
 from ._errors import OrtCrash, TritonConfigError
 
@@ -83,10 +84,10 @@ def ensure_ort_env() -> Path:
     # numpy is all an InferenceSession needs; onnxruntime's other requirements (sympy,
     # protobuf, coloredlogs, flatbuffers) serve its tools and would triple the venv
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    proc = subprocess.run(pip + ["numpy"], capture_output=True, text=True)
+    proc = subprocess.run(pip + ["numpy"], capture_output=True, text=True, **dies_with_us())
     if proc.returncode == 0:
         proc = subprocess.run(pip + ["--no-deps", f"onnxruntime=={ge.ORT_VERSION}"],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, **dies_with_us())
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DeviceUnavailable(
@@ -149,7 +150,7 @@ def run_ort_child(python: str | Path, model: str | Path,
         proc = subprocess.run(
             [str(python), "-c", _SCRIPT.read_text(), str(model), str(Path(tmp) / "feeds.npz"),
              str(out)],
-            capture_output=True, text=True, env=_clean_env(),
+            capture_output=True, text=True, env=_clean_env(), **dies_with_us(),
         )
         lines = proc.stdout.strip().splitlines()
         err = proc.stderr.strip().splitlines()

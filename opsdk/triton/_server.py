@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from ..runtime._procs import dies_with_us
 from ._env import ServeEnvironment, locate_serve_env
 from ._errors import TritonConfigError, TritonServerError
 
@@ -183,6 +184,7 @@ class TritonServer:
                 stderr=subprocess.STDOUT,
                 cwd=self._workdir,
                 start_new_session=True,  # Ctrl-C reaches us; we forward it by PID
+                **dies_with_us(),  # kill -9 of us ends it; its stubs follow their server
             )
 
     def _command(self) -> list[str]:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ...build import cache_dir, file_lock
 from ...errors import BuildError, DeviceUnavailable, KernelError
+from ...runtime._procs import dies_with_us
 from ...spec import OpSpec
 from .. import socs
 from ._sim import (
@@ -179,7 +180,8 @@ class _ToolkitKernel(AscendcModel):
                     (Path(tmp) / f"arg{i}.bin").write_bytes(a.tobytes())
             (Path(tmp) / "tiling.bin").write_bytes(tiling_bytes)
             proc = subprocess.run([str(exe), tmp, str(block_dim)], capture_output=True,
-                                  text=True, check=False, cwd=tmp, env=self._env(logs))
+                                  text=True, check=False, cwd=tmp, env=self._env(logs),
+                                  **dies_with_us())
             if proc.returncode:
                 kept = f"; logs kept in {logs}" if logs else ""
                 raise KernelError(

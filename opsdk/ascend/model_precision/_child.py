@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ...onnx import ModelError
-from ...runtime import signal_name
+from ...runtime import dies_with_us, signal_name
 from ._engine import Progress
 
 __all__ = ["analyze_model_in_child"]
@@ -56,7 +56,7 @@ def analyze_model_in_child(model_path: str | Path, mode: str, *,
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env)
+                                env=env, **dies_with_us())
         last: list[str] = []  # the child's last stderr line, for a crash's message
         tee = threading.Thread(target=_relay, args=(proc, last), daemon=True)
         tee.start()

@@ -48,7 +48,19 @@ void misbehave(const CustomOpKernelContext& ctx) {
   if (what == "fork" && fork() == 0) {  // a child that outlives the call, holding stdout
     for (;;) pause();
   }
-  if (what == "segv_on_13" && n > 0 && x[0] == 13.0) raise(SIGSEGV);
+  // the *_on_13 modes only for inputs starting with 13; by_value: 13 loops, 14 segfaults and
+  // 15 writes junk
+  const double v = n > 0 ? x[0] : 0.0;
+  const bool by_value = what == "by_value";
+  if ((what == "segv_on_13" && v == 13.0) || (by_value && v == 14.0)) raise(SIGSEGV);
+  if ((what == "loop_on_13" && v == 13.0) || (by_value && v == 13.0))
+    for (;;) sink = sink + 1;
+  if ((what == "junk_on_13" && v == 13.0) || (by_value && v == 15.0)) {
+    // bytes written to descriptors the kernel does not own
+    const char junk[] = "stray bytes from a kernel\n";
+    for (int fd = 3; fd < 64; ++fd)
+      if (write(fd, junk, sizeof junk - 1) < 0) sink = -fd;
+  }
   if (what == "int_overflow") {
     volatile int big = 2147483647;
     sink = big + static_cast<int>(n);  // signed overflow: undefined behaviour

@@ -3,21 +3,51 @@
 
 The graph, custom-operator nodes included, runs in ``opsdk.onnx.Session``, inside a worker
 process (``opsdk.onnx.IsolatedSession``): a kernel that crashes fails the request that made
-it crash, naming the operator, and a fresh worker serves the next ones. Where the
-operator library lives comes from the ``OPSDK_OPERATORS_PATH`` parameter of config.pbtxt
-(entries relative to the model folder are resolved against it). With dynamic batching the
+it crash, naming the operator, and a fresh worker serves the next ones; so does a request
+whose kernel runs past ``request_timeout_s`` (a parameter of config.pbtxt, default 120 s) or
+writes into the worker's channel. Where the operator library lives comes from the
+``OPSDK_OPERATORS_PATH`` parameter of config.pbtxt (entries relative to the model folder
+are resolved against it). With dynamic batching the
 requests Triton hands over together are concatenated along axis 0, run once and split back;
 if that batched run fails, each request runs on its own so only a faulty one gets an error.
 """
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 MODEL_NAME = 'mlp'
+
+
+def _exit_with_server():
+    """End this stub (its worker follows through its lifeline) once tritonserver is gone,
+    even by SIGKILL: a stub whose server died while it loaded would wait for it for ever."""
+    server = os.getppid()
+
+    def watch():
+        while os.getppid() == server:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="opsdk-server-watch", daemon=True).start()
+
+
+def _seconds(params, key, default):
+    text = params.get(key, "")
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{MODEL_NAME}: config.pbtxt parameter {key} is {text!r}; expected a "
+                         "positive number of seconds (opsdk triton build --parameter "
+                         f"{key}=SECONDS)")
+    return value
 
 
 def _operators_path(value, model_dir):
@@ -29,6 +59,7 @@ class TritonPythonModel:
     """One model instance: an opsdk graph session and the tensor names from config.pbtxt."""
 
     def initialize(self, args):
+        _exit_with_server()
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         model_dir = Path(args["model_repository"])
@@ -39,8 +70,10 @@ class TritonPythonModel:
         from opsdk.onnx import IsolatedSession
 
         path = model_dir / args["model_version"] / params["onnx_model"]
-        # Few threads that do not spin: Triton runs requests and instances side by side
-        self.session = IsolatedSession(str(path), threads=int(params.get("threads", "1")))
+        # Few threads that do not spin: Triton runs requests and instances side by side. A
+        # request running longer than request_timeout_s fails, and the worker is restarted.
+        self.session = IsolatedSession(str(path), threads=int(params.get("threads", "1")),
+                                       timeout=_seconds(params, "request_timeout_s", 120.0))
         self.input_names = [t["name"] for t in config["input"]]
         self.outputs = [
             (t["name"], pb_utils.triton_string_to_numpy(t["data_type"])) for t in config["output"]
