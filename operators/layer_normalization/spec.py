@@ -17,16 +17,25 @@ that needs only Y takes the first element of the returned tuple.
 """
 
 from opsdk.errors import SpecError
-from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType, Values
+
+#: The statistics are float32 sums: a row holding values beyond ~1e4 next to values near 1
+#: loses the small ones (65504 + 1 - 65504 is 0 in float32 after a few hundred terms), and
+#: a square beyond float32's max overflows. The generated edge values stay in this range.
+_STATS_RANGE = Values(range=(-1e4, 1e4))
 
 SPEC = OpSpec(
     "LayerNormalization",
     domain="com.opsdk",
     version=1,
     inputs=[
-        Input("X", "T", doc="input tensor of rank >= 1"),
-        Input("Scale", "T", doc="scale, broadcastable to X (usually X.shape[axis:])"),
-        Input("B", "T", optional=True, doc="bias, broadcastable to X (usually X.shape[axis:])"),
+        Input("X", "T", doc="input tensor of rank >= 1", values=_STATS_RANGE),
+        # The kernel's order of operations makes an infinite Scale NaN where the textbook
+        # order, (X - Mean) * InvStdDev * Scale + B, gives +-Inf; ONNX defines neither.
+        Input("Scale", "T", doc="scale, broadcastable to X (usually X.shape[axis:])",
+              values=Values(range=(-1e4, 1e4), inf=False)),
+        Input("B", "T", optional=True, doc="bias, broadcastable to X (usually X.shape[axis:])",
+              values=_STATS_RANGE),
     ],
     outputs=[
         Output("Y", "T", doc="normalised X, same shape and dtype as X"),
