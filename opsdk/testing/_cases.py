@@ -202,8 +202,8 @@ def coverage_notes(spec: OpSpec) -> list[str]:
         ...            outputs=[Output("y")], types={"T": ("float32",)},
         ...            cases=[Case({"x": (4, 3), "i": (2,)}, ranges={"i": (0, 3)})])
         >>> _ = s.register_shape(lambda x, i: x)
-        >>> print(coverage_notes(s)[0][:80])
-        Pick: input 'i' holds integers and the operator has a shape function, so opsdk
+        >>> print(coverage_notes(s)[0][:58])
+        Pick: input 'i' holds integers and the operator has a shape
     """
     notes = []
     for inp in spec.inputs:

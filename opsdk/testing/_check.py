@@ -11,7 +11,7 @@ import numpy as np
 from ..dtypes import dtype_name
 from ..errors import KernelCrash, SpecError, ValidationError
 from ..spec import OpSpec
-from ._cases import OpCase, build_cases, make_inputs, sample_cases
+from ._cases import OpCase, build_cases, coverage_notes, make_inputs, sample_cases
 from ._compare import compare
 from ._runner import run_arrays
 from ._standards import standard_for
@@ -37,6 +37,8 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     comparisons: list[Any] = field(default_factory=list)
     repro: str = ""
+    #: what the generator could not do for the operator, and why
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -45,6 +47,7 @@ class CheckReport:
     def __str__(self) -> str:
         head = f"opsdk.check({self.op}): {'passed' if self.passed else 'FAILED'}"
         lines = [head] + [f"  ok      {c}" for c in self.checked]
+        lines += [f"  note    {n}" for n in self.notes]
         lines += [f"  FAILED  {p}" for p in self.problems]
         if self.problems and self.repro:
             lines.append(f"  reproduce: {self.repro}")
@@ -119,6 +122,7 @@ def check(
     spec: OpSpec = op.spec
     report = CheckReport(spec.name)
     if samples is None:
+        report.notes = coverage_notes(spec)
         folder = getattr(op, "folder", None)
         report.repro = f"opsdk check {folder or spec.name} --seed {seed}" + (
             f" --standard {standard}" if standard else ""
