@@ -161,10 +161,10 @@ def _check_sample(spec: OpSpec, case: str, inputs: list[np.ndarray | None],
         if bad is None:
             sample.checked.append(f"d({names})/d({inp.name}), {shape}")
         else:
-            r, c, got, want = bad
+            r, c, back, want = bad
             sample.problems.append(
                 f"d({names})/d({inp.name}) wrong: entry [output element {r}, input element "
-                f"{c}] is {got:.6g} by the backward, {want:.6g} by float64 finite differences "
+                f"{c}] is {back:.6g} by the backward, {want:.6g} by float64 finite differences "
                 f"of the reference (rtol {rtol:g}, atol {atol:g}, plus the differences' error "
                 f"estimate {float(noise[r, c]):.2g})")
     return sample
