@@ -65,6 +65,10 @@ SPEC = OpSpec(
              name="outer_broadcast"),
         Case({"X": (3, 4, 5, 6), "Scale": (4, 1, 6), "B": (1, 5, 6)}, {"axis": 3},
              name="outer_mixed"),
+        # epsilon comparable to the variance: a kernel that ignored epsilon passed when the
+        # only epsilon case had a variance of ~1e4
+        Case({"X": (3, 16), "Scale": (16,), "B": (16,)}, {"epsilon": 0.5},
+             ranges={"X": (-1.0, 1.0)}, name="large_eps"),
         Case({"X": (5, 300), "Scale": (300,), "B": (300,)}, {"epsilon": 1e-3},
              ranges={"X": (-100.0, 300.0)}, name="offset_eps"),
         Case({"X": (64, 1031), "Scale": (1031,), "B": (1031,)}, {"axis": 1}, name="large"),

@@ -1,0 +1,168 @@
+"""The validator's own mutation score: mutants of shipped operators and of an RMSNorm-style
+operator scaffolded by ``opsdk new`` must each fail ``opsdk test`` or ``opsdk check``,
+naming what is wrong; the unmutated operators must pass.
+
+Each operator is copied once into a temporary folder whose kernel.cpp and spec.py carry
+run-time switches (tests/_helpers/mutants.py), so it is built once for all its mutants.
+The mutants of one operator run in one process (``python -m tests._helpers.mutants``); the
+``strides`` mutant, which changes what the kernel declares when its library loads, in a
+second one. docs/validation.md records the counts and the run time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._helpers.mutants import mutant_copy
+from tests._helpers.rms_norm_op import scaffold_rms_norm
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+M = "OPSDK_MUTANT"
+
+
+def _attr(name: str, value: str) -> dict[str, str]:
+    return {"OPSDK_MUTANT_ATTR": name, "OPSDK_MUTANT_VALUE": value}
+
+
+#: operator -> [(mutant, class, environment, what its failure must name)]
+MUTANTS: dict[str, list[tuple[str, str, dict[str, str], str]]] = {
+    "thresholded_relu": [
+        ("tail", "off-by-one at the tail", {M: "tail"}, "y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'x' in place"),
+        ("strides", "strides ignored", {M: "strides"}, "strided"),
+        ("alpha", "attribute ignored", _attr("alpha", "1.0"), "alpha"),
+        ("backward", "backward missing a term",
+         {"OPSDK_MUTANT_BACKWARD": "trelu_no_mask"}, "d(y)/d(x) wrong"),
+    ],
+    "gelu": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "Y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'X' in place"),
+        ("strides", "strides ignored", {M: "strides"}, "strided"),
+        ("approximate", "attribute ignored", _attr("approximate", "none"), "tanh"),
+        ("backward", "backward missing a term",
+         {"OPSDK_MUTANT_BACKWARD": "gelu_no_pdf"}, "d(Y)/d(X) wrong"),
+    ],
+    "softmax": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "output ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'input'"),
+        ("strides", "strides ignored", {M: "strides"}, "-"),
+        ("axis", "attribute ignored", _attr("axis", "-1"), "axis"),
+        ("wide", "output dtype widened", {M: "wide"}, "spec inference says float32"),
+        ("backward", "backward missing a term",
+         {"OPSDK_MUTANT_BACKWARD": "softmax_no_sum"}, "d(output)/d(input) wrong"),
+    ],
+    "layer_normalization": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "Y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'X'"),
+        ("inplace1", "input mutated in place", {M: "inplace1"}, "modified input 'Scale'"),
+        ("strides", "strides ignored", {M: "strides"}, "-"),
+        ("epsilon", "attribute ignored", _attr("epsilon", "1e-5"), "epsilon"),
+        ("wide", "output dtype widened", {M: "wide"}, "spec inference says float32"),
+        ("backward", "backward missing a term",
+         {"OPSDK_MUTANT_BACKWARD": "layer_norm_no_mean"}, "/d(X) wrong"),
+    ],
+    "grid_sample": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'x'"),
+        ("inplace1", "input mutated in place", {M: "inplace1"}, "modified input 'grid'"),
+        ("strides", "strides ignored", {M: "strides"}, "-"),
+        ("mode", "attribute ignored", _attr("mode", "linear"), "mode"),
+        ("padding_mode", "attribute ignored", _attr("padding_mode", "zeros"), "padding_mode"),
+        ("align_corners", "attribute ignored", _attr("align_corners", "0"), "align_corners"),
+        ("wide", "output dtype widened", {M: "wide"}, "spec inference says float"),
+    ],
+    "fused_conv_bn_relu": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'x'"),
+        ("inplace1", "input mutated in place", {M: "inplace1"}, "modified input 'w'"),
+        ("strides", "strides ignored", {M: "strides"}, "-"),
+        ("group", "attribute ignored", _attr("group", "1"), "group"),
+        ("wide", "output dtype widened", {M: "wide"}, "spec inference says float"),
+    ],
+    "rms_norm_test": [
+        ("nan0", "NaN mapped to 0", {M: "nan0"}, "NaN"),
+        ("tail", "off-by-one at the tail", {M: "tail"}, "y ("),
+        ("inplace", "input mutated in place", {M: "inplace"}, "modified input 'x'"),
+        ("inplace1", "input mutated in place", {M: "inplace1"}, "modified input 'gamma'"),
+        ("strides", "strides ignored", {M: "strides"}, "-"),
+        ("epsilon", "attribute ignored", _attr("epsilon", "1e-6"), "epsilon"),
+        ("wide", "output dtype widened", {M: "wide"}, "spec inference says float32"),
+        ("drop_mean", "backward missing a term", {"RMS_BACKWARD": "drop_mean"},
+         "d(y, rstd)/d(x) wrong"),
+        ("drop_rstd", "backward missing a term", {"RMS_BACKWARD": "drop_rstd"},
+         "d(y, rstd)/d(x) wrong"),
+    ],
+}
+
+
+def _run(folder: Path, mutants: list[dict[str, str]]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for k in [k for k in env if k.startswith(("OPSDK_MUTANT", "RMS_"))]:
+        del env[k]
+    env["OPSDK_DEBUG"] = "1"  # guard regions after every output, as opsdk test's worker
+    if any(m.get(M) == "strides" for m in mutants):
+        env[M] = "strides"  # read when the library loads
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests._helpers.mutants", str(folder), json.dumps(mutants)],
+        capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("MUTANT-RESULTS ")]
+    assert line, f"{folder.name}: the mutant run ended with {proc.returncode}:\n{proc.stderr[-3000:]}"
+    return dict(json.loads(line[-1].removeprefix("MUTANT-RESULTS ")))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every operator's unmutated run and mutants' verdicts (one build per operator)."""
+    root = tmp_path_factory.mktemp("mutants")
+    rms = scaffold_rms_norm(root / "scaffold")
+    out: dict[str, dict[str, Any]] = {}
+    for op, mutants in MUTANTS.items():
+        src = rms if op == "rms_norm_test" else ROOT / "operators" / op
+        folder = mutant_copy(src, root / op / src.name)
+        plain = [{"name": "none"}] + [{"name": n, **env} for n, _, env, _ in mutants
+                                      if env.get(M) != "strides"]
+        strided = [{"name": n, **env} for n, _, env, _ in mutants if env.get(M) == "strides"]
+        out[op] = _run(folder, plain)
+        if strided:
+            out[op].update(_run(folder, strided))
+    return out
+
+
+def test_there_are_enough_mutants_over_enough_operators() -> None:
+    assert sum(len(v) for v in MUTANTS.values()) >= 50
+    assert len(MUTANTS) >= 5
+    classes = {c for v in MUTANTS.values() for _, c, _, _ in v}
+    assert len(classes) == 7, classes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(MUTANTS))
+def test_the_unmutated_operator_passes(op: str, results: dict[str, dict[str, Any]]) -> None:
+    assert results[op]["none"] is None, results[op]["none"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("op", "name", "what"),
+    [(op, n, w) for op, v in MUTANTS.items() for n, _, _, w in v],
+)
+def test_the_mutant_fails_naming_what_is_wrong(
+    op: str, name: str, what: str, results: dict[str, dict[str, Any]]
+) -> None:
+    failure = results[op][name]
+    assert failure is not None, f"{op}: mutant {name} passed opsdk test and opsdk check"
+    assert what in failure, failure[:3000]
