@@ -105,6 +105,14 @@ MUTANTS: dict[str, list[tuple[str, str, dict[str, str], str]]] = {
          "d(y, rstd)/d(x) wrong"),
         ("drop_rstd", "backward missing a term", {"RMS_BACKWARD": "drop_rstd"},
          "d(y, rstd)/d(x) wrong"),
+        ("trunc16", "float16/bfloat16 rounding wrong", {"RMS_MUTANT": "trunc16"},
+         "truncated instead of rounded"),
+        ("twice16", "float16/bfloat16 rounding wrong", {"RMS_MUTANT": "twice16"},
+         "rounded twice"),
+        ("trunc_bf16", "float16/bfloat16 rounding wrong", {"RMS_MUTANT": "trunc_bf16"},
+         "truncated instead of rounded"),
+        ("twice_bf16", "float16/bfloat16 rounding wrong", {"RMS_MUTANT": "twice_bf16"},
+         "rounded twice"),
     ],
 }
 
@@ -146,7 +154,7 @@ def test_there_are_enough_mutants_over_enough_operators() -> None:
     assert sum(len(v) for v in MUTANTS.values()) >= 50
     assert len(MUTANTS) >= 5
     classes = {c for v in MUTANTS.values() for _, c, _, _ in v}
-    assert len(classes) == 7, classes
+    assert len(classes) == 8, classes
 
 
 @pytest.mark.slow
@@ -166,3 +174,30 @@ def test_the_mutant_fails_naming_what_is_wrong(
     failure = results[op][name]
     assert failure is not None, f"{op}: mutant {name} passed opsdk test and opsdk check"
     assert what in failure, failure[:3000]
+
+
+def _opsdk(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OPSDK_MUTANT", "RMS_"))}
+    return subprocess.run([sys.executable, "-m", "opsdk", *args], capture_output=True,
+                          text=True, timeout=1800, cwd=cwd, env={**full, **env})
+
+
+@pytest.mark.slow
+def test_scaffolded_rms_norm_is_held_to_its_gradient_and_to_nan(tmp_path: Path) -> None:
+    """The RMSNorm-style operator of a new user: `opsdk check` fails a backward without the
+    mean term, `opsdk test` fails a kernel mapping NaN to 0 although spec.py's cases hold
+    no NaN, and the operator as written passes both."""
+    folder = scaffold_rms_norm(tmp_path)
+    assert "nan" not in (folder / "spec.py").read_text().lower().replace("nan_", "")
+    good = _opsdk(tmp_path, "check", str(folder))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "RmsNormTest: gradcheck passed (backward gradient, float64" in good.stdout
+    assert "d(y, rstd)/d(x), 6x5 entries" in good.stdout
+    bad = _opsdk(tmp_path, "check", str(folder), RMS_BACKWARD="drop_mean")
+    assert bad.returncode == 1
+    assert "gradcheck FAILED" in bad.stdout and "d(y, rstd)/d(x) wrong" in bad.stdout
+    passed = _opsdk(tmp_path, "test", str(folder), "-q")
+    assert passed.returncode == 0, passed.stdout[-3000:]
+    nan = _opsdk(tmp_path, "test", str(folder), "-q", "-x", RMS_MUTANT="nan0")
+    assert nan.returncode != 0
+    assert "-edge" in nan.stdout and "expected nan, actual 0.0" in nan.stdout, nan.stdout[-3000:]

@@ -208,6 +208,10 @@ def _checks(
         checks.append(Check("finite-share", sub.passed,
                             f"{standard.name} over the {int(finite.sum())} finite elements: "
                             f"{sub.reason}"))
+    from ._rounding import narrow, rounding_check
+
+    if narrow(np.asarray(actual), dtype):
+        checks.append(rounding_check(actual, expected, dtype))
     return checks, failed, bad_nf, finite
 
 
@@ -235,8 +239,9 @@ def compare(
     The standard decides as its defining tool does. With ``strict`` (the default) opsdk's
     own checks run too, each reported under its name: ``nonfinite`` (NaN, +Inf and -Inf
     positions agree with the reference) and, for standards that divide a failing count
-    by the whole size, ``finite-share`` (the same rule over the finite elements only).
-    ``inputs`` (name, array) let mismatches show the input values at the failing index
+    by the whole size, ``finite-share`` (the same rule over the finite elements only), and
+    for float16/bfloat16 outputs ``rounding`` (no truncation or double-rounding pattern,
+    :mod:`opsdk.testing._rounding`). ``inputs`` (name, array) let mismatches show the input values at the failing index
     when the input broadcasts to the output's shape. ``judge_dtype`` is the dtype whose
     tolerances apply (default: the output's), e.g. float16 when a float32 output was
     computed by a float16 kernel. ``golden`` (the float64 reference before rounding) and

@@ -193,8 +193,7 @@ def run(folder: str, mutants: list[dict[str, str]]) -> dict[str, str | None]:
 
     from opsdk.errors import OpsdkError, ValidationError
     from opsdk.runtime._load import load
-    from opsdk.testing import build_cases, check, run_case
-    from opsdk.testing import _runner
+    from opsdk.testing import _runner, build_cases, check, run_case
     from opsdk.torch._gradcheck import full_gradcheck
 
     op = load(folder)

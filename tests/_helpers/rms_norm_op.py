@@ -24,7 +24,7 @@ SPEC = OpSpec(
     inputs=[Input("x", "T"), Input("gamma", "T")],
     outputs=[Output("y", "T"), Output("rstd", "float32")],
     attrs=[Attr("epsilon", "float", 1e-6)],
-    types={"T": ("float16", "float32")},
+    types={"T": ("float16", "float32", "bfloat16")},
     doc="RMSNorm over the last axis, with the per-row reciprocal rms",
     cases=[
         Case({"x": (4, 32), "gamma": (32,)}, name="rows"),
@@ -75,12 +75,32 @@ KERNEL = '''// RmsNormTest CPU kernel: sums in double, one row at a time.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace {
 
 bool mutant(const char* name) {
   const char* m = std::getenv("RMS_MUTANT");
   return m != nullptr && std::strcmp(m, name) == 0;
+}
+
+// v rounded to T; the rounding mutants truncate it, or round it to one more significand
+// bit first (both then to nearest even): float16 (11 bits) or bfloat16 (8 bits) alone.
+template <class T>
+T narrow(double v) {
+  constexpr bool f16 = std::is_same_v<T, opsdk::half>;
+  constexpr bool bf16 = std::is_same_v<T, opsdk::bfloat16>;
+  const bool trunc = (f16 && mutant("trunc16")) || (bf16 && mutant("trunc_bf16"));
+  const bool twice = (f16 && mutant("twice16")) || (bf16 && mutant("twice_bf16"));
+  if ((trunc || twice) && std::isfinite(v) && v != 0.0) {
+    const int bits = (f16 ? 11 : 8) + (twice ? 1 : 0);
+    int e = 0;
+    const double m = std::ldexp(std::frexp(v, &e), bits);
+    v = std::ldexp(trunc ? std::trunc(m) : std::nearbyint(m), e - bits);
+  }
+  T out;
+  opsdk::from_float(static_cast<float>(v), &out);
+  return out;
 }
 
 template <class T>
@@ -110,7 +130,7 @@ void rms_norm(const CustomOpKernelContext& ctx) {
       double v = static_cast<double>(opsdk::to_float(px[i * h + j])) * rstd *
                  static_cast<double>(opsdk::to_float(pg[j]));
       if (nan0 && std::isnan(v)) v = 0.0;
-      opsdk::from_float(static_cast<float>(v), &py[i * h + j]);
+      py[i * h + j] = narrow<T>(v);
     }
     if (tail) py[i * h + h - 1] = T{};
   }
@@ -118,7 +138,8 @@ void rms_norm(const CustomOpKernelContext& ctx) {
 
 }  // namespace
 
-REGISTER_CUSTOM_OP("RmsNormTest").Kernels<opsdk::half, float>(OPSDK_KERNEL_TEMPLATE(rms_norm));
+REGISTER_CUSTOM_OP("RmsNormTest").Kernels<opsdk::half, float, opsdk::bfloat16>(
+    OPSDK_KERNEL_TEMPLATE(rms_norm));
 '''
 
 
