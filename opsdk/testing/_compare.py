@@ -241,12 +241,12 @@ def compare(
     positions agree with the reference) and, for standards that divide a failing count
     by the whole size, ``finite-share`` (the same rule over the finite elements only), and
     for float16/bfloat16 outputs ``rounding`` (no truncation or double-rounding pattern,
-    :mod:`opsdk.testing._rounding`). ``inputs`` (name, array) let mismatches show the input values at the failing index
-    when the input broadcasts to the output's shape. ``judge_dtype`` is the dtype whose
-    tolerances apply (default: the output's), e.g. float16 when a float32 output was
-    computed by a float16 kernel. ``golden`` (the float64 reference before rounding) and
-    ``reference`` (a trusted device's output) go to standards that read them
-    (``cross-device``).
+    :mod:`opsdk.testing._rounding`). ``inputs`` (name, array) let mismatches show the input
+    values at the failing index when the input broadcasts to the output's shape.
+    ``judge_dtype`` is the dtype whose tolerances apply (default: the output's), e.g.
+    float16 when a float32 output was computed by a float16 kernel. ``golden`` (the float64
+    reference before rounding) and ``reference`` (a trusted device's output) go to
+    standards that read them (``cross-device``).
 
     Example:
         >>> from opsdk.testing import get_standard
