@@ -202,7 +202,7 @@ def coverage_notes(spec: OpSpec) -> list[str]:
         ...            outputs=[Output("y")], types={"T": ("float32",)},
         ...            cases=[Case({"x": (4, 3), "i": (2,)}, ranges={"i": (0, 3)})])
         >>> _ = s.register_shape(lambda x, i: x)
-        >>> print(coverage_notes(s)[0][:58])
+        >>> print(coverage_notes(s)[0][:59])
         Pick: input 'i' holds integers and the operator has a shape
     """
     notes = []
@@ -216,6 +216,14 @@ def coverage_notes(spec: OpSpec) -> list[str]:
                 "values or distributions; declare them in spec.py, e.g. Input("
                 f"{inp.name!r}, {inp.type!r}, values=Values(index_of='x', axis=0)) or "
                 "values=Values(range=(lo, hi)) (docs/validation.md, Input domains)")
+    varied = {k for c in spec.cases for k, v in c.attrs.items()
+              if k in spec.attr_map and v != spec.attr_map[k].default}
+    for a in spec.attrs:
+        if not a.required and a.name not in varied:
+            notes.append(
+                f"{spec.name}: attribute {a.name!r} is tested only at its default "
+                f"{a.default!r}: no case of spec.py sets another value, so a kernel that "
+                f"ignored it would pass; add Case(shapes={{...}}, attrs={{{a.name!r}: ...}})")
     if not spec.elementwise and spec.cases and not any(
         _hard_base(c) for dts in spec.dtype_combinations()[:1] for c in _spec_cases(spec, dts)
     ):
