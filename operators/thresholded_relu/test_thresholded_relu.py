@@ -20,7 +20,7 @@ unchanged and the output shapes and dtypes checked against spec.py's inference:
 
 What the generator cannot make valid inputs for (e.g. integer inputs of an operator with a
 shape function, whose valid values it cannot know) is printed after the run as
-"opsdk: not generated: ...", with the Values(...) declaration that fixes it. List the
+"opsdk: note: ...", with the Values(...) declaration that fixes it. List the
 exact cases with: pytest thresholded_relu/ --collect-only -q
 
 Run: opsdk test ThresholdedRelu   (or: pytest thresholded_relu/)

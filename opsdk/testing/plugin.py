@@ -182,7 +182,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     path = sess.options.get("report")
     n, failed, expected = config.stash.get(_SUMMED, None) or _counts(sess.report)
     for note in (n for notes in COVERAGE_NOTES.values() for n in notes):
-        terminalreporter.write_line(f"opsdk: not generated: {note}")
+        terminalreporter.write_line(f"opsdk: note: {note}")
     if n:
         terminalreporter.write_line(
             f"opsdk: {n} cases compared, {failed} failed"
