@@ -329,7 +329,7 @@ def test_builtin_names_come_from_the_toolkit_op_protos(
     from opsdk.ascend import builtin_clash, builtin_op_types
 
     names, source = builtin_op_types(tmp_path / "none")
-    assert "SoftmaxV2" in names and "Softmax" not in names and source.startswith("opsdk's list")
+    assert "SoftmaxV2" in names and "Softmax" not in names and source.startswith("opsdk's table")
     inc = tmp_path / "toolkit" / "opp" / "built-in" / "op_proto" / "inc"
     inc.mkdir(parents=True)
     (inc / "nn_norm_ops.h").write_text(  # as the 8.1.RC1 op protos write them

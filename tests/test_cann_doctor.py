@@ -122,13 +122,18 @@ def test_custom_node_without_operator_and_invalid_custom_node():
     assert (f.code, f.op) == ("unknown-custom-op", "com.acme::Warp")
     assert "opsdk new Warp (domain com.acme)" in f.fix
     bad = helper.make_node("ThresholdedRelu", ["x"], ["y"], domain="com.opsdk", name="t", beta=1.0)
-    (f,) = diagnose(build([bad], [x_input()], extra_imports=[("com.opsdk", 1)]))
+    f, clash = diagnose(build([bad], [x_input()], extra_imports=[("com.opsdk", 1)]))
+    assert clash.code == "builtin-clash" and clash.severity == "warning"
     assert f.code == "invalid-custom-node" and "unknown attribute 'beta'" in f.reason
 
 
 def test_exported_custom_model_is_clean_with_shapes():
     m = export_model("ThresholdedRelu", shapes={"x": (1, 16)})
-    assert diagnose(m) == []
+    (clash,) = diagnose(m)  # only the warning that CANN ships a ThresholdedRelu of its own
+    assert (clash.code, clash.severity, clash.op) == (
+        "builtin-clash", "warning", "com.opsdk::ThresholdedRelu")
+    assert "inputs match (x); outputs match (y); attributes match (alpha:Float)" in clash.reason
+    assert clash.fix.startswith("opsdk cann --op-type ThresholdedReluCustom")
 
 
 def test_nodes_inside_subgraphs_are_checked():

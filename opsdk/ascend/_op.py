@@ -17,6 +17,7 @@ from .._generated import BANNER
 from ..errors import SpecError
 from ..naming import snake_case
 from ..spec import Attr, OpSpec
+from ._builtins import BuiltinSignature, compare_signature, fallback_signatures, parse_op_protos
 from ._cpp import cpp_list, cpp_literal, cpp_string
 from .parser import CANN_BUILTIN_OP_TYPES
 from .socs import CannArgError, soc_version_of
@@ -30,7 +31,9 @@ __all__ = [
     "cann_op",
     "check_op_type",
     "builtin_clash",
+    "builtin_clash_parts",
     "builtin_op_types",
+    "builtin_signatures",
     "GE_DTYPES",
     "MSOPGEN_DTYPES",
 ]
@@ -334,48 +337,65 @@ def check_origin_op_type(
     return key
 
 
-_REG_OP = re.compile(r"^[ \t]*REG_OP\([ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)", re.M)
-
-
 @lru_cache(maxsize=8)
-def _proto_op_types(inc: Path) -> frozenset[str]:
+def _proto_signatures(inc: Path) -> dict[str, BuiltinSignature]:
     from .versions import read_small_text
 
-    names: set[str] = set()
+    found: dict[str, BuiltinSignature] = {}
     for header in sorted(inc.glob("*.h")):
         try:
-            names.update(_REG_OP.findall(read_small_text(header, limit=8 << 20)))
+            text = read_small_text(header, limit=8 << 20)
         except (OSError, CannArgError):
             continue
-    return frozenset(names)
+        for name, sig in parse_op_protos(text).items():
+            found.setdefault(name, sig)
+    return found
 
 
-def builtin_op_types(root: Path | None = None) -> tuple[frozenset[str], str]:
-    """CANN's built-in operator types and where they came from: the ``REG_OP(<type>)`` names
-    of the toolkit's built-in op protos (``opp/built-in/op_proto/inc/*.h``) when a toolkit is
-    installed (``root``, default: :func:`opsdk.ascend.versions.toolkit_root`), else opsdk's
-    list (:data:`opsdk.ascend.parser.CANN_BUILTIN_OP_TYPES`, as read in CANN 8.1.RC1).
+def builtin_signatures(root: Path | None = None) -> tuple[dict[str, BuiltinSignature], str]:
+    """CANN's built-in operators (type -> inputs, outputs, attributes) and where they came
+    from: the ``REG_OP`` declarations of the toolkit's built-in op protos
+    (``opp/built-in/op_proto/inc/*.h``) when a toolkit is installed (``root``, default:
+    :func:`opsdk.ascend.versions.toolkit_root`), else opsdk's table read from CANN 8.1.RC1
+    (``opsdk/ascend/data/cann_builtin_ops.txt``).
 
     Example:
         >>> import tempfile
-        >>> names, source = builtin_op_types(Path(tempfile.mkdtemp()))
-        >>> "SoftmaxV2" in names and "Softmax" not in names, source.startswith("opsdk's list")
-        (True, True)
+        >>> sigs, source = builtin_signatures(Path(tempfile.mkdtemp()))
+        >>> sigs["RmsNorm"].inputs, source.startswith("opsdk's table")
+        (('x', 'gamma'), True)
     """
     from .versions import toolkit_root
 
     root = toolkit_root() if root is None else root
     if root is not None:
         inc = root / "opp" / "built-in" / "op_proto" / "inc"
-        found = _proto_op_types(inc) if inc.is_dir() else frozenset()
+        found = _proto_signatures(inc) if inc.is_dir() else {}
         if found:
             return found, f"the toolkit's op protos ({inc})"
-    return CANN_BUILTIN_OP_TYPES, "opsdk's list of CANN 8.1.RC1 built-in types (no toolkit found)"
+    return fallback_signatures(), ("opsdk's table of CANN 8.1.RC1's built-in operators "
+                                   "(no toolkit found)")
 
 
-def builtin_clash(op_type: str, root: Path | None = None) -> str | None:
+def builtin_op_types(root: Path | None = None) -> tuple[frozenset[str], str]:
+    """CANN's built-in operator types and where they came from (see
+    :func:`builtin_signatures`; without a toolkit
+    :data:`opsdk.ascend.parser.CANN_BUILTIN_OP_TYPES`).
+
+    Example:
+        >>> import tempfile
+        >>> names, source = builtin_op_types(Path(tempfile.mkdtemp()))
+        >>> "SoftmaxV2" in names and "Softmax" not in names, source.startswith("opsdk's table")
+        (True, True)
+    """
+    sigs, source = builtin_signatures(root)
+    return (CANN_BUILTIN_OP_TYPES if sigs is fallback_signatures() else frozenset(sigs)), source
+
+
+def builtin_clash(op_type: str, root: Path | None = None, spec: OpSpec | None = None) -> str | None:
     """A warning when ``op_type`` is the type of an operator in CANN's built-in OPP, else None
-    (built-in types from :func:`builtin_op_types`).
+    (built-in operators from :func:`builtin_signatures`). With ``spec`` the warning says
+    whether the built-in's inputs, outputs and attributes match the spec's.
 
     Example:
         >>> import tempfile
@@ -384,15 +404,34 @@ def builtin_clash(op_type: str, root: Path | None = None) -> str | None:
         >>> builtin_clash("MyOp") is None
         True
     """
-    names, source = builtin_op_types(root)
-    if op_type not in names:
+    parts = builtin_clash_parts(op_type, root, spec)
+    return None if parts is None else f"{parts[0]} Give the CANN project another type: {parts[1]}"
+
+
+def builtin_clash_parts(op_type: str, root: Path | None = None,
+                        spec: OpSpec | None = None) -> tuple[str, str] | None:
+    """(what clashes, the fix) of :func:`builtin_clash`, or None.
+
+    Example:
+        >>> builtin_clash_parts("RmsNorm")[1].startswith("opsdk cann --op-type RmsNormCustom")
+        True
+    """
+    sigs, source = builtin_signatures(root)
+    builtin = sigs.get(op_type)
+    if builtin is None:
         return None
+    match = ""
+    if spec is not None:
+        same, how = compare_signature(builtin, spec)
+        match = (f" CANN's {op_type} against {spec.name}'s spec.py: {how}" +
+                 ("; if it computes the same, the model can use the built-in instead."
+                  if same else "."))
     return (
         f"{op_type} is also the type of a CANN built-in operator (REG_OP({op_type}) in "
-        f"{source}): the custom package's op proto and kernel would be "
-        "confused with the built-in one. Pass --op-type "
-        f"{op_type}Custom (or another unused name); the ONNX plugin then maps the model's "
-        f"{op_type} nodes to {op_type}Custom"
+        f"{source}): the custom package's op proto and kernel would be confused with the "
+        f"built-in one.{match}",
+        f"opsdk cann --op-type {op_type}Custom (or another unused name); the ONNX plugin "
+        f"then maps the model's {op_type} nodes to {op_type}Custom",
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ._builtins import fallback_signatures
 from .versions import DEFAULT_CANN, CannVersion
 
 __all__ = [
@@ -116,13 +117,10 @@ RESIZE_SAFE_MODES = ("pytorch_half_pixel", "align_corners", "asymmetric")
 RESIZE_MODES = ("nearest", "linear")
 
 #: Operator types of CANN's built-in op proto (``REG_OP(<type>)`` in the toolkit's built-in
-#: OPP, ``opp/built-in/op_proto/inc``) that an operator here could be named like, as read in
-#: CANN 8.1.RC1 (``Softmax`` is not one there, only ``SoftmaxV2``). Only the fallback: with a
-#: toolkit installed, :func:`opsdk.ascend.builtin_op_types` reads the toolkit's own list.
-#: A custom operator of the same type is confused with the built-in one; ``opsdk cann
-#: --op-type`` picks another CANN type name.
-CANN_BUILTIN_OP_TYPES = frozenset(
-    "Abs Add Cast Concat Conv2D Div Exp Gelu GridSampler2D GridSampler3D LayerNorm "
-    "LeakyRelu Log MatMul MatMulV2 Mul Pad Relu Reshape Sigmoid Slice SoftmaxV2 "
-    "Split Sqrt Sub Tanh ThresholdedRelu Transpose".split()
-)
+#: OPP, ``opp/built-in/op_proto/inc``) as read in CANN 8.1.RC1 (``Softmax`` is not one there,
+#: only ``SoftmaxV2``): the names of ``data/cann_builtin_ops.txt``, which also holds their
+#: inputs, outputs and attributes. Only the fallback: with a toolkit installed,
+#: :func:`opsdk.ascend.builtin_op_types` reads the toolkit's own list. A custom operator of
+#: the same type is confused with the built-in one; ``opsdk cann --op-type`` picks another
+#: CANN type name.
+CANN_BUILTIN_OP_TYPES = frozenset(fallback_signatures())

@@ -77,6 +77,10 @@ def register(sub: Any) -> None:
     p.add_argument("--aicore-skeleton", action="store_true",
                    help="for an operator without an AI Core kernel, write the TODO(author) "
                    "skeleton instead of refusing --engine aicore/both")
+    p.add_argument("--allow-todo-infershape", action="store_true",
+                   help="generate an operator without a C++ shape function (operators/<op>/"
+                   "shape.h) anyway: its InferShape is then the TODO(author) skeleton, which "
+                   "returns GRAPH_FAILED, and ATC refuses models using it")
     p.add_argument("--force", action="store_true", help="regenerate into a non-empty folder")
     p.add_argument("--json", action="store_true", help="print a JSON report")
     p.set_defaults(func=run)
@@ -152,12 +156,33 @@ def _entries(args: argparse.Namespace, infos: list[Any],
     out = []
     for info in infos:
         spec = info.spec
+        _check_infershape(spec, info.folder, args.allow_todo_infershape)
         engine, why = ((args.engine, "--engine") if args.engine
                        else default_engine(spec, info.folder, socs))
         op_type = types.get(spec.name)
         entry = PackageOp(spec, engine, op_type, _keys(args, spec), info.folder)
-        out.append((entry, why, builtin_clash(op_type or spec.name) or ""))
+        out.append((entry, why, builtin_clash(op_type or spec.name, spec=spec) or ""))
     return out
+
+
+def _check_infershape(spec: Any, folder: Any, allowed: bool) -> None:
+    """Refuse an operator whose generated InferShape would be the scaffold's TODO."""
+    from pathlib import Path
+
+    from ..ascend import CannArgError
+
+    if spec.elementwise or folder is None or (Path(folder) / "shape.h").is_file():
+        return
+    if not allowed:
+        raise CannArgError(
+            f"{spec.name}: no C++ shape function: write {Path(folder) / 'shape.h'} (the port "
+            "of spec.py's shape function, see opsdk/shape_fn.h; opsdk test and opsdk check "
+            "then hold it to spec.py). Without it the project's InferShape is the TODO "
+            "skeleton that returns GRAPH_FAILED and ATC refuses every model using "
+            f"{spec.name}; --allow-todo-infershape generates it anyway")
+    print(f"opsdk cann: warning: {spec.name}: InferShape is the TODO skeleton (no "
+          f"{Path(folder) / 'shape.h'}); ATC refuses models using it until that file is "
+          "written and the project regenerated", file=sys.stderr)
 
 
 def _check_host(vendor: str, entries: list[Any]) -> None:

@@ -92,10 +92,23 @@ def run(args: argparse.Namespace) -> int:
         backward=args.backward,
     )
     print(f"created {path}/ (spec.py, kernel.cpp, reference.py, test_{path.name}.py, README.md)")
+    _warn_builtin(args.name, path)
     if args.decomposition:
         _aicore_kernel(path)
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")
     return 0
+
+
+def _warn_builtin(name: str, path: Path) -> None:
+    """Warn when CANN's own operator library has an operator of this type."""
+    import sys
+
+    from ..ascend import builtin_clash
+    from ..registry import load_spec
+
+    warning = builtin_clash(name, spec=load_spec(path))
+    if warning:
+        print(f"opsdk new: warning: {warning}", file=sys.stderr)
 
 
 def _aicore_kernel(path: Path) -> None:

@@ -49,6 +49,7 @@ from ._model import (
     value_types,
 )
 from ._rewrite import RewriteRecord, RewriteResult
+from ._schema import infer_shapes
 
 __all__ = ["DOWN_ADAPTERS", "EXPANSIONS", "lower_opset"]
 
@@ -179,7 +180,7 @@ def lower_opset(
             "(--opset only takes a model down)" if version is not None else
             f"imports no ai.onnx opset: nothing to take down to {to}")])
     try:
-        types = value_types(onnx.shape_inference.infer_shapes(out))
+        types = value_types(infer_shapes(out))
     except Exception:  # types only serve the expansions and checks
         types = value_types(out)
     records: list[RewriteRecord] = []

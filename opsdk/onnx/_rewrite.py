@@ -31,7 +31,7 @@ from ._model import (
     unique_name,
     value_types,
 )
-from ._schema import node_attrs, register_schema
+from ._schema import infer_shapes, node_attrs, register_schema
 
 if TYPE_CHECKING:
     from ._pays import ModelTiming
@@ -508,7 +508,7 @@ def replace_ops(
     out = ModelProto()
     out.CopyFrom(model)
     try:
-        types = value_types(onnx.shape_inference.infer_shapes(out))
+        types = value_types(infer_shapes(out, extra))
     except Exception:  # types only refine the checks; rewrite without them
         types = value_types(out)
     records: list[RewriteRecord] = []

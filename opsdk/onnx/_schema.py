@@ -39,6 +39,7 @@ __all__ = [
     "registered_schemas",
     "register_all",
     "register_for_model",
+    "infer_shapes",
     "known_specs",
     "node_attrs",
     "check_custom_node",
@@ -325,6 +326,18 @@ def register_for_model(
     for spec in found.values():
         register_schema(spec)
     return found
+
+
+def infer_shapes(model: ModelProto, extra: Iterable[OpSpec] = (), **kwargs: Any) -> ModelProto:
+    """``onnx.shape_inference.infer_shapes`` after registering the schemas of the opsdk
+    operators ``model`` uses, so their nodes' outputs get types (and shapes) from spec.py
+    instead of none. ``kwargs`` go to ONNX (``strict_mode``, ``check_type``, ...).
+
+    Example:
+        >>> typed = infer_shapes(onnx.load("with_custom_nodes.onnx"))  # doctest: +SKIP
+    """
+    register_for_model(model, extra)
+    return onnx.shape_inference.infer_shapes(model, **kwargs)
 
 
 # ------------------------------------------------------------------------ checking

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from ..spec import OpSpec
 from ._cases import OpCase, build_cases, coverage_notes, make_inputs, sample_cases
 from ._compare import compare
 from ._runner import run_arrays
+from ._shape_cpp import ShapeCase, ShapeCheck, shape_cases
 from ._standards import standard_for
 
 __all__ = ["check", "CheckReport", "Sample"]
@@ -37,7 +39,8 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     comparisons: list[Any] = field(default_factory=list)
     repro: str = ""
-    #: what the generator could not do for the operator, and why
+    #: what was not checked and why (e.g. an operator without a C++ shape function, or
+    #: what the generator could not do for it: :func:`._cases.coverage_notes`)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -95,7 +98,11 @@ def check(
     non-contiguous one): the kernel's output shapes and dtypes match ``spec.infer``; the
     kernel matches the reference (run on float64-upcast inputs) under the op's precision
     standard; two runs are bit-identical; the inputs are not modified; and where the spec
-    sets ``batch_axis``, the batch equals the concatenation of per-item results.
+    sets ``batch_axis``, the batch equals the concatenation of per-item results. Where the
+    executor has an operator folder, the C++ shape function CANN's InferShape runs
+    (``shape.h``, or broadcasting) agrees with spec.py on every generated case (shapes, and the
+    generated InferDataType's dtypes) and with the kernel's outputs on every sample; an
+    operator without one gets a note naming the file to write.
 
     Args:
         op: an executor with ``.spec`` and ``.run(inputs, attrs)``, e.g. ``opsdk.load(...)``.
@@ -122,28 +129,65 @@ def check(
     spec: OpSpec = op.spec
     report = CheckReport(spec.name)
     if samples is None:
-        report.notes = coverage_notes(spec)
+        report.notes.extend(coverage_notes(spec))
         folder = getattr(op, "folder", None)
         report.repro = f"opsdk check {folder or spec.name} --seed {seed}" + (
             f" --standard {standard}" if standard else ""
         )
-    for s in _as_samples(spec, samples, seed):
-        _check_sample(op, spec, s, standard, report, reference)
+    outputs: dict[str, list[str]] = {}
+    checked = _as_samples(spec, samples, seed)
+    for s in checked:
+        outputs[s.label or "sample"] = _check_sample(op, spec, s, standard, report, reference)
+    folder = getattr(op, "folder", None)
+    if folder is not None:
+        _check_shape_function(Path(folder), spec, checked, outputs, report)
     if report.problems:
         raise ValidationError(str(report), report)
     return report
 
 
+def _check_shape_function(folder: Path, spec: OpSpec, samples: list[Sample],
+                          outputs: dict[str, list[str]], rep: CheckReport) -> None:
+    """The C++ shape function (shape.h) on every generated case against spec.py, and on
+    each sample against the kernel's outputs."""
+    cases = shape_cases(spec, build_cases(spec))
+    ids = {c.id for c in cases}
+    for s in samples:
+        if s.label in ids or not outputs.get(s.label):
+            continue
+        try:
+            attrs = spec.resolve_attrs(dict(s.attrs))
+        except SpecError:
+            continue  # _check_sample reported it
+        cases.append(ShapeCase(
+            s.label, tuple(None if a is None else tuple(a.shape) for a in s.inputs),
+            tuple(None if a is None else dtype_name(a.dtype) for a in s.inputs), attrs))
+    shapes = ShapeCheck.of(folder, spec, cases)
+    if shapes.fn is None and not shapes.error:
+        rep.notes.append(f"C++ shape function not checked: {shapes.reason}")
+        return
+    problems = shapes.spec_report()
+    for label, outs in outputs.items():
+        problems += [f"{spec.name} [{label}]: {p}" for p in shapes.kernel_report(label, outs)]
+    rep.problems += problems
+    if not problems and shapes.fn is not None:
+        rep.checked.append(
+            f"C++ shape function ({shapes.fn.source}): {len(cases)} cases agree with spec.py "
+            f"(shapes and dtypes) and {len(outputs)} sample(s) with the kernel's outputs")
+
+
 def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: CheckReport,
-                  reference: Any = None) -> None:
+                  reference: Any = None) -> list[str]:
+    """Check one sample; returns the kernel's outputs described (``float32[2, 3]``)."""
     label = s.label or "sample"
     where = f"{label} ({', '.join(_desc(a) for a in s.inputs)}, attrs {s.attrs})"
+    seen: list[str] = []
     try:
         comps, problems = run_arrays(spec, op, s.inputs, s.attrs, standard=standard,
-                                     reference=reference)
+                                     reference=reference, seen=seen)
     except (SpecError, RuntimeError) as e:
         rep.problems.append(f"{where}: {type(e).__name__}: {e}")
-        return
+        return []
     rep.comparisons.extend(comps)
     rep.problems += [f"{where}: {p}" for p in problems]
     for c in comps:
@@ -164,6 +208,7 @@ def _check_sample(op: Any, spec: OpSpec, s: Sample, standard: str | None, rep: C
             f"{label}: inference, reference ({stds}), determinism, inputs kept"
             + (", batch" if spec.batch_axis is not None else "")
         )
+    return seen if len(seen) == len(spec.outputs) else []
 
 
 def _check_repeatable(

@@ -9,7 +9,9 @@ An operator's test file is two lines::
 parametrized over the spec's matrix (dtypes x shapes x attributes, plus edge values,
 distributions and non-contiguous layouts), ONNX's own node tests when ``spec.onnx_op``
 is set, ONNX Runtime's own operator test vectors (:mod:`._ort_vectors`) where they are on
-the machine, and ``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
+the machine, the C++ shape function CANN's InferShape runs (``shape.h``, or broadcasting)
+against spec.py on every case and against the kernel's outputs (:mod:`._shape_cpp`), and
+``opsdk.check``. The options ``--opsdk-device``, ``--opsdk-seed``,
 ``--opsdk-standard``, ``--opsdk-precision-mode`` and ``--opsdk-report`` come from the
 pytest plugin (:mod:`opsdk.testing.plugin`); without it the defaults apply.
 """
@@ -34,6 +36,7 @@ from ._devices import open_device
 from ._ort_vectors import VectorCase, find_vectors, ort_vector_cases, run_vector_case
 from ._report import Report
 from ._runner import CaseResult, run_case
+from ._shape_cpp import ShapeCheck, shape_cases
 
 __all__ = ["op_tests", "session_of", "TestSession"]
 
@@ -63,6 +66,7 @@ class TestSession:
         self.options["seed"] = int(self.options["seed"] or 0)
         self.report = Report()
         self._devices: dict[tuple[str, str], Any] = {}
+        self._shapes: dict[str, ShapeCheck] = {}
 
     @property
     def device(self) -> str:
@@ -134,6 +138,13 @@ class TestSession:
             pytest.skip(f"{why}{ex}")
         return ex
 
+    def shape_check(self, folder: Path, spec: OpSpec, cases: list[OpCase]) -> ShapeCheck:
+        """The operator's C++ shape function run on every generated case, once a session."""
+        key = str(folder)
+        if key not in self._shapes:
+            self._shapes[key] = ShapeCheck.of(folder, spec, shape_cases(spec, cases))
+        return self._shapes[key]
+
     def repro(self, node: pytest.Item) -> str:
         """A one-line command that re-runs exactly ``node`` with this session's options."""
         parts = ["pytest", f"{node.path}::{node.name}", f"--opsdk-seed={self.options['seed']}"]
@@ -197,9 +208,35 @@ def _numerics(folder: Path, spec: OpSpec) -> Callable[..., Any]:
             )
         except DeviceUnavailable as e:
             pytest.skip(str(e))
+        if len(result.outputs) == len(spec.outputs):
+            shapes = sess.shape_check(folder, spec, cases)
+            result.problems += shapes.kernel_report(opsdk_case.id, result.outputs,
+                                                    check_dtypes=sess.precision_mode is None)
         sess.record(result)
 
     return test_numerics
+
+
+def _shape_function(folder: Path, spec: OpSpec) -> Callable[..., Any]:
+    """The test of the C++ shape function (shape.h) against spec.py on every case."""
+    try:
+        cases = build_cases(spec)
+    except SpecError:
+        cases = []  # test_cases names the problem
+
+    def test_shape_function(request: pytest.FixtureRequest) -> None:
+        check = session_of(request.config).shape_check(folder, spec, cases)
+        if check.error:
+            pytest.fail(check.error, pytrace=False)
+        if check.fn is None:
+            pytest.skip(check.reason)
+        problems = check.spec_report()
+        if problems:
+            head = (f"{spec.name}: the C++ shape function CANN's InferShape runs disagrees "
+                    f"with spec.py on {len(problems)} output(s) of {len(cases)} cases")
+            pytest.fail("\n".join([head, *problems[:20]]), pytrace=False)
+
+    return test_shape_function
 
 
 def _conformance(folder: Path, spec: OpSpec) -> Callable[..., Any] | None:
@@ -294,7 +331,8 @@ def op_tests(
     """The test functions of the operator whose folder holds ``test_file`` (or ``folder``).
 
     Returns ``{"test_<op>": ..., "test_<op>_onnx_conformance": ...,
-    "test_<op>_ort_vectors": ..., "test_<op>_check": ...}``; put them in the test module's
+    "test_<op>_ort_vectors": ..., "test_<op>_shape_function": ...,
+    "test_<op>_check": ...}``; put them in the test module's
     globals so pytest collects them. ``not_followed`` maps ONNX Runtime vector names the
     operator deliberately does not follow to the reason (they run as strict xfails).
 
@@ -316,5 +354,6 @@ def op_tests(
     vectors = _ort_vectors(folder, spec, not_followed or {})
     if vectors is not None:
         tests[f"test_{snake}_ort_vectors"] = vectors
+    tests[f"test_{snake}_shape_function"] = _shape_function(folder, spec)
     tests[f"test_{snake}_check"] = _check(folder, spec)
     return {name: _named(fn, name) for name, fn in tests.items()}

@@ -44,6 +44,8 @@ class CaseResult:
     #: why the operator deliberately does not follow this case (it runs as a strict xfail);
     #: a report counts such a case apart from the failures
     expected_failure: str = ""
+    #: the kernel's outputs as it produced them (``float32[2, 3]``), described like inputs
+    outputs: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -178,17 +180,20 @@ def run_arrays(
     keep_arrays: bool = True,
     strict: bool = True,
     reference: Executor | None = None,
+    seen: list[str] | None = None,
 ) -> tuple[list[Comparison], list[str]]:
     """Run the kernel on ``kernel_inputs`` (default ``inputs``) and judge its outputs
     against the reference on ``inputs``; returns (comparisons, problems). ``strict``:
     opsdk's own checks run beside the standard (see :func:`compare`). ``reference``: a
     trusted device, run on the same kernel inputs for standards that compare against one
-    (``cross-device``)."""
+    (``cross-device``). ``seen`` gets the kernel's outputs described (``float32[2, 3]``)."""
     problems: list[str] = []
     resolved = spec.resolve_attrs(attrs)
     kin = inputs if kernel_inputs is None else kernel_inputs
     snapshot = [None if a is None else a.copy() for a in kin]
     actual = executor.run(kin, dict(attrs))
+    if seen is not None:
+        seen.extend(_describe(np.asarray(a)) for a in actual)
     for i, (a, s) in enumerate(zip(kin, snapshot, strict=False)):
         if a is not None and s is not None and a.tobytes() != s.tobytes():
             problems.append(f"the kernel modified input {spec.inputs[i].name!r} in place")
@@ -276,7 +281,7 @@ def run_case(
         res.comparisons, res.problems = run_arrays(
             spec, executor, inputs, dict(case.attrs), standard=standard,
             kernel_inputs=kernel_inputs, judge_dtype=judge, keep_arrays=keep_arrays,
-            strict=strict, reference=reference,
+            strict=strict, reference=reference, seen=res.outputs,
         )
     except (SpecError, KernelCrash) as e:  # a crash in a worker fails this case only
         res.problems.append(str(e))

@@ -25,7 +25,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # the backends' facts: pure data every floor above may read (opsdk.ascend's face
     # imports nothing until a name is used, so importing these runs no generator)
     ("ascend.socs", "ascend.versions", "ascend.precision", "ascend.parser", "ascend._cpp",
-     "ascend._op", "ascend.spellings", "ascend.aicore_apis", "ascend._cpp_if"),
+     "ascend._op", "ascend._builtins", "ascend.spellings", "ascend.aicore_apis",
+     "ascend._cpp_if"),
     ("testing",),
     ("onnx", "preprocess"),
     ("ascend", "cann"),

@@ -129,7 +129,24 @@ def diagnose(
         findings += _node_findings(m, node, idx, profile, specs)
     for node in iter_nested_nodes(m.graph):  # inside If/Loop/Scan bodies
         findings += _node_findings(m, node, None, profile, specs)
-    return findings
+    return findings + _builtin_findings(m, specs)
+
+
+def _builtin_findings(m: ModelProto, specs: Mapping[tuple[str, str], OpSpec]) -> list[Finding]:
+    """A warning per custom op type that is also the type of a CANN built-in operator."""
+    from .._op import builtin_clash_parts
+
+    out = []
+    used: dict[tuple[str, str], str] = {}  # op -> the first node of it
+    for idx, n in enumerate(m.graph.node):
+        if not is_standard_domain(n.domain):
+            used.setdefault((n.domain, n.op_type), node_label(n, idx))
+    for (domain, op_type), label in used.items():
+        parts = builtin_clash_parts(op_type, spec=specs.get((domain, op_type)))
+        if parts is not None:
+            out.append(Finding("builtin-clash", "warning", label, f"{domain}::{op_type}",
+                               *parts))
+    return out
 
 
 def rules_for(target: str | None = None, cann: str | None = None) -> tuple[TargetProfile,

@@ -241,7 +241,7 @@ def setup(path: Path, mode: str, *, keep_dtype: str | Path | None = None,
         raise SpecError(f"--modify-mixlist applies to the mixed-precision modes "
                         f"(allow_mix_precision*, mixed_float16, mixed_bfloat16), not {mode}")
     feeds = make_inputs(model, input_shape, input_files)
-    floats = float_tensors(model)
+    floats = float_tensors(model, shapes_given=bool(input_shape))
     return Setup(original, model, folded, pm, unit, over, dict(feeds), floats,
                  assign_dtypes(model.graph.node, floats, pm, unit), low_dtype(pm))
 

@@ -38,15 +38,19 @@ CAST_PREFIX = "opsdk_precision/"
 _ONNX_LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
 
 
-def float_tensors(model: onnx.ModelProto) -> set[str]:
+def float_tensors(model: onnx.ModelProto, shapes_given: bool = False) -> set[str]:
     """Names of the model's float32 tensors (graph inputs, initializers, node outputs).
 
-    Types come from the initializers, ``Constant`` nodes and ONNX shape inference; a node
+    Types come from the initializers, ``Constant`` nodes and ONNX shape inference, which
+    knows the opsdk operators the model uses (their schemas are registered first); a node
     output they leave untyped is refused (its rounding could not be decided), naming it.
+    ``shapes_given``: the caller was given input shapes (the message then suggests none).
     """
+    from ...onnx._schema import infer_shapes
+
     g = model.graph
     types: dict[str, int] = {i.name: i.data_type for i in g.initializer}
-    inferred = onnx.shape_inference.infer_shapes(model)
+    inferred = infer_shapes(model)
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
             types[vi.name] = vi.type.tensor_type.elem_type
@@ -55,13 +59,29 @@ def float_tensors(model: onnx.ModelProto) -> set[str]:
             for a in n.attribute:
                 if a.name == "value":
                     types[n.output[0]] = a.t.data_type
-    unknown = [(n.name or n.op_type, t) for n in g.node for t in n.output if t and t not in types]
+    unknown = [(n, t) for n in g.node for t in n.output if t and t not in types]
     if unknown:
-        node, t = unknown[0]
-        raise SpecError(f"node {node!r}: ONNX shape inference gives no element type for its "
-                        f"output {t!r} ({len(unknown)} such tensors); give the model's inputs "
-                        "static shapes (--input-shape) or declare the types (value_info)")
+        _refuse_untyped(unknown, len(unknown), shapes_given)
     return {t for t, e in types.items() if e == TensorProto.FLOAT}
+
+
+def _refuse_untyped(unknown: Sequence[tuple[Any, str]], count: int, shapes_given: bool) -> None:
+    """The error for outputs ONNX shape inference left untyped; it suggests only what the
+    caller has not done already."""
+    from ...onnx._model import is_standard_domain
+    from ...onnx._schema import known_specs
+
+    node, t = unknown[0]
+    label = node.name or node.op_type
+    fixes = ["declare the types (value_info)"]
+    if not is_standard_domain(node.domain) and (node.domain, node.op_type) not in known_specs():
+        fixes.insert(0, f"make {node.domain}::{node.op_type} an opsdk operator (opsdk new "
+                     f"{node.op_type}, or add its folder to OPSDK_OPERATORS_PATH) so its "
+                     "spec.py types its outputs")
+    elif not shapes_given:
+        fixes.insert(0, "give the model's inputs static shapes (--input-shape)")
+    raise SpecError(f"node {label!r}: ONNX shape inference gives no element type for its "
+                    f"output {t!r} ({count} such tensors); {', or '.join(fixes)}")
 
 
 class _Builder:
