@@ -32,8 +32,10 @@ def _twice(x: np.ndarray, dtype: str) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_truncation_fails_naming_it(dtype: str) -> None:
-    check = rounding_check(_truncated(EXACT, dtype), EXACT.astype(DTYPES[dtype]), dtype)
-    assert not check.passed and "toward zero: truncated" in check.detail
+    check = rounding_check(_truncated(EXACT, dtype), EXACT.astype(DTYPES[dtype]), dtype, EXACT)
+    assert not check.passed and "rounded away from zero: truncated" in check.detail
+    # without the exact reference, truncation is not judged
+    assert rounding_check(_truncated(EXACT, dtype), EXACT.astype(DTYPES[dtype]), dtype).passed
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -47,7 +49,14 @@ def test_correct_and_honest_roundings_pass(dtype: str) -> None:
     want = EXACT.astype(DTYPES[dtype])
     assert rounding_check(want, want, dtype).passed
     via32 = EXACT.astype(np.float32).astype(DTYPES[dtype])  # a float32 kernel
-    assert rounding_check(via32, want, dtype).passed
+    assert rounding_check(via32, want, dtype, EXACT).passed
+    # a narrow kernel multiplying by a constant rounded to its dtype: biased toward zero,
+    # which the standards allow (the AI Core does it), and not truncation
+    slope = float(np.array(0.1).astype(DTYPES[dtype]))
+    biased = (EXACT.astype(DTYPES[dtype]).astype(np.float64) * slope).astype(DTYPES[dtype])
+    golden = EXACT.astype(DTYPES[dtype]).astype(np.float64) * 0.1
+    check = rounding_check(biased, golden.astype(DTYPES[dtype]), dtype, golden)
+    assert check.passed, check.detail
     # a kernel computing in the narrow dtype: sums of narrow values, errors both ways
     parts = np.random.default_rng(1).uniform(-1, 1, (2000, 8))
     narrow = parts.astype(DTYPES[dtype])
@@ -61,7 +70,7 @@ def test_correct_and_honest_roundings_pass(dtype: str) -> None:
 
 def test_the_check_joins_opsdk_checks_for_narrow_outputs_only() -> None:
     got = compare(_truncated(EXACT, "float16"), EXACT.astype(np.float16),
-                  get_standard("mere-mare"))
+                  get_standard("mere-mare"), golden=EXACT)
     assert not got.passed and "mere-mare: pass" in got.reason and "rounding:" in got.reason
     assert compare(_truncated(EXACT, "float16"), EXACT.astype(np.float16),
                    get_standard("mere-mare"), strict=False).passed
