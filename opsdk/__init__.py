@@ -27,7 +27,7 @@ from .errors import (
     ValidationError,
 )
 from .runtime import build_op, list_operators, load
-from .spec import REQUIRED, Attr, Case, Input, OpSpec, Output, TensorType
+from .spec import REQUIRED, Attr, Case, Input, OpSpec, Output, TensorType, Values
 
 __all__ = [
     "__version__",
@@ -40,6 +40,7 @@ __all__ = [
     "Output",
     "Attr",
     "Case",
+    "Values",
     "TensorType",
     "REQUIRED",
     "TFloat",

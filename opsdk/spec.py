@@ -40,6 +40,7 @@ __all__ = [
     "Output",
     "Attr",
     "Case",
+    "Values",
     "TensorType",
     "REQUIRED",
     "TFloat",
@@ -83,10 +84,41 @@ class TensorType:
 
 
 @dataclass(frozen=True)
+class Values:
+    """The values an input may hold: its domain, which opsdk's generated inputs respect.
+
+    * ``range=(lo, hi)``: the finite values the operator is defined for. Inputs are drawn
+      from the dtype's default range cut to it (unless a ``Case`` gives its own range),
+      and edge values outside it are not injected.
+    * ``integer=True``: whole numbers only (a float tensor of counts or class ids); drawn
+      values are rounded and only whole-number edge values are injected.
+    * ``index_of="x", axis=0``: indices into input ``x`` along ``axis``: drawn from
+      ``[0, x.shape[axis])``; no edge values and no distributions (an index has none).
+    * ``nan=False``, ``inf=False``: NaN, or +-Inf, are not injected (the operator does not
+      define its result for them, e.g. a float32 sum of products whose order decides
+      between Inf and NaN).
+
+    Example:
+        >>> from opsdk.spec import Input, Values
+        >>> Input("idx", "int64", values=Values(index_of="x", axis=0)).values.index_of
+        'x'
+    """
+
+    range: tuple[float, float] | None = None
+    integer: bool = False
+    index_of: str | None = None
+    axis: int = 0
+    nan: bool = True
+    inf: bool = True
+
+
+@dataclass(frozen=True)
 class Input:
     """One operator input.
 
-    ``type`` is a type variable of the spec's ``types`` (``"T"``) or a dtype name.
+    ``type`` is a type variable of the spec's ``types`` (``"T"``) or a dtype name;
+    ``values`` (:class:`Values`) declares the values it may hold, when not every value of
+    its dtype is valid (indices, a value range, whole numbers).
     """
 
     name: str
@@ -94,6 +126,7 @@ class Input:
     optional: bool = False
     rank: int | None = None
     doc: str = ""
+    values: Values | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +297,8 @@ class OpSpec:
                         f"a type variable in types= ({', '.join(self.types) or 'none'}) "
                         f"nor a dtype; add types={{{item.type!r}: (...)}}"
                     )
+        for inp in self.inputs:
+            _check_values(self, inp)
         opt_seen = False
         for inp in self.inputs:
             if inp.optional:
@@ -516,6 +551,41 @@ def _check_ranges(op: str, case: Case) -> None:
 
 class _OutOfRange(SpecError):
     """A number of the right type but beyond the range its attribute type can hold."""
+
+
+def _check_values(spec: OpSpec, inp: Input) -> None:
+    """Raise SpecError naming the fix when ``inp.values`` is not a usable domain."""
+    v = inp.values
+    if v is None:
+        return
+    where = f"{spec.name}: input {inp.name!r}: values="
+    if not isinstance(v, Values):
+        raise SpecError(f"{where}{v!r} is not a Values(...); write values=Values(range=(lo, hi)),"
+                        " Values(integer=True) or Values(index_of='x', axis=0)")
+    if v.range is not None:
+        ok = (isinstance(v.range, (tuple, list)) and len(v.range) == 2
+              and all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in v.range))
+        if not ok or not (np.isfinite(v.range[0]) and np.isfinite(v.range[1])
+                          and v.range[0] < v.range[1]):
+            raise SpecError(f"{where}Values(range={v.range!r}): expected two finite numbers "
+                            "(lo, hi) with lo < hi, e.g. range=(0.0, 1.0)")
+    if v.index_of is None:
+        return
+    names = [i.name for i in spec.inputs]
+    if v.index_of not in names or v.index_of == inp.name:
+        raise SpecError(f"{where}Values(index_of={v.index_of!r}) names no other input; "
+                        f"expected one of {', '.join(n for n in names if n != inp.name)}")
+    if v.range is not None:
+        raise SpecError(f"{where}Values gives both index_of and range; indices take their "
+                        f"range from {v.index_of!r}'s shape: drop range")
+    dtypes = spec.allowed_dtypes(inp.type)
+    floats = [d for d in dtypes if d.startswith(("float", "bfloat")) or d == "bool"]
+    if floats:
+        raise SpecError(f"{where}Values(index_of={v.index_of!r}): an index input needs an "
+                        f"integer type, but {inp.type!r} allows {', '.join(floats)}")
+    if not isinstance(v.axis, int) or isinstance(v.axis, bool):
+        raise SpecError(f"{where}Values(axis={v.axis!r}): expected an int (the axis of "
+                        f"{v.index_of!r} the indices point into)")
 
 
 def _coerce_attr(a: Attr, value: Any) -> Any:

@@ -228,13 +228,13 @@ def test_cli_exports_runs_and_refuses_to_overwrite(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "t.csv"
     assert main(["test", OP, "--export-cases", str(out), "--standard", "exact"]) == 0
-    assert "wrote 36 cases of ThresholdedRelu" in capsys.readouterr().out
+    assert "wrote 40 cases of ThresholdedRelu" in capsys.readouterr().out
     before = out.read_text()
     assert main(["test", OP, "--export-cases", str(out)]) != 0
     assert "exists; pass --force" in capsys.readouterr().err and out.read_text() == before
     assert main(["test", OP, "--cases", str(out), "--report", str(tmp_path / "r.json")]) == 0
     printed = capsys.readouterr().out
-    assert "36 passed, 0 failed" in printed and (tmp_path / "r.json").is_file()
+    assert "40 passed, 0 failed" in printed and (tmp_path / "r.json").is_file()
     assert main(["test", OP, "--cases", str(out), "-k", "float16"]) != 0
     assert "-k float16: pytest arguments do not apply to --cases" in capsys.readouterr().err
     assert main(["test", OP, "--cases", str(out), "--timeout", "5"]) != 0

@@ -235,9 +235,9 @@ def test_a_failure_names_operator_case_output_expected_and_actual(rms_norm: Path
 def test_opsdk_check_holds_the_shape_function_to_spec_and_kernel(rms_norm: Path,
                                                                  tmp_path: Path) -> None:
     rc, out = _opsdk("check", str(rms_norm), "--no-torch")
-    assert rc == 0, out
+    assert rc == 0, out  # the samples: rows, and its strided hard case
     assert re.search(re.escape(f"ok      C++ shape function ({rms_norm / 'shape.h'}): ")
-                     + r"\d+ cases agree with spec.py \(shapes and dtypes\) and 1 sample\(s\) "
+                     + r"\d+ cases agree with spec.py \(shapes and dtypes\) and 2 sample\(s\) "
                      "with the kernel's outputs", out), out
     folder = _mutant(rms_norm, tmp_path / "rms_norm", "  rstd.push_back(1);\n", "")
     rc, out = _opsdk("check", str(folder), "--no-torch")

@@ -18,16 +18,23 @@ from __future__ import annotations
 from typing import Any
 
 from opsdk.errors import SpecError
-from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType, Values
+
+#: A sum of products: with +-Inf (or float32's largest values) among its terms, the order
+#: of the additions decides between +-Inf and NaN, and IEEE leaves the order to the
+#: implementation. The generated edge values keep NaN and float16's largest finite values.
+_PRODUCTS = Values(range=(-65504.0, 65504.0), inf=False)
 
 SPEC = OpSpec(
     "FusedConvBnRelu",
     domain="com.opsdk",
     version=1,
     inputs=[
-        Input("x", "T", rank=4, doc="input, NCHW (N, C, H, W)"),
-        Input("w", "T", rank=4, doc="weights with BN folded in, (M, C / group, kH, kW)"),
-        Input("b", "T", optional=True, rank=1, doc="bias with BN folded in, (M,)"),
+        Input("x", "T", rank=4, doc="input, NCHW (N, C, H, W)", values=_PRODUCTS),
+        Input("w", "T", rank=4, doc="weights with BN folded in, (M, C / group, kH, kW)",
+              values=_PRODUCTS),
+        Input("b", "T", optional=True, rank=1, doc="bias with BN folded in, (M,)",
+              values=_PRODUCTS),
     ],
     outputs=[
         Output("y", "T", doc="relu(conv(x, w) + b), (N, M, OH, OW)"),

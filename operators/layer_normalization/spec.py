@@ -17,16 +17,25 @@ that needs only Y takes the first element of the returned tuple.
 """
 
 from opsdk.errors import SpecError
-from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType, Values
+
+#: The statistics are float32 sums: a row holding values beyond ~1e4 next to values near 1
+#: loses the small ones (65504 + 1 - 65504 is 0 in float32 after a few hundred terms), and
+#: a square beyond float32's max overflows. The generated edge values stay in this range.
+_STATS_RANGE = Values(range=(-1e4, 1e4))
 
 SPEC = OpSpec(
     "LayerNormalization",
     domain="com.opsdk",
     version=1,
     inputs=[
-        Input("X", "T", doc="input tensor of rank >= 1"),
-        Input("Scale", "T", doc="scale, broadcastable to X (usually X.shape[axis:])"),
-        Input("B", "T", optional=True, doc="bias, broadcastable to X (usually X.shape[axis:])"),
+        Input("X", "T", doc="input tensor of rank >= 1", values=_STATS_RANGE),
+        # The kernel's order of operations makes an infinite Scale NaN where the textbook
+        # order, (X - Mean) * InvStdDev * Scale + B, gives +-Inf; ONNX defines neither.
+        Input("Scale", "T", doc="scale, broadcastable to X (usually X.shape[axis:])",
+              values=Values(range=(-1e4, 1e4), inf=False)),
+        Input("B", "T", optional=True, doc="bias, broadcastable to X (usually X.shape[axis:])",
+              values=_STATS_RANGE),
     ],
     outputs=[
         Output("Y", "T", doc="normalised X, same shape and dtype as X"),
@@ -56,6 +65,10 @@ SPEC = OpSpec(
              name="outer_broadcast"),
         Case({"X": (3, 4, 5, 6), "Scale": (4, 1, 6), "B": (1, 5, 6)}, {"axis": 3},
              name="outer_mixed"),
+        # epsilon comparable to the variance: a kernel that ignored epsilon passed when the
+        # only epsilon case had a variance of ~1e4
+        Case({"X": (3, 16), "Scale": (16,), "B": (16,)}, {"epsilon": 0.5},
+             ranges={"X": (-1.0, 1.0)}, name="large_eps"),
         Case({"X": (5, 300), "Scale": (300,), "B": (300,)}, {"epsilon": 1e-3},
              ranges={"X": (-100.0, 300.0)}, name="offset_eps"),
         Case({"X": (64, 1031), "Scale": (1031,), "B": (1031,)}, {"axis": 1}, name="large"),

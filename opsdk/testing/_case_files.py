@@ -34,7 +34,7 @@ from ..dtypes import to_numpy
 from ..errors import CaseFileError, SpecError
 from ..spec import OpSpec, TensorType
 from ._cases import OpCase, build_cases
-from ._generate import DISTRIBUTIONS, default_range
+from ._generate import DISTRIBUTIONS, LAYOUTS, default_range
 from ._standards import AllClose, get_standard, reads_reference, standard_for
 
 __all__ = ["CaseFileError", "FileCase", "FIELDS", "cases_csv", "export_cases",
@@ -54,7 +54,7 @@ FIELDS = (
 IGNORED = ("manual_xpu_binaries",)
 REQUIRED = ("testcase_name", "op_name", "input_shapes", "input_dtypes", "output_shapes",
             "output_dtypes")
-_LAYOUTS = ("contiguous", "strided", "transposed")
+_LAYOUTS = ("contiguous", *LAYOUTS)
 #: The value range ops-test-kit draws from when ``input_data_ranges`` gives none.
 TOOL_DEFAULT_RANGE = (-2.0, 2.0)
 _MARK = "opsdk:"

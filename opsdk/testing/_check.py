@@ -12,7 +12,7 @@ import numpy as np
 from ..dtypes import dtype_name
 from ..errors import KernelCrash, SpecError, ValidationError
 from ..spec import OpSpec
-from ._cases import OpCase, build_cases, make_inputs, sample_cases
+from ._cases import OpCase, build_cases, coverage_notes, make_inputs, sample_cases
 from ._compare import compare
 from ._runner import run_arrays
 from ._shape_cpp import ShapeCase, ShapeCheck, shape_cases
@@ -39,7 +39,8 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     comparisons: list[Any] = field(default_factory=list)
     repro: str = ""
-    #: what was not checked and why (e.g. an operator without a C++ shape function)
+    #: what was not checked and why (e.g. an operator without a C++ shape function, or
+    #: what the generator could not do for it: :func:`._cases.coverage_notes`)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -128,6 +129,7 @@ def check(
     spec: OpSpec = op.spec
     report = CheckReport(spec.name)
     if samples is None:
+        report.notes.extend(coverage_notes(spec))
         folder = getattr(op, "folder", None)
         report.repro = f"opsdk check {folder or spec.name} --seed {seed}" + (
             f" --standard {standard}" if standard else ""
@@ -256,7 +258,7 @@ def _check_batch(
         std = standard_for(dtype_name(w.dtype), spec.standard, standard)
         if std.needs_reference:  # the kernel against itself: no device to divide by
             std = standard_for(dtype_name(w.dtype))
-        c = compare(joined, w, std, output=o.name, keep_arrays=False)
+        c = compare(joined, w, std, output=o.name, keep_arrays=False, rounding=False)
         if not c.passed:
             rep.problems.append(
                 f"{where}: batch: {o.name!r} of the whole batch differs from the "

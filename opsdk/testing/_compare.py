@@ -184,6 +184,7 @@ def _flat(x: np.ndarray | None) -> np.ndarray | None:
 def _checks(
     standard: Standard, actual: np.ndarray, expected: np.ndarray, dtype: str, strict: bool,
     a: np.ndarray, e: np.ndarray, extra: tuple[np.ndarray | None, np.ndarray | None],
+    rounding: bool = True,
 ) -> tuple[list[Check], np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Run the standard and (``strict``) opsdk's own checks; ``extra``: (golden, reference).
 
@@ -208,6 +209,10 @@ def _checks(
         checks.append(Check("finite-share", sub.passed,
                             f"{standard.name} over the {int(finite.sum())} finite elements: "
                             f"{sub.reason}"))
+    from ._rounding import narrow, rounding_check
+
+    if rounding and narrow(np.asarray(actual), dtype):
+        checks.append(Check(*rounding_check(actual, expected, dtype, golden)))
     return checks, failed, bad_nf, finite
 
 
@@ -229,19 +234,22 @@ def compare(
     strict: bool = True,
     golden: np.ndarray | None = None,
     reference: np.ndarray | None = None,
+    rounding: bool = True,
 ) -> Comparison:
     """Compare ``actual`` with ``expected`` (same shape and dtype) under ``standard``.
 
     The standard decides as its defining tool does. With ``strict`` (the default) opsdk's
     own checks run too, each reported under its name: ``nonfinite`` (NaN, +Inf and -Inf
     positions agree with the reference) and, for standards that divide a failing count
-    by the whole size, ``finite-share`` (the same rule over the finite elements only).
-    ``inputs`` (name, array) let mismatches show the input values at the failing index
-    when the input broadcasts to the output's shape. ``judge_dtype`` is the dtype whose
-    tolerances apply (default: the output's), e.g. float16 when a float32 output was
-    computed by a float16 kernel. ``golden`` (the float64 reference before rounding) and
-    ``reference`` (a trusted device's output) go to standards that read them
-    (``cross-device``).
+    by the whole size, ``finite-share`` (the same rule over the finite elements only), and
+    for float16/bfloat16 outputs, unless ``rounding`` is False, ``rounding`` (no truncation
+    or double-rounding pattern, :mod:`opsdk.testing._rounding`). ``inputs`` (name, array)
+    let mismatches show the input values at the failing index when the input broadcasts to
+    the output's shape.
+    ``judge_dtype`` is the dtype whose tolerances apply (default: the output's), e.g.
+    float16 when a float32 output was computed by a float16 kernel. ``golden`` (the float64
+    reference before rounding) and ``reference`` (a trusted device's output) go to
+    standards that read them (``cross-device``).
 
     Example:
         >>> from opsdk.testing import get_standard
@@ -254,7 +262,7 @@ def compare(
     dtype = judge_dtype or _judged_dtype(expected)
     a, e = _as_f64(actual), _as_f64(expected)
     checks, failed, bad_nf, finite = _checks(standard, actual, expected, dtype, strict, a, e,
-                                             (golden, reference))
+                                             (golden, reference), rounding)
     fa, fe = (a, e) if finite is None else (a[finite], e[finite])
     abs_err = np.abs(fa - fe)
     rel_err = abs_err / np.maximum(np.abs(fe), tiny(dtype)) if is_float(dtype) else abs_err

@@ -14,14 +14,17 @@ import numpy as np
 
 from ..dtypes import is_float
 from ..dtypes import to_numpy as _to_numpy
+from ..spec import Values
 
 __all__ = [
     "DISTRIBUTIONS",
     "default_range",
     "generate",
     "edge_values",
+    "domain_edges",
     "inject_edges",
     "non_contiguous",
+    "LAYOUTS",
 ]
 
 Shape = tuple[int, ...]
@@ -178,13 +181,43 @@ def _edge_values(dtype: str) -> np.ndarray:
         return np.array(vals, dtype=np.float64).astype(npdt)
 
 
+def domain_edges(dtype: str, values: Values | None = None) -> np.ndarray:
+    """The edge values of ``dtype`` an input with the declared ``values`` may hold: those
+    in its range (NaN and +-Inf kept unless ``nan=False`` / ``inf=False``), whole numbers
+    only for ``integer=True``, none for an index input.
+
+    Example:
+        >>> from opsdk.spec import Values
+        >>> v = domain_edges("float32", Values(range=(0.0, 2.0), nan=False, inf=False))
+        >>> float(v.min()), float(v.max()), bool(np.isfinite(v).all())
+        (0.0, 1.0000001192092896, True)
+    """
+    edges = _edge_values(dtype)
+    if values is None:
+        return edges.copy()
+    if values.index_of is not None:
+        return edges[:0].copy()
+    with np.errstate(invalid="ignore"):
+        f = edges.astype(np.float64)
+        finite = np.isfinite(f)
+        keep = (np.isnan(f) & values.nan) | (np.isinf(f) & values.inf)
+        ok = finite.copy()
+        if values.range is not None:
+            ok &= (f >= values.range[0]) & (f <= values.range[1])
+        if values.integer:
+            ok &= np.where(finite, f == np.round(f), False)
+    return edges[keep | ok].copy()
+
+
 def inject_edges(
-    rng: np.random.Generator, array: np.ndarray, dtype: str, every: int = 4
+    rng: np.random.Generator, array: np.ndarray, dtype: str, every: int = 4,
+    values: Values | None = None,
 ) -> np.ndarray:
     """Return a copy of ``array`` with edge values written at random positions.
 
     Every edge value appears at least once when the array has room (one edge element per
-    ``every`` elements); the rest keeps its drawn values.
+    ``every`` elements); the rest keeps its drawn values. ``values``: the input's declared
+    domain (:func:`domain_edges`).
 
     Example:
         >>> a = inject_edges(np.random.default_rng(0), np.zeros(64, np.float32), "float32")
@@ -195,19 +228,30 @@ def inject_edges(
     flat = out.reshape(-1)
     if flat.size == 0:
         return out
-    edges = _edge_values(dtype)
+    edges = _edge_values(dtype) if values is None else domain_edges(dtype, values)
+    if edges.size == 0:
+        return out
     n = max(min(flat.size, len(edges)), flat.size // every)
     pos = rng.permutation(flat.size)[:n]
     flat[pos] = np.resize(edges, n)
     return out
 
 
+#: The non-contiguous layouts of :func:`non_contiguous`.
+LAYOUTS = ("strided", "transposed", "negative", "expanded")
+
+
 def non_contiguous(array: np.ndarray, mode: str = "strided") -> np.ndarray:
     """A non-contiguous view holding the same values as ``array``.
 
     ``mode="strided"`` places the data in every other element of a larger buffer along
-    the last axis; ``mode="transposed"`` returns the transpose of a contiguous transpose.
-    Scalars and empty arrays are returned as they are (they have no strides to vary).
+    the last axis; ``mode="transposed"`` returns the transpose of a contiguous transpose
+    (``strided`` for rank 1); ``mode="negative"`` is a view with a negative stride along
+    the last axis (its first element lies at the end of its buffer). ``mode="expanded"``
+    is different: a broadcast view (stride 0) of the first slice along the first axis
+    longer than 1, so its values repeat that slice (as ``torch.expand`` makes); an array
+    with no such axis is returned strided. Scalars and empty arrays are returned as they
+    are (they have no strides to vary).
 
     Example:
         >>> v = non_contiguous(np.arange(6.0).reshape(2, 3))
@@ -216,8 +260,15 @@ def non_contiguous(array: np.ndarray, mode: str = "strided") -> np.ndarray:
     """
     if array.ndim == 0 or array.size == 0:
         return array
+    if mode not in LAYOUTS:
+        raise ValueError(f"unknown layout {mode!r}; expected one of {', '.join(LAYOUTS)}")
     if mode == "transposed" and array.ndim >= 2:
         return np.ascontiguousarray(array.T).T
+    if mode == "negative":
+        return np.ascontiguousarray(array[..., ::-1])[..., ::-1]
+    axis = next((i for i, n in enumerate(array.shape) if n > 1), None)
+    if mode == "expanded" and axis is not None:
+        return np.broadcast_to(array.take([0], axis=axis), array.shape)
     buf = np.zeros((*array.shape[:-1], array.shape[-1] * 2), dtype=array.dtype)
     view: Any = buf[..., ::2]
     view[...] = array

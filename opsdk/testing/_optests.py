@@ -29,7 +29,7 @@ from ..ascend.precision import PrecisionMode
 from ..errors import DeviceUnavailable, SpecError
 from ..spec import OpSpec
 from ._cann_type import CannTypes, cann_types
-from ._cases import OpCase, build_cases
+from ._cases import OpCase, build_cases, coverage_notes
 from ._check import check
 from ._conformance import OnnxNodeCase, applicability, onnx_node_cases, run_onnx_case
 from ._devices import open_device
@@ -42,6 +42,9 @@ __all__ = ["op_tests", "session_of", "TestSession"]
 
 #: Names (spec.py) of the operators whose tests this process collected.
 COLLECTED_OPS: set[str] = set()
+#: What the generator could not do for each collected operator, and why
+#: (:func:`opsdk.testing._cases.coverage_notes`); the plugin prints it after the run.
+COVERAGE_NOTES: dict[str, list[str]] = {}
 
 OPTIONS = (
     "device", "seed", "standard", "reference_device", "standard_only", "precision_mode",
@@ -342,6 +345,7 @@ def op_tests(
     folder = Path(folder).resolve() if folder is not None else Path(test_file).resolve().parent
     spec = load_spec(folder)
     COLLECTED_OPS.add(spec.name)
+    COVERAGE_NOTES[spec.name] = coverage_notes(spec)
     snake = spec.snake_name
     tests: dict[str, Callable[..., Any]] = {f"test_{snake}": _numerics(folder, spec)}
     conf = _conformance(folder, spec)

@@ -44,7 +44,7 @@ import pytest
 
 from ..ascend.precision import MODE_CHOICES
 from ._devices import DEVICES
-from ._optests import COLLECTED_OPS, session_of
+from ._optests import COLLECTED_OPS, COVERAGE_NOTES, session_of
 from ._report import Report
 from ._standards import standard_name
 
@@ -184,6 +184,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     sess = session_of(config)
     path = sess.options.get("report")
     n, failed, expected = config.stash.get(_SUMMED, None) or _counts(sess.report)
+    for note in (n for notes in COVERAGE_NOTES.values() for n in notes):
+        terminalreporter.write_line(f"opsdk: note: {note}")
     if n:
         terminalreporter.write_line(
             f"opsdk: {n} cases compared, {failed} failed"

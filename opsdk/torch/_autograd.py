@@ -15,7 +15,7 @@ from ..errors import SpecError
 from ..spec import OpSpec
 from ._onnx_eval import evaluate
 
-__all__ = ["gradient_source", "register_autograd"]
+__all__ = ["gradient_source", "register_autograd", "backward_of"]
 
 
 def gradient_source(spec: OpSpec) -> str:
@@ -58,27 +58,41 @@ def _vjp(spec: OpSpec, inputs: Sequence[Any], grads: Sequence[Any],
     return result
 
 
+def backward_of(spec: OpSpec, inputs: Sequence[Any], outputs: Sequence[Any],
+                grads: Sequence[Any], attrs: dict[str, Any]) -> list[Any]:
+    """The inputs' gradients (None where there is none) from the outputs' ``grads``: the
+    operator's own backward, else the derivative of its decomposition; raises SpecError
+    when it has neither or returns the wrong number of gradients."""
+    source = gradient_source(spec)
+    if source == "none":
+        raise _no_backward(spec)
+    if source == "backward":
+        assert spec.backward is not None
+        result = spec.backward(list(inputs), list(outputs), list(grads), **attrs)
+        result = [result] if not isinstance(result, (list, tuple)) else list(result)
+    else:
+        result = _vjp(spec, inputs, grads, attrs)
+    if len(result) != len(spec.inputs):
+        raise SpecError(
+            f"{spec.name}: the backward returned {len(result)} gradients, expected one "
+            f"per input ({', '.join(i.name for i in spec.inputs)}; None for no gradient)"
+        )
+    for inp, x, g in zip(spec.inputs, inputs, result, strict=False):
+        if g is not None and x is not None and tuple(g.shape) != tuple(x.shape):
+            raise SpecError(
+                f"{spec.name}: the backward's gradient of input {inp.name!r} has shape "
+                f"{tuple(g.shape)}, the input {tuple(x.shape)}; sum it over the broadcast "
+                "axes (grad.sum_to_size(x.shape))"
+            )
+    return result
+
+
 def _backward_fn(spec: OpSpec) -> Callable[..., Any]:
     def backward(ctx: Any, *grads: Any) -> Any:
         saved = list(ctx.saved_tensors)
-        n = len(spec.inputs)
         inputs = [saved[k] if k is not None else None for k in ctx.input_slots]
         outputs = saved[len([k for k in ctx.input_slots if k is not None]):]
-        source = gradient_source(spec)
-        if source == "none":
-            raise _no_backward(spec)
-        if source == "backward":
-            assert spec.backward is not None
-            result = spec.backward(inputs, outputs, list(grads), **ctx.opsdk_attrs)
-            result = [result] if not isinstance(result, (list, tuple)) else list(result)
-        else:
-            result = _vjp(spec, inputs, grads, ctx.opsdk_attrs)
-        if len(result) != n:
-            raise SpecError(
-                f"{spec.name}: the backward returned {len(result)} gradients, expected one "
-                f"per input ({', '.join(i.name for i in spec.inputs)}; None for no gradient)"
-            )
-        return tuple(result)
+        return tuple(backward_of(spec, inputs, outputs, grads, ctx.opsdk_attrs))
 
     return backward
 

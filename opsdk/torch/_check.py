@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,56 +99,91 @@ def _verdict(value: Any) -> str:
 
 @dataclass(frozen=True)
 class GradcheckResult:
-    """``torch.autograd.gradcheck`` of one operator: passed (None: no backward to check)."""
+    """The full gradient check of one operator: passed (None: no backward to check).
+
+    ``checked`` names, per sample, the outputs and inputs whose Jacobian was compared in
+    full; ``no_gradient`` the inputs without a gradient (stated, never skipped silently).
+    """
 
     op: str
     source: str  # 'backward', 'decomposition' or 'none'
     dtype: str
     passed: bool | None
     detail: str = ""
+    checked: tuple[str, ...] = ()
+    no_gradient: tuple[str, ...] = ()
+    method: str = ""
 
     def __str__(self) -> str:
         verdict = {True: "passed", False: "FAILED", None: "not run"}[self.passed]
-        return (f"{self.op}: gradcheck {verdict} ({self.source} gradient, {self.dtype})"
-                + (f": {self.detail}" if self.detail else ""))
+        lines = [f"{self.op}: gradcheck {verdict} ({self.source} gradient, {self.dtype}"
+                 + (f", {self.method}" if self.method else "") + ")"
+                 + (f": {self.detail}" if self.detail else "")]
+        lines += [f"  checked  {c}" for c in self.checked]
+        if self.no_gradient:
+            lines.append(f"  no gradient: {', '.join(self.no_gradient)}")
+        return "\n".join(lines)
 
 
-#: gradcheck's tolerances when the kernel has no float64: central differences in float32
+#: gradcheck's tolerances of a float32 comparison (kept for callers that run
+#: ``torch.autograd.gradcheck`` on float32 themselves; :func:`gradcheck` runs in float64)
 FLOAT32_TOLERANCES = {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}
 
 
-def gradcheck(name: str, seed: int = 0, *, fast_mode: bool = True) -> GradcheckResult:
-    """``torch.autograd.gradcheck`` of the operator's backward against its kernel: in float64
-    when the kernel has it, else in float32 with :data:`FLOAT32_TOLERANCES`; ``fast_mode``
-    (torch's) compares random projections of the Jacobians instead of every entry.
+def gradcheck(name: str, seed: int = 0) -> GradcheckResult:
+    """The operator's gradient checked in full (every Jacobian entry) in float64.
+
+    Where the kernel has float64: ``torch.autograd.gradcheck(fast_mode=False)`` of the
+    kernel's forward and the registered backward, with torch's float64 tolerances. Else the
+    backward (its own, or the decomposition's derivative) in float64 against float64
+    central finite differences of the NumPy reference, on small generated samples
+    (:mod:`opsdk.torch._gradcheck`; a Jacobian entry fails beyond rtol 1e-4, atol 1e-6).
 
     Example:
         >>> print(gradcheck("Softmax"))  # doctest: +SKIP
-        Softmax: gradcheck passed (decomposition gradient, float32)
+        Softmax: gradcheck passed (decomposition gradient, float64, ...)
     """
-    import torch
-
+    from ._gradcheck import full_gradcheck
     from ._register import register
 
     reg = register(name)
     spec = reg.spec
     source = gradient_source(spec)
-    samples = sample_inputs(spec, seed)
-    for wanted in (torch.float64, torch.float32):
-        picked = [s for s in samples if s[1][0].dtype == wanted]
-        if picked:
-            break
-    if source == "none" or not picked:
-        why = "the operator has no backward" if source == "none" else "no float32/64 sample"
-        return GradcheckResult(spec.name, source, "-", None, why)
-    _, args, attrs = picked[0]
-    tol: dict[str, Any] = {} if wanted == torch.float64 else FLOAT32_TOLERANCES
+    if source == "none":
+        return GradcheckResult(spec.name, source, "-", None, "the operator has no backward")
+    f64 = [s for s in sample_inputs(spec, seed) if s[1][0] is not None
+           and str(s[1][0].dtype) == "torch.float64"]
+    if f64:
+        return _torch_gradcheck(reg, source, f64[0])
+    full = full_gradcheck(spec, seed)
+    if not full.samples:
+        return GradcheckResult(spec.name, source, "-", None,
+                               "no small sample with a float input (spec.py's cases)")
+    method = "full Jacobian against float64 finite differences of the reference"
+    return GradcheckResult(spec.name, source, "float64", full.passed,
+                           "; ".join(full.problems), tuple(full.checked),
+                           tuple(full.no_gradient), method)
+
+
+def _torch_gradcheck(reg: Any, source: str, sample: tuple[str, list[Any], dict[str, Any]]
+                     ) -> GradcheckResult:
+    import torch
+
+    case, args, attrs = sample
+    spec = reg.spec
+    diff = [i.name for i, a in zip(spec.inputs, args, strict=False)
+            if a is not None and a.requires_grad]
+    none = tuple(f"{i.name!r} (not differentiable)" for i, a in zip(spec.inputs, args,
+                                                                     strict=False)
+                 if a is not None and not a.requires_grad)
+    outs = ", ".join(o.name for o in spec.outputs)
+    checked = (f"{case}: d({outs})/d({', '.join(diff)}), every entry",)
+    method = "torch.autograd.gradcheck full mode through the kernel"
     try:
-        with warnings.catch_warnings():  # float32 on purpose: the kernel has no float64
-            warnings.filterwarnings("ignore", "Input #", UserWarning)
-            ok = torch.autograd.gradcheck(lambda *xs: reg.packet(*xs, **attrs), tuple(args),
-                                          fast_mode=fast_mode, **tol)
-        return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), ok)
+        ok = torch.autograd.gradcheck(lambda *xs: reg.packet(*xs, **attrs), tuple(args),
+                                      fast_mode=False)
+        return GradcheckResult(spec.name, source, "float64", ok, "", checked, none, method)
     except Exception as e:  # gradcheck raises GradcheckError naming the mismatch
-        return GradcheckResult(spec.name, source, str(wanted).removeprefix("torch."), False,
-                               f"{type(e).__name__}: {str(e).splitlines()[0]}")
+        return GradcheckResult(spec.name, source, "float64", False,
+                               f"{type(e).__name__}: {str(e).splitlines()[0]}", (), none,
+                               method)

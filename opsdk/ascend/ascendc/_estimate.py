@@ -166,7 +166,7 @@ def reference_problem(spec: Any, inputs: list[Any], attrs: Mapping[str, Any],
     for out, got, want in zip(spec.outputs, outputs, expected, strict=False):
         std = standard_for(dtype_name(got.dtype), spec.standard)
         verdict = compare(got, np.asarray(want).astype(got.dtype), std, output=out.name,
-                          keep_arrays=False)
+                          keep_arrays=False, rounding=False)  # an AI Core kernel
         if not verdict.passed:
             return f"output {out.name!r} fails {std.name} against the reference: " \
                    f"{verdict.summary()}"
