@@ -82,6 +82,7 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
         Block b;
         b.launch = &L;
         b.idx = idx;
+        b.ub.reserve(L.LocalBytes());  // a Cube kernel's buffers grow it in place (GrowToCube)
         b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
         b.pipes.Reset(L.ubBytes);
         b.pipes.timing = L.timing;

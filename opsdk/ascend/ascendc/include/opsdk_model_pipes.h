@@ -2,7 +2,7 @@
 // between them, the race and synchronisation checker (docs/ascendc_model.md, "Pipes").
 //
 // The scalar unit issues instructions in program order to in-order queues, one per pipe
-// (S, V, MTE2, MTE3), which run concurrently. An instruction is ordered after every earlier
+// (S, V, MTE2, MTE3 and the Cube's MTE1, M, FIX), which run concurrently. An instruction is ordered after every earlier
 // instruction of its own pipe and, because the scalar unit issues in order, after every earlier
 // scalar instruction; anything else needs a flag: SetFlag<SRC_DST>(id) runs on SRC after SRC's
 // earlier instructions, WaitFlag<SRC_DST>(id) holds DST until then (basic_api/impl/
@@ -87,6 +87,10 @@ inline double Cost(const Instr& i, const Timing& T) {
         }
         case Pipe::SS:
             return T.scalarStore;
+        case Pipe::MTE1:
+        case Pipe::M:
+        case Pipe::FIX:
+            return 0;  // the Cube's pipes have no costs in the estimate yet
         case Pipe::S:
             if (i.gm != 0) return T.scalarGm;
             for (uint64_t b : i.ub) {
@@ -129,6 +133,14 @@ inline bool Before(const Pipes& P, uint32_t id, Pipe q) {
     return a.pipe == q || a.tick <= P.clock[static_cast<int>(q)][static_cast<int>(a.pipe)];
 }
 
+// "Unified Buffer bytes [a, b)", "L0C bytes [a, b)": a range of a block's local byte array.
+inline std::string LocalRange(uint64_t at, uint64_t n) {
+    const Launch& L = *Cur().launch;
+    const Mem m = L.MemOf(at);
+    const uint64_t base = L.MemBase(m);
+    return std::string(MemName(m)) + " bytes [" + S(at - base) + ", " + S(at - base + n) + ")";
+}
+
 inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeName(src)) + "_" + PipeName(dst); }
 
 [[noreturn]] inline void Race(const Pipes& P, uint32_t earlier, bool earlierWrites, bool laterWrites,
@@ -142,9 +154,11 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
         fix = "EnQue the tensor after the copy and DeQue it before computing on it, or " + fix;
     } else if (a.pipe == Pipe::V && b.pipe == Pipe::MTE3 && what.rfind("a TQue", 0) == 0) {
         fix = "EnQue the result and DeQue it before the copy out, or " + fix;
-    } else if (what.rfind("a TQue", 0) == 0 && (b.pipe == Pipe::MTE2 || a.pipe == Pipe::MTE3)) {
+    } else if (what.rfind("a TQue", 0) == 0 && (b.pipe == Pipe::MTE2 || a.pipe == Pipe::MTE3 || !earlierWrites)) {
         fix = "FreeTensor the tensor when its last reader is done and AllocTensor it again (the queue waits "
               "for the free), or " + fix;
+    } else if (what.rfind("a TQue", 0) == 0) {
+        fix = "EnQue the tensor after the first and DeQue it before the second, or " + fix;
     }
     const char* kind = earlierWrites ? (laterWrites ? "overwrites what" : "reads what") : "overwrites what";
     const char* verb = earlierWrites ? "wrote" : "read";
@@ -154,7 +168,7 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
             return bl->launch->kernel + " (block " + std::to_string(bl->idx) + " of " +
                    std::to_string(bl->launch->blockNum) + ")";
         }() +
-        ": race on Unified Buffer bytes [" + S(byte) + ", " + S(byte + run) + ") of " + what + ": " + Describe(b) +
+        ": race on " + LocalRange(byte, run) + " of " + what + ": " + Describe(b) +
         " " + kind + " " + Describe(a) + " " + verb +
         ", with no synchronisation between the two pipes (on the chip they run concurrently, so the result "
         "depends on timing). Fix: " + fix);
@@ -170,8 +184,7 @@ struct Buffer {
     // instruction's own name for the tensor may differ)
     std::string Name(const char* api) const {
         const char* kind = raw ? "a LocalTensor made from an address" : tbuf ? "a TBuf" : "a TQue buffer";
-        return std::string(kind) + " at Unified Buffer bytes [" + S(offset) + ", " +
-               S(offset + bytes) + ") (" + api + "'s argument " + arg + ")";
+        return std::string(kind) + " at " + LocalRange(offset, bytes) + " (" + api + "'s argument " + arg + ")";
     }
 };
 
