@@ -1,0 +1,172 @@
+"""The Cube unit of opsdk's Ascend C model: positions and capacities, the MTE1/M/FIX pipes in
+the race checker, DataCopy with Nd2NzParams, LoadData 2D, Mmad and Fixpipe, held to NumPy and
+to mutants.
+
+Two matmuls in Huawei's basic-API style, written for these tests (tests/data/ascendc/cube/):
+one with hand-written flags (half -> float), one with TQue hand-offs and a K loop (float). Each
+passes and matches NumPy; each mutant (a sync removed, a position overflowed by one fractal, a
+layout or dtype path swapped, a stale accumulator) must be reported. The counts are printed
+(pytest -s) and in docs/ascendc_model.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import build_model_kernel
+
+CUBE = Path(__file__).parent / "data" / "ascendc" / "cube"
+BLOCKS = 2
+
+DRIVER_HEAD = '#include "kernel_operator.h"\n'
+LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const char** names, uint32_t blocks, char* err) {{
+    return opsdk_ascendc::Run("cube_kernel", [](uint8_t** g, uint8_t* w, uint8_t* t) {{ {ns}cube_kernel{k}(g[0], g[1], g[2], w, t); }},
+                              gm, bytes, names, 3, nullptr, blocks, 196608, "ascend910b", 1, 1, err, 4096);
+}}
+"""
+
+
+def _inputs(name: str) -> tuple[list[np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(7)
+    if name == "matmul_flags.cpp":  # A[64][64] half, B[64][32] half -> C float
+        a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float16)
+        b = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
+        return [a, b], a.astype(np.float32) @ b.astype(np.float32)
+    a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float32)  # A float, Bt[32][64] float
+    bt = rng.uniform(-1, 1, (32, 64)).astype(np.float32)
+    return [a, bt], a @ bt.T
+
+
+def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
+    """All ``sources`` in one library (one compile of the model), kernel k as launch{k}."""
+    parts = [DRIVER_HEAD]
+    for k, source in enumerate(sources):
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"m{k}.cpp").write_text(source)
+        parts.append(f'#define cube_kernel cube_kernel{k}\nnamespace m{k} {{\n#include "m{k}.cpp"\n}}\n#undef cube_kernel\n')
+    parts.append('#include "opsdk_model_launch.h"\n')
+    parts += [LAUNCH.format(k=k, ns=f"m{k}::") for k in range(len(sources))]
+    lib = build_model_kernel(where, "", "".join(parts).replace(
+        '#include "kernel_operator.h"\n', "#define OPSDK_AIC 1\n#include \"kernel_operator.h\"\n", 1))
+    return lambda k: getattr(lib, f"launch{k}")
+
+
+def _run(launch: Any, name: str) -> tuple[int, str, np.ndarray, np.ndarray]:
+    ins, expect = _inputs(name)
+    out = np.zeros(expect.shape, np.float32)
+    arrays = [*ins, out]
+    gm = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in arrays])
+    sizes = (ctypes.c_uint64 * 3)(*[x.nbytes for x in arrays])
+    names = (ctypes.c_char_p * 3)(b"a", b"b", b"c")
+    err = ctypes.create_string_buffer(4096)
+    launch.restype = ctypes.c_int
+    rc = launch(gm, sizes, names, ctypes.c_uint32(BLOCKS), err)
+    return rc, err.value.decode(), out, expect
+
+
+_SYNC = re.compile(r"^\s*(SetFlag|WaitFlag)<HardEvent::(\w+)>\((\w+)\);\s*$")
+
+
+def sync_mutants(source: str) -> list[tuple[str, str]]:
+    """Each SetFlag, WaitFlag and PipeBarrier removed, and each SetFlag/WaitFlag pair."""
+    lines = source.splitlines(keepends=True)
+    out = []
+    for i, line in enumerate(lines):
+        if _SYNC.match(line) or line.strip().startswith("PipeBarrier<"):
+            out.append((f"line {i + 1} removed: {line.strip()}", "".join(lines[:i] + lines[i + 1:])))
+        if _SYNC.match(line) and line.strip().startswith("SetFlag") and _SYNC.match(lines[i + 1]):
+            out.append((f"lines {i + 1}-{i + 2} removed: {line.strip()} and its WaitFlag",
+                        "".join(lines[:i] + lines[i + 2:])))
+    return out
+
+
+# kernel -> (description, text, its replacement, what the report must say)
+EDITS: dict[str, list[tuple[str, str, str, str]]] = {
+    "matmul_flags.cpp": [
+        ("A copied to A1 without Nd2Nz (ND data where LoadData takes NZ)", "DataCopy(a1, aGm, nd2nz);",
+         "DataCopy(a1, aGm, M * K);", r"as half NZ fractals, but DataCopy .* wrote half ND data"),
+        ("one LoadData of A short: the last fractal row of A2 never written", "for (uint32_t i = 0; i < M / 16; ++i)",
+         "for (uint32_t i = 0; i < M / 16 - 1; ++i)", "which nothing wrote"),
+        ("stale accumulator: the only Mmad accumulates onto L0C", "mmad.cmatrixInitVal = true;",
+         "mmad.cmatrixInitVal = false;", "which nothing wrote.*cmatrixInitVal = true"),
+        ("A2 one fractal past L0A", "pipe.InitBuffer(a2Buf, M * K * sizeof(half));",
+         "pipe.InitBuffer(a2Buf, OPSDK_L0A_BYTES + 512);", r"position A2 asks for 1 x 66048 = 66048 bytes of L0A"),
+        ("B2 one fractal past L0B", "pipe.InitBuffer(b2Buf, K * N * sizeof(half));",
+         "pipe.InitBuffer(b2Buf, OPSDK_L0B_BYTES + 512);", "position B2 asks .* of L0B"),
+        ("CO1 one fractal past L0C", "pipe.InitBuffer(c1Buf, M * N * sizeof(float));",
+         "pipe.InitBuffer(c1Buf, OPSDK_L0C_BYTES + 512);", "position CO1 asks .* of L0C"),
+        ("B1 one fractal past what A1 leaves of L1", "pipe.InitBuffer(b1Buf, K * N * sizeof(half));",
+         "pipe.InitBuffer(b1Buf, OPSDK_L1_BYTES - M * K * sizeof(half) + 512);",
+         r"holds 524288 bytes \(l1_size .*\) and 4096 are taken: 520192 bytes available"),
+        ("Mmad reads B from B1 (L1) instead of B2", "Mmad(c1, a2, b2, mmad);", "Mmad(c1, a2, b1, mmad);",
+         "filterLocal is a tensor of position B1"),
+    ],
+    "matmul_queues.cpp": [
+        ("stale accumulator: the first Mmad of the K loop accumulates", "mmad.cmatrixInitVal = (kt == 0);",
+         "mmad.cmatrixInitVal = false;", "which nothing wrote since its buffer was allocated"),
+        ("float B moved through a 16-bit transposing load", "LoadData(b2, b1, load);",
+         "load.ifTranspose = true;\n        LoadData(b2.ReinterpretCast<half>(), b1.ReinterpretCast<half>(), load);",
+         r"as half NZ fractals, but DataCopy with Nd2NzParams .* wrote float NZ fractals"),
+        ("float B transposed by LoadData 2D", "LoadData(b2, b1, load);",
+         "load.ifTranspose = true;\n        LoadData(b2, b1, load);", "transposes 16 x 16 fractals of 2-byte types only"),
+        ("no EnQue/DeQue hand-off on CO1 (M -> FIX)",
+         "outQueueCO1.EnQue(c1);\n        c1 = outQueueCO1.DeQue<float>();\n", "",
+         r"race on L0C bytes .*Fixpipe \(m\d+.cpp:\d+\) on pipe FIX reads what Mmad \(m\d+.cpp:\d+\) on pipe M wrote"),
+        ("no EnQue/DeQue on A2: Mmad reads a tensor still queued... DeQue dropped",
+         "LocalTensor<float> a2 = inQueueA2.DeQue<float>();", "LocalTensor<float> a2 = inQueueA2.AllocTensor<float>();",
+         "buffers of the queue are in use|which nothing wrote"),
+        ("A2 double buffer one fractal past L0A", "pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(float));",
+         "pipe.InitBuffer(inQueueA2, 2, OPSDK_L0A_BYTES / 2 + 256);",
+         r"position A2 asks for 2 x 33024 = 66048 bytes of L0A, but Ascend910B1's L0A holds 65536 bytes"),
+        ("B2 freed before the Mmad reads it", "        Mmad(c1, a2, b2, mmad);\n",
+         "        inQueueB2.FreeTensor(b2);\n        Mmad(c1, a2, b2, mmad);\n", "used after FreeTensor"),
+    ],
+}
+
+# kernel -> correct variants that must pass: exactly at capacity is not past it
+EXACT: dict[str, list[tuple[str, str]]] = {
+    "matmul_queues.cpp": [("pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(float));",
+                           "pipe.InitBuffer(inQueueA2, 2, OPSDK_L0A_BYTES / 2);")],
+}
+
+FOUND = r"race on |which no SetFlag set|is never waited for|is set again before|PipeBarrier<PIPE_M>"
+
+
+def _mutants(name: str) -> list[tuple[str, str, str]]:
+    source = (CUBE / name).read_text()
+    out = [(what, text, FOUND) for what, text in sync_mutants(source)]
+    for what, old, new, expect in EDITS[name]:
+        assert source.count(old) == 1, (name, old)
+        out.append((what, source.replace(old, new), expect))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
+    source = (CUBE / name).read_text()
+    variants = [source] + [source.replace(old, new) for old, new in EXACT.get(name, [])]
+    launch = _build(variants, tmp_path)
+    for k in range(len(variants)):
+        rc, err, out, expect = _run(launch(k), name)
+        assert rc == 0 and err == "", err
+        np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_every_cube_mutant_is_caught(name: str, tmp_path: Path) -> None:
+    cases = _mutants(name)
+    launch = _build([text for _, text, _ in cases], tmp_path)
+    missed = []
+    for k, (what, _, expect) in enumerate(cases):
+        rc, err, _, _ = _run(launch(k), name)
+        if rc == 0 or not re.search(expect, err):
+            missed.append(f"{what}: rc={rc} {err[:400]}")
+    print(f"\n{name}: {len(cases)} cube mutants, {len(cases) - len(missed)} caught")
+    assert not missed, "\n".join(missed)
+    assert len(cases) >= 8
