@@ -33,6 +33,8 @@ _DATA = Path(__file__).resolve().parent.parent / "data" / "aicore_costs.json"
 #: The pipes of the vector side, in the order reports show them.
 PIPES = ("MTE2", "V", "MTE3", "S")
 _BOUND = {"MTE2": "MTE2-bound", "V": "vector-bound", "MTE3": "MTE3-bound", "S": "scalar-bound"}
+#: The bound when the chip's shared GM bandwidth, not any core's pipes, sets the time.
+GM_BOUND = "GM-bandwidth-bound"
 
 
 @cache
@@ -57,6 +59,7 @@ class Costs:
     pipes: dict[str, float]
     vector: dict[str, float]
     sources: dict[str, str] = field(default_factory=dict)
+    gm_bytes_per_s: float = math.inf  # the chip's GM bandwidth, shared by all cores
 
     def encoded(self) -> str:
         """The ``name=value;...;vec.API=cycles`` text the model's ``ParseTiming`` reads."""
@@ -66,7 +69,8 @@ class Costs:
 
     def as_dict(self) -> dict[str, Any]:
         return {"soc": self.soc, "freq_mhz": self.freq_mhz, "pipes": dict(self.pipes),
-                "vector": dict(self.vector), "sources": dict(self.sources)}
+                "vector": dict(self.vector), "gm_bytes_per_s": self.gm_bytes_per_s,
+                "sources": dict(self.sources)}
 
 
 def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None) -> Costs:
@@ -97,9 +101,10 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
         share = ai / vec
         where += f" x {ai}/{vec}: {table['shared_gm']['source']}"
     pipes["mte2Bpc"] = float(facts["gm_read_bpc"]) * share
-    pipes["mte3Bpc"] = float(facts["gm_write_bpc"]) * share
+    pipes["mte3Bpc"] = min(float(facts["gm_write_bpc"]), float(facts["ub_to_gm_bpc"])) * share
     sources["mte2Bpc"] = f"ddr_read_rate of {where}"
-    sources["mte3Bpc"] = f"ub_to_ddr_rate of {where}"
+    sources["mte3Bpc"] = f"the lower of ddr_write_rate and ub_to_ddr_rate of {where}"
+    gm_bw, sources["gm_bytes_per_s"] = _gm_bandwidth(soc, facts, table)
     freq = float(facts["freq_mhz"])
     sources["freq_mhz"] = (f"data/socs.json soc_facts[{soc}] "
                            f"({'vec_freq' if facts['rates_of'] == 'VectorCore' else 'cube_freq'})")
@@ -113,7 +118,21 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
             vector[key] = number
             key = f"vector.{key}"
         sources[key] = source
-    return Costs(soc, freq, pipes, vector, sources)
+    return Costs(soc, freq, pipes, vector, sources, gm_bw)
+
+
+def _gm_bandwidth(soc: str, facts: Mapping[str, Any],
+                  table: Mapping[str, Any]) -> tuple[float, str]:
+    """The chip's GM bandwidth in bytes per second, and its source."""
+    from ..socs import compute_unit
+
+    known = table["gm_bandwidth"].get(compute_unit(soc))
+    if known:
+        return float(known["value"]), str(known["source"])
+    ports = int(facts["ai_cores"]) * float(facts["ddr_rate_bpc"]) * float(facts["cube_freq_mhz"])
+    return ports * 1e6, (f"ai_core_cnt x ddr_rate x cube_freq of data/socs.json soc_facts[{soc}] "
+                         "(platform_config [AICoreSpec], [AICoreMemoryRates]): the AI Cores' GM "
+                         "ports together")
 
 
 def _overrides(overrides: Mapping[str, Any] | str | Path | None) -> dict[str, Any]:
@@ -264,11 +283,27 @@ class Estimate:
         return int(np.argmax(spans)) if spans else 0
 
     @property
-    def cycles(self) -> float:
-        """The kernel's estimated cycles: the busiest core's blocks back to back."""
+    def core_cycles(self) -> float:
+        """The busiest core's blocks back to back, each core with its own GM rates."""
         if not self.blocks:
             return 0.0
         return sum(_span(self.blocks[b]) for b in self.core_blocks[self.busiest_core])
+
+    @property
+    def gm_bytes(self) -> int:
+        """GM bytes every block read and wrote."""
+        return sum(i.gm for block in self.blocks for i in block)
+
+    @property
+    def gm_cycles(self) -> float:
+        """The cycles the kernel's GM bytes take at the chip's shared GM bandwidth."""
+        return self.gm_bytes / self.costs.gm_bytes_per_s * self.costs.freq_mhz * 1e6
+
+    @property
+    def cycles(self) -> float:
+        """The kernel's estimated cycles: the busiest core's, or the GM traffic's at the chip's
+        GM bandwidth when that is longer (all cores share it)."""
+        return max(self.core_cycles, self.gm_cycles)
 
     @property
     def microseconds(self) -> float:
@@ -304,6 +339,8 @@ class Estimate:
     def bound(self) -> str:
         """``MTE2-bound``, ``vector-bound``, ``MTE3-bound`` or ``scalar-bound``: the pipe with
         the most cycles on the critical path (issuing counts as scalar)."""
+        if self.gm_cycles > self.core_cycles:
+            return GM_BOUND
         path = self.critical_path()
         path["S"] += path.pop("issue")
         return _BOUND[max(PIPES, key=lambda p: (path[p], -PIPES.index(p)))]
@@ -314,6 +351,7 @@ class Estimate:
             "op": self.op, "soc": self.soc, "label": self.LABEL,
             "shapes": {k: list(v) for k, v in self.shapes.items()},
             "cycles": self.cycles, "microseconds": self.microseconds,
+            "core_cycles": self.core_cycles, "gm_bytes": self.gm_bytes,
             "block_dim": self.block_dim, "cores": self.cores,
             "bound": self.bound, "busy_cycles": self.busy(),
             "utilisation": self.utilisation(), "critical_path_cycles": self.critical_path(),
