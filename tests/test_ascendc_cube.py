@@ -25,9 +25,10 @@ CUBE = Path(__file__).parent / "data" / "ascendc" / "cube"
 BLOCKS = 2
 
 DRIVER_HEAD = '#include "kernel_operator.h"\n'
-LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const char** names, uint32_t blocks, char* err) {{
+LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const char** names, uint32_t blocks, char* err,
+                                 const char* costs, const char* trace) {{
     return opsdk_ascendc::Run("cube_kernel", [](uint8_t** g, uint8_t* w, uint8_t* t) {{ {ns}cube_kernel{k}(g[0], g[1], g[2], w, t); }},
-                              gm, bytes, names, 3, nullptr, blocks, 196608, "ascend910b", 1, 1, err, 4096);
+                              gm, bytes, names, 3, nullptr, blocks, 196608, "ascend910b", 1, 1, err, 4096, costs, trace);
 }}
 """
 
@@ -57,7 +58,8 @@ def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int
     return lambda k: getattr(lib, f"launch{k}")
 
 
-def _run(launch: Any, name: str) -> tuple[int, str, np.ndarray, np.ndarray]:
+def _run(launch: Any, name: str, costs: bytes | None = None,
+         trace: bytes | None = None) -> tuple[int, str, np.ndarray, np.ndarray]:
     ins, expect = _inputs(name)
     out = np.zeros(expect.shape, np.float32)
     arrays = [*ins, out]
@@ -66,7 +68,7 @@ def _run(launch: Any, name: str) -> tuple[int, str, np.ndarray, np.ndarray]:
     names = (ctypes.c_char_p * 3)(b"a", b"b", b"c")
     err = ctypes.create_string_buffer(4096)
     launch.restype = ctypes.c_int
-    rc = launch(gm, sizes, names, ctypes.c_uint32(BLOCKS), err)
+    rc = launch(gm, sizes, names, ctypes.c_uint32(BLOCKS), err, costs, trace)
     return rc, err.value.decode(), out, expect
 
 
@@ -170,3 +172,28 @@ def test_every_cube_mutant_is_caught(name: str, tmp_path: Path) -> None:
     print(f"\n{name}: {len(cases)} cube mutants, {len(cases) - len(missed)} caught")
     assert not missed, "\n".join(missed)
     assert len(cases) >= 8
+
+
+def test_the_estimate_times_the_cube_pipes_from_the_platform_data(tmp_path: Path) -> None:
+    """910B1's rates: Mmad 32x32x64 half is 2 x 2 x 4 m16n16k16 steps (16 cycles), a LoadData
+    of 4 fractals to L0A 2048 bytes at l1_to_l0_a_rate 512 (4 cycles), of 2 fractals to L0B
+    1024 bytes at l1_to_l0_b_rate 256 (4 cycles), the Fixpipe 4096 bytes at ddr_write_rate 32
+    after fixLatency 96 (224 cycles)."""
+    from opsdk.ascend.ascendc._estimate import Estimate, costs_for, read_trace
+
+    costs = costs_for("Ascend910B1")
+    trace = tmp_path / "trace.csv"
+    launch = _build([(CUBE / "matmul_flags.cpp").read_text()], tmp_path)
+    rc, err, out, expect = _run(launch(0), "matmul_flags.cpp", costs.encoded().encode(),
+                                str(trace).encode())
+    assert rc == 0, err
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+    blocks = read_trace(trace)
+    est = Estimate("matmul", "Ascend910B1", costs, blocks, BLOCKS, 24)
+    took = {(i.pipe, i.api): i.end - i.start for i in blocks[0] if i.end > i.start}
+    assert took[("M", "Mmad")] == 16
+    assert {t for (p, api), t in took.items() if api.startswith("LoadData")} == {4}
+    assert took[("FIX", "Fixpipe")] == 96 + 32 * 32 * 4 / 32
+    assert est.pipes == ("MTE2", "V", "MTE3", "S", "MTE1", "M", "FIX")
+    assert est.busy()["M"] == 16 and est.bound in ("MTE2-bound", "FIX-bound")
+    assert "M " in est.format() and est.costs.sources["mte1aBpc"].startswith("l1_to_l0_a_rate")

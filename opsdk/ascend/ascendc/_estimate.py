@@ -32,7 +32,10 @@ __all__ = ["Costs", "Estimate", "TraceInstr", "costs_for", "read_trace", "refere
 _DATA = Path(__file__).resolve().parent.parent / "data" / "aicore_costs.json"
 #: The pipes of the vector side, in the order reports show them.
 PIPES = ("MTE2", "V", "MTE3", "S")
-_BOUND = {"MTE2": "MTE2-bound", "V": "vector-bound", "MTE3": "MTE3-bound", "S": "scalar-bound"}
+#: The Cube's pipes, shown where a kernel uses them.
+CUBE_PIPES = ("MTE1", "M", "FIX")
+_BOUND = {"MTE2": "MTE2-bound", "V": "vector-bound", "MTE3": "MTE3-bound", "S": "scalar-bound",
+          "MTE1": "MTE1-bound", "M": "Cube-bound", "FIX": "FIX-bound"}
 #: The bound when the chip's shared GM bandwidth, not any core's pipes, sets the time.
 GM_BOUND = "GM-bandwidth-bound"
 
@@ -105,6 +108,14 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
     sources["mte2Bpc"] = f"ddr_read_rate of {where}"
     sources["mte3Bpc"] = f"the lower of ddr_write_rate and ub_to_ddr_rate of {where}"
     gm_bw, sources["gm_bytes_per_s"] = _gm_bandwidth(soc, facts, table)
+    rates = f"data/socs.json soc_facts[{soc}] (platform_config [AICoreMemoryRates])"
+    pipes["mte1aBpc"] = float(facts["l1_to_l0a_bpc"])
+    pipes["mte1bBpc"] = float(facts["l1_to_l0b_bpc"])
+    pipes["fixBpc"] = float(facts["gm_write_bpc"])
+    sources["mte1aBpc"] = f"l1_to_l0_a_rate of {rates}"
+    sources["mte1bBpc"] = f"l1_to_l0_b_rate of {rates}"
+    sources["fixBpc"] = (f"ddr_write_rate of data/socs.json soc_facts[{soc}] "
+                         f"([{facts['rates_of']}MemoryRates]), unshared: a Cube core's Fixpipe")
     freq = float(facts["freq_mhz"])
     sources["freq_mhz"] = (f"data/socs.json soc_facts[{soc}] "
                            f"({'vec_freq' if facts['rates_of'] == 'VectorCore' else 'cube_freq'})")
@@ -270,6 +281,12 @@ class Estimate:
     LABEL: ClassVar[str] = "estimate from opsdk's Ascend C model (not an NPU time)"
 
     @property
+    def pipes(self) -> tuple[str, ...]:
+        """The vector side's pipes, and the Cube's where the kernel uses them."""
+        used = {i.pipe for block in self.blocks for i in block}
+        return PIPES + tuple(p for p in CUBE_PIPES if p in used)
+
+    @property
     def core_blocks(self) -> list[list[int]]:
         """Blocks per core: block i runs on core i % cores, one after another."""
         per: list[list[int]] = [[] for _ in range(min(self.cores, max(1, len(self.blocks))))]
@@ -311,7 +328,7 @@ class Estimate:
 
     def busy(self) -> dict[str, float]:
         """Cycles each pipe is busy on the busiest core."""
-        out = dict.fromkeys(PIPES, 0.0)
+        out = dict.fromkeys(self.pipes, 0.0)
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
             for i in self.blocks[b]:
                 out[i.pipe] = out.get(i.pipe, 0.0) + (i.end - i.start)
@@ -325,7 +342,7 @@ class Estimate:
     def critical_path(self) -> dict[str, float]:
         """Cycles per pipe on the critical paths of the busiest core's blocks; ``issue``
         holds the rest (the scalar unit issuing, waits that cost no pipe time)."""
-        out = dict.fromkeys((*PIPES, "issue"), 0.0)
+        out = dict.fromkeys((*self.pipes, "issue"), 0.0)
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
             block = self.blocks[b]
             on_path = 0.0
@@ -343,7 +360,8 @@ class Estimate:
             return GM_BOUND
         path = self.critical_path()
         path["S"] += path.pop("issue")
-        return _BOUND[max(PIPES, key=lambda p: (path[p], -PIPES.index(p)))]
+        pipes = self.pipes
+        return _BOUND[max(pipes, key=lambda p: (path[p], -pipes.index(p)))]
 
     def as_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (``--json``)."""
@@ -367,7 +385,7 @@ class Estimate:
         for core, bs in enumerate(self.core_blocks if self.blocks else []):
             events.append({"name": "process_name", "ph": "M", "pid": core,
                            "args": {"name": f"core {core} (estimate, not an NPU trace)"}})
-            for t, p in enumerate(PIPES):
+            for t, p in enumerate(self.pipes):
                 events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": t,
                                "args": {"name": p}})
             offset = 0.0
@@ -376,7 +394,7 @@ class Estimate:
                     if i.end <= i.start:
                         continue
                     events.append({
-                        "name": i.api, "ph": "X", "pid": core, "tid": PIPES.index(i.pipe),
+                        "name": i.api, "ph": "X", "pid": core, "tid": self.pipes.index(i.pipe),
                         "ts": (offset + i.start) / freq, "dur": (i.end - i.start) / freq,
                         "args": {"block": b, "gm_bytes": i.gm, "ub_bytes": i.ub,
                                  "where": i.where},
@@ -396,17 +414,19 @@ class Estimate:
         except ImportError as e:
             raise OpsdkError(f"the swimlane picture needs matplotlib ({e}); pip install "
                              "matplotlib, or use the trace JSON (--trace)") from e
-        colors = {"MTE2": "#4c72b0", "V": "#dd8452", "MTE3": "#55a868", "S": "#8172b3"}
+        colors = {"MTE2": "#4c72b0", "V": "#dd8452", "MTE3": "#55a868", "S": "#8172b3",
+                  "MTE1": "#937860", "M": "#c44e52", "FIX": "#64b5cd"}
+        pipes = self.pipes
         fig, ax = plt.subplots(figsize=(11, 2.8))
         offset = 0.0
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
-            for p_i, p in enumerate(PIPES):
+            for p_i, p in enumerate(pipes):
                 bars = [((offset + i.start) / self.costs.freq_mhz,
                          (i.end - i.start) / self.costs.freq_mhz)
                         for i in self.blocks[b] if i.pipe == p and i.end > i.start]
-                ax.broken_barh(bars, (len(PIPES) - 1 - p_i - 0.4, 0.8), color=colors[p])
+                ax.broken_barh(bars, (len(pipes) - 1 - p_i - 0.4, 0.8), color=colors[p])
             offset += _span(self.blocks[b])
-        ax.set_yticks(range(len(PIPES)), list(reversed(PIPES)))
+        ax.set_yticks(range(len(pipes)), list(reversed(pipes)))
         ax.set_xlabel("microseconds (estimate)")
         if max_cycles is not None:
             ax.set_xlim(0, max_cycles / self.costs.freq_mhz)
@@ -427,7 +447,7 @@ class Estimate:
                  f"{self.bound}; blockDim {self.block_dim} on {self.cores} cores",
                  f"  {self.LABEL}",
                  "  pipe   busy cycles   utilisation   on critical path"]
-        for p in PIPES:
+        for p in self.pipes:
             lines.append(f"  {p:<5}{busy[p]:>13.0f}{util[p]:>13.0%}{path[p]:>18.0f}")
         lines.append(f"  issue{'':>13}{'':>13}{path['issue']:>18.0f}")
         return "\n".join(lines)

@@ -319,6 +319,7 @@ struct Instr {
     const char* ubArg[4] = {};           // ... and the operand's name
     double dep = 0;                      // a flag's time this instruction waits for
     int32_t depInstr = -1;               // ... and the instruction that set it
+    double work = -1;                    // cycles an instruction worked out itself (the Cube's), or -1
     double start = 0, end = 0;           // cycles from the block's start
     int32_t pred = -1;                   // the instruction its start waited for (-1: none)
 };
@@ -334,6 +335,10 @@ struct Timing {
     double repeatBytes = 256;            // bytes one repeat of a vector instruction covers
     double scalarLoad = 1, scalarStore = 1, scalarGm = 1;  // S: UB load, UB store, GM access
     double vecDefault = 1;               // cycles per repeat of an API not in `vec`
+    double mmadFractal = 1;              // cycles per m16 x n16 x k0 step of Mmad
+    double mte1Latency = 0;              // cycles before a LoadData's first byte
+    double mte1aBpc = 512, mte1bBpc = 256;  // L1 -> L0A and L1 -> L0B bytes per cycle
+    double fixLatency = 0, fixBpc = 32;  // Fixpipe: cycles before the first byte, GM bytes per cycle
     std::vector<std::pair<std::string, double>> vec;  // cycles per repeat, by API
     double CyclesPerRepeat(const char* api) const {
         for (const auto& [name, c] : vec) {

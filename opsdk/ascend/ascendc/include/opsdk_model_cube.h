@@ -179,6 +179,14 @@ template <typename T> inline void CheckPosition(const char* api, const char* arg
 
 template <typename T> constexpr uint64_t C0() { return 32 / sizeof(T); }  // elements in 32 bytes
 
+// The current instruction's cycles, for the estimate (Cost in opsdk_model_pipes.h).
+inline void Work(double cycles) {
+    Block* b = tBlock;
+    if (b == nullptr || b->pipes.current < 0) return;
+    Instr& i = b->pipes.instrs[static_cast<size_t>(b->pipes.current)];
+    i.work = std::max(0.0, i.work) + cycles;
+}
+
 }  // namespace opsdk_ascendc
 
 namespace AscendC {
@@ -268,6 +276,10 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
             std::memmove(to, from, kFractalBytes);
         }
         TagWrite(dst.UbAddr() + d * sizeof(T), kFractalBytes, type, Form::NZ);
+    }
+    if (const Timing* t = Cur().pipes.timing) {
+        Work(t->mte1Latency + double(p.repeatTimes * kFractalBytes) /
+                                  (dst.GetPosition() == TPosition::A2 ? t->mte1aBpc : t->mte1bBpc));
     }
 }
 
@@ -369,6 +381,9 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
         }
     }
     TagWrite(dst.UbAddr(), cBytes, TypeName<DstT>(), Form::Acc);
+    if (const Timing* t = Cur().pipes.timing) {  // k0 = 32 bytes of k: 16 half, 32 int8, 8 float
+        Work(double(M1 * N1 * K1) * t->mmadFractal);
+    }
     Cur().pipes.smallMmad =
         (p.m / 16) * (p.n / 16) < kSmallMmadFractals ? static_cast<uint32_t>(Cur().pipes.current) : 0;
 }

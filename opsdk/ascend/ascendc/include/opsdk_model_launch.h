@@ -29,6 +29,9 @@ inline Timing ParseTiming(const std::string& text) {
         {"vecStartup", &Timing::vecStartup}, {"repeatBytes", &Timing::repeatBytes},
         {"scalarLoad", &Timing::scalarLoad}, {"scalarStore", &Timing::scalarStore},
         {"scalarGm", &Timing::scalarGm},     {"vecDefault", &Timing::vecDefault},
+        {"mmadFractal", &Timing::mmadFractal}, {"mte1Latency", &Timing::mte1Latency},
+        {"mte1aBpc", &Timing::mte1aBpc},     {"mte1bBpc", &Timing::mte1bBpc},
+        {"fixLatency", &Timing::fixLatency}, {"fixBpc", &Timing::fixBpc},
     };
     Timing t;
     size_t at = 0;

@@ -89,8 +89,9 @@ inline double Cost(const Instr& i, const Timing& T) {
             return T.scalarStore;
         case Pipe::MTE1:
         case Pipe::M:
+            return i.work < 0 ? 0 : i.work;  // LoadData and Mmad work out their cycles
         case Pipe::FIX:
-            return 0;  // the Cube's pipes have no costs in the estimate yet
+            return i.gm == 0 ? 0 : T.fixLatency + double(i.gm) / T.fixBpc;
         case Pipe::S:
             if (i.gm != 0) return T.scalarGm;
             for (uint64_t b : i.ub) {
