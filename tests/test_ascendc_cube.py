@@ -33,15 +33,32 @@ LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const 
 """
 
 
-def _inputs(name: str) -> tuple[list[np.ndarray], np.ndarray]:
+# the queues kernel's operand types: IN_T -> (OUT_T, NumPy's types for its inputs and output)
+DTYPES = {"float": ("float", np.float32, np.float32), "half": ("float", np.float16, np.float32),
+          "bfloat16_t": ("float", np.uint16, np.float32), "int8_t": ("int32_t", np.int8, np.int32)}
+
+
+def _bf16(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values exact in bfloat16: (their bfloat16 bits, their float32 values)."""
+    bits = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _inputs(name: str, dtype: str = "float") -> tuple[list[np.ndarray], np.ndarray]:
     rng = np.random.default_rng(7)
     if name == "matmul_flags.cpp":  # A[64][64] half, B[64][32] half -> C float
         a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float16)
         b = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
         return [a, b], a.astype(np.float32) @ b.astype(np.float32)
-    a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float32)  # A float, Bt[32][64] float
-    bt = rng.uniform(-1, 1, (32, 64)).astype(np.float32)
-    return [a, bt], a @ bt.T
+    a, bt = rng.uniform(-1, 1, (BLOCKS * 32, 64)), rng.uniform(-1, 1, (32, 64))  # A, Bt[32][64]
+    if dtype == "int8_t":
+        a8, b8 = (rng.integers(-128, 128, x.shape).astype(np.int8) for x in (a, bt))
+        return [a8, b8], a8.astype(np.int32) @ b8.astype(np.int32).T
+    if dtype == "bfloat16_t":
+        (abits, av), (bbits, bv) = _bf16(a), _bf16(bt)
+        return [abits, bbits], av @ bv.T
+    ta = DTYPES[dtype][1]
+    return [a.astype(ta), bt.astype(ta)], a.astype(ta).astype(np.float32) @ bt.astype(ta).astype(np.float32).T
 
 
 def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
@@ -58,10 +75,10 @@ def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int
     return lambda k: getattr(lib, f"launch{k}")
 
 
-def _run(launch: Any, name: str, costs: bytes | None = None,
-         trace: bytes | None = None) -> tuple[int, str, np.ndarray, np.ndarray]:
-    ins, expect = _inputs(name)
-    out = np.zeros(expect.shape, np.float32)
+def _run(launch: Any, name: str, costs: bytes | None = None, trace: bytes | None = None,
+         dtype: str = "float") -> tuple[int, str, np.ndarray, np.ndarray]:
+    ins, expect = _inputs(name, dtype)
+    out = np.zeros(expect.shape, expect.dtype)
     arrays = [*ins, out]
     gm = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in arrays])
     sizes = (ctypes.c_uint64 * 3)(*[x.nbytes for x in arrays])
@@ -118,12 +135,12 @@ EDITS: dict[str, list[tuple[str, str, str, str]]] = {
         ("float B transposed by LoadData 2D", "LoadData(b2, b1, load);",
          "load.ifTranspose = true;\n        LoadData(b2, b1, load);", "transposes 16 x 16 fractals of 2-byte types only"),
         ("no EnQue/DeQue hand-off on CO1 (M -> FIX)",
-         "outQueueCO1.EnQue(c1);\n        c1 = outQueueCO1.DeQue<float>();\n", "",
+         "outQueueCO1.EnQue(c1);\n        c1 = outQueueCO1.DeQue<OUT_T>();\n", "",
          r"race on L0C bytes .*Fixpipe \(m\d+.cpp:\d+\) on pipe FIX reads what Mmad \(m\d+.cpp:\d+\) on pipe M wrote"),
         ("no EnQue/DeQue on A2: Mmad reads a tensor still queued... DeQue dropped",
-         "LocalTensor<float> a2 = inQueueA2.DeQue<float>();", "LocalTensor<float> a2 = inQueueA2.AllocTensor<float>();",
+         "LocalTensor<IN_T> a2 = inQueueA2.DeQue<IN_T>();", "LocalTensor<IN_T> a2 = inQueueA2.AllocTensor<IN_T>();",
          "buffers of the queue are in use|which nothing wrote"),
-        ("A2 double buffer one fractal past L0A", "pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(float));",
+        ("A2 double buffer one fractal past L0A", "pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(IN_T));",
          "pipe.InitBuffer(inQueueA2, 2, OPSDK_L0A_BYTES / 2 + 256);",
          r"position A2 asks for 2 x 33024 = 66048 bytes of L0A, but Ascend910B1's L0A holds 65536 bytes"),
         ("B2 freed before the Mmad reads it", "        Mmad(c1, a2, b2, mmad);\n",
@@ -133,7 +150,7 @@ EDITS: dict[str, list[tuple[str, str, str, str]]] = {
 
 # kernel -> correct variants that must pass: exactly at capacity is not past it
 EXACT: dict[str, list[tuple[str, str]]] = {
-    "matmul_queues.cpp": [("pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(float));",
+    "matmul_queues.cpp": [("pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(IN_T));",
                            "pipe.InitBuffer(inQueueA2, 2, OPSDK_L0A_BYTES / 2);")],
 }
 
@@ -151,13 +168,21 @@ def _mutants(name: str) -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
+    """Each kernel, its exactly-at-capacity variants and (the queues kernel) each dtype
+    combination of 220's Mmad: half, bfloat16 and float in float, int8 in int32 (exact)."""
     source = (CUBE / name).read_text()
-    variants = [source] + [source.replace(old, new) for old, new in EXACT.get(name, [])]
-    launch = _build(variants, tmp_path)
-    for k in range(len(variants)):
-        rc, err, out, expect = _run(launch(k), name)
+    variants = [("float", source)] + [("float", source.replace(old, new)) for old, new in EXACT.get(name, [])]
+    if name == "matmul_queues.cpp":
+        variants += [(t, f"#define IN_T {t}\n#define OUT_T {DTYPES[t][0]}\n" + source)
+                     for t in DTYPES if t != "float"]
+    launch = _build([text for _, text in variants], tmp_path)
+    for k, (dtype, _) in enumerate(variants):
+        rc, err, out, expect = _run(launch(k), name, dtype=dtype)
         assert rc == 0 and err == "", err
-        np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+        if dtype == "int8_t":
+            np.testing.assert_array_equal(out, expect)
+        else:  # float sums of float products, in k order
+            np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))

@@ -1,10 +1,17 @@
-// A float matmul on the Cube in the basic-API style with TQue hand-offs and a K loop: each block
+// A matmul on the Cube in the basic-API style with TQue hand-offs and a K loop: each block
 // computes C[M][N] = A[M][K] * Bt[N][K]^T for its M rows, K in tiles of KT accumulated in L0C.
-// Bt is B transposed (N x K), so its NZ fractals already hold 16 n-rows of 8 k-elements each,
+// Bt is B transposed (N x K), so its NZ fractals already hold 16 n-rows of C0 k-elements each,
 // the layout L0B takes: one LoadData moves them all. m and n are small, so each Mmad is followed
-// by PipeBarrier<PIPE_M> before the next one accumulates onto its result.
+// by PipeBarrier<PIPE_M> before the next one accumulates onto its result. IN_T/OUT_T: float/float
+// (the default), half/float, bfloat16_t/float or int8_t/int32_t.
 #include "kernel_operator.h"
 using namespace AscendC;
+
+#ifndef IN_T
+#define IN_T float
+#define OUT_T float
+#endif
+constexpr uint32_t C0 = 32 / sizeof(IN_T);
 
 constexpr uint32_t M = 32;
 constexpr uint32_t N = 32;
@@ -15,18 +22,18 @@ class MatmulQueues {
 public:
     __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c)
     {
-        aGm.SetGlobalBuffer((__gm__ float*)a + GetBlockIdx() * M * K, M * K);
-        bGm.SetGlobalBuffer((__gm__ float*)b, N * K);
-        cGm.SetGlobalBuffer((__gm__ float*)c + GetBlockIdx() * M * N, M * N);
-        pipe.InitBuffer(inQueueA1, 2, M * KT * sizeof(float));
-        pipe.InitBuffer(inQueueB1, 2, N * KT * sizeof(float));
-        pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(float));
-        pipe.InitBuffer(inQueueB2, 2, N * KT * sizeof(float));
-        pipe.InitBuffer(outQueueCO1, 1, M * N * sizeof(float));
+        aGm.SetGlobalBuffer((__gm__ IN_T*)a + GetBlockIdx() * M * K, M * K);
+        bGm.SetGlobalBuffer((__gm__ IN_T*)b, N * K);
+        cGm.SetGlobalBuffer((__gm__ OUT_T*)c + GetBlockIdx() * M * N, M * N);
+        pipe.InitBuffer(inQueueA1, 2, M * KT * sizeof(IN_T));
+        pipe.InitBuffer(inQueueB1, 2, N * KT * sizeof(IN_T));
+        pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(IN_T));
+        pipe.InitBuffer(inQueueB2, 2, N * KT * sizeof(IN_T));
+        pipe.InitBuffer(outQueueCO1, 1, M * N * sizeof(OUT_T));
     }
     __aicore__ inline void Process()
     {
-        LocalTensor<float> c1 = outQueueCO1.AllocTensor<float>();
+        LocalTensor<OUT_T> c1 = outQueueCO1.AllocTensor<OUT_T>();
         for (uint32_t kt = 0; kt < K / KT; ++kt) {
             CopyIn(kt);
             SplitA();
@@ -34,7 +41,7 @@ public:
             Compute(c1, kt);
         }
         outQueueCO1.EnQue(c1);
-        c1 = outQueueCO1.DeQue<float>();
+        c1 = outQueueCO1.DeQue<OUT_T>();
         FixpipeParamsV220 fix;
         fix.nSize = N;
         fix.mSize = M;
@@ -47,8 +54,8 @@ public:
 private:
     __aicore__ inline void CopyIn(uint32_t kt)
     {
-        LocalTensor<float> a1 = inQueueA1.AllocTensor<float>();
-        LocalTensor<float> b1 = inQueueB1.AllocTensor<float>();
+        LocalTensor<IN_T> a1 = inQueueA1.AllocTensor<IN_T>();
+        LocalTensor<IN_T> b1 = inQueueB1.AllocTensor<IN_T>();
         Nd2NzParams nd2nz;
         nd2nz.ndNum = 1;
         nd2nz.nValue = M;
@@ -65,12 +72,12 @@ private:
     }
     __aicore__ inline void SplitA()
     {
-        LocalTensor<float> a1 = inQueueA1.DeQue<float>();
-        LocalTensor<float> a2 = inQueueA2.AllocTensor<float>();
+        LocalTensor<IN_T> a1 = inQueueA1.DeQue<IN_T>();
+        LocalTensor<IN_T> a2 = inQueueA2.AllocTensor<IN_T>();
         LoadData2DParams load;
         for (uint32_t i = 0; i < M / 16; ++i) {
             load.startIndex = i;
-            load.repeatTimes = KT / 8;
+            load.repeatTimes = KT / C0;
             load.srcStride = M / 16;
             LoadData(a2[i * 16 * KT], a1, load);
         }
@@ -79,20 +86,20 @@ private:
     }
     __aicore__ inline void SplitB()
     {
-        LocalTensor<float> b1 = inQueueB1.DeQue<float>();
-        LocalTensor<float> b2 = inQueueB2.AllocTensor<float>();
+        LocalTensor<IN_T> b1 = inQueueB1.DeQue<IN_T>();
+        LocalTensor<IN_T> b2 = inQueueB2.AllocTensor<IN_T>();
         LoadData2DParams load;
         load.startIndex = 0;
-        load.repeatTimes = (KT / 8) * (N / 16);
+        load.repeatTimes = (KT / C0) * (N / 16);
         load.srcStride = 1;
         LoadData(b2, b1, load);
         inQueueB2.EnQue(b2);
         inQueueB1.FreeTensor(b1);
     }
-    __aicore__ inline void Compute(LocalTensor<float>& c1, uint32_t kt)
+    __aicore__ inline void Compute(LocalTensor<OUT_T>& c1, uint32_t kt)
     {
-        LocalTensor<float> a2 = inQueueA2.DeQue<float>();
-        LocalTensor<float> b2 = inQueueB2.DeQue<float>();
+        LocalTensor<IN_T> a2 = inQueueA2.DeQue<IN_T>();
+        LocalTensor<IN_T> b2 = inQueueB2.DeQue<IN_T>();
         MmadParams mmad;
         mmad.m = M;
         mmad.n = N;
@@ -110,9 +117,9 @@ private:
     TQue<TPosition::A2, 1> inQueueA2;
     TQue<TPosition::B2, 1> inQueueB2;
     TQue<TPosition::CO1, 1> outQueueCO1;
-    GlobalTensor<float> aGm;
-    GlobalTensor<float> bGm;
-    GlobalTensor<float> cGm;
+    GlobalTensor<IN_T> aGm;
+    GlobalTensor<IN_T> bGm;
+    GlobalTensor<OUT_T> cGm;
 };
 
 extern "C" __global__ __aicore__ void cube_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
@@ -121,3 +128,5 @@ extern "C" __global__ __aicore__ void cube_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR 
     op.Init(a, b, c);
     op.Process();
 }
+#undef IN_T
+#undef OUT_T
