@@ -222,3 +222,42 @@ def test_the_estimate_times_the_cube_pipes_from_the_platform_data(tmp_path: Path
     assert est.pipes == ("MTE2", "V", "MTE3", "S", "MTE1", "M", "FIX")
     assert est.busy()["M"] == 16 and est.bound in ("MTE2-bound", "FIX-bound")
     assert "M " in est.format() and est.costs.sources["mte1aBpc"].startswith("l1_to_l0_a_rate")
+
+
+MACROS = r"""
+#include "kernel_operator.h"
+#if !defined(__NPU_ARCH__) || __NPU_ARCH__ != EXPECT_NPU_ARCH || __CCE_AICORE__ != EXPECT_AICORE
+#error "__NPU_ARCH__ / __CCE_AICORE__"
+#endif
+#if EXPECT_AICORE == 220 && defined(OPSDK_AIC) && (!defined(__DAV_C220_CUBE__) || defined(__DAV_C220_VEC__))
+#error "a Cube core's build defines __DAV_C220_CUBE__ only"
+#endif
+#if EXPECT_AICORE == 220 && !defined(OPSDK_AIC) && (!defined(__DAV_C220_VEC__) || defined(__DAV_C220_CUBE__))
+#error "a vector core's build defines __DAV_C220_VEC__ only"
+#endif
+extern "C" int soc_l0c() { return ASCEND_IS_AIC ? int(opsdk_ascendc::kCubeBytes[4]) : -int(opsdk_ascendc::kCubeBytes[4]); }
+"""
+
+
+@pytest.mark.parametrize("soc,npu_arch,aic", [("Ascend910B3", 2201, True), ("Ascend910B3", 2201, False),
+                                                ("Ascend310P3", 2002, False), ("Ascend310B1", 3002, False)])
+def test_predefined_macros_are_the_compilers(soc: str, npu_arch: int, aic: bool, tmp_path: Path) -> None:
+    """__NPU_ARCH__, __CCE_AICORE__ and __DAV_C220_CUBE__/__DAV_C220_VEC__ per SoC and core type,
+    and the SoC's Cube buffers from data/socs.json, as the model's build passes them."""
+    import subprocess
+
+    from opsdk.ascend.ascendc.model import _arch_macros, model_include_dir
+    from opsdk.ascend.socs import soc_facts
+    from opsdk.build import toolchain
+
+    macros = _arch_macros(soc)
+    arch = next(m for m in macros if m.startswith("-D__CCE_AICORE__=")).split("=")[1]
+    (tmp_path / "m.cpp").write_text(MACROS)
+    cmd = [toolchain().cxx, "-std=c++17", "-shared", "-fPIC", f"-I{model_include_dir()}", *macros,
+           f"-DEXPECT_NPU_ARCH={npu_arch}", f"-DEXPECT_AICORE={arch}", *(["-DOPSDK_AIC"] if aic else []),
+           "m.cpp", "-o", "m.so"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    l0c = ctypes.CDLL(str(tmp_path / "m.so")).soc_l0c()
+    assert l0c == (1 if aic else -1) * soc_facts(soc)["l0c_bytes"]
+    assert f'-DOPSDK_SOC_VERSION="{soc}"' in macros
