@@ -50,6 +50,10 @@ def _inputs(name: str, dtype: str = "float") -> tuple[list[np.ndarray], np.ndarr
         a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float16)
         b = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
         return [a, b], a.astype(np.float32) @ b.astype(np.float32)
+    if name == "matmul_pingpong.cpp":  # A[64][32] half, B[32][128] half -> ReLU, half
+        a = rng.uniform(-1, 1, (BLOCKS * 32, 32)).astype(np.float16)
+        b = rng.uniform(-1, 1, (32, 128)).astype(np.float16)
+        return [a, b], np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0).astype(np.float16)
     a, bt = rng.uniform(-1, 1, (BLOCKS * 32, 64)), rng.uniform(-1, 1, (32, 64))  # A, Bt[32][64]
     if dtype == "int8_t":
         a8, b8 = (rng.integers(-128, 128, x.shape).astype(np.int8) for x in (a, bt))
@@ -126,6 +130,18 @@ EDITS: dict[str, list[tuple[str, str, str, str]]] = {
         ("Mmad reads B from B1 (L1) instead of B2", "Mmad(c1, a2, b2, mmad);", "Mmad(c1, a2, b1, mmad);",
          "filterLocal is a tensor of position B1"),
     ],
+    "matmul_pingpong.cpp": [
+        ("one B2 buffer where two are flagged: the next tile's LoadData overwrites what Mmad reads",
+         "LoadData(b2[pp * K * NW + i * 16 * NW], b1[pp * K * NW], load);",
+         "LoadData(b2[i * 16 * NW], b1[pp * K * NW], load);",
+         r"race on L0B bytes .*LoadData with LoadData2DParams .* on pipe MTE1 overwrites what Mmad .* on pipe M read"),
+        ("float to half without quantPre (the wrong Fixpipe dtype path)", "fix.quantPre = QuantMode_t::F322F16;",
+         "fix.quantPre = QuantMode_t::NoQuant;", "quantPre 0 from float to half"),
+        ("the L0C ping-pong one fractal past L0C", "pipe.InitBuffer(c1Buf, 2 * M * NW * sizeof(float));",
+         "pipe.InitBuffer(c1Buf, OPSDK_L0C_BYTES + 512);", "position CO1 asks for 1 x 131584 = 131584 bytes of L0C"),
+        ("Fixpipe reads the other ping-pong accumulator", "Fixpipe(cGm[nt * NW], c1[pp * M * NW], fix);",
+         "Fixpipe(cGm[nt * NW], c1[(1 - pp) * M * NW], fix);", "which nothing wrote|race on L0C"),
+    ],
     "matmul_queues.cpp": [
         ("stale accumulator: the first Mmad of the K loop accumulates", "mmad.cmatrixInitVal = (kt == 0);",
          "mmad.cmatrixInitVal = false;", "which nothing wrote since its buffer was allocated"),
@@ -156,6 +172,14 @@ EXACT: dict[str, list[tuple[str, str]]] = {
 
 FOUND = r"race on |which no SetFlag set|is never waited for|is set again before|PipeBarrier<PIPE_M>"
 
+# Mutants that leave no race, each with why (the checker must stay silent on them): a flag
+# orders every earlier instruction of its source pipe.
+BENIGN = {
+    ("matmul_pingpong.cpp", "SetFlag<HardEvent::MTE1_M>(EVENT_ID2); and its WaitFlag"):
+        "the first B tile's MTE1_M flag, set after A's LoadData on the same MTE1 pipe, orders A2 "
+        "before the first Mmad",
+}
+
 
 def _mutants(name: str) -> list[tuple[str, str, str]]:
     source = (CUBE / name).read_text()
@@ -179,7 +203,7 @@ def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
     for k, (dtype, _) in enumerate(variants):
         rc, err, out, expect = _run(launch(k), name, dtype=dtype)
         assert rc == 0 and err == "", err
-        if dtype == "int8_t":
+        if dtype == "int8_t" or name == "matmul_pingpong.cpp":  # int32 sums; half of the same floats
             np.testing.assert_array_equal(out, expect)
         else:  # float sums of float products, in k order
             np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
@@ -189,12 +213,16 @@ def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
 def test_every_cube_mutant_is_caught(name: str, tmp_path: Path) -> None:
     cases = _mutants(name)
     launch = _build([text for _, text, _ in cases], tmp_path)
-    missed = []
+    missed, benign = [], 0
     for k, (what, _, expect) in enumerate(cases):
         rc, err, _, _ = _run(launch(k), name)
-        if rc == 0 or not re.search(expect, err):
+        if any(n == name and key in what for n, key in BENIGN):
+            assert rc == 0 and err == "", f"benign mutant reported: {what}: {err}"
+            benign += 1
+        elif rc == 0 or not re.search(expect, err):
             missed.append(f"{what}: rc={rc} {err[:400]}")
-    print(f"\n{name}: {len(cases)} cube mutants, {len(cases) - len(missed)} caught")
+    print(f"\n{name}: {len(cases) - benign} cube mutants, {len(cases) - benign - len(missed)} caught; "
+          f"{benign} benign, not reported")
     assert not missed, "\n".join(missed)
     assert len(cases) >= 8
 
