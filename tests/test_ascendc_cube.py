@@ -234,7 +234,7 @@ def test_the_estimate_times_the_cube_pipes_from_the_platform_data(tmp_path: Path
     after fixLatency 96 (224 cycles)."""
     from opsdk.ascend.ascendc._estimate import Estimate, costs_for, read_trace
 
-    costs = costs_for("Ascend910B1")
+    costs = costs_for("Ascend910B1", core="aic")
     trace = tmp_path / "trace.csv"
     launch = _build([(CUBE / "matmul_flags.cpp").read_text()], tmp_path)
     rc, err, out, expect = _run(launch(0), "matmul_flags.cpp", costs.encoded().encode(),
@@ -250,6 +250,7 @@ def test_the_estimate_times_the_cube_pipes_from_the_platform_data(tmp_path: Path
     assert est.pipes == ("MTE2", "V", "MTE3", "S", "MTE1", "M", "FIX")
     assert est.busy()["M"] == 16 and est.bound in ("MTE2-bound", "FIX-bound")
     assert "M " in est.format() and est.costs.sources["mte1aBpc"].startswith("l1_to_l0_a_rate")
+    assert costs.pipes["mte2Bpc"] == 32 and costs.freq_mhz == 1850  # the AI Core's own ddr_rate
 
 
 MACROS = r"""

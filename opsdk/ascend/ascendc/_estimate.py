@@ -76,8 +76,11 @@ class Costs:
                 "sources": dict(self.sources)}
 
 
-def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None) -> Costs:
-    """The estimate's costs on ``soc`` (a SoC version or a compute unit).
+def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None, *,
+              core: str = "aiv") -> Costs:
+    """The estimate's costs on ``soc`` (a SoC version or a compute unit), for a kernel on the
+    vector cores (``core="aiv"``, the default) or on the Cube cores (``"aic"``: the AI Core's
+    own GM rate, ``ddr_rate`` of ``[AICoreMemoryRates]``, unshared, at ``cube_freq``).
 
     ``overrides`` (a mapping, or a JSON file of one) replaces figures by name: the keys of
     ``pipes`` (``mte2Latency``, ``issue``, ...), vector APIs (``Exp``) or ``freq_mhz``,
@@ -88,6 +91,8 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
         9.0
         >>> costs_for("Ascend910B3", {"Exp": 8}).vector["Exp"]
         8.0
+        >>> costs_for("Ascend910B3", core="aic").pipes["mte2Bpc"]
+        32.0
     """
     from ..socs import soc_facts
 
@@ -119,6 +124,15 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
     freq = float(facts["freq_mhz"])
     sources["freq_mhz"] = (f"data/socs.json soc_facts[{soc}] "
                            f"({'vec_freq' if facts['rates_of'] == 'VectorCore' else 'cube_freq'})")
+    if core == "aic":
+        aic = f"ddr_rate of data/socs.json soc_facts[{soc}] (platform_config [AICoreMemoryRates])"
+        for key in ("mte2Bpc", "mte3Bpc", "fixBpc"):
+            pipes[key], sources[key] = float(facts["ddr_rate_bpc"]), f"{aic}, one Cube core's"
+        freq = float(facts["cube_freq_mhz"])
+        sources["freq_mhz"] = f"data/socs.json soc_facts[{soc}] (cube_freq)"
+    elif core != "aiv":
+        raise OpsdkError(f"estimate costs: core {core!r}; use 'aiv' (vector cores) or 'aic' "
+                         "(Cube cores)")
     for key, value in _overrides(overrides).items():
         number, source = _override_value(key, value)
         if key == "freq_mhz":
