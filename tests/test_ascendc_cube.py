@@ -258,6 +258,10 @@ MACROS = r"""
 #if !defined(__NPU_ARCH__) || __NPU_ARCH__ != EXPECT_NPU_ARCH || __CCE_AICORE__ != EXPECT_AICORE
 #error "__NPU_ARCH__ / __CCE_AICORE__"
 #endif
+#if (EXPECT_AICORE == 220 && !defined(__DAV_C220__)) || (EXPECT_AICORE == 200 && !defined(__DAV_M200__)) || \
+    (EXPECT_AICORE == 300 && !defined(__DAV_M300__))
+#error "the family macro of CPU-debug's build"
+#endif
 #if EXPECT_AICORE == 220 && defined(OPSDK_AIC) && (!defined(__DAV_C220_CUBE__) || defined(__DAV_C220_VEC__))
 #error "a Cube core's build defines __DAV_C220_CUBE__ only"
 #endif

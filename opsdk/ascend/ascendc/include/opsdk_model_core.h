@@ -110,6 +110,16 @@
 #define __NPU_ARCH__ 3002
 #endif
 #endif
+// The family macro CPU-debug's build defines (tools/tikicpulib/lib/cmake/targets-tikicpulib.cmake).
+#if OPSDK_AICORE_ARCH == 100 && !defined(__DAV_C100__)
+#define __DAV_C100__
+#elif OPSDK_AICORE_ARCH == 200 && !defined(__DAV_M200__)
+#define __DAV_M200__
+#elif OPSDK_AICORE_ARCH == 220 && !defined(__DAV_C220__)
+#define __DAV_C220__
+#elif OPSDK_AICORE_ARCH == 300 && !defined(__DAV_M300__)
+#define __DAV_M300__
+#endif
 #if OPSDK_AICORE_ARCH == 220 && !defined(__DAV_C220_CUBE__) && !defined(__DAV_C220_VEC__)
 #ifdef OPSDK_AIC
 #define __DAV_C220_CUBE__
