@@ -50,6 +50,13 @@ def _inputs(name: str, dtype: str = "float") -> tuple[list[np.ndarray], np.ndarr
         a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float16)
         b = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
         return [a, b], a.astype(np.float32) @ b.astype(np.float32)
+    if name == "conv_img2col.cpp":  # X[2][8][8][16] half, W[3][3][16][32] half -> Y[2][64][32] float
+        x = rng.uniform(-1, 1, (BLOCKS, 8, 8, 16)).astype(np.float16)
+        w = rng.uniform(-1, 1, (3, 3, 16, 32)).astype(np.float16)
+        xp = np.pad(x.astype(np.float32), ((0, 0), (1, 1), (1, 1), (0, 0)))
+        y = sum(np.einsum("nhwc,co->nhwo", xp[:, kh:kh + 8, kw:kw + 8, :], w[kh, kw].astype(np.float32))
+                for kh in range(3) for kw in range(3))
+        return [x, np.ascontiguousarray(w.reshape(144, 32))], y.reshape(BLOCKS, 64, 32).astype(np.float32)
     if name == "matmul_pingpong.cpp":  # A[64][32] half, B[32][128] half -> ReLU, half
         a = rng.uniform(-1, 1, (BLOCKS * 32, 32)).astype(np.float16)
         b = rng.uniform(-1, 1, (32, 128)).astype(np.float16)
@@ -111,6 +118,23 @@ def sync_mutants(source: str) -> list[tuple[str, str]]:
 
 # kernel -> (description, text, its replacement, what the report must say)
 EDITS: dict[str, list[tuple[str, str, str, str]]] = {
+    "conv_img2col.cpp": [
+        ("no SetFmatrix where the load takes it from there", "        SetFmatrix(H, W, padList, FmatrixMode::FMATRIX_LEFT);\n",
+         "", "isSetFMatrix is false and no SetFmatrix described the feature map"),
+        ("no SetLoadDataPaddingValue where the load takes it from there",
+         "        SetLoadDataPaddingValue<half>(half(0));\n", "",
+         "isSetPadding is false and no SetLoadDataPaddingValue set the padding value"),
+        ("img2col one k-fractal short: the last k columns of A2 never written", "img2col.kExtension = KK;",
+         "img2col.kExtension = KK - 16;", "which nothing wrote"),
+        ("no padding: the output window runs past the img2col matrix", "uint8_t padList[PAD_SIZE] = {1, 1, 1, 1};",
+         "uint8_t padList[PAD_SIZE] = {0, 0, 0, 0};", "is outside the img2col matrix of 36 x 144"),
+        ("the img2col of A2 one fractal past L0A", "pipe.InitBuffer(a2Buf, MM * KK * sizeof(half));",
+         "pipe.InitBuffer(a2Buf, OPSDK_L0A_BYTES + 512);", "position A2 asks for 1 x 66048"),
+        ("the feature map copied to A1 with Nd2Nz (fractals where img2col reads [H][W][C0])",
+         "DataCopy(a1, xGm, H * W * C);",
+         "Nd2NzParams fm(1, H * W, C, 0, C, H * W, 1, 0);\n        DataCopy(a1, xGm, fm);",
+         "as half ND data, but DataCopy with Nd2NzParams .* wrote half NZ fractals"),
+    ],
     "matmul_flags.cpp": [
         ("A copied to A1 without Nd2Nz (ND data where LoadData takes NZ)", "DataCopy(a1, aGm, nd2nz);",
          "DataCopy(a1, aGm, M * K);", r"as half NZ fractals, but DataCopy .* wrote half ND data"),

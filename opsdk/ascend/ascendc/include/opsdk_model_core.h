@@ -423,6 +423,13 @@ struct Block {
     uint32_t accInstr = 0; // the ACC_VAL register (get_acc_val): the instruction that set it, or 0
     uint64_t accBits = 0;  // ... and its bits, the value in the low bytes
     std::vector<CubeTag> tags;  // per 32 bytes of the Cube's memories, from L1's base on
+    // The Cube's load-3D registers: the feature map SetFmatrix (or a LoadData 3Dv2) described,
+    // and the padding value SetLoadDataPaddingValue (or a LoadData 3Dv2) set; its bit code.
+    bool fmatrixSet = false;
+    uint16_t fmatrixH = 0, fmatrixW = 0;
+    uint8_t fmatrixPad[4] = {};
+    bool load3dPadSet = false;
+    uint64_t load3dPadBits = 0;
 };
 
 inline thread_local Block* tBlock = nullptr;

@@ -283,6 +283,75 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     }
 }
 
+constexpr int32_t PAD_SIZE = 4;
+
+template <typename T> struct LoadData3DParamsV2 {
+    LoadData3DParamsV2() {}
+    LoadData3DParamsV2(const uint8_t padListIn[PAD_SIZE], const uint16_t l1HIn, const uint16_t l1WIn,
+                       const uint16_t channelSizeIn, const uint16_t kExtensionIn, const uint16_t mExtensionIn,
+                       const uint16_t kStartPtIn, const uint16_t mStartPtIn, const uint8_t strideWIn,
+                       const uint8_t strideHIn, const uint8_t filterWIn, const uint8_t filterHIn,
+                       const uint8_t dilationFilterWIn, const uint8_t dilationFilterHIn, const bool enTransposeIn,
+                       const bool enSmallKIn, const T padValueIn)
+        : l1H(l1HIn), l1W(l1WIn), channelSize(channelSizeIn), kExtension(kExtensionIn), mExtension(mExtensionIn),
+          kStartPt(kStartPtIn), mStartPt(mStartPtIn), strideW(strideWIn), strideH(strideHIn), filterW(filterWIn),
+          filterH(filterHIn), dilationFilterW(dilationFilterWIn), dilationFilterH(dilationFilterHIn),
+          enTranspose(enTransposeIn), enSmallK(enSmallKIn), padValue(padValueIn) {
+        for (int32_t i = 0; i < PAD_SIZE; ++i) padList[i] = padListIn[i];
+    }
+    uint8_t padList[PAD_SIZE] = {0};
+    uint16_t l1H = 0;
+    uint16_t l1W = 0;
+    uint16_t channelSize = 0;
+    uint16_t kExtension = 0;
+    uint16_t mExtension = 0;
+    uint16_t kStartPt = 0;
+    uint16_t mStartPt = 0;
+    uint8_t strideW = 1;
+    uint8_t strideH = 1;
+    uint8_t filterW = 1;
+    uint8_t filterH = 1;
+    uint8_t dilationFilterW = 1;
+    uint8_t dilationFilterH = 1;
+    bool enTranspose = false;
+    bool enSmallK = false;
+    T padValue = T(0);
+    bool filterSizeW = false;
+    bool filterSizeH = false;
+    bool fMatrixCtrl = false;
+};
+
+struct IsResetLoad3dConfig {
+    constexpr IsResetLoad3dConfig(const bool isSetFMatrixIn, const bool isSetPaddingIn)
+        : isSetFMatrix(isSetFMatrixIn), isSetPadding(isSetPaddingIn) {}
+    bool isSetFMatrix = true;
+    bool isSetPadding = true;
+};
+constexpr IsResetLoad3dConfig IS_RESER_LOAD3D_DEFAULT_CONFIG = {true, true};
+
+enum class FmatrixMode : uint8_t { FMATRIX_LEFT = 0, FMATRIX_RIGHT = 1 };
+
+// The feature map LoadData 3Dv2 reads when its config leaves it out (isSetFMatrix = false).
+inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], const FmatrixMode& fmatrixMode) {
+    opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    if (fmatrixMode != FmatrixMode::FMATRIX_LEFT) {
+        opsdk_ascendc::Fail("SetFmatrix", "FMATRIX_RIGHT: LoadData 3Dv2 reads the left one only (fMatrixCtrl "
+                                          "supports false only, the Ascend C reference of Load3D)");
+    }
+    b.fmatrixSet = true;
+    b.fmatrixH = l1H;
+    b.fmatrixW = l1W;
+    std::memcpy(b.fmatrixPad, padList, 4);
+}
+
+// The padding value LoadData 3Dv2 writes outside the feature map (isSetPadding = false).
+template <typename T> inline void SetLoadDataPaddingValue(const T padValue) {
+    opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    b.load3dPadBits = 0;
+    std::memcpy(&b.load3dPadBits, &padValue, sizeof(T));
+    b.load3dPadSet = true;
+}
+
 }  // namespace AscendC
 
 namespace opsdk_ascendc {
@@ -436,6 +505,94 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
         DstT* g = dst.ptr_ + r * p.dstStride;
         GmWrite(api, g, p.nSize * sizeof(DstT), row.data());
         std::memcpy(g, row.data(), p.nSize * sizeof(DstT));
+    }
+}
+
+// LoadData 3Dv2, A1 -> A2 (img2col): the (mExtension x kExtension) window from (mStartPt,
+// kStartPt) of the feature map's img2col matrix, in zZ fractals. The feature map in L1 is
+// [l1H][l1W][C0] (one C1: channelSize == C0); row m of the matrix is output position
+// (m / Wo, m % Wo), the filter sliding along W first; column k is (kh, kw, c) with c fastest
+// (the Ascend C reference of Load3D: each row holds Hk x Wk x Ci elements, Ci first). Positions
+// in the padding read the padding value.
+template <typename T, const IsResetLoad3dConfig& config = IS_RESER_LOAD3D_DEFAULT_CONFIG>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p,
+                     opsdk_ascendc::Loc loc = {}) {
+    using namespace opsdk_ascendc;
+    const char* api = "LoadData with LoadData3DParamsV2";
+    Issue is(api, Pipe::MTE1, loc);
+    static_assert(OneOfT<T, half, bfloat16_t, float, int32_t, uint32_t, int8_t, uint8_t>,
+                  "LoadData 3Dv2 to A2 takes uint8_t / int8_t / half / bfloat16_t / uint32_t / int32_t / float (the "
+                  "Ascend C reference of Load3D; int4b_t is not modelled)");
+    CheckPosition(api, "srcLocal", src, {TPosition::A1});
+    CheckPosition(api, "dstLocal", dst, {TPosition::A2});
+    Block& b = Cur();
+    if (config.isSetFMatrix) {
+        uint8_t pad[4];
+        std::memcpy(pad, p.padList, 4);
+        SetFmatrix(p.l1H, p.l1W, pad, FmatrixMode::FMATRIX_LEFT);
+    } else if (!b.fmatrixSet) {
+        Fail(api, "isSetFMatrix is false and no SetFmatrix described the feature map: set it first");
+    }
+    if (config.isSetPadding) {
+        SetLoadDataPaddingValue(p.padValue);
+    } else if (!b.load3dPadSet) {
+        Fail(api, "isSetPadding is false and no SetLoadDataPaddingValue set the padding value: set it first");
+    }
+    constexpr uint64_t c0 = C0<T>();
+    if (p.channelSize != c0) {
+        Fail(api, "channelSize " + S(p.channelSize) + ": opsdk models one C1 of " + S(c0) + " " + TypeName<T>() +
+                      " channels (channelSize = " + S(c0) + "); other channel counts are not modelled");
+    }
+    if (p.enTranspose || p.enSmallK || p.filterSizeW || p.filterSizeH || p.fMatrixCtrl) {
+        Fail(api, "enTranspose, enSmallK, filterSizeW/H and fMatrixCtrl are not modelled by opsdk");
+    }
+    const uint64_t H = b.fmatrixH, W = b.fmatrixW;
+    CheckRange(api, "l1H", H, 1, 32767);
+    CheckRange(api, "l1W", W, 1, 32767);
+    CheckRange(api, "strideW", p.strideW, 1, 63);
+    CheckRange(api, "strideH", p.strideH, 1, 63);
+    CheckRange(api, "filterW", p.filterW, 1, 255);
+    CheckRange(api, "filterH", p.filterH, 1, 255);
+    CheckRange(api, "dilationFilterW", p.dilationFilterW, 1, 255);
+    CheckRange(api, "dilationFilterH", p.dilationFilterH, 1, 255);
+    CheckRange(api, "kExtension", p.kExtension, 1, 65535);
+    CheckRange(api, "mExtension", p.mExtension, 1, 65535);
+    if (p.kStartPt % c0 != 0 || p.kExtension % c0 != 0 || p.mStartPt % 16 != 0 || p.mExtension % 16 != 0) {
+        Fail(api, "kStartPt and kExtension must be multiples of " + S(c0) + ", mStartPt and mExtension of 16 "
+                  "(CheckLoadData3dv2MatrixParams, kernel_operator_mm_check.h; partial fractals are not modelled)");
+    }
+    const int64_t padL = b.fmatrixPad[0], padT = b.fmatrixPad[2];
+    const int64_t spanW = int64_t(p.dilationFilterW) * (p.filterW - 1) + 1;
+    const int64_t spanH = int64_t(p.dilationFilterH) * (p.filterH - 1) + 1;
+    const int64_t wo = (int64_t(W) + padL + b.fmatrixPad[1] - spanW) / p.strideW + 1;
+    const int64_t ho = (int64_t(H) + padT + b.fmatrixPad[3] - spanH) / p.strideH + 1;
+    const uint64_t kAll = uint64_t(p.filterH) * p.filterW * c0;
+    if (wo < 1 || ho < 1 || p.mStartPt + p.mExtension > uint64_t(wo * ho) || p.kStartPt + p.kExtension > kAll) {
+        Fail(api, "the window [" + S(p.mStartPt) + ", " + S(p.mStartPt + p.mExtension) + ") x [" + S(p.kStartPt) +
+                      ", " + S(p.kStartPt + p.kExtension) + ") is outside the img2col matrix of " +
+                      S(uint64_t(std::max<int64_t>(0, wo * ho))) + " x " + S(kAll));
+    }
+    const uint8_t* fm = src.Span(api, "srcLocal", 0, H * W * c0);
+    TagRead(api, "srcLocal", src.UbAddr(), H * W * c0 * sizeof(T), TypeName<T>(), Form::ND,
+            " (LoadData 3Dv2 reads the feature map as copied to A1, [l1H][l1W][C0])");
+    T pad;
+    std::memcpy(&pad, &b.load3dPadBits, sizeof(T));
+    const uint64_t K1 = p.kExtension / c0, fe = kFractalBytes / sizeof(T);
+    uint8_t* out = dst.Span(api, "dstLocal", 0, (p.mExtension / 16) * K1 * fe);
+    for (uint64_t m = 0; m < p.mExtension; ++m) {
+        const int64_t pos = int64_t(p.mStartPt + m), oh = pos / wo, ow = pos % wo;
+        for (uint64_t k = 0; k < p.kExtension; ++k) {
+            const uint64_t kk = p.kStartPt + k, c = kk % c0, kw = (kk / c0) % p.filterW, kh = kk / c0 / p.filterW;
+            const int64_t ih = oh * p.strideH - padT + int64_t(kh) * p.dilationFilterH;
+            const int64_t iw = ow * p.strideW - padL + int64_t(kw) * p.dilationFilterW;
+            const bool inside = ih >= 0 && iw >= 0 && ih < int64_t(H) && iw < int64_t(W);
+            const T v = inside ? LoadAt<T>(fm, (uint64_t(ih) * W + uint64_t(iw)) * c0 + c) : pad;
+            StoreAt<T>(out, ((m / 16) * K1 + k / c0) * fe + (m % 16) * c0 + k % c0, v);
+        }
+    }
+    TagWrite(dst.UbAddr(), (p.mExtension / 16) * K1 * kFractalBytes, TypeName<T>(), Form::NZ);
+    if (const Timing* t = b.pipes.timing) {
+        Work(t->mte1Latency + double((p.mExtension / 16) * K1 * kFractalBytes) / t->mte1aBpc);
     }
 }
 
