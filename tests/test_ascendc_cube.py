@@ -116,8 +116,24 @@ def sync_mutants(source: str) -> list[tuple[str, str]]:
     return out
 
 
+# The flags matmul with unitFlag 3 on its Mmad and Fixpipe instead of the M_FIX flag (as
+# asc-devkit's mmad_unitflag sample hands L0C over).
+UNIT_FLAG = ("        SetFlag<HardEvent::M_FIX>(EVENT_ID0);\n        WaitFlag<HardEvent::M_FIX>(EVENT_ID0);\n",
+             "mmad.cmatrixInitVal = true;", "fix.ndNum = 1;")
+UNIT_FLAG_NEW = ("", "mmad.cmatrixInitVal = true;\n        mmad.unitFlag = 3;", "fix.ndNum = 1;\n        fix.unitFlag = 3;")
+
+
+def _edit(source: str, old: str | tuple[str, ...], new: str | tuple[str, ...]) -> str:
+    """``source`` with each ``old`` (one place each) replaced by its ``new``."""
+    olds, news = (old, new) if isinstance(old, tuple) else ((old,), (new,))
+    for o, n in zip(olds, news, strict=True):
+        assert source.count(o) == 1, o
+        source = source.replace(o, n)
+    return source
+
+
 # kernel -> (description, text, its replacement, what the report must say)
-EDITS: dict[str, list[tuple[str, str, str, str]]] = {
+EDITS: dict[str, list[tuple[str, str | tuple[str, ...], str | tuple[str, ...], str]]] = {
     "conv_img2col.cpp": [
         ("no SetFmatrix where the load takes it from there", "        SetFmatrix(H, W, padList, FmatrixMode::FMATRIX_LEFT);\n",
          "", "isSetFMatrix is false and no SetFmatrix described the feature map"),
@@ -153,6 +169,11 @@ EDITS: dict[str, list[tuple[str, str, str, str]]] = {
          r"holds 524288 bytes \(l1_size .*\) and 4096 are taken: 520192 bytes available"),
         ("Mmad reads B from B1 (L1) instead of B2", "Mmad(c1, a2, b2, mmad);", "Mmad(c1, a2, b1, mmad);",
          "filterLocal is a tensor of position B1"),
+        ("unitFlag on the Mmad only: the Fixpipe does not wait for it", UNIT_FLAG, UNIT_FLAG_NEW[:2] + ("fix.ndNum = 1;",),
+         r"race on L0C bytes .*Fixpipe .* on pipe FIX reads what Mmad .* on pipe M wrote"),
+        ("unitFlag 2 on the last Mmad: the result stays open", UNIT_FLAG,
+         ("", "mmad.cmatrixInitVal = true;\n        mmad.unitFlag = 2;", UNIT_FLAG_NEW[2]),
+         "wrote with unitFlag 2, which keeps the result open"),
     ],
     "matmul_pingpong.cpp": [
         ("one B2 buffer where two are flagged: the next tile's LoadData overwrites what Mmad reads",
@@ -189,9 +210,10 @@ EDITS: dict[str, list[tuple[str, str, str, str]]] = {
 }
 
 # kernel -> correct variants that must pass: exactly at capacity is not past it
-EXACT: dict[str, list[tuple[str, str]]] = {
+EXACT: dict[str, list[tuple[str | tuple[str, ...], str | tuple[str, ...]]]] = {
     "matmul_queues.cpp": [("pipe.InitBuffer(inQueueA2, 2, M * KT * sizeof(IN_T));",
                            "pipe.InitBuffer(inQueueA2, 2, OPSDK_L0A_BYTES / 2);")],
+    "matmul_flags.cpp": [(UNIT_FLAG, UNIT_FLAG_NEW)],
 }
 
 FOUND = r"race on |which no SetFlag set|is never waited for|is set again before|PipeBarrier<PIPE_M>"
@@ -209,8 +231,7 @@ def _mutants(name: str) -> list[tuple[str, str, str]]:
     source = (CUBE / name).read_text()
     out = [(what, text, FOUND) for what, text in sync_mutants(source)]
     for what, old, new, expect in EDITS[name]:
-        assert source.count(old) == 1, (name, old)
-        out.append((what, source.replace(old, new), expect))
+        out.append((what, _edit(source, old, new), expect))
     return out
 
 
@@ -219,7 +240,7 @@ def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
     """Each kernel, its exactly-at-capacity variants and (the queues kernel) each dtype
     combination of 220's Mmad: half, bfloat16 and float in float, int8 in int32 (exact)."""
     source = (CUBE / name).read_text()
-    variants = [("float", source)] + [("float", source.replace(old, new)) for old, new in EXACT.get(name, [])]
+    variants = [("float", source)] + [("float", _edit(source, old, new)) for old, new in EXACT.get(name, [])]
     if name == "matmul_queues.cpp":
         variants += [(t, f"#define IN_T {t}\n#define OUT_T {DTYPES[t][0]}\n" + source)
                      for t in DTYPES if t != "float"]

@@ -430,6 +430,7 @@ struct Block {
     uint8_t fmatrixPad[4] = {};
     bool load3dPadSet = false;
     uint64_t load3dPadBits = 0;
+    std::vector<uint8_t> unitFlagOf;  // per instruction: the unitFlag of a Mmad (0 otherwise)
 };
 
 inline thread_local Block* tBlock = nullptr;

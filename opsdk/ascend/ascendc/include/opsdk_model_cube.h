@@ -369,6 +369,46 @@ template <typename D, typename A, typename B> constexpr bool kMmadTypes =
 // required by aicore").
 constexpr uint32_t kSmallMmadFractals = 10;
 
+// unitFlag: M -> FIX hand-off fractal by fractal, without flags (asc-devkit's mmad_unitflag
+// sample: 0 off, 1 reserved, 2 on and kept on, 3 on and closed after the instruction; the last
+// Mmad of a result and its Fixpipe take 3).
+inline uint8_t& UnitFlagOf(uint32_t instr) {
+    std::vector<uint8_t>& v = Cur().unitFlagOf;
+    if (v.size() <= instr) v.resize(instr + 1, 0);
+    return v[instr];
+}
+
+inline void CheckUnitFlag(const char* api, uint8_t flag) {
+    if (flag == 1 || flag > 3) {
+        Fail(api, "unitFlag is " + S(flag) + "; it takes 0 (off), 2 (on) or 3 (on, closed after the instruction: the "
+                  "last Mmad of a result and its Fixpipe); 1 is reserved");
+    }
+}
+
+// A Fixpipe with unitFlag reads L0C bytes [at, at + n) once the Mmad that last wrote them with
+// unitFlag 3 is done: it is ordered after that Mmad. A last writer with unitFlag 2 keeps the
+// result open (more Mmads may follow): reading it is an error.
+inline void UnitFlagWait(uint64_t at, uint64_t n) {
+    Pipes& P = Cur().pipes;
+    uint32_t latest = 0;
+    for (uint64_t i = at; i < at + n && i < P.lastWrite.size(); ++i) {
+        const uint32_t w = P.lastWrite[i];
+        if (w == 0 || P.instrs[w].pipe != Pipe::M) continue;
+        if (UnitFlagOf(w) == 2) {
+            Fail("Fixpipe", "unitFlag reads " + LocalRange(i, 4) + " that " + Describe(P.instrs[w]) +
+                                " wrote with unitFlag 2, which keeps the result open for more Mmads: give the last "
+                                "Mmad of the result unitFlag 3");
+        }
+        if (UnitFlagOf(w) == 3 && P.instrs[w].tick > P.instrs[latest].tick) latest = w;
+    }
+    if (latest == 0) return;
+    Clock& c = P.clock[static_cast<int>(Pipe::FIX)];
+    c[static_cast<int>(Pipe::M)] = std::max(c[static_cast<int>(Pipe::M)], P.instrs[latest].tick);
+    Instr& me = P.instrs[static_cast<size_t>(P.current)];
+    me.dep = P.instrs[latest].end;
+    me.depInstr = static_cast<int32_t>(latest);
+}
+
 inline void CheckSmallMmad(uint64_t at, uint64_t n) {
     Pipes& P = Cur().pipes;
     if (P.smallMmad == 0) return;
@@ -405,10 +445,11 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
     CheckRange("Mmad", "m", p.m, 0, 4095);
     CheckRange("Mmad", "n", p.n, 0, 4095);
     CheckRange("Mmad", "k", p.k, 0, 4095);
-    if (p.unitFlag != 0 || p.cmatrixSource || p.enSsparse || p.enWinogradA || p.enWinogradB || p.fmOffset != 0) {
-        Fail("Mmad", "unitFlag, cmatrixSource (bias table), enSsparse, enWinograd and fmOffset are not modelled by "
-                     "opsdk; synchronise with flags and keep them 0");
+    if (p.cmatrixSource || p.enSsparse || p.enWinogradA || p.enWinogradB || p.fmOffset != 0) {
+        Fail("Mmad", "cmatrixSource (bias table), enSsparse, enWinograd and fmOffset are not modelled by opsdk; keep "
+                     "them 0");
     }
+    CheckUnitFlag("Mmad", p.unitFlag);
     if (fm.UbAddr() % kFractalBytes || filter.UbAddr() % kFractalBytes || dst.UbAddr() % 1024) {
         Fail("Mmad", "fmLocal and filterLocal must be 512-byte and dstLocal 1024-byte aligned (CheckMmadAlign, "
                      "kernel_operator_mm_check.h)");
@@ -450,6 +491,7 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
         }
     }
     TagWrite(dst.UbAddr(), cBytes, TypeName<DstT>(), Form::Acc);
+    if (p.unitFlag != 0) UnitFlagOf(static_cast<uint32_t>(Cur().pipes.current)) = p.unitFlag;
     if (const Timing* t = Cur().pipes.timing) {  // k0 = 32 bytes of k: 16 half, 32 int8, 8 float
         Work(double(M1 * N1 * K1) * t->mmadFractal);
     }
@@ -472,7 +514,8 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
     CheckRange(api, "nSize", p.nSize, 1, 4095);
     CheckRange(api, "mSize", p.mSize, 1, 65535);
     CheckRange(api, "ndNum", p.ndNum, 1, 1);  // several ND matrices: not modelled
-    if (p.unitFlag != 0 || p.isChannelSplit) Fail(api, "unitFlag and isChannelSplit are not modelled by opsdk");
+    if (p.isChannelSplit) Fail(api, "isChannelSplit is not modelled by opsdk");
+    CheckUnitFlag(api, p.unitFlag);
     if (p.srcStride % 16 != 0 || p.srcStride < (p.mSize + 15) / 16 * 16) {
         Fail(api, "srcStride is " + S(p.srcStride) + "; it is the rows between two 16-column blocks of the L0C "
                   "result, a multiple of 16 of at least mSize (" + S(p.mSize) + ") rounded up to 16");
@@ -490,6 +533,9 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
                       "bfloat16_t)");
     }
     const uint64_t cols = (p.nSize + 15) / 16;
+    if (p.unitFlag != 0) {
+        UnitFlagWait(src.UbAddr(), ((cols - 1) * p.srcStride + p.mSize) * 16 * sizeof(SrcT));
+    }
     const uint8_t* s = src.Span(api, "srcLocal", 0, ((cols - 1) * p.srcStride + p.mSize) * 16);
     std::vector<DstT> row(p.nSize);
     for (uint64_t r = 0; r < p.mSize; ++r) {
