@@ -339,3 +339,38 @@ def test_predefined_macros_are_the_compilers(soc: str, npu_arch: int, aic: bool,
     l0c = ctypes.CDLL(str(tmp_path / "m.so")).soc_l0c()
     assert l0c == (1 if aic else -1) * soc_facts(soc)["l0c_bytes"]
     assert f'-DOPSDK_SOC_VERSION="{soc}"' in macros
+
+
+RAW = r"""
+#include "kernel_operator.h"
+using namespace AscendC;
+extern "C" __global__ __aicore__ void cube_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR w, GM_ADDR t) {
+    TPipe pipe;
+    TBuf<TPosition::A1> a1Buf;
+    pipe.InitBuffer(a1Buf, 4096);
+    LocalTensor<half> a1 = a1Buf.Get<half>();
+    a1.SetSize(@SIZE@);
+    LocalTensor<float> c1(TPosition::CO1, @ADDR@, 256);
+    if (c1.GetPosition() != TPosition::CO1) a1.SetSize(1u << 30);
+}
+"""
+
+
+@pytest.mark.parametrize("size,addr,error", [
+    ("1024", "0", ""),
+    ("OPSDK_L1_BYTES / 2 + 16", "0", "524320 bytes from L1 byte 0 run past its 524288 bytes"),
+    ("1024", "OPSDK_L0C_BYTES - 512", "runs past the L0C's 131072 bytes"),
+])
+def test_cube_tensors_are_bounded_by_their_own_memory(size: str, addr: str, error: str, tmp_path: Path) -> None:
+    """SetSize on an L1 tensor and a LocalTensor made from an L0C address are bounded by L1's
+    and L0C's bytes, not the Unified Buffer's."""
+    launch = _build([RAW.replace("@SIZE@", size).replace("@ADDR@", addr)], tmp_path)
+    x = np.zeros(8, np.float32)
+    gm = (ctypes.c_void_p * 3)(*[x.ctypes.data] * 3)
+    sizes = (ctypes.c_uint64 * 3)(32, 32, 32)
+    names = (ctypes.c_char_p * 3)(b"a", b"b", b"c")
+    err = ctypes.create_string_buffer(4096)
+    fn = launch(0)
+    fn.restype = ctypes.c_int
+    rc = fn(gm, sizes, names, ctypes.c_uint32(1), err, None, None)
+    assert (rc, error in err.value.decode()) == ((1, True) if error else (0, True)), err.value.decode()

@@ -131,7 +131,10 @@ public:
     // kernel_tensor.h, with CreateTensor's checks (impl/basic_api/kernel_tensor_impl.h).
     LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) {
         const char* api = "LocalTensor(TPosition, addr, tileSize)";
-        const uint64_t bytes = opsdk_ascendc::BytesOf<T>(tileSize), ub = opsdk_ascendc::Cur().launch->ubBytes;
+        // the position's memory: the Unified Buffer, or one of the Cube's (A1 -> L1, A2 -> L0A, ...)
+        const opsdk_ascendc::Mem mem = opsdk_ascendc::MemOfPosition(pos);
+        opsdk_ascendc::Block& blk = opsdk_ascendc::Cur();
+        const uint64_t bytes = opsdk_ascendc::BytesOf<T>(tileSize), ub = blk.launch->MemBytes(mem);
         if (pos == TPosition::GM || pos == TPosition::MAX) {
             opsdk_ascendc::Fail(api, "pos is GM or MAX; a LocalTensor lives in the Unified Buffer (VECIN, VECOUT, VECCALC)");
         }
@@ -145,9 +148,12 @@ public:
         }
         if (addr + bytes > ub) {
             opsdk_ascendc::Fail(api, "addr " + opsdk_ascendc::S(addr) + " + " + opsdk_ascendc::S(bytes) +
-                                         " bytes runs past the Unified Buffer's " + opsdk_ascendc::S(ub) + " bytes");
+                                         " bytes runs past the " + opsdk_ascendc::MemName(mem) + "'s " +
+                                         opsdk_ascendc::S(ub) + " bytes");
         }
-        slot_ = opsdk_ascendc::RawSlot(addr, bytes);
+        if (mem != opsdk_ascendc::Mem::UB) opsdk_ascendc::GrowToCube(blk);
+        slot_ = opsdk_ascendc::RawSlot(blk.launch->MemBase(mem) + addr, bytes);
+        slot_->pos = mem == opsdk_ascendc::Mem::UB ? TPosition::VECCALC : pos;
         size_ = tileSize;
     }
 
@@ -174,13 +180,17 @@ public:
     // Buffer (basic_api/impl/kernel_tensor_impl.h: SetSize checks only that bound).
     void SetSize(const uint32_t size) {
         Check("LocalTensor::SetSize", "tensor");
-        const uint64_t ub = opsdk_ascendc::Cur().launch->ubBytes, need = opsdk_ascendc::BytesOf<T>(size);
+        const opsdk_ascendc::Launch& L = *opsdk_ascendc::Cur().launch;
+        const opsdk_ascendc::Mem mem = opsdk_ascendc::MemOfPosition(slot_->pos);
+        const uint64_t ub = L.MemBase(mem) + L.MemBytes(mem), need = opsdk_ascendc::BytesOf<T>(size);
         if (UbAddr() + need > ub) {
             opsdk_ascendc::Fail("LocalTensor::SetSize", "size " + opsdk_ascendc::S(size) + " " +
                                                             opsdk_ascendc::TypeName<T>() + " elements = " +
-                                                            opsdk_ascendc::S(need) + " bytes from Unified Buffer byte " +
-                                                            opsdk_ascendc::S(UbAddr()) + " run past its " +
-                                                            opsdk_ascendc::S(ub) + " bytes (buffer overflow)");
+                                                            opsdk_ascendc::S(need) + " bytes from " +
+                                                            opsdk_ascendc::MemName(mem) + " byte " +
+                                                            opsdk_ascendc::S(UbAddr() - L.MemBase(mem)) +
+                                                            " run past its " + opsdk_ascendc::S(L.MemBytes(mem)) +
+                                                            " bytes (buffer overflow)");
         }
         size_ = size;
     }
