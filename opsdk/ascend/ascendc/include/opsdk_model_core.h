@@ -405,6 +405,14 @@ struct CubeTag {
     uint32_t instr = 0;
 };
 
+// A GM write of the current block: its argument, byte range and instruction (for the order of
+// a later read by another pipe of the same block).
+struct GmWriteRec {
+    const GmArg* arg;
+    uint64_t lo, hi;
+    uint32_t instr;
+};
+
 // Per block (per thread) state.
 struct Block {
     Launch* launch = nullptr;
@@ -431,7 +439,11 @@ struct Block {
     bool load3dPadSet = false;
     uint64_t load3dPadBits = 0;
     std::vector<uint8_t> unitFlagOf;  // per instruction: the unitFlag of a Mmad (0 otherwise)
+    std::vector<GmWriteRec> gmWrites;
 };
+
+// Order of GM accesses within a block, across pipes (opsdk_model_pipes.h).
+inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write);
 
 inline thread_local Block* tBlock = nullptr;
 
@@ -552,6 +564,7 @@ inline void GmRead(const std::string& api, const void* p, uint64_t n) {
                           "concurrently on the NPU");
         }
     }
+    GmOrder(a, off, n, false);
 }
 
 // Record a GM write of n bytes from src. Writing a byte another block wrote is a conflict,
@@ -582,6 +595,7 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n, const voi
         }
         a.writer[i] = static_cast<int32_t>(b.idx);
     }
+    GmOrder(a, off, n, true);
 }
 
 }  // namespace opsdk_ascendc

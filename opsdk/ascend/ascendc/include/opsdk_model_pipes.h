@@ -175,6 +175,33 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
         "depends on timing). Fix: " + fix);
 }
 
+// A GM read by the current instruction of bytes [off, off + n) of `a` that an earlier
+// instruction of the same block on another pipe wrote, with no order between them, is a race
+// (a copy out may not have reached GM when the copy in reads it: FIX or MTE3, then MTE2 or S).
+inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write) {
+    Block* b = tBlock;
+    if (b == nullptr || b->pipes.current < 0) return;
+    Pipes& P = b->pipes;
+    const uint32_t me = static_cast<uint32_t>(P.current);
+    if (write) {
+        b->gmWrites.push_back(GmWriteRec{&a, off, off + n, me});
+        return;
+    }
+    const Pipe q = P.instrs[me].pipe;
+    for (const GmWriteRec& w : b->gmWrites) {
+        if (w.arg != &a || w.hi <= off || w.lo >= off + n || w.instr == me || Before(P, w.instr, q)) continue;
+        const Instr& wi = P.instrs[w.instr];
+        const std::string ev = HardEventName(wi.pipe, q);
+        throw ModelError(b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
+                         std::to_string(b->launch->blockNum) + "): race on GM bytes [" + S(std::max(w.lo, off)) +
+                         ", " + S(std::min(w.hi, off + n)) + ") of argument '" + a.name + "': " +
+                         Describe(P.instrs[me]) + " reads what " + Describe(wi) +
+                         " wrote, with no synchronisation between the two pipes (the write may not have reached GM "
+                         "when the read runs). Fix: SetFlag<HardEvent::" + ev + ">(id) after the first and "
+                         "WaitFlag<HardEvent::" + ev + ">(id) before the second");
+    }
+}
+
 // What a race is on: the argument and its buffer.
 struct Buffer {
     const char* arg;

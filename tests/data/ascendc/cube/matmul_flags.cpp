@@ -1,6 +1,7 @@
 // A matmul on the Cube in the basic-API style, with hand-written flags: each block computes
 // C[M][N] (float) = A[M][K] * B[K][N] (half) for its M rows. GM -> A1/B1 with ND -> NZ,
-// A1 -> A2 (zZ) and B1 -> B2 (nZ, transposed fractals), Mmad into CO1, Fixpipe NZ -> ND to GM.
+// A1 -> A2 (zZ) and B1 -> B2 (nZ, transposed fractals), Mmad into CO1, Fixpipe NZ -> ND to GM;
+// then the result is read back from GM into L1, as a next stage would (FIX_MTE2 orders it).
 #include "kernel_operator.h"
 using namespace AscendC;
 
@@ -20,6 +21,7 @@ public:
         pipe.InitBuffer(a2Buf, M * K * sizeof(half));
         pipe.InitBuffer(b2Buf, K * N * sizeof(half));
         pipe.InitBuffer(c1Buf, M * N * sizeof(float));
+        pipe.InitBuffer(backBuf, M * N * sizeof(float));
     }
     __aicore__ inline void Process()
     {
@@ -75,6 +77,10 @@ public:
         fix.dstStride = N;
         fix.ndNum = 1;
         Fixpipe(cGm, c1, fix);
+        SetFlag<HardEvent::FIX_MTE2>(EVENT_ID0);
+        WaitFlag<HardEvent::FIX_MTE2>(EVENT_ID0);
+        LocalTensor<float> back = backBuf.Get<float>();
+        DataCopy(back, cGm, M * N);
     }
 
 private:
@@ -84,6 +90,7 @@ private:
     TBuf<TPosition::A2> a2Buf;
     TBuf<TPosition::B2> b2Buf;
     TBuf<TPosition::CO1> c1Buf;
+    TBuf<TPosition::C1> backBuf;
     GlobalTensor<half> aGm;
     GlobalTensor<half> bGm;
     GlobalTensor<float> cGm;
