@@ -427,18 +427,15 @@ inline void CheckSmallMmad(uint64_t at, uint64_t n) {
 
 namespace AscendC {
 
-// Mmad: C (m x n, L0C) = A (m x k, L0A) * B (k x n, L0B) [+ C]. A is zZ: fractal (mi, ki) at
-// index mi * K1 + ki, 16 rows of C0 elements; B is nZ: fractal (ki, ni) at ki * N1 + ni, 16 n-rows
-// of C0 k-elements; C is NZ: 16 x 16 fractal (ni, mi) at ni * M1 + mi. Products and sums in
-// float (int32 for int8), k in order. cmatrixInitVal (and not isBias): C starts at 0.
-template <typename DstT, typename Src0T, typename Src1T>
-inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, const LocalTensor<Src1T>& filter,
-                 const MmadParams& p, opsdk_ascendc::Loc loc = {}) {
-    using namespace opsdk_ascendc;
-    Issue is("Mmad", Pipe::M, loc);
-    static_assert(kMmadTypes<DstT, Src0T, Src1T>,
-                  "Mmad takes (dst, fm, filter) = (int32_t, int8_t, int8_t), (float, half, half), (float, float, "
-                  "float) or (float, bfloat16_t, bfloat16_t) on __CCE_AICORE__ 220 (dav_c220 MmadCal)");
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// Mmad's positions, fields and alignment.
+template <typename D, typename A, typename B>
+inline void CheckMmad(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<A>& fm,
+                      const AscendC::LocalTensor<B>& filter, const AscendC::MmadParams& p) {
+    using AscendC::TPosition;
     CheckPosition("Mmad", "dstLocal", dst, {TPosition::CO1});
     CheckPosition("Mmad", "fmLocal", fm, {TPosition::A2});
     CheckPosition("Mmad", "filterLocal", filter, {TPosition::B2});
@@ -454,6 +451,25 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
         Fail("Mmad", "fmLocal and filterLocal must be 512-byte and dstLocal 1024-byte aligned (CheckMmadAlign, "
                      "kernel_operator_mm_check.h)");
     }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+// Mmad: C (m x n, L0C) = A (m x k, L0A) * B (k x n, L0B) [+ C]. A is zZ: fractal (mi, ki) at
+// index mi * K1 + ki, 16 rows of C0 elements; B is nZ: fractal (ki, ni) at ki * N1 + ni, 16 n-rows
+// of C0 k-elements; C is NZ: 16 x 16 fractal (ni, mi) at ni * M1 + mi. Products and sums in
+// float (int32 for int8), k in order. cmatrixInitVal (and not isBias): C starts at 0.
+template <typename DstT, typename Src0T, typename Src1T>
+inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, const LocalTensor<Src1T>& filter,
+                 const MmadParams& p, opsdk_ascendc::Loc loc = {}) {
+    using namespace opsdk_ascendc;
+    Issue is("Mmad", Pipe::M, loc);
+    static_assert(kMmadTypes<DstT, Src0T, Src1T>,
+                  "Mmad takes (dst, fm, filter) = (int32_t, int8_t, int8_t), (float, half, half), (float, float, "
+                  "float) or (float, bfloat16_t, bfloat16_t) on __CCE_AICORE__ 220 (dav_c220 MmadCal)");
+    CheckMmad(dst, fm, filter, p);
     using Acc = std::conditional_t<std::is_same_v<DstT, int32_t>, int32_t, float>;
     constexpr uint64_t c0 = C0<Src0T>();
     const uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + c0 - 1) / c0;
@@ -554,36 +570,31 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
     }
 }
 
-// LoadData 3Dv2, A1 -> A2 (img2col): the (mExtension x kExtension) window from (mStartPt,
-// kStartPt) of the feature map's img2col matrix, in zZ fractals. The feature map in L1 is
-// [l1H][l1W][C0] (one C1: channelSize == C0); row m of the matrix is output position
-// (m / Wo, m % Wo), the filter sliding along W first; column k is (kh, kw, c) with c fastest
-// (the Ascend C reference of Load3D: each row holds Hk x Wk x Ci elements, Ci first). Positions
-// in the padding read the padding value.
-template <typename T, const IsResetLoad3dConfig& config = IS_RESER_LOAD3D_DEFAULT_CONFIG>
-inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p,
-                     opsdk_ascendc::Loc loc = {}) {
-    using namespace opsdk_ascendc;
-    const char* api = "LoadData with LoadData3DParamsV2";
-    Issue is(api, Pipe::MTE1, loc);
-    static_assert(OneOfT<T, half, bfloat16_t, float, int32_t, uint32_t, int8_t, uint8_t>,
-                  "LoadData 3Dv2 to A2 takes uint8_t / int8_t / half / bfloat16_t / uint32_t / int32_t / float (the "
-                  "Ascend C reference of Load3D; int4b_t is not modelled)");
-    CheckPosition(api, "srcLocal", src, {TPosition::A1});
-    CheckPosition(api, "dstLocal", dst, {TPosition::A2});
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+
+// The load-3D registers as LoadData 3Dv2 takes them: from its own parameters, or set before.
+template <typename T>
+inline void Load3dRegisters(const char* api, const AscendC::LoadData3DParamsV2<T>& p, bool fmatrix, bool padding) {
     Block& b = Cur();
-    if (config.isSetFMatrix) {
+    if (fmatrix) {
         uint8_t pad[4];
         std::memcpy(pad, p.padList, 4);
-        SetFmatrix(p.l1H, p.l1W, pad, FmatrixMode::FMATRIX_LEFT);
+        AscendC::SetFmatrix(p.l1H, p.l1W, pad, AscendC::FmatrixMode::FMATRIX_LEFT);
     } else if (!b.fmatrixSet) {
         Fail(api, "isSetFMatrix is false and no SetFmatrix described the feature map: set it first");
     }
-    if (config.isSetPadding) {
-        SetLoadDataPaddingValue(p.padValue);
+    if (padding) {
+        AscendC::SetLoadDataPaddingValue(p.padValue);
     } else if (!b.load3dPadSet) {
         Fail(api, "isSetPadding is false and no SetLoadDataPaddingValue set the padding value: set it first");
     }
+}
+
+// LoadData 3Dv2's fields and window checked; the output width Wo.
+template <typename T> inline int64_t Load3dOutputW(const char* api, const AscendC::LoadData3DParamsV2<T>& p) {
+    Block& b = Cur();
     constexpr uint64_t c0 = C0<T>();
     if (p.channelSize != c0) {
         Fail(api, "channelSize " + S(p.channelSize) + ": opsdk models one C1 of " + S(c0) + " " + TypeName<T>() +
@@ -618,6 +629,36 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
                       ", " + S(p.kStartPt + p.kExtension) + ") is outside the img2col matrix of " +
                       S(uint64_t(std::max<int64_t>(0, wo * ho))) + " x " + S(kAll));
     }
+    return wo;
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+// LoadData 3Dv2, A1 -> A2 (img2col): the (mExtension x kExtension) window from (mStartPt,
+// kStartPt) of the feature map's img2col matrix, in zZ fractals. The feature map in L1 is
+// [l1H][l1W][C0] (one C1: channelSize == C0); row m of the matrix is output position
+// (m / Wo, m % Wo), the filter sliding along W first; column k is (kh, kw, c) with c fastest
+// (the Ascend C reference of Load3D: each row holds Hk x Wk x Ci elements, Ci first). Positions
+// in the padding read the padding value.
+template <typename T, const IsResetLoad3dConfig& config = IS_RESER_LOAD3D_DEFAULT_CONFIG>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p,
+                     opsdk_ascendc::Loc loc = {}) {
+    using namespace opsdk_ascendc;
+    const char* api = "LoadData with LoadData3DParamsV2";
+    Issue is(api, Pipe::MTE1, loc);
+    static_assert(OneOfT<T, half, bfloat16_t, float, int32_t, uint32_t, int8_t, uint8_t>,
+                  "LoadData 3Dv2 to A2 takes uint8_t / int8_t / half / bfloat16_t / uint32_t / int32_t / float (the "
+                  "Ascend C reference of Load3D; int4b_t is not modelled)");
+    CheckPosition(api, "srcLocal", src, {TPosition::A1});
+    CheckPosition(api, "dstLocal", dst, {TPosition::A2});
+    Block& b = Cur();
+    Load3dRegisters(api, p, config.isSetFMatrix, config.isSetPadding);
+    constexpr uint64_t c0 = C0<T>();
+    const int64_t wo = Load3dOutputW(api, p);
+    const uint64_t H = b.fmatrixH, W = b.fmatrixW;
+    const int64_t padL = b.fmatrixPad[0], padT = b.fmatrixPad[2];
     const uint8_t* fm = src.Span(api, "srcLocal", 0, H * W * c0);
     TagRead(api, "srcLocal", src.UbAddr(), H * W * c0 * sizeof(T), TypeName<T>(), Form::ND,
             " (LoadData 3Dv2 reads the feature map as copied to A1, [l1H][l1W][C0])");
