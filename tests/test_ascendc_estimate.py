@@ -185,7 +185,7 @@ def test_costs_carry_their_sources_and_the_soc_rates() -> None:
     c = costs_for("Ascend910B3")
     assert c.freq_mhz == 1800.0
     assert c.pipes["mte2Bpc"] == 32 * 20 / 40  # ddr_read_rate shared by 2 vector cores
-    assert c.pipes["mte3Bpc"] == 64 * 20 / 40
+    assert c.pipes["mte3Bpc"] == 32 * 20 / 40  # ddr_write_rate (below ub_to_ddr_rate 64), shared
     for key in [*c.pipes, *(f"vector.{k}" for k in c.vector), "freq_mhz"]:
         assert c.sources.get(key), key
     p = costs_for("Ascend310P3")
@@ -253,3 +253,20 @@ def test_estimate_options_need_the_model_device() -> None:
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and "--device ascendc-model" in proc.stderr
 
+
+
+def test_a_large_elementwise_kernel_never_beats_the_chips_gm_bandwidth() -> None:
+    """All cores share the GM: ThresholdedRelu's 8 MB in and out on 910B3 cannot take less
+    than 8 MB / 1.6 TB/s (the published HBM bandwidth), nor write faster than ddr_write_rate
+    (32 bytes per cycle per AI Core, below ub_to_ddr_rate's 64)."""
+    x = np.random.default_rng(1).uniform(-3, 3, (1024, 1024)).astype(np.float32)
+    est = AscendcModel(ROOT / "operators" / "thresholded_relu", soc="Ascend910B3").estimate(
+        [x], {"alpha": 0.5})
+    assert est.gm_bytes == 2 * x.nbytes
+    seconds = est.microseconds * 1e-6
+    assert est.gm_bytes / seconds <= est.costs.gm_bytes_per_s * (1 + 1e-9)
+    assert est.costs.gm_bytes_per_s <= 1.6e12
+    assert est.cycles >= est.gm_cycles > 0
+    assert est.costs.pipes["mte3Bpc"] == 16.0  # ddr_write_rate 32 x 20 AI / 40 vector cores
+    # where no figure is published, the AI Cores' GM ports together: 310P3's 8 x 17 x 1060 MHz
+    assert costs_for("Ascend310P3").gm_bytes_per_s == 8 * 17 * 1060e6

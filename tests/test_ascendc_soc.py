@@ -32,8 +32,14 @@ def test_platform_facts_come_from_the_toolkit() -> None:
     # the estimate's clock and GM rates: cube_freq + [AICoreMemoryRates] on 910B3, vec_freq +
     # [VectorCoreMemoryRates] on 310P3
     b3, p3 = soc_facts("Ascend910B3"), soc_facts("Ascend310P3")
-    assert (b3["freq_mhz"], b3["gm_read_bpc"], b3["gm_write_bpc"], b3["rates_of"]) == (
-        1800, 32, 64, "AICore")
+    assert (b3["freq_mhz"], b3["gm_read_bpc"], b3["gm_write_bpc"], b3["ub_to_gm_bpc"], b3["rates_of"]) == (
+        1800, 32, 32, 64, "AICore")
+    # the Cube's buffers ([AICoreSpec]), and Ascend 950 (AIC-C-310) from its own .ini
+    assert [b3[k] for k in ("l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "bt_bytes")] == [
+        524_288, 65_536, 65_536, 131_072, 1024]
+    a5 = soc_facts("Ascend910_95")
+    assert (a5["aic_version"], a5["l0c_bytes"], a5["bt_bytes"], a5["vector_cores"]) == (
+        "AIC-C-310", 262_144, 4096, 64)
     assert (p3["freq_mhz"], p3["gm_read_bpc"], p3["gm_write_bpc"], p3["rates_of"]) == (
         1000, 9, 9, "VectorCore")
 
@@ -43,7 +49,7 @@ def test_tilings_stay_below_select_scratch(soc: str) -> None:
     try:
         arch = aicore_arch(soc)
     except CannArgError:
-        assert soc == "Ascend310"
+        assert soc in ("Ascend310", "Ascend910_95")  # no Ascend C CPU-debug target in CANN 8.1.RC1
         return
     assert soc_facts(soc)["ub_bytes"] - UB_RESERVED <= arch.tmp_ub_offset
 

@@ -32,7 +32,12 @@ __all__ = ["Costs", "Estimate", "TraceInstr", "costs_for", "read_trace", "refere
 _DATA = Path(__file__).resolve().parent.parent / "data" / "aicore_costs.json"
 #: The pipes of the vector side, in the order reports show them.
 PIPES = ("MTE2", "V", "MTE3", "S")
-_BOUND = {"MTE2": "MTE2-bound", "V": "vector-bound", "MTE3": "MTE3-bound", "S": "scalar-bound"}
+#: The Cube's pipes, shown where a kernel uses them.
+CUBE_PIPES = ("MTE1", "M", "FIX")
+_BOUND = {"MTE2": "MTE2-bound", "V": "vector-bound", "MTE3": "MTE3-bound", "S": "scalar-bound",
+          "MTE1": "MTE1-bound", "M": "Cube-bound", "FIX": "FIX-bound"}
+#: The bound when the chip's shared GM bandwidth, not any core's pipes, sets the time.
+GM_BOUND = "GM-bandwidth-bound"
 
 
 @cache
@@ -57,6 +62,7 @@ class Costs:
     pipes: dict[str, float]
     vector: dict[str, float]
     sources: dict[str, str] = field(default_factory=dict)
+    gm_bytes_per_s: float = math.inf  # the chip's GM bandwidth, shared by all cores
 
     def encoded(self) -> str:
         """The ``name=value;...;vec.API=cycles`` text the model's ``ParseTiming`` reads."""
@@ -66,11 +72,15 @@ class Costs:
 
     def as_dict(self) -> dict[str, Any]:
         return {"soc": self.soc, "freq_mhz": self.freq_mhz, "pipes": dict(self.pipes),
-                "vector": dict(self.vector), "sources": dict(self.sources)}
+                "vector": dict(self.vector), "gm_bytes_per_s": self.gm_bytes_per_s,
+                "sources": dict(self.sources)}
 
 
-def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None) -> Costs:
-    """The estimate's costs on ``soc`` (a SoC version or a compute unit).
+def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None, *,
+              core: str = "aiv") -> Costs:
+    """The estimate's costs on ``soc`` (a SoC version or a compute unit), for a kernel on the
+    vector cores (``core="aiv"``, the default) or on the Cube cores (``"aic"``: the AI Core's
+    own GM rate, ``ddr_rate`` of ``[AICoreMemoryRates]``, unshared, at ``cube_freq``).
 
     ``overrides`` (a mapping, or a JSON file of one) replaces figures by name: the keys of
     ``pipes`` (``mte2Latency``, ``issue``, ...), vector APIs (``Exp``) or ``freq_mhz``,
@@ -81,6 +91,8 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
         9.0
         >>> costs_for("Ascend910B3", {"Exp": 8}).vector["Exp"]
         8.0
+        >>> costs_for("Ascend910B3", core="aic").pipes["mte2Bpc"]
+        32.0
     """
     from ..socs import soc_facts
 
@@ -97,12 +109,30 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
         share = ai / vec
         where += f" x {ai}/{vec}: {table['shared_gm']['source']}"
     pipes["mte2Bpc"] = float(facts["gm_read_bpc"]) * share
-    pipes["mte3Bpc"] = float(facts["gm_write_bpc"]) * share
+    pipes["mte3Bpc"] = min(float(facts["gm_write_bpc"]), float(facts["ub_to_gm_bpc"])) * share
     sources["mte2Bpc"] = f"ddr_read_rate of {where}"
-    sources["mte3Bpc"] = f"ub_to_ddr_rate of {where}"
+    sources["mte3Bpc"] = f"the lower of ddr_write_rate and ub_to_ddr_rate of {where}"
+    gm_bw, sources["gm_bytes_per_s"] = _gm_bandwidth(soc, facts, table)
+    rates = f"data/socs.json soc_facts[{soc}] (platform_config [AICoreMemoryRates])"
+    pipes["mte1aBpc"] = float(facts["l1_to_l0a_bpc"])
+    pipes["mte1bBpc"] = float(facts["l1_to_l0b_bpc"])
+    pipes["fixBpc"] = float(facts["gm_write_bpc"])
+    sources["mte1aBpc"] = f"l1_to_l0_a_rate of {rates}"
+    sources["mte1bBpc"] = f"l1_to_l0_b_rate of {rates}"
+    sources["fixBpc"] = (f"ddr_write_rate of data/socs.json soc_facts[{soc}] "
+                         f"([{facts['rates_of']}MemoryRates]), unshared: a Cube core's Fixpipe")
     freq = float(facts["freq_mhz"])
     sources["freq_mhz"] = (f"data/socs.json soc_facts[{soc}] "
                            f"({'vec_freq' if facts['rates_of'] == 'VectorCore' else 'cube_freq'})")
+    if core == "aic":
+        aic = f"ddr_rate of data/socs.json soc_facts[{soc}] (platform_config [AICoreMemoryRates])"
+        for key in ("mte2Bpc", "mte3Bpc", "fixBpc"):
+            pipes[key], sources[key] = float(facts["ddr_rate_bpc"]), f"{aic}, one Cube core's"
+        freq = float(facts["cube_freq_mhz"])
+        sources["freq_mhz"] = f"data/socs.json soc_facts[{soc}] (cube_freq)"
+    elif core != "aiv":
+        raise OpsdkError(f"estimate costs: core {core!r}; use 'aiv' (vector cores) or 'aic' "
+                         "(Cube cores)")
     for key, value in _overrides(overrides).items():
         number, source = _override_value(key, value)
         if key == "freq_mhz":
@@ -113,7 +143,21 @@ def costs_for(soc: str, overrides: Mapping[str, Any] | str | Path | None = None)
             vector[key] = number
             key = f"vector.{key}"
         sources[key] = source
-    return Costs(soc, freq, pipes, vector, sources)
+    return Costs(soc, freq, pipes, vector, sources, gm_bw)
+
+
+def _gm_bandwidth(soc: str, facts: Mapping[str, Any],
+                  table: Mapping[str, Any]) -> tuple[float, str]:
+    """The chip's GM bandwidth in bytes per second, and its source."""
+    from ..socs import compute_unit
+
+    known = table["gm_bandwidth"].get(compute_unit(soc))
+    if known:
+        return float(known["value"]), str(known["source"])
+    ports = int(facts["ai_cores"]) * float(facts["ddr_rate_bpc"]) * float(facts["cube_freq_mhz"])
+    return ports * 1e6, (f"ai_core_cnt x ddr_rate x cube_freq of data/socs.json soc_facts[{soc}] "
+                         "(platform_config [AICoreSpec], [AICoreMemoryRates]): the AI Cores' GM "
+                         "ports together")
 
 
 def _overrides(overrides: Mapping[str, Any] | str | Path | None) -> dict[str, Any]:
@@ -249,6 +293,12 @@ class Estimate:
     LABEL: ClassVar[str] = "estimate from opsdk's Ascend C model (not an NPU time)"
 
     @property
+    def pipes(self) -> tuple[str, ...]:
+        """The vector side's pipes, and the Cube's where the kernel uses them."""
+        used = {i.pipe for block in self.blocks for i in block}
+        return PIPES + tuple(p for p in CUBE_PIPES if p in used)
+
+    @property
     def core_blocks(self) -> list[list[int]]:
         """Blocks per core: block i runs on core i % cores, one after another."""
         per: list[list[int]] = [[] for _ in range(min(self.cores, max(1, len(self.blocks))))]
@@ -262,11 +312,27 @@ class Estimate:
         return int(np.argmax(spans)) if spans else 0
 
     @property
-    def cycles(self) -> float:
-        """The kernel's estimated cycles: the busiest core's blocks back to back."""
+    def core_cycles(self) -> float:
+        """The busiest core's blocks back to back, each core with its own GM rates."""
         if not self.blocks:
             return 0.0
         return sum(_span(self.blocks[b]) for b in self.core_blocks[self.busiest_core])
+
+    @property
+    def gm_bytes(self) -> int:
+        """GM bytes every block read and wrote."""
+        return sum(i.gm for block in self.blocks for i in block)
+
+    @property
+    def gm_cycles(self) -> float:
+        """The cycles the kernel's GM bytes take at the chip's shared GM bandwidth."""
+        return self.gm_bytes / self.costs.gm_bytes_per_s * self.costs.freq_mhz * 1e6
+
+    @property
+    def cycles(self) -> float:
+        """The kernel's estimated cycles: the busiest core's, or the GM traffic's at the chip's
+        GM bandwidth when that is longer (all cores share it)."""
+        return max(self.core_cycles, self.gm_cycles)
 
     @property
     def microseconds(self) -> float:
@@ -274,7 +340,7 @@ class Estimate:
 
     def busy(self) -> dict[str, float]:
         """Cycles each pipe is busy on the busiest core."""
-        out = dict.fromkeys(PIPES, 0.0)
+        out = dict.fromkeys(self.pipes, 0.0)
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
             for i in self.blocks[b]:
                 out[i.pipe] = out.get(i.pipe, 0.0) + (i.end - i.start)
@@ -288,7 +354,7 @@ class Estimate:
     def critical_path(self) -> dict[str, float]:
         """Cycles per pipe on the critical paths of the busiest core's blocks; ``issue``
         holds the rest (the scalar unit issuing, waits that cost no pipe time)."""
-        out = dict.fromkeys((*PIPES, "issue"), 0.0)
+        out = dict.fromkeys((*self.pipes, "issue"), 0.0)
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
             block = self.blocks[b]
             on_path = 0.0
@@ -302,9 +368,12 @@ class Estimate:
     def bound(self) -> str:
         """``MTE2-bound``, ``vector-bound``, ``MTE3-bound`` or ``scalar-bound``: the pipe with
         the most cycles on the critical path (issuing counts as scalar)."""
+        if self.gm_cycles > self.core_cycles:
+            return GM_BOUND
         path = self.critical_path()
         path["S"] += path.pop("issue")
-        return _BOUND[max(PIPES, key=lambda p: (path[p], -PIPES.index(p)))]
+        pipes = self.pipes
+        return _BOUND[max(pipes, key=lambda p: (path[p], -pipes.index(p)))]
 
     def as_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (``--json``)."""
@@ -312,6 +381,7 @@ class Estimate:
             "op": self.op, "soc": self.soc, "label": self.LABEL,
             "shapes": {k: list(v) for k, v in self.shapes.items()},
             "cycles": self.cycles, "microseconds": self.microseconds,
+            "core_cycles": self.core_cycles, "gm_bytes": self.gm_bytes,
             "block_dim": self.block_dim, "cores": self.cores,
             "bound": self.bound, "busy_cycles": self.busy(),
             "utilisation": self.utilisation(), "critical_path_cycles": self.critical_path(),
@@ -327,7 +397,7 @@ class Estimate:
         for core, bs in enumerate(self.core_blocks if self.blocks else []):
             events.append({"name": "process_name", "ph": "M", "pid": core,
                            "args": {"name": f"core {core} (estimate, not an NPU trace)"}})
-            for t, p in enumerate(PIPES):
+            for t, p in enumerate(self.pipes):
                 events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": t,
                                "args": {"name": p}})
             offset = 0.0
@@ -336,7 +406,7 @@ class Estimate:
                     if i.end <= i.start:
                         continue
                     events.append({
-                        "name": i.api, "ph": "X", "pid": core, "tid": PIPES.index(i.pipe),
+                        "name": i.api, "ph": "X", "pid": core, "tid": self.pipes.index(i.pipe),
                         "ts": (offset + i.start) / freq, "dur": (i.end - i.start) / freq,
                         "args": {"block": b, "gm_bytes": i.gm, "ub_bytes": i.ub,
                                  "where": i.where},
@@ -356,17 +426,19 @@ class Estimate:
         except ImportError as e:
             raise OpsdkError(f"the swimlane picture needs matplotlib ({e}); pip install "
                              "matplotlib, or use the trace JSON (--trace)") from e
-        colors = {"MTE2": "#4c72b0", "V": "#dd8452", "MTE3": "#55a868", "S": "#8172b3"}
+        colors = {"MTE2": "#4c72b0", "V": "#dd8452", "MTE3": "#55a868", "S": "#8172b3",
+                  "MTE1": "#937860", "M": "#c44e52", "FIX": "#64b5cd"}
+        pipes = self.pipes
         fig, ax = plt.subplots(figsize=(11, 2.8))
         offset = 0.0
         for b in self.core_blocks[self.busiest_core] if self.blocks else []:
-            for p_i, p in enumerate(PIPES):
+            for p_i, p in enumerate(pipes):
                 bars = [((offset + i.start) / self.costs.freq_mhz,
                          (i.end - i.start) / self.costs.freq_mhz)
                         for i in self.blocks[b] if i.pipe == p and i.end > i.start]
-                ax.broken_barh(bars, (len(PIPES) - 1 - p_i - 0.4, 0.8), color=colors[p])
+                ax.broken_barh(bars, (len(pipes) - 1 - p_i - 0.4, 0.8), color=colors[p])
             offset += _span(self.blocks[b])
-        ax.set_yticks(range(len(PIPES)), list(reversed(PIPES)))
+        ax.set_yticks(range(len(pipes)), list(reversed(pipes)))
         ax.set_xlabel("microseconds (estimate)")
         if max_cycles is not None:
             ax.set_xlim(0, max_cycles / self.costs.freq_mhz)
@@ -387,7 +459,7 @@ class Estimate:
                  f"{self.bound}; blockDim {self.block_dim} on {self.cores} cores",
                  f"  {self.LABEL}",
                  "  pipe   busy cycles   utilisation   on critical path"]
-        for p in PIPES:
+        for p in self.pipes:
             lines.append(f"  {p:<5}{busy[p]:>13.0f}{util[p]:>13.0%}{path[p]:>18.0f}")
         lines.append(f"  issue{'':>13}{'':>13}{path['issue']:>18.0f}")
         return "\n".join(lines)

@@ -286,14 +286,21 @@ class AscendcModel:
 
 
 def _arch_macros(soc: str) -> list[str]:
-    """The model's per-SoC-family macros: ``__CCE_AICORE__`` (as CANN's compiler and CPU-debug
-    build define it), the UB layout, the APIs it has."""
+    """The model's per-SoC macros: ``__CCE_AICORE__`` (as CANN's compiler and CPU-debug build
+    define it; ``__NPU_ARCH__`` and ``__DAV_*__`` follow from it in opsdk_model_core.h), the UB
+    layout, the APIs it has, the SoC version and its Cube buffers' bytes (data/socs.json)."""
     from ..aicore_apis import aicore_arch, api_flags
+    from ..socs import compute_unit, soc_facts, soc_table, soc_version_of
 
     arch = aicore_arch(soc)
+    facts = soc_facts(soc)
+    version = soc if soc in soc_table() else soc_version_of(compute_unit(soc))
+    cube = {"L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes", "L0C": "l0c_bytes",
+            "BT": "bt_bytes"}
     return [f"-D__CCE_AICORE__={arch.cce_aicore}",
             f"-DOPSDK_AICORE_ARCH={arch.cce_aicore}", f"-DOPSDK_TMP_UB_OFFSET={arch.tmp_ub_offset}",
-            f"-DOPSDK_UB_STACK_END={arch.stack_end}",
+            f"-DOPSDK_UB_STACK_END={arch.stack_end}", f'-DOPSDK_SOC_VERSION="{version}"',
+            *(f"-DOPSDK_{name}_BYTES={int(facts[key])}" for name, key in cube.items()),
             *(f"-DOPSDK_HAS_{api}={flag}" for api, flag in api_flags(soc).items())]
 
 

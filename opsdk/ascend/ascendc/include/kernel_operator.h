@@ -14,6 +14,7 @@
 #include "opsdk_model_vector.h"
 #include "opsdk_model_misc.h"
 #include "opsdk_model_cache.h"
+#include "opsdk_model_cube.h"
 
 #include "opsdk_model_tiling.h"
 

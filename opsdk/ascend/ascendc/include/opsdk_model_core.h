@@ -28,6 +28,26 @@
 #ifndef OPSDK_UB_STACK_END
 #define OPSDK_UB_STACK_END (192 * 1024 - 128)
 #endif
+// The Cube side's buffers, bytes per core (the platform data's [AICoreSpec] l1_size, l0_a_size,
+// l0_b_size, l0_c_size, bt_size; opsdk/ascend/data/socs.json). The defaults are 910B's.
+#ifndef OPSDK_SOC_VERSION
+#define OPSDK_SOC_VERSION "Ascend910B1"
+#endif
+#ifndef OPSDK_L1_BYTES
+#define OPSDK_L1_BYTES 524288
+#endif
+#ifndef OPSDK_L0A_BYTES
+#define OPSDK_L0A_BYTES 65536
+#endif
+#ifndef OPSDK_L0B_BYTES
+#define OPSDK_L0B_BYTES 65536
+#endif
+#ifndef OPSDK_L0C_BYTES
+#define OPSDK_L0C_BYTES 131072
+#endif
+#ifndef OPSDK_BT_BYTES
+#define OPSDK_BT_BYTES 1024
+#endif
 
 // OPSDK_HAS_<API>: whether the SoC family has the API (0 makes a call a compile error naming it).
 #ifndef OPSDK_HAS_ToBfloat16
@@ -71,6 +91,48 @@
 #endif
 #ifndef OPSDK_HAS_BF16_DataCopyPad
 #define OPSDK_HAS_BF16_DataCopyPad 1
+#endif
+// The compiler's predefined macros of the SoC family and core type, as Huawei's compiler defines
+// them for --npu-arch=dav-<arch> (__NPU_ARCH__: 1001, 2002, 2201, 3002, the values asc-devkit's
+// headers test; CANN 8.1.RC1's own headers test __CCE_AICORE__ and __DAV_<ARCH>[_CUBE|_VEC]__).
+// A kernel compiled for the Cube core defines OPSDK_AIC; otherwise it is a vector core's.
+#ifndef __CCE_AICORE__
+#define __CCE_AICORE__ OPSDK_AICORE_ARCH
+#endif
+#ifndef __NPU_ARCH__
+#if OPSDK_AICORE_ARCH == 100
+#define __NPU_ARCH__ 1001
+#elif OPSDK_AICORE_ARCH == 200
+#define __NPU_ARCH__ 2002
+#elif OPSDK_AICORE_ARCH == 220
+#define __NPU_ARCH__ 2201
+#elif OPSDK_AICORE_ARCH == 300
+#define __NPU_ARCH__ 3002
+#endif
+#endif
+// The family macro CPU-debug's build defines (tools/tikicpulib/lib/cmake/targets-tikicpulib.cmake).
+#if OPSDK_AICORE_ARCH == 100 && !defined(__DAV_C100__)
+#define __DAV_C100__
+#elif OPSDK_AICORE_ARCH == 200 && !defined(__DAV_M200__)
+#define __DAV_M200__
+#elif OPSDK_AICORE_ARCH == 220 && !defined(__DAV_C220__)
+#define __DAV_C220__
+#elif OPSDK_AICORE_ARCH == 300 && !defined(__DAV_M300__)
+#define __DAV_M300__
+#endif
+#if OPSDK_AICORE_ARCH == 220 && !defined(__DAV_C220_CUBE__) && !defined(__DAV_C220_VEC__)
+#ifdef OPSDK_AIC
+#define __DAV_C220_CUBE__
+#else
+#define __DAV_C220_VEC__
+#endif
+#endif
+#ifdef OPSDK_AIC
+#define ASCEND_IS_AIC (true)
+#define ASCEND_IS_AIV (false)
+#else
+#define ASCEND_IS_AIC (false)
+#define ASCEND_IS_AIV (true)
 #endif
 #define OPSDK_STR2(x) #x
 #define OPSDK_STR(x) OPSDK_STR2(x)
@@ -186,6 +248,23 @@ struct GmArg {
 
 struct Timing;
 
+// The memories of one AI Core: the Unified Buffer and the Cube's L1, L0A, L0B, L0C and bias
+// table (basic_api/impl/kernel_event.h: enum class Hardware). The model keeps them in one byte
+// array, the Unified Buffer first, each at its own base; a tensor's offset is into that array.
+enum class Mem : uint8_t { UB, L1, L0A, L0B, L0C, BT };
+constexpr int kMems = 6;
+inline const char* MemName(Mem m) {
+    static const char* names[] = {"Unified Buffer", "L1", "L0A", "L0B", "L0C", "bias table"};
+    return names[static_cast<int>(m)];
+}
+constexpr uint64_t kCubeBytes[kMems] = {0, OPSDK_L1_BYTES, OPSDK_L0A_BYTES, OPSDK_L0B_BYTES, OPSDK_L0C_BYTES,
+                                        OPSDK_BT_BYTES};
+// The platform data's name of each buffer's size, for messages.
+inline const char* MemSizeKey(Mem m) {
+    static const char* keys[] = {"ub_size", "l1_size", "l0_a_size", "l0_b_size", "l0_c_size", "bt_size"};
+    return keys[static_cast<int>(m)];
+}
+
 struct Launch {
     std::string kernel;
     std::vector<GmArg> gm;
@@ -197,6 +276,21 @@ struct Launch {
     std::string sameValueFirst;   // where the first of them is
     const Timing* timing = nullptr;          // the estimate's costs, or none
     std::vector<std::string> traces;         // per block: its instructions with their times
+    // Where each memory starts in a block's local byte array, and its bytes.
+    uint64_t MemBase(Mem m) const {
+        uint64_t at = 0;
+        for (int k = 0; k < static_cast<int>(m); ++k) at += MemBytes(static_cast<Mem>(k));
+        return at;
+    }
+    uint64_t MemBytes(Mem m) const { return m == Mem::UB ? ubBytes : kCubeBytes[static_cast<int>(m)]; }
+    uint64_t LocalBytes() const { return MemBase(Mem::BT) + MemBytes(Mem::BT); }
+    // The memory holding local byte `at`.
+    Mem MemOf(uint64_t at) const {
+        for (int k = kMems - 1; k > 0; --k) {
+            if (at >= MemBase(static_cast<Mem>(k))) return static_cast<Mem>(k);
+        }
+        return Mem::UB;
+    }
 };
 
 // The source location of an API call: the kernel's file and line (a defaulted last argument
@@ -207,13 +301,14 @@ struct Loc {
     Loc(const char* f = __builtin_FILE(), int l = __builtin_LINE()) : file(f), line(l) {}
 };
 
-// The pipes of an AI Core's vector side (the cube side, MTE1/M/FIX, is not modelled). SS
-// stands for the scalar unit's stores into the Unified Buffer (SetValue): they are issued in
-// order but drain later, so another pipe reads them safely only after an S_<pipe> flag.
-enum class Pipe : uint8_t { S, V, MTE2, MTE3, SS };
-constexpr int kPipes = 5;
+// The pipes of an AI Core: the vector side's S, V, MTE2 (GM -> UB/L1), MTE3 (UB -> GM) and the
+// Cube side's MTE1 (L1 -> L0A/L0B/bias table), M (Mmad) and FIX (L0C -> GM/L1). SS stands for
+// the scalar unit's stores into the Unified Buffer (SetValue): they are issued in order but drain
+// later, so another pipe reads them safely only after an S_<pipe> flag.
+enum class Pipe : uint8_t { S, V, MTE2, MTE3, SS, MTE1, M, FIX };
+constexpr int kPipes = 8;
 inline const char* PipeName(Pipe p) {
-    static const char* names[] = {"S", "V", "MTE2", "MTE3", "S"};
+    static const char* names[] = {"S", "V", "MTE2", "MTE3", "S", "MTE1", "M", "FIX"};
     return names[static_cast<int>(p)];
 }
 using Clock = std::array<uint32_t, kPipes>;  // a vector clock: instructions seen per pipe
@@ -234,6 +329,7 @@ struct Instr {
     const char* ubArg[4] = {};           // ... and the operand's name
     double dep = 0;                      // a flag's time this instruction waits for
     int32_t depInstr = -1;               // ... and the instruction that set it
+    double work = -1;                    // cycles an instruction worked out itself (the Cube's), or -1
     double start = 0, end = 0;           // cycles from the block's start
     int32_t pred = -1;                   // the instruction its start waited for (-1: none)
 };
@@ -249,6 +345,10 @@ struct Timing {
     double repeatBytes = 256;            // bytes one repeat of a vector instruction covers
     double scalarLoad = 1, scalarStore = 1, scalarGm = 1;  // S: UB load, UB store, GM access
     double vecDefault = 1;               // cycles per repeat of an API not in `vec`
+    double mmadFractal = 1;              // cycles per m16 x n16 x k0 step of Mmad
+    double mte1Latency = 0;              // cycles before a LoadData's first byte
+    double mte1aBpc = 512, mte1bBpc = 256;  // L1 -> L0A and L1 -> L0B bytes per cycle
+    double fixLatency = 0, fixBpc = 32;  // Fixpipe: cycles before the first byte, GM bytes per cycle
     std::vector<std::pair<std::string, double>> vec;  // cycles per repeat, by API
     double CyclesPerRepeat(const char* api) const {
         for (const auto& [name, c] : vec) {
@@ -273,11 +373,12 @@ struct Pipes {
     std::vector<Clock> lastRead;         // per byte and pipe: the last instruction that read it
     int32_t current = -1;                // the instruction being executed, or -1
     std::vector<Flag> userFlags;         // per HardEvent x event id
+    uint32_t smallMmad = 0;              // a small Mmad no PipeBarrier<PIPE_M> has followed yet
     const Timing* timing = nullptr;      // the cycle estimate's costs, or none
     double issueAt = 0;                  // when the scalar unit issues its next instruction
     int32_t lastIssued = -1;             // the instruction it issued last
     double pipeFree[kPipes] = {};        // when each pipe is free again
-    int32_t lastOn[kPipes] = {-1, -1, -1, -1, -1};  // each pipe's last instruction
+    int32_t lastOn[kPipes] = {-1, -1, -1, -1, -1, -1, -1, -1};  // each pipe's last instruction
     void Reset(uint64_t ubBytes) {
         issueAt = 0;
         lastIssued = -1;
@@ -289,9 +390,27 @@ struct Pipes {
         instrs.assign(1, Instr{"", Pipe::S, 0, Loc("", 0)});
         lastWrite.assign(ubBytes, 0);
         lastRead.assign(ubBytes, Clock{});
+        smallMmad = 0;
         current = -1;
-        userFlags.assign(16 * 16, Flag{});
+        userFlags.assign(64 * 8, Flag{});
     }
+};
+
+// What the Cube's data movers left in a 32-byte block of L1, L0A, L0B or L0C: its element type
+// and form, and the instruction that wrote it (opsdk_model_cube.h checks them where it reads).
+enum class Form : uint8_t { None, ND, NZ, Acc };
+struct CubeTag {
+    const char* type = nullptr;
+    Form form = Form::None;
+    uint32_t instr = 0;
+};
+
+// A GM write of the current block: its argument, byte range and instruction (for the order of
+// a later read by another pipe of the same block).
+struct GmWriteRec {
+    const GmArg* arg;
+    uint64_t lo, hi;
+    uint32_t instr;
 };
 
 // Per block (per thread) state.
@@ -300,6 +419,7 @@ struct Block {
     int64_t idx = 0;
     std::vector<uint8_t> ub;
     uint64_t ubUsed = 0;
+    uint64_t cubeUsed[kMems] = {};  // bytes the TPipe gave out in each Cube memory
     uint32_t buffers = 0;
     bool pipeAlive = false;
     void* pipe = nullptr;  // the live AscendC::TPipe
@@ -310,13 +430,48 @@ struct Block {
     uint64_t padBits = 0;  // DataCopyPad; its bit code, low bytes first
     uint32_t accInstr = 0; // the ACC_VAL register (get_acc_val): the instruction that set it, or 0
     uint64_t accBits = 0;  // ... and its bits, the value in the low bytes
+    std::vector<CubeTag> tags;  // per 32 bytes of the Cube's memories, from L1's base on
+    // The Cube's load-3D registers: the feature map SetFmatrix (or a LoadData 3Dv2) described,
+    // and the padding value SetLoadDataPaddingValue (or a LoadData 3Dv2) set; its bit code.
+    bool fmatrixSet = false;
+    uint16_t fmatrixH = 0, fmatrixW = 0;
+    uint8_t fmatrixPad[4] = {};
+    bool load3dPadSet = false;
+    uint64_t load3dPadBits = 0;
+    std::vector<uint8_t> unitFlagOf;  // per instruction: the unitFlag of a Mmad (0 otherwise)
+    std::vector<GmWriteRec> gmWrites;
 };
 
+// Order of GM accesses within a block, across pipes (opsdk_model_pipes.h).
+inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write);
+
 inline thread_local Block* tBlock = nullptr;
+
 
 inline Block& Cur() {
     if (tBlock == nullptr) throw ModelError("Ascend C API called outside a kernel launch");
     return *tBlock;
+}
+
+// A block's local byte array covers the Unified Buffer until the kernel takes its first Cube
+// buffer; then it grows to hold the Cube's memories too (kept small for vector kernels).
+inline void GrowToCube(Block& b) {
+    const uint64_t all = b.launch->LocalBytes();
+    if (b.ub.size() >= all) return;
+    b.ub.resize(all, 0xff);  // uninitialised: NaN
+    b.pipes.lastWrite.resize(all, 0);
+    b.pipes.lastRead.resize(all, Clock{});
+    b.tags.assign((all - b.launch->ubBytes) / 32, CubeTag{});
+}
+
+// Record that the current instruction wrote local bytes [at, at + n) of the Cube's memories as
+// `type` data in `form` (nothing for the Unified Buffer).
+inline void TagWrite(uint64_t at, uint64_t n, const char* type, Form form) {
+    Block& b = Cur();
+    if (at < b.launch->ubBytes || n == 0 || b.tags.empty()) return;
+    const uint64_t first = (at - b.launch->ubBytes) / 32, last = (at + n - 1 - b.launch->ubBytes) / 32;
+    const uint32_t me = b.pipes.current < 0 ? 0 : static_cast<uint32_t>(b.pipes.current);
+    for (uint64_t k = first; k <= last && k < b.tags.size(); ++k) b.tags[k] = CubeTag{type, form, me};
 }
 
 [[noreturn]] inline void Fail(const std::string& api, const std::string& what) {
@@ -409,6 +564,7 @@ inline void GmRead(const std::string& api, const void* p, uint64_t n) {
                           "concurrently on the NPU");
         }
     }
+    GmOrder(a, off, n, false);
 }
 
 // Record a GM write of n bytes from src. Writing a byte another block wrote is a conflict,
@@ -439,6 +595,7 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n, const voi
         }
         a.writer[i] = static_cast<int32_t>(b.idx);
     }
+    GmOrder(a, off, n, true);
 }
 
 }  // namespace opsdk_ascendc

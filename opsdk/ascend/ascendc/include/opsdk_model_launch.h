@@ -29,6 +29,9 @@ inline Timing ParseTiming(const std::string& text) {
         {"vecStartup", &Timing::vecStartup}, {"repeatBytes", &Timing::repeatBytes},
         {"scalarLoad", &Timing::scalarLoad}, {"scalarStore", &Timing::scalarStore},
         {"scalarGm", &Timing::scalarGm},     {"vecDefault", &Timing::vecDefault},
+        {"mmadFractal", &Timing::mmadFractal}, {"mte1Latency", &Timing::mte1Latency},
+        {"mte1aBpc", &Timing::mte1aBpc},     {"mte1bBpc", &Timing::mte1bBpc},
+        {"fixLatency", &Timing::fixLatency}, {"fixBpc", &Timing::fixBpc},
     };
     Timing t;
     size_t at = 0;
@@ -82,6 +85,7 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
         Block b;
         b.launch = &L;
         b.idx = idx;
+        b.ub.reserve(L.LocalBytes());  // a Cube kernel's buffers grow it in place (GrowToCube)
         b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
         b.pipes.Reset(L.ubBytes);
         b.pipes.timing = L.timing;

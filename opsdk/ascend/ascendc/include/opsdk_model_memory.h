@@ -9,7 +9,11 @@
 
 namespace AscendC {
 
-enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, MAX };
+// basic_api/impl/kernel_event.h (the same order).
+enum class TPosition : uint8_t {
+    GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM = VECCALC, SPM, SHM = SPM, TSCM,
+    C2PIPE2GM, C2PIPE2LOCAL, MAX
+};
 using QuePosition = TPosition;
 
 }  // namespace AscendC
@@ -46,18 +50,55 @@ struct Slot {
     uint32_t gen = 0;
     SlotState state = SlotState::Free;
     const void* owner = nullptr;
+    AscendC::TPosition pos = AscendC::TPosition::VECCALC;
     Flag enqueued;  // set by EnQue on the queue's producer pipe, waited for by DeQue
     Flag freed;     // set by FreeTensor on the consumer pipe, waited for by the next AllocTensor
 };
 
 // The pipe that fills a queue's buffers and the one that drains them, by the queue's source
-// and destination positions (kernel_tquebind_impl.h GetQueEvt: GM->VECIN is MTE2_V,
-// VECOUT->GM is V_MTE3, VECIN->VECOUT (TQueBind) is MTE2_MTE3, VECCALC is V_V: no flag).
+// and destination positions (kernel_tquebind_impl.h and kernel_event.h GetQueEvt: GM->VECIN is
+// MTE2_V, VECOUT->GM is V_MTE3, VECIN->VECOUT (TQueBind) is MTE2_MTE3, VECCALC is V_V: no flag;
+// the Cube's GM->A1/B1/C1 is MTE2_MTE1, A1->A2, B1->B2 and C1->C2 are MTE1_M, CO1->CO2 is M_FIX).
 constexpr Pipe QueueProducer(AscendC::TPosition src, AscendC::TPosition) {
-    return src == AscendC::TPosition::VECIN ? Pipe::MTE2 : Pipe::V;
+    using P = AscendC::TPosition;
+    switch (src) {
+        case P::VECIN: case P::A1: case P::B1: case P::C1: return Pipe::MTE2;
+        case P::A2: case P::B2: case P::C2: return Pipe::MTE1;
+        case P::CO1: return Pipe::M;
+        case P::CO2: return Pipe::FIX;
+        default: return Pipe::V;
+    }
 }
 constexpr Pipe QueueConsumer(AscendC::TPosition src, AscendC::TPosition dst) {
-    return (dst == AscendC::TPosition::VECOUT && src != AscendC::TPosition::VECCALC) ? Pipe::MTE3 : Pipe::V;
+    using P = AscendC::TPosition;
+    switch (src) {
+        case P::A1: case P::B1: case P::C1: return Pipe::MTE1;
+        case P::A2: case P::B2: case P::C2: return Pipe::M;
+        case P::CO1: return Pipe::FIX;
+        case P::CO2: return Pipe::MTE3;
+        default: return (dst == P::VECOUT && src != P::VECCALC) ? Pipe::MTE3 : Pipe::V;
+    }
+}
+
+// The memory a position's buffers live in (kernel_event.h GetPhyType for __CCE_AICORE__ 220:
+// A1/B1/C1 -> L1, A2 -> L0A, B2 -> L0B, C2 -> bias table, CO1 -> L0C; CO2 is GM there, and the
+// Unified Buffer on 200). Mem::UB also for the positions the model has no Cube memory for.
+constexpr Mem MemOfPosition(AscendC::TPosition pos) {
+    using P = AscendC::TPosition;
+    switch (pos) {
+        case P::A1: case P::B1: case P::C1: case P::TSCM: return Mem::L1;
+        case P::A2: return Mem::L0A;
+        case P::B2: return Mem::L0B;
+        case P::C2: return Mem::BT;
+        case P::CO1: return Mem::L0C;
+        default: return Mem::UB;
+    }
+}
+
+inline const char* PositionName(AscendC::TPosition pos) {
+    static const char* names[] = {"GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "VECIN", "VECOUT",
+                                  "VECCALC", "SPM", "TSCM", "C2PIPE2GM", "C2PIPE2LOCAL", "MAX"};
+    return names[static_cast<int>(pos)];
 }
 
 // The Unified Buffer range of a LocalTensor made from an address (no TPipe behind it): one
@@ -90,7 +131,10 @@ public:
     // kernel_tensor.h, with CreateTensor's checks (impl/basic_api/kernel_tensor_impl.h).
     LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize) {
         const char* api = "LocalTensor(TPosition, addr, tileSize)";
-        const uint64_t bytes = opsdk_ascendc::BytesOf<T>(tileSize), ub = opsdk_ascendc::Cur().launch->ubBytes;
+        // the position's memory: the Unified Buffer, or one of the Cube's (A1 -> L1, A2 -> L0A, ...)
+        const opsdk_ascendc::Mem mem = opsdk_ascendc::MemOfPosition(pos);
+        opsdk_ascendc::Block& blk = opsdk_ascendc::Cur();
+        const uint64_t bytes = opsdk_ascendc::BytesOf<T>(tileSize), ub = blk.launch->MemBytes(mem);
         if (pos == TPosition::GM || pos == TPosition::MAX) {
             opsdk_ascendc::Fail(api, "pos is GM or MAX; a LocalTensor lives in the Unified Buffer (VECIN, VECOUT, VECCALC)");
         }
@@ -104,9 +148,12 @@ public:
         }
         if (addr + bytes > ub) {
             opsdk_ascendc::Fail(api, "addr " + opsdk_ascendc::S(addr) + " + " + opsdk_ascendc::S(bytes) +
-                                         " bytes runs past the Unified Buffer's " + opsdk_ascendc::S(ub) + " bytes");
+                                         " bytes runs past the " + opsdk_ascendc::MemName(mem) + "'s " +
+                                         opsdk_ascendc::S(ub) + " bytes");
         }
-        slot_ = opsdk_ascendc::RawSlot(addr, bytes);
+        if (mem != opsdk_ascendc::Mem::UB) opsdk_ascendc::GrowToCube(blk);
+        slot_ = opsdk_ascendc::RawSlot(blk.launch->MemBase(mem) + addr, bytes);
+        slot_->pos = mem == opsdk_ascendc::Mem::UB ? TPosition::VECCALC : pos;
         size_ = tileSize;
     }
 
@@ -128,17 +175,22 @@ public:
         return t;
     }
     uint32_t GetSize() const { return size_; }
+    TPosition GetPosition() const { return slot_ ? slot_->pos : TPosition::VECCALC; }
     // The tensor's length in elements; it may grow past its buffer up to the end of the Unified
     // Buffer (basic_api/impl/kernel_tensor_impl.h: SetSize checks only that bound).
     void SetSize(const uint32_t size) {
         Check("LocalTensor::SetSize", "tensor");
-        const uint64_t ub = opsdk_ascendc::Cur().launch->ubBytes, need = opsdk_ascendc::BytesOf<T>(size);
+        const opsdk_ascendc::Launch& L = *opsdk_ascendc::Cur().launch;
+        const opsdk_ascendc::Mem mem = opsdk_ascendc::MemOfPosition(slot_->pos);
+        const uint64_t ub = L.MemBase(mem) + L.MemBytes(mem), need = opsdk_ascendc::BytesOf<T>(size);
         if (UbAddr() + need > ub) {
             opsdk_ascendc::Fail("LocalTensor::SetSize", "size " + opsdk_ascendc::S(size) + " " +
                                                             opsdk_ascendc::TypeName<T>() + " elements = " +
-                                                            opsdk_ascendc::S(need) + " bytes from Unified Buffer byte " +
-                                                            opsdk_ascendc::S(UbAddr()) + " run past its " +
-                                                            opsdk_ascendc::S(ub) + " bytes (buffer overflow)");
+                                                            opsdk_ascendc::S(need) + " bytes from " +
+                                                            opsdk_ascendc::MemName(mem) + " byte " +
+                                                            opsdk_ascendc::S(UbAddr() - L.MemBase(mem)) +
+                                                            " run past its " + opsdk_ascendc::S(L.MemBytes(mem)) +
+                                                            " bytes (buffer overflow)");
         }
         size_ = size;
     }
@@ -188,6 +240,7 @@ public:
                                          ") of a LocalTensor<" + opsdk_ascendc::TypeName<T>() +
                                          "> of " + opsdk_ascendc::S(size_) + " elements");
         }
+        CheckReach(api, arg);
         const uint64_t first = opsdk_ascendc::BytesOf<T>(i);
         const uint64_t end = opsdk_ascendc::kInt4<T> ? (i + n + 1) / 2 : opsdk_ascendc::BytesOf<T>(i + n);
         const int dir = opsdk_ascendc::Direction(api, arg);
@@ -200,6 +253,22 @@ public:
         return opsdk_ascendc::Cur().ub.data() + slot_->offset + byteOffset_ + first;
     }
     uint8_t* Elem(const char* api, uint64_t i) const { return Span(api, "index", i, 1); }
+    // The vector and scalar units and MTE3 reach the Unified Buffer only; the Cube's memories are
+    // reached by MTE2 (GM -> L1), MTE1, M and FIX.
+    void CheckReach(const char* api, const char* arg) const {
+        const opsdk_ascendc::Mem m = opsdk_ascendc::MemOfPosition(slot_->pos);
+        const opsdk_ascendc::Block* b = opsdk_ascendc::tBlock;
+        if (m == opsdk_ascendc::Mem::UB || b == nullptr || b->pipes.current < 0) return;
+        const opsdk_ascendc::Pipe p = b->pipes.instrs[static_cast<size_t>(b->pipes.current)].pipe;
+        using opsdk_ascendc::Pipe;
+        if (p == Pipe::V || p == Pipe::S || p == Pipe::SS || p == Pipe::MTE3) {
+            opsdk_ascendc::Fail(api, std::string("argument ") + arg + " is a tensor of position " +
+                                         opsdk_ascendc::PositionName(slot_->pos) + " (" + opsdk_ascendc::MemName(m) +
+                                         "), which pipe " + opsdk_ascendc::PipeName(p) +
+                                         " cannot reach: the vector and scalar units work on the Unified Buffer "
+                                         "(VECIN, VECOUT, VECCALC) only");
+        }
+    }
     uint64_t UbAddr() const { return slot_ ? slot_->offset + byteOffset_ : 0; }
     void CheckAligned(const char* api, const char* arg) const {
         Check(api, arg);
@@ -257,7 +326,12 @@ public:
 };
 
 class TPipe;
-enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, S_V, V_S, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
+// basic_api/impl/kernel_event.h (the same order; SRC_DST).
+enum class HardEvent : uint8_t {
+    MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V, MTE3_MTE1, MTE1_MTE3,
+    MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3, S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S,
+    MTE2_FIX, FIX_MTE2, FIX_S, M_S, FIX_MTE3, MTE1_FIX, FIX_MTE1, FIX_FIX, MAX
+};
 }  // namespace AscendC
 
 // Event ids and pipes are global names, as the compiler's builtins and CPU-debug's
@@ -268,7 +342,10 @@ enum event_t : int32_t {
     EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7,
 #endif
 };
-enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+enum pipe_t : uint8_t {
+    PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_MTE4 = 7, PIPE_MTE5 = 8,
+    PIPE_V2 = 9, PIPE_FIX = 10
+};
 
 namespace AscendC {
 
@@ -288,6 +365,7 @@ public:
             if (s.state == opsdk_ascendc::SlotState::Free) {
                 cursor_ = (i + 1) % num_;
                 s.state = opsdk_ascendc::SlotState::Allocated;
+                opsdk_ascendc::TagWrite(s.offset, s.bytes, nullptr, opsdk_ascendc::Form::None);
                 if (kSynced && s.freed.set) {
                     opsdk_ascendc::WaitFlagOn(s.freed, kProducer, "TQue::AllocTensor", loc, "the buffer's free");
                 }
@@ -426,15 +504,17 @@ public:
                                                          "buffering) buffers, at most 16");
         }
         if (que.num_ != 0) opsdk_ascendc::Fail("TPipe::InitBuffer", "the queue was already initialised");
+        Fits(POS, num, len);
         for (uint32_t i = 0; i < num; ++i) {
-            que.slots_[i] = Take("TPipe::InitBuffer", len, &que);
+            que.slots_[i] = Take("TPipe::InitBuffer", len, &que, POS);
         }
         que.num_ = num;
         return true;
     }
     template <TPosition POS> bool InitBuffer(TBuf<POS>& buf, uint32_t len) {
         if (buf.slot_.bytes != 0) opsdk_ascendc::Fail("TPipe::InitBuffer", "the TBuf was already initialised");
-        buf.slot_ = Take("TPipe::InitBuffer", len, &buf);
+        Fits(POS, 1, len);
+        buf.slot_ = Take("TPipe::InitBuffer", len, &buf, POS);
         buf.slot_.state = opsdk_ascendc::SlotState::Fixed;
         return true;
     }
@@ -446,6 +526,7 @@ public:
     void Reset() {
         opsdk_ascendc::Cur().ubUsed = 0;
         opsdk_ascendc::Cur().buffers = 0;
+        for (uint64_t& u : opsdk_ascendc::Cur().cubeUsed) u = 0;
     }
     // Releases every buffer; the TPipe hands out none after it.
     void Destroy() {
@@ -455,7 +536,33 @@ public:
 
 private:
     bool destroyed_ = false;
-    opsdk_ascendc::Slot Take(const char* api, uint32_t len, const void* owner) {
+    // A position's `num` buffers of `len` bytes must fit what is left of its Cube memory (the
+    // Unified Buffer's own check is per buffer, in Take).
+    static void Fits(TPosition pos, uint32_t num, uint32_t len) {
+        using opsdk_ascendc::S;
+        opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        const opsdk_ascendc::Mem m = opsdk_ascendc::MemOfPosition(pos);
+        const bool unified = pos == TPosition::VECIN || pos == TPosition::VECOUT || pos == TPosition::VECCALC;
+        if (m == opsdk_ascendc::Mem::UB && !unified) {
+            opsdk_ascendc::Fail("TPipe::InitBuffer", std::string("position ") + opsdk_ascendc::PositionName(pos) +
+                                " has no buffer memory in opsdk's model of __CCE_AICORE__ " + S(OPSDK_AICORE_ARCH) +
+                                " (CO2 is GM there, kernel_event.h GetPhyType; the model has VECIN, VECOUT, "
+                                "VECCALC, A1, B1, C1 (L1), A2 (L0A), B2 (L0B), C2 (bias table) and CO1 (L0C))");
+        }
+        if (m == opsdk_ascendc::Mem::UB) return;
+        const uint64_t asked = uint64_t(num) * ((uint64_t(len) + 31) / 32 * 32);
+        const uint64_t cap = b.launch->MemBytes(m), used = b.cubeUsed[static_cast<int>(m)];
+        if (used + asked > cap) {
+            opsdk_ascendc::Fail(
+                "TPipe::InitBuffer",
+                std::string("position ") + opsdk_ascendc::PositionName(pos) + " asks for " + S(num) + " x " + S(len) +
+                    " = " + S(asked) + " bytes of " + opsdk_ascendc::MemName(m) + ", but " + OPSDK_SOC_VERSION +
+                    "'s " + opsdk_ascendc::MemName(m) + " holds " + S(cap) + " bytes (" + opsdk_ascendc::MemSizeKey(m) +
+                    " in its platform_config .ini) and " + S(used) + " are taken: " + S(cap - used) +
+                    " bytes available. Make the tiles smaller" + (num > 1 ? " or give up double buffering" : ""));
+        }
+    }
+    opsdk_ascendc::Slot Take(const char* api, uint32_t len, const void* owner, TPosition pos) {
         opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
         if (destroyed_) opsdk_ascendc::Fail(api, "the TPipe was destroyed (TPipe::Destroy); it hands out no buffers");
         if (len == 0) opsdk_ascendc::Fail(api, "len is 0 bytes; a buffer needs at least 32 bytes");
@@ -463,6 +570,18 @@ private:
         if (b.buffers + 1 > opsdk_ascendc::kMaxBuffers) {
             opsdk_ascendc::Fail(api, "more than " + opsdk_ascendc::S(opsdk_ascendc::kMaxBuffers) +
                                          " buffers in one TPipe");
+        }
+        const opsdk_ascendc::Mem mem = opsdk_ascendc::MemOfPosition(pos);
+        if (mem != opsdk_ascendc::Mem::UB) {
+            opsdk_ascendc::Slot s;
+            opsdk_ascendc::GrowToCube(b);
+            s.offset = b.launch->MemBase(mem) + b.cubeUsed[static_cast<int>(mem)];
+            s.bytes = bytes;
+            s.owner = owner;
+            s.pos = pos;
+            b.cubeUsed[static_cast<int>(mem)] += bytes;
+            ++b.buffers;
+            return s;
         }
         if (b.ubUsed + bytes > b.launch->ubBytes) {
             opsdk_ascendc::Fail(api, "a buffer of " + opsdk_ascendc::S(bytes) + " bytes does not fit: " +
@@ -474,6 +593,7 @@ private:
         s.offset = b.ubUsed;
         s.bytes = bytes;
         s.owner = owner;
+        s.pos = pos;
         b.ubUsed += bytes;
         ++b.buffers;
         return s;
@@ -510,10 +630,12 @@ namespace AscendC {
 
 // Synchronisation between pipes (opsdk_model_pipes.h): SetFlag/WaitFlag per HardEvent and
 // event id, PipeBarrier<PIPE_ALL>. A pipe runs its own instructions in order, so
-// PipeBarrier of one pipe orders nothing the model does not already order.
+// PipeBarrier of one pipe orders nothing the model does not already order, except
+// PipeBarrier<PIPE_M>: the Cube needs it after a small Mmad (opsdk_model_cube.h).
 using TEventID = int32_t;
 template <pipe_t P> inline void PipeBarrier(opsdk_ascendc::Loc loc = {}) {
     if constexpr (P == PIPE_ALL) opsdk_ascendc::BarrierAll(loc);
+    if constexpr (P == PIPE_ALL || P == PIPE_M) opsdk_ascendc::Cur().pipes.smallMmad = 0;
 }
 
 }  // namespace AscendC
@@ -523,20 +645,20 @@ namespace opsdk_ascendc {
 constexpr int kEventIds = 8;
 inline std::pair<Pipe, Pipe> EventPipes(AscendC::HardEvent e) {
     using AscendC::HardEvent;
-    switch (e) {
-        case HardEvent::MTE2_V: return {Pipe::MTE2, Pipe::V};
-        case HardEvent::V_MTE2: return {Pipe::V, Pipe::MTE2};
-        case HardEvent::MTE3_V: return {Pipe::MTE3, Pipe::V};
-        case HardEvent::V_MTE3: return {Pipe::V, Pipe::MTE3};
-        case HardEvent::S_V: return {Pipe::S, Pipe::V};
-        case HardEvent::V_S: return {Pipe::V, Pipe::S};
-        case HardEvent::MTE2_S: return {Pipe::MTE2, Pipe::S};
-        case HardEvent::S_MTE2: return {Pipe::S, Pipe::MTE2};
-        case HardEvent::MTE3_S: return {Pipe::MTE3, Pipe::S};
-        case HardEvent::S_MTE3: return {Pipe::S, Pipe::MTE3};
-        case HardEvent::MTE2_MTE3: return {Pipe::MTE2, Pipe::MTE3};
-        default: return {Pipe::MTE3, Pipe::MTE2};
-    }
+    static const std::pair<Pipe, Pipe> pipes[] = {
+        {Pipe::MTE2, Pipe::MTE1}, {Pipe::MTE1, Pipe::MTE2}, {Pipe::MTE1, Pipe::M}, {Pipe::M, Pipe::MTE1},
+        {Pipe::MTE2, Pipe::V}, {Pipe::V, Pipe::MTE2}, {Pipe::MTE3, Pipe::V}, {Pipe::V, Pipe::MTE3},
+        {Pipe::M, Pipe::V}, {Pipe::V, Pipe::M}, {Pipe::V, Pipe::V}, {Pipe::MTE3, Pipe::MTE1},
+        {Pipe::MTE1, Pipe::MTE3}, {Pipe::MTE1, Pipe::V}, {Pipe::MTE2, Pipe::M}, {Pipe::M, Pipe::MTE2},
+        {Pipe::V, Pipe::MTE1}, {Pipe::M, Pipe::FIX}, {Pipe::FIX, Pipe::M}, {Pipe::MTE3, Pipe::MTE2},
+        {Pipe::MTE2, Pipe::MTE3}, {Pipe::S, Pipe::V}, {Pipe::V, Pipe::S}, {Pipe::S, Pipe::MTE2},
+        {Pipe::MTE2, Pipe::S}, {Pipe::S, Pipe::MTE3}, {Pipe::MTE3, Pipe::S}, {Pipe::MTE2, Pipe::FIX},
+        {Pipe::FIX, Pipe::MTE2}, {Pipe::FIX, Pipe::S}, {Pipe::M, Pipe::S}, {Pipe::FIX, Pipe::MTE3},
+        {Pipe::MTE1, Pipe::FIX}, {Pipe::FIX, Pipe::MTE1}, {Pipe::FIX, Pipe::FIX},
+    };
+    static_assert(sizeof(pipes) / sizeof(pipes[0]) == static_cast<size_t>(HardEvent::MAX));
+    if (e >= HardEvent::MAX) Fail("SetFlag/WaitFlag", "HardEvent::MAX is not an event");
+    return pipes[static_cast<int>(e)];
 }
 
 inline Flag& UserFlag(const char* api, AscendC::HardEvent e, int32_t id) {
@@ -660,6 +782,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
     uint8_t* d = dst.Span("DataCopy", "dstLocal", 0, calCount);
+    opsdk_ascendc::TagWrite(dst.UbAddr(), opsdk_ascendc::BytesOf<T>(calCount), opsdk_ascendc::TypeName<T>(),
+                            opsdk_ascendc::Form::ND);
     opsdk_ascendc::GmRead("DataCopy", src.ptr_, opsdk_ascendc::BytesOf<T>(calCount));
     std::memcpy(d, src.ptr_, opsdk_ascendc::BytesOf<T>(calCount));
 }
@@ -697,6 +821,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         const T* g = src.ptr_ + i * (p.blockLen + p.srcStride) * e;
         uint8_t* d = dst.Span("DataCopy", "dstLocal", i * (p.blockLen + p.dstStride) * e, len);
+        opsdk_ascendc::TagWrite(dst.UbAddr() + i * (p.blockLen + p.dstStride) * 32, len * sizeof(T),
+                                opsdk_ascendc::TypeName<T>(), opsdk_ascendc::Form::ND);
         opsdk_ascendc::GmRead("DataCopy", g, len * sizeof(T));
         std::memcpy(d, g, len * sizeof(T));
     }

@@ -2,7 +2,7 @@
 // between them, the race and synchronisation checker (docs/ascendc_model.md, "Pipes").
 //
 // The scalar unit issues instructions in program order to in-order queues, one per pipe
-// (S, V, MTE2, MTE3), which run concurrently. An instruction is ordered after every earlier
+// (S, V, MTE2, MTE3 and the Cube's MTE1, M, FIX), which run concurrently. An instruction is ordered after every earlier
 // instruction of its own pipe and, because the scalar unit issues in order, after every earlier
 // scalar instruction; anything else needs a flag: SetFlag<SRC_DST>(id) runs on SRC after SRC's
 // earlier instructions, WaitFlag<SRC_DST>(id) holds DST until then (basic_api/impl/
@@ -87,6 +87,11 @@ inline double Cost(const Instr& i, const Timing& T) {
         }
         case Pipe::SS:
             return T.scalarStore;
+        case Pipe::MTE1:
+        case Pipe::M:
+            return i.work < 0 ? 0 : i.work;  // LoadData and Mmad work out their cycles
+        case Pipe::FIX:
+            return i.gm == 0 ? 0 : T.fixLatency + double(i.gm) / T.fixBpc;
         case Pipe::S:
             if (i.gm != 0) return T.scalarGm;
             for (uint64_t b : i.ub) {
@@ -129,6 +134,14 @@ inline bool Before(const Pipes& P, uint32_t id, Pipe q) {
     return a.pipe == q || a.tick <= P.clock[static_cast<int>(q)][static_cast<int>(a.pipe)];
 }
 
+// "Unified Buffer bytes [a, b)", "L0C bytes [a, b)": a range of a block's local byte array.
+inline std::string LocalRange(uint64_t at, uint64_t n) {
+    const Launch& L = *Cur().launch;
+    const Mem m = L.MemOf(at);
+    const uint64_t base = L.MemBase(m);
+    return std::string(MemName(m)) + " bytes [" + S(at - base) + ", " + S(at - base + n) + ")";
+}
+
 inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeName(src)) + "_" + PipeName(dst); }
 
 [[noreturn]] inline void Race(const Pipes& P, uint32_t earlier, bool earlierWrites, bool laterWrites,
@@ -142,9 +155,11 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
         fix = "EnQue the tensor after the copy and DeQue it before computing on it, or " + fix;
     } else if (a.pipe == Pipe::V && b.pipe == Pipe::MTE3 && what.rfind("a TQue", 0) == 0) {
         fix = "EnQue the result and DeQue it before the copy out, or " + fix;
-    } else if (what.rfind("a TQue", 0) == 0 && (b.pipe == Pipe::MTE2 || a.pipe == Pipe::MTE3)) {
+    } else if (what.rfind("a TQue", 0) == 0 && (b.pipe == Pipe::MTE2 || a.pipe == Pipe::MTE3 || !earlierWrites)) {
         fix = "FreeTensor the tensor when its last reader is done and AllocTensor it again (the queue waits "
               "for the free), or " + fix;
+    } else if (what.rfind("a TQue", 0) == 0) {
+        fix = "EnQue the tensor after the first and DeQue it before the second, or " + fix;
     }
     const char* kind = earlierWrites ? (laterWrites ? "overwrites what" : "reads what") : "overwrites what";
     const char* verb = earlierWrites ? "wrote" : "read";
@@ -154,10 +169,37 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
             return bl->launch->kernel + " (block " + std::to_string(bl->idx) + " of " +
                    std::to_string(bl->launch->blockNum) + ")";
         }() +
-        ": race on Unified Buffer bytes [" + S(byte) + ", " + S(byte + run) + ") of " + what + ": " + Describe(b) +
+        ": race on " + LocalRange(byte, run) + " of " + what + ": " + Describe(b) +
         " " + kind + " " + Describe(a) + " " + verb +
         ", with no synchronisation between the two pipes (on the chip they run concurrently, so the result "
         "depends on timing). Fix: " + fix);
+}
+
+// A GM read by the current instruction of bytes [off, off + n) of `a` that an earlier
+// instruction of the same block on another pipe wrote, with no order between them, is a race
+// (a copy out may not have reached GM when the copy in reads it: FIX or MTE3, then MTE2 or S).
+inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write) {
+    Block* b = tBlock;
+    if (b == nullptr || b->pipes.current < 0) return;
+    Pipes& P = b->pipes;
+    const uint32_t me = static_cast<uint32_t>(P.current);
+    if (write) {
+        b->gmWrites.push_back(GmWriteRec{&a, off, off + n, me});
+        return;
+    }
+    const Pipe q = P.instrs[me].pipe;
+    for (const GmWriteRec& w : b->gmWrites) {
+        if (w.arg != &a || w.hi <= off || w.lo >= off + n || w.instr == me || Before(P, w.instr, q)) continue;
+        const Instr& wi = P.instrs[w.instr];
+        const std::string ev = HardEventName(wi.pipe, q);
+        throw ModelError(b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
+                         std::to_string(b->launch->blockNum) + "): race on GM bytes [" + S(std::max(w.lo, off)) +
+                         ", " + S(std::min(w.hi, off + n)) + ") of argument '" + a.name + "': " +
+                         Describe(P.instrs[me]) + " reads what " + Describe(wi) +
+                         " wrote, with no synchronisation between the two pipes (the write may not have reached GM "
+                         "when the read runs). Fix: SetFlag<HardEvent::" + ev + ">(id) after the first and "
+                         "WaitFlag<HardEvent::" + ev + ">(id) before the second");
+    }
 }
 
 // What a race is on: the argument and its buffer.
@@ -170,8 +212,7 @@ struct Buffer {
     // instruction's own name for the tensor may differ)
     std::string Name(const char* api) const {
         const char* kind = raw ? "a LocalTensor made from an address" : tbuf ? "a TBuf" : "a TQue buffer";
-        return std::string(kind) + " at Unified Buffer bytes [" + S(offset) + ", " +
-               S(offset + bytes) + ") (" + api + "'s argument " + arg + ")";
+        return std::string(kind) + " at " + LocalRange(offset, bytes) + " (" + api + "'s argument " + arg + ")";
     }
 };
 
