@@ -14,6 +14,8 @@ examples:
   opsdk new MyOp --inputs x:float16,float32 --outputs y --attrs threshold:float=0.5 \\
       --domain com.example
   opsdk new MyGridSample --like onnx:GridSample
+  opsdk new MyRmsNorm --like llm:rms_norm     (also llm:add_rms_norm, llm:swiglu,
+                                               llm:rotary_embedding: complete starters)
 
 inputs/outputs: NAME[:DTYPE,DTYPE...][?]  ('?' marks an optional input; outputs without
 dtypes share the first input's type). attrs: NAME:TYPE[=DEFAULT] with TYPE one of int,
@@ -34,7 +36,10 @@ def register(sub: Any) -> None:
     p.add_argument("--attrs", nargs="+", default=[], metavar="SPEC")
     p.add_argument("--domain", default="com.example", help="ONNX domain (default com.example)")
     p.add_argument("--dir", default="operators", help="parent folder (default ./operators)")
-    p.add_argument("--like", metavar="onnx:OP", help="pre-fill from a standard ONNX op's schema")
+    p.add_argument("--like", metavar="onnx:OP|llm:PATTERN",
+                   help="pre-fill from a standard ONNX op's schema, or start from a complete "
+                   "LLM operator (llm:rms_norm, llm:add_rms_norm, llm:swiglu, "
+                   "llm:rotary_embedding)")
     p.add_argument(
         "--decomposition", metavar="EXPR",
         help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
@@ -69,6 +74,11 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str, 
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._starters import starter_of
+
+    starter = starter_of(args.like) if args.like else None
+    if starter:
+        return _run_starter(args, starter)
     inputs: list[IoDecl] = []
     outputs: list[IoDecl] = []
     attrs: list[Attr] = []
@@ -96,6 +106,27 @@ def run(args: argparse.Namespace) -> int:
     if args.decomposition:
         _aicore_kernel(path)
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")
+    return 0
+
+
+def _run_starter(args: argparse.Namespace, starter: str) -> int:
+    """``--like llm:PATTERN``: the starter's complete operator, under the given name."""
+    from .._starters import new_starter
+    from ..errors import ScaffoldError
+
+    given = [f for f in ("inputs", "outputs", "attrs", "decomposition", "backward")
+             if getattr(args, f)]
+    if given:
+        raise ScaffoldError(
+            f"--like {args.like}: the starter defines the operator's inputs, outputs, "
+            f"attributes, decomposition and backward; drop --{given[0]} and edit "
+            "spec.py after it is created"
+        )
+    path = new_starter(args.name, starter, domain=args.domain, root=args.dir)
+    print(f"created {path}/ from {args.like} (spec.py, shape.h, kernel.cpp, reference.py, "
+          f"test_{path.name}.py, README.md)")
+    _warn_builtin(args.name, path)
+    print(f"next: opsdk test {args.name} && opsdk check {args.name}")
     return 0
 
 
