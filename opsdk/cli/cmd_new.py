@@ -123,8 +123,8 @@ def _run_starter(args: argparse.Namespace, starter: str) -> int:
             "spec.py after it is created"
         )
     path = new_starter(args.name, starter, domain=args.domain, root=args.dir)
-    print(f"created {path}/ from {args.like} (spec.py, shape.h, kernel.cpp, reference.py, "
-          f"test_{path.name}.py, README.md)")
+    files = ", ".join(sorted(p.name for p in path.iterdir()))
+    print(f"created {path}/ from {args.like} ({files})")
     _warn_builtin(args.name, path)
     print(f"next: opsdk test {args.name} && opsdk check {args.name}")
     return 0
