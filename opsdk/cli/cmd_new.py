@@ -15,7 +15,8 @@ examples:
       --domain com.example
   opsdk new MyGridSample --like onnx:GridSample
   opsdk new MyRmsNorm --like llm:rms_norm     (also llm:add_rms_norm, llm:swiglu,
-                                               llm:rotary_embedding: complete starters)
+      llm:rotary_embedding, llm:dequant_swiglu_quant, onnx:RMSNormalization: complete
+      operators, green unedited)
 
 inputs/outputs: NAME[:DTYPE,DTYPE...][?]  ('?' marks an optional input; outputs without
 dtypes share the first input's type). attrs: NAME:TYPE[=DEFAULT] with TYPE one of int,
@@ -39,7 +40,8 @@ def register(sub: Any) -> None:
     p.add_argument("--like", metavar="onnx:OP|llm:PATTERN",
                    help="pre-fill from a standard ONNX op's schema, or start from a complete "
                    "LLM operator (llm:rms_norm, llm:add_rms_norm, llm:swiglu, "
-                   "llm:rotary_embedding)")
+                   "llm:rotary_embedding, llm:dequant_swiglu_quant; onnx:RMSNormalization "
+                   "is complete too)")
     p.add_argument(
         "--decomposition", metavar="EXPR",
         help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
@@ -76,9 +78,8 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str, 
 def run(args: argparse.Namespace) -> int:
     from .._starters import starter_of
 
-    starter = starter_of(args.like) if args.like else None
-    if starter:
-        return _run_starter(args, starter)
+    if args.like and starter_of(args.like) is not None:
+        return _run_starter(args)
     inputs: list[IoDecl] = []
     outputs: list[IoDecl] = []
     attrs: list[Attr] = []
@@ -109,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_starter(args: argparse.Namespace, starter: str) -> int:
-    """``--like llm:PATTERN``: the starter's complete operator, under the given name."""
+def _run_starter(args: argparse.Namespace) -> int:
+    """``--like llm:PATTERN`` (or a complete ONNX operator): the starter's complete operator,
+    under the given name."""
     from .._starters import new_starter
     from ..errors import ScaffoldError
 
@@ -122,7 +124,7 @@ def _run_starter(args: argparse.Namespace, starter: str) -> int:
             f"attributes, decomposition and backward; drop --{given[0]} and edit "
             "spec.py after it is created"
         )
-    path = new_starter(args.name, starter, domain=args.domain, root=args.dir)
+    path = new_starter(args.name, args.like, domain=args.domain, root=args.dir)
     files = ", ".join(sorted(p.name for p in path.iterdir()))
     print(f"created {path}/ from {args.like} ({files})")
     _warn_builtin(args.name, path)

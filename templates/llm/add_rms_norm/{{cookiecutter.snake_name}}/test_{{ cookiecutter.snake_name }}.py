@@ -5,6 +5,7 @@ pattern's invariant on the kernel's outputs in every dtype.
 Run: opsdk test {{ cookiecutter.op_name }}   (or: pytest {{ cookiecutter.snake_name }}/)
 """
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,31 +13,22 @@ import pytest
 
 import opsdk
 from opsdk.dtypes import to_numpy
+from opsdk.registry import load_spec
 from opsdk.testing import op_tests
 
 globals().update(op_tests(__file__))
 
 FOLDER = Path(__file__).resolve().parent
+# reference.py, as opsdk loaded it beside spec.py
+REF = sys.modules[load_spec(FOLDER).reference.__module__]
 # Relative error of mean((y/gamma)^2) the kernel may show: y is rounded to its dtype.
 INVARIANT_TOL = {"float32": 1e-5, "float16": 4e-3, "bfloat16": 3e-2}
-
-
-def _reference(name: str):  # type: ignore[no-untyped-def]
-    """A function of this folder's reference.py."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_reference", FOLDER / "reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 @pytest.mark.parametrize("dtype", sorted(INVARIANT_TOL))
 def test_unit_rms(dtype: str) -> None:
     """The residual output is x1 + x2; y / gamma has unit RMS (up to epsilon) over its rows and
     rstd is theirs, for the kernel and the reference."""
-    invariant, reference = _reference("invariant"), _reference("reference")
     np_dtype = to_numpy(dtype)
     rng = np.random.default_rng(0)
     x1 = (rng.standard_normal((6, 257)) * 3).astype(np_dtype)
@@ -44,6 +36,6 @@ def test_unit_rms(dtype: str) -> None:
     gamma = rng.uniform(0.5, 2.0, 257).astype(np_dtype)
     y, rstd, x = opsdk.load(str(FOLDER))(x1, x2, gamma, epsilon=1e-6)
     np.testing.assert_array_equal(x, (x1.astype(np.float32) + x2.astype(np.float32)).astype(np_dtype))
-    assert invariant(x, y, rstd, gamma) <= INVARIANT_TOL[dtype]
-    wide = reference(x1.astype(np.float64), x2.astype(np.float64), gamma)
-    assert invariant(wide[2], wide[0], wide[1], gamma) <= 1e-12
+    assert REF.invariant(x, y, rstd, gamma) <= INVARIANT_TOL[dtype]
+    wide = REF.reference(x1.astype(np.float64), x2.astype(np.float64), gamma)
+    assert REF.invariant(wide[2], wide[0], wide[1], gamma) <= 1e-12

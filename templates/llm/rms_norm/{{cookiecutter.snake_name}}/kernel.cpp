@@ -1,7 +1,7 @@
 // {{ cookiecutter.op_name }} CPU kernel (from the {{ cookiecutter.starter }} starter).
 //
-// x is seen as rows x D. Per row: the sum of squares at the target's vector width
-// (opsdk_vec::wide), in float32 blocks of 1024 flushed into a double so long rows keep
+// x is seen as rows x D. Per row (opsdk/rms.h, on opsdk/vec.h): the sum of squares at the
+// target's vector width, in float32 blocks of 1024 flushed into a double so long rows keep
 // float32 accuracy; then y = x * rstd * gamma, narrowed to T. gamma is widened to float32
 // once per call; rows are spread over the threads.
 #include <opsdk/custom_op.h>
@@ -10,52 +10,11 @@
 #include <cmath>
 #include <vector>
 
-#include <opsdk/vec.h>
+#include <opsdk/rms.h>
 
 namespace {
 
-constexpr int64_t kBlock = 1024;          // elements summed in float32 before a double flush
 constexpr int64_t kGrainElems = 1 << 16;  // elements per task
-
-template <class T>
-double sum_squares(const T* x, int64_t n) {
-  using namespace opsdk_vec::wide;
-  constexpr int64_t L = kLanes;
-  double total = 0.0;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
-    vf a0 = splat(0.0f), a1 = a0;
-    int64_t i = b;
-    for (; i + 2 * L <= e; i += 2 * L) {
-      const vf v0 = load_f(x + i), v1 = load_f(x + i + L);
-      a0 = fma(v0, v0, a0);
-      a1 = fma(v1, v1, a1);
-    }
-    if (i + L <= e) {
-      const vf v = load_f(x + i);
-      a0 = fma(v, v, a0);
-      i += L;
-    }
-    if (i < e) {
-      const vf v = load_partial(x + i, e - i);
-      a1 = fma(v, v, a1);
-    }
-    total += static_cast<double>(hsum(a0 + a1));
-  }
-  return total;
-}
-
-template <class T>
-void scale_row(const T* x, T* y, int64_t n, float rstd, const float* gamma) {
-  using namespace opsdk_vec::wide;
-  const vf s = splat(rstd);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) store_f(y + i, load_f(x + i) * s * load(gamma + i));
-  if (i < n) {
-    const int64_t k = n - i;
-    store_partial(y + i, load_partial(x + i, k) * s * load_partial(gamma + i, k), k);
-  }
-}
 
 template <class T>
 void {{ cookiecutter.snake_name }}_kernel(const CustomOpKernelContext& ctx) {
@@ -77,10 +36,10 @@ void {{ cookiecutter.snake_name }}_kernel(const CustomOpKernelContext& ctx) {
   const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(d, 1));
   ctx.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const double mean_sq = sum_squares(px + r * d, d) / static_cast<double>(std::max<int64_t>(d, 1));
+      const double mean_sq = opsdk_rms::sum_squares(px + r * d, d) / static_cast<double>(std::max<int64_t>(d, 1));
       const float rstd = static_cast<float>(1.0 / std::sqrt(mean_sq + static_cast<double>(eps)));
       prstd[r] = rstd;
-      scale_row(px + r * d, py + r * d, d, rstd, gamma.data());
+      opsdk_rms::scale_row(px + r * d, py + r * d, d, rstd, gamma.data());
     }
   });
 }

@@ -62,13 +62,20 @@ def _shape(x: TensorType, gamma: TensorType, *, epsilon: float) -> list[TensorTy
     ]
 
 
+def _mean_last(fb, t):  # type: ignore[no-untyped-def]
+    """ReduceMean over the last axis, keepdims: axes an input from opset 18, an attribute
+    before."""
+    if fb.opset >= 18:
+        return fb.op("ReduceMean", t, fb.op("Constant", value_ints=[-1]), keepdims=1)
+    return fb.op("ReduceMean", t, axes=[-1], keepdims=1)
+
+
 @SPEC.register_function
 def _decomposition(fb):  # type: ignore[no-untyped-def]
     """The ONNX fallback, in float32: Mul/ReduceMean/Add/Sqrt/Reciprocal, then the scale."""
     x = fb.op("Cast", fb.input("x"), to=1)
     gamma = fb.op("Cast", fb.input("gamma"), to=1)
-    axes = fb.op("Constant", value_ints=[-1])
-    mean_sq = fb.op("ReduceMean", fb.op("Mul", x, x), axes, keepdims=1)
+    mean_sq = _mean_last(fb, fb.op("Mul", x, x))
     eps = fb.op("Constant", value_float=fb.attr("epsilon"))
     rstd = fb.op("Reciprocal", fb.op("Sqrt", fb.op("Add", mean_sq, eps)))
     y = fb.op("CastLike", fb.op("Mul", fb.op("Mul", x, rstd), gamma), fb.input("x"))
