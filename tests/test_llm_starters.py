@@ -12,16 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from opsdk._starters import STARTERS
+from opsdk._starters import ONNX_OPERATORS, STARTERS
 from opsdk.cli import main
 from opsdk.registry import load_spec
 
 NAMES = {
-    "rms_norm": "LlmRmsNorm",
-    "add_rms_norm": "LlmAddRmsNorm",
-    "swiglu": "LlmSwiglu",
-    "rotary_embedding": "LlmRope",
-    "dequant_swiglu_quant": "LlmDequantSwigluQuant",
+    "llm:rms_norm": "LlmRmsNorm",
+    "llm:add_rms_norm": "LlmAddRmsNorm",
+    "llm:swiglu": "LlmSwiglu",
+    "llm:rotary_embedding": "LlmRope",
+    "llm:dequant_swiglu_quant": "LlmDequantSwigluQuant",
+    "onnx:RMSNormalization": "OnnxRmsNormalization",
 }
 
 
@@ -30,7 +31,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One project holding every starter, scaffolded through the CLI."""
     root = tmp_path_factory.mktemp("llm")
     for starter, name in NAMES.items():
-        assert main(["new", name, "--like", f"llm:{starter}", "--dir",
+        assert main(["new", name, "--like", starter, "--dir",
                      str(root / "operators"), "--domain", "com.llm"]) == 0
     return root
 
@@ -46,22 +47,23 @@ def _reference(folder: Path) -> Any:
 
 
 def test_every_starter_is_listed():
-    assert set(NAMES) == set(STARTERS)
+    assert {k for k in NAMES if k.startswith("llm:")} == {f"llm:{k}" for k in STARTERS}
+    assert {k for k in NAMES if k.startswith("onnx:")} == {f"onnx:{k}" for k in ONNX_OPERATORS}
 
 
 def test_starters_write_a_complete_operator(project):
     for starter, name in NAMES.items():
-        folder = project / "operators" / load_spec(project / "operators" / _snake(name)).snake_name
+        folder = project / "operators" / _snake(name)
         spec = load_spec(folder)
         assert spec.op_type == ("com.llm", name, 1)
         assert spec.function is not None, starter
-        if starter != "dequant_swiglu_quant":  # int32 in, int8 out
+        if starter != "llm:dequant_swiglu_quant":  # int32 in, int8 out
             assert set(spec.types["T"]) == {"bfloat16", "float16", "float32"}
         files = {p.name for p in folder.iterdir()}
         assert {"spec.py", "kernel.cpp", "reference.py", "README.md"} <= files
         assert ("shape.h" in files) == (not spec.elementwise), starter  # non-elementwise: shape.h
         assert f'REGISTER_CUSTOM_OP("{name}")' in (folder / "kernel.cpp").read_text()
-        if starter != "dequant_swiglu_quant":  # int32 rows: scalar loops
+        if starter != "llm:dequant_swiglu_quant":  # int32 rows: scalar loops
             kernel = (folder / "kernel.cpp").read_text()
             assert "opsdk/vec.h" in kernel or "opsdk/rms.h" in kernel, starter
     assert load_spec(project / "operators" / "llm_rms_norm").backward is not None
@@ -86,7 +88,7 @@ def test_starter_passes_opsdk_test_and_check_unedited(project, starter):
     out = checked.stdout + checked.stderr
     assert checked.returncode == 0, out[-3000:]
     assert "opcheck passed" in out, out[-3000:]
-    if starter == "dequant_swiglu_quant":  # no float32 sample: its backward is checked below
+    if starter == "llm:dequant_swiglu_quant":  # no float32 sample: its backward is checked below
         assert "gradcheck not run" in out, out[-3000:]
     else:
         assert "gradcheck passed" in out, out[-3000:]
@@ -94,19 +96,20 @@ def test_starter_passes_opsdk_test_and_check_unedited(project, starter):
 
 def _fallback_cases() -> list[tuple[str, dict[str, tuple[int, ...]], dict[str, Any]]]:
     return [
-        ("rms_norm", {"x": (3, 5, 64), "gamma": (64,)}, {"epsilon": 1e-5}),
-        ("add_rms_norm", {"x1": (4, 48), "x2": (4, 48), "gamma": (48,)}, {}),
-        ("swiglu", {"gate": (2, 7, 40), "up": (2, 7, 40)}, {}),
-        ("rotary_embedding", {"x": (2, 3, 5, 24), "cos": (2, 1, 5, 16), "sin": (2, 1, 5, 16)},
+        ("llm:rms_norm", {"x": (3, 5, 64), "gamma": (64,)}, {"epsilon": 1e-5}),
+        ("llm:add_rms_norm", {"x1": (4, 48), "x2": (4, 48), "gamma": (48,)}, {}),
+        ("llm:swiglu", {"gate": (2, 7, 40), "up": (2, 7, 40)}, {}),
+        ("llm:rotary_embedding", {"x": (2, 3, 5, 24), "cos": (2, 1, 5, 16), "sin": (2, 1, 5, 16)},
          {"interleaved": 0}),
-        ("rotary_embedding", {"x": (2, 3, 5, 24), "cos": (1, 1, 5, 16), "sin": (1, 1, 5, 16)},
+        ("llm:rotary_embedding", {"x": (2, 3, 5, 24), "cos": (1, 1, 5, 16), "sin": (1, 1, 5, 16)},
          {"interleaved": 1}),
-        ("dequant_swiglu_quant", {"x": (6, 64), "weight_scale": (64,), "activation_scale": (6,)},
+        ("llm:dequant_swiglu_quant", {"x": (6, 64), "weight_scale": (64,), "activation_scale": (6,)},
          {}),
+        ("onnx:RMSNormalization", {"x": (2, 3, 4, 5), "scale": (4, 5)}, {"axis": 2}),
     ]
 
 
-@pytest.mark.parametrize("opset", [15, 21])
+@pytest.mark.parametrize("opset", [15, 21, 23])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("starter,shapes,attrs", _fallback_cases())
 def test_fallback_runs_in_onnxruntime(project, starter, shapes, attrs, dtype, opset):
@@ -119,6 +122,8 @@ def test_fallback_runs_in_onnxruntime(project, starter, shapes, attrs, dtype, op
 
     folder = project / "operators" / _snake(NAMES[starter])
     spec = load_spec(folder)
+    if opset < 23 and spec.onnx_op == "RMSNormalization":
+        pytest.skip("ONNX RMSNormalization needs opset 23")
     if dtype != "float32" and not spec.types:
         pytest.skip(f"{spec.name} has fixed dtypes")
     dtypes = {i.name: dtype if i.type in spec.types else i.type for i in spec.inputs}
@@ -178,3 +183,42 @@ def test_starter_refusals(tmp_path, capsys):
     assert (tmp_path / "mine" / "spec.py").read_text() == "# edited\n"
     assert main(["new", "lower", "--like", "llm:swiglu", "--dir", str(tmp_path)]) == 1
     assert "op name must be UpperCamelCase" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("starter,shapes,attrs", [
+    ("llm:rms_norm", {"x": (4, 6, 64), "gamma": (64,)}, {"epsilon": 1e-6}),
+    ("llm:add_rms_norm", {"x1": (4, 64), "x2": (4, 64), "gamma": (64,)}, {"epsilon": 1e-6}),
+    ("onnx:RMSNormalization", {"x": (3, 4, 40), "scale": (40,)},
+     {"axis": -1, "epsilon": 1e-5, "stash_type": 1}),
+])
+def test_onnxruntime_equivalent_for_bench(project, starter, shapes, attrs):
+    """`opsdk bench`'s ONNX Runtime column: the starters register ONNX Runtime's
+    SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization (com.microsoft), and
+    the opset-23 operator gets its RMSNormalization node at opset 23; each runs in ONNX
+    Runtime with the reference's results."""
+    from opsdk.bench import OrtRunner, ort_equivalent
+
+    folder = project / "operators" / _snake(NAMES[starter])
+    spec = load_spec(folder)
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal(shapes[i.name]).astype(np.float32) for i in spec.inputs]
+    want = _reference(folder).reference(*inputs, **attrs)
+    want = [want] if isinstance(want, np.ndarray) else list(want)
+    outputs = [np.empty(w.shape, np.float32) for w in want]
+    graph = ort_equivalent(spec, inputs, attrs, outputs)
+    assert graph is not None
+    OrtRunner(graph, inputs, outputs, threads=1)()
+    for got, w in zip(outputs, want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+
+
+def test_single_node_refuses_miswired_outputs(project):
+    from opsdk.bench import single_node
+    from opsdk.errors import OpsdkError
+
+    spec = load_spec(project / "operators" / "llm_add_rms_norm")
+    x = np.zeros((2, 8), np.float32)
+    with pytest.raises(OpsdkError, match=r"node_outputs \['y', '', 'rstd'\] must name each "
+                       r"output of the spec \(y, rstd, x\) once"):
+        single_node("SkipSimplifiedLayerNormalization", spec, [x, x, x[0]], {}, [x, x, x],
+                    domain="com.microsoft", node_outputs=["y", "", "rstd"])

@@ -10,6 +10,7 @@ The sum is kept in float32 for the normalisation and rounded once for the output
 the next layer's residual add reads. bfloat16, float16 and float32; statistics in float32.
 """
 
+from opsdk.bench import register_ort_equivalent, single_node
 from opsdk.errors import SpecError
 from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
 
@@ -88,3 +89,12 @@ def _decomposition(fb):  # type: ignore[no-untyped-def]
     rstd = fb.op("Reciprocal", fb.op("Sqrt", fb.op("Add", mean_sq, eps)))
     y = fb.op("CastLike", fb.op("Mul", fb.op("Mul", x, rstd), gamma), fb.input("x1"))
     return y, rstd, fb.op("CastLike", x, fb.input("x1"))
+
+
+@register_ort_equivalent(SPEC.name)
+def _onnxruntime(spec, inputs, attrs, outputs):  # type: ignore[no-untyped-def]
+    """The ONNX Runtime column of `opsdk bench`: ONNX Runtime's SkipSimplifiedLayerNormalization
+    (com.microsoft), whose outputs are (y, mean, inv_std_var, input_skip_bias_sum)."""
+    return single_node("SkipSimplifiedLayerNormalization", spec, inputs,
+                       {"epsilon": attrs["epsilon"]}, outputs, domain="com.microsoft",
+                       node_outputs=["y", "", "rstd", "x"])

@@ -10,6 +10,7 @@ the per-row statistic a backward or a fused follower reuses; a caller that needs
 the first output.
 """
 
+from opsdk.bench import register_ort_equivalent, single_node
 from opsdk.errors import SpecError
 from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
 
@@ -80,6 +81,14 @@ def _decomposition(fb):  # type: ignore[no-untyped-def]
     rstd = fb.op("Reciprocal", fb.op("Sqrt", fb.op("Add", mean_sq, eps)))
     y = fb.op("CastLike", fb.op("Mul", fb.op("Mul", x, rstd), gamma), fb.input("x"))
     return y, rstd
+
+
+@register_ort_equivalent(SPEC.name)
+def _onnxruntime(spec, inputs, attrs, outputs):  # type: ignore[no-untyped-def]
+    """The ONNX Runtime column of `opsdk bench`: ONNX Runtime's SimplifiedLayerNormalization,
+    the node its optimizer fuses an exported RMSNorm into (outputs y and rstd alike)."""
+    return single_node("SimplifiedLayerNormalization", spec, inputs,
+                       {"axis": -1, "epsilon": attrs["epsilon"]}, outputs)
 
 
 @SPEC.register_backward
