@@ -222,3 +222,13 @@ def test_single_node_refuses_miswired_outputs(project):
                        r"output of the spec \(y, rstd, x\) once"):
         single_node("SkipSimplifiedLayerNormalization", spec, [x, x, x[0]], {}, [x, x, x],
                     domain="com.microsoft", node_outputs=["y", "", "rstd"])
+
+
+def test_starters_python_is_lint_clean(project):
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is not installed in this environment (pip install -e .[dev])")
+    proc = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--line-length", "100",
+                           "--select", "E,F,W,B", str(project / "operators")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout

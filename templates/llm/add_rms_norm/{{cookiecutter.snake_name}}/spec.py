@@ -53,7 +53,7 @@ def _shape(x1: TensorType, x2: TensorType, gamma: TensorType, *,
     """y and x like x1; rstd (float32) keeps x1's leading dims and 1 for the last."""
     if x1.rank == 0:
         raise SpecError(f"{SPEC.name}: input 'x1' is a scalar; it needs rank >= 1 (..., D)")
-    if x2.rank != x1.rank or not all(_same(a, b) for a, b in zip(x1.shape, x2.shape)):
+    if x2.rank != x1.rank or not all(_same(a, b) for a, b in zip(x1.shape, x2.shape, strict=True)):
         raise SpecError(
             f"{SPEC.name}: input 'x2' has shape {tuple(x2.shape)}; expected x1's shape "
             f"{tuple(x1.shape)} (the residual is added element by element)"

@@ -35,7 +35,8 @@ def test_unit_rms(dtype: str) -> None:
     x2 = rng.standard_normal((6, 257)).astype(np_dtype)
     gamma = rng.uniform(0.5, 2.0, 257).astype(np_dtype)
     y, rstd, x = opsdk.load(str(FOLDER))(x1, x2, gamma, epsilon=1e-6)
-    np.testing.assert_array_equal(x, (x1.astype(np.float32) + x2.astype(np.float32)).astype(np_dtype))
+    total = x1.astype(np.float32) + x2.astype(np.float32)
+    np.testing.assert_array_equal(x, total.astype(np_dtype))
     assert REF.invariant(x, y, rstd, gamma) <= INVARIANT_TOL[dtype]
     wide = REF.reference(x1.astype(np.float64), x2.astype(np.float64), gamma)
     assert REF.invariant(wide[2], wide[0], wide[1], gamma) <= 1e-12

@@ -68,7 +68,7 @@ def _shape(x: TensorType, weight_scale: TensorType,
                         f"expected ({d},), x's last dim")
     lead = tuple(x.shape[:-1])
     if activation_scale.rank != len(lead) or not all(
-            _same(a, b) for a, b in zip(activation_scale.shape, lead)):
+            _same(a, b) for a, b in zip(activation_scale.shape, lead, strict=True)):
         raise SpecError(f"{name}: input 'activation_scale' has shape "
                         f"{tuple(activation_scale.shape)}; expected x's leading dims {lead}")
     half = d // 2 if isinstance(d, int) else None

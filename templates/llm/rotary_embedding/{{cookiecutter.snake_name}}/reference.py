@@ -21,7 +21,8 @@ def reference(x, cos, sin, *, interleaved=0):  # type: ignore[no-untyped-def]
     xf = x.astype(wide)
     r = np.shape(cos)[-1]
     part = xf[..., :r]
-    y = part * np.asarray(cos).astype(wide) + rotate(part, interleaved) * np.asarray(sin).astype(wide)
+    c, s = np.asarray(cos).astype(wide), np.asarray(sin).astype(wide)
+    y = part * c + rotate(part, interleaved) * s
     return np.concatenate([y, xf[..., r:]], axis=-1).astype(x.dtype)
 
 

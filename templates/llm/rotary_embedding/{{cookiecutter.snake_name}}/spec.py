@@ -69,7 +69,7 @@ def _shape(x: TensorType, cos: TensorType, sin: TensorType, *, interleaved: int)
     lead_x, lead_c = tuple(x.shape[:-1]), tuple(cos.shape[:-1])
     fits = len(lead_c) <= len(lead_x) and all(
         c == 1 or not _known(c) or not _known(n) or c == n
-        for c, n in zip(reversed(lead_c), reversed(lead_x))
+        for c, n in zip(reversed(lead_c), reversed(lead_x), strict=False)
     )
     if not fits:
         raise SpecError(f"{name}: input 'cos' has shape {tuple(cos.shape)}, whose leading dims "

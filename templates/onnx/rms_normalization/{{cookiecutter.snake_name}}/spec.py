@@ -1,4 +1,4 @@
-"""{{ cookiecutter.op_name }}: ONNX RMSNormalization (opset 23), as ONNX's reference implementation computes it.
+"""{{ cookiecutter.op_name }}: ONNX RMSNormalization (opset 23), as ONNX's reference computes it.
 
 Created by ``opsdk new {{ cookiecutter.op_name }} --like {{ cookiecutter.starter }}``. With ``axis`` splitting
 X's shape into rows and the normalised dims (D elements)::
@@ -68,7 +68,7 @@ def _shape(x: TensorType, scale: TensorType, *, axis: int, epsilon: float,
     norm = tuple(x.shape[_axis(x.rank, axis):])
     fits = scale.rank <= len(norm) and all(
         s == 1 or not isinstance(s, int) or not isinstance(n, int) or s == n
-        for s, n in zip(reversed(scale.shape), reversed(norm))
+        for s, n in zip(reversed(scale.shape), reversed(norm), strict=False)
     )
     if not fits:
         raise SpecError(f"{SPEC.name}: input 'scale' has shape {tuple(scale.shape)}, which does "
