@@ -190,12 +190,16 @@ def test_starter_refusals(tmp_path, capsys):
     ("llm:add_rms_norm", {"x1": (4, 64), "x2": (4, 64), "gamma": (64,)}, {"epsilon": 1e-6}),
     ("onnx:RMSNormalization", {"x": (3, 4, 40), "scale": (40,)},
      {"axis": -1, "epsilon": 1e-5, "stash_type": 1}),
+    ("llm:swiglu", {"gate": (4, 96), "up": (4, 96)}, {}),
+    ("llm:rotary_embedding", {"x": (2, 3, 5, 24), "cos": (1, 1, 5, 16), "sin": (1, 1, 5, 16)},
+     {"interleaved": 1}),
 ])
 def test_onnxruntime_equivalent_for_bench(project, starter, shapes, attrs):
     """`opsdk bench`'s ONNX Runtime column: the starters register ONNX Runtime's
-    SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization (com.microsoft), and
-    the opset-23 operator gets its RMSNormalization node at opset 23; each runs in ONNX
-    Runtime with the reference's results."""
+    SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization (com.microsoft), the
+    opset-23 operator gets its RMSNormalization node at opset 23, and SwiGLU and rotary
+    embedding their ONNX fallback (the decomposition); each runs in ONNX Runtime with the
+    reference's results."""
     from opsdk.bench import OrtRunner, ort_equivalent
 
     folder = project / "operators" / _snake(NAMES[starter])
@@ -207,6 +211,9 @@ def test_onnxruntime_equivalent_for_bench(project, starter, shapes, attrs):
     outputs = [np.empty(w.shape, np.float32) for w in want]
     graph = ort_equivalent(spec, inputs, attrs, outputs)
     assert graph is not None
+    if starter in ("llm:swiglu", "llm:rotary_embedding"):
+        assert graph.note == "the operator's ONNX fallback (decomposition)"
+        assert {f.name for f in graph.model.functions} == {spec.name}
     OrtRunner(graph, inputs, outputs, threads=1)()
     for got, w in zip(outputs, want):
         np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)

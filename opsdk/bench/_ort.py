@@ -9,8 +9,10 @@ so neither side allocates outputs inside the timed call).
 Built in: ThresholdedRelu, Gelu, LayerNormalization, Softmax, GridSample (one standard
 node each) and FusedConvBnRelu (Conv + BatchNormalization + Relu with weights and
 BatchNormalization parameters as initializers, so ONNX Runtime can fold and prepack them
-as it does in a real model). Other operators with ``spec.onnx_op`` get a node of that
-type with the same inputs and attributes; :func:`register_ort_equivalent` adds more.
+as it does in a real model). :func:`register_ort_equivalent` adds more; otherwise operators
+with ``spec.onnx_op`` get a node of that type with the same inputs and attributes, and
+operators with a fallback function get the model ``opsdk export --with-function`` writes
+(the decomposition an exporter would have left in the graph).
 """
 
 from __future__ import annotations
@@ -244,7 +246,35 @@ def ort_equivalent(
     builder = _BUILDERS.get(spec.name)
     if builder is None and spec.onnx_op:
         builder = _standard(spec.onnx_op)
+    if builder is None and spec.function is not None:
+        builder = _fallback_function
     return builder(spec, inputs, attrs, outputs) if builder is not None else None
+
+
+def _fallback_function(
+    spec: OpSpec,
+    inputs: Sequence[np.ndarray | None],
+    attrs: dict[str, Any],
+    outputs: Sequence[np.ndarray],
+) -> OrtGraph:
+    """The operator's ONNX fallback (its decomposition, which ONNX Runtime inlines): the
+    graph an exporter writes for the operator, e.g. Mul(Mul(gate, Sigmoid(gate)), up)."""
+    from ..onnx import export_model, function_opset
+    from ..spec import REQUIRED
+
+    names = [i.name for i in spec.inputs]
+    shapes = {n: a.shape for n, a in zip(names, inputs) if a is not None}
+    dtypes = {n: dtype_name(a.dtype) for n, a in zip(names, inputs) if a is not None}
+    given = {k: v for k, v in attrs.items() if v is not REQUIRED}
+    try:
+        model = export_model(spec, shapes=shapes, dtype=dtypes, attrs=given,
+                             opset=function_opset(spec, OPSET), with_function=True)
+    except OpsdkError as e:
+        raise OpsdkError(f"{spec.name}: its ONNX fallback cannot be the ONNX Runtime "
+                         f"equivalent: {e}") from None
+    return OrtGraph(model, [n if a is not None else None for n, a in zip(names, inputs)],
+                    "the operator's ONNX fallback (decomposition)",
+                    output_names=[o.name for o in spec.outputs])
 
 
 class OrtRunner:
