@@ -33,7 +33,7 @@ from .errors import ScaffoldError, SpecError
 from .naming import spellings
 from .spec import Attr, Input, OpSpec, Output
 
-__all__ = ["IoDecl", "parse_io", "parse_attrs", "new_operator"]
+__all__ = ["IoDecl", "parse_io", "parse_attrs", "new_operator", "render_template"]
 
 
 @dataclass(frozen=True)
@@ -323,12 +323,35 @@ def _decomposition_reference(spec: OpSpec) -> str:
 
 
 def _render(target: Path, context: dict[str, Any]) -> None:
+    _render_into(_paths.data_dir("templates") / "operator", target, context)
+
+
+def render_template(template: Path, root: Path, context: dict[str, Any]) -> Path:
+    """Render cookiecutter ``template`` (its folder is ``{{cookiecutter.snake_name}}``) as
+    ``root / context["snake_name"]``; refuse an existing folder. Returns the folder.
+
+    Example:
+        >>> render_template(Path("templates/llm/swiglu"), Path("operators"),
+        ...                 {"op_name": "MySwiglu", "snake_name": "my_swiglu"})  # doctest: +SKIP
+        PosixPath('operators/my_swiglu')
+    """
+    target = safe_target(root, context["snake_name"])
+    if target.exists():
+        raise ScaffoldError(
+            f"{context['op_name']}: {target} already exists; opsdk never overwrites an "
+            "operator folder. Pick another name or remove the folder yourself"
+        )
+    _render_into(template, target, context)
+    return target
+
+
+def _render_into(template: Path, target: Path, context: dict[str, Any]) -> None:
     from cookiecutter.main import cookiecutter
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".opsdk-new-", dir=target.parent) as tmp:
         cookiecutter(
-            str(_paths.data_dir("templates") / "operator"),
+            str(template),
             no_input=True,
             extra_context=context,
             output_dir=tmp,

@@ -9,8 +9,10 @@ so neither side allocates outputs inside the timed call).
 Built in: ThresholdedRelu, Gelu, LayerNormalization, Softmax, GridSample (one standard
 node each) and FusedConvBnRelu (Conv + BatchNormalization + Relu with weights and
 BatchNormalization parameters as initializers, so ONNX Runtime can fold and prepack them
-as it does in a real model). Other operators with ``spec.onnx_op`` get a node of that
-type with the same inputs and attributes; :func:`register_ort_equivalent` adds more.
+as it does in a real model). :func:`register_ort_equivalent` adds more; otherwise operators
+with ``spec.onnx_op`` get a node of that type with the same inputs and attributes, and
+operators with a fallback function get the model ``opsdk export --with-function`` writes
+(the decomposition an exporter would have left in the graph).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ..dtypes import dtype_name, onnx_elem_type
 from ..errors import OpsdkError
 from ..spec import OpSpec
 
-__all__ = ["OrtGraph", "OrtRunner", "ort_equivalent", "register_ort_equivalent", "OPSET"]
+__all__ = ["OrtGraph", "OrtRunner", "ort_equivalent", "register_ort_equivalent", "OPSET",
+           "node_opsets", "single_node"]
 
 #: The ONNX opset of the equivalents (Gelu needs 20; every other op here is unchanged).
 OPSET = 20
@@ -76,13 +79,38 @@ def _value_info(name: str, a: np.ndarray) -> Any:
     return helper.make_tensor_value_info(name, onnx_elem_type(dtype_name(a.dtype)), a.shape)
 
 
-def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any]) -> Any:
+def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any],
+           opsets: dict[str, int] | None = None) -> Any:
     from onnx import helper
 
     graph = helper.make_graph(nodes, "opsdk_bench", inputs, outputs, initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 9
+    imports = [helper.make_opsetid(d, v) for d, v in (opsets or {"": OPSET}).items()]
+    model = helper.make_model(graph, opset_imports=imports)
+    standard = [i for i in imports if i.domain in ("", "ai.onnx", "ai.onnx.ml")]
+    model.ir_version = max(9, helper.find_min_ir_version_for(standard))  # ONNX's domains only
     return model
+
+
+def node_opsets(op_type: str, domain: str = "", version: int | None = None) -> dict[str, int]:
+    """The opset imports a model with one ``op_type`` node needs: ai.onnx at :data:`OPSET`,
+    or at the op's newest version when it came later (RMSNormalization: 23); a node of
+    another domain (ONNX Runtime's ``com.microsoft``) adds that domain at ``version`` (1).
+
+    Example:
+        >>> node_opsets("Softmax"), node_opsets("RMSNormalization")
+        ({'': 20}, {'': 23})
+        >>> node_opsets("SkipSimplifiedLayerNormalization", "com.microsoft")
+        {'': 20, 'com.microsoft': 1}
+    """
+    import onnx
+
+    if domain not in ("", "ai.onnx"):
+        return {"": OPSET, domain: version or 1}
+    if version is not None:
+        return {"": version}
+    if onnx.defs.has(op_type, OPSET, "") or not onnx.defs.has(op_type):
+        return {"": OPSET}  # standard at OPSET, or an ONNX Runtime op in the ai.onnx domain
+    return {"": max(OPSET, onnx.defs.get_schema(op_type).since_version)}
 
 
 def single_node(
@@ -91,8 +119,27 @@ def single_node(
     inputs: Sequence[np.ndarray | None],
     attrs: dict[str, Any],
     outputs: Sequence[np.ndarray] | None = None,
+    *,
+    domain: str = "",
+    version: int | None = None,
+    node_outputs: Sequence[str] | None = None,
 ) -> OrtGraph:
-    """One standard node with the spec's input/output names; outputs typed like inputs[0]."""
+    """One node with the spec's input/output names; outputs typed like inputs[0] unless
+    given. The model imports the opset the node needs (:func:`node_opsets`): an opset-23
+    op, or an ONNX Runtime contrib op with ``domain="com.microsoft"``. ``node_outputs`` lists
+    the node's outputs in the op's order when they differ from the spec's ("" for one the
+    spec has not; each spec output named once).
+
+    Example:
+        >>> import numpy as np
+        >>> from opsdk.spec import OpSpec, Input, Output
+        >>> s = OpSpec("MyRms", domain="com.x", inputs=[Input("x"), Input("scale")],
+        ...            outputs=[Output("y")], types={"T": ("float32",)})
+        >>> x, w = np.zeros((2, 8), np.float32), np.ones(8, np.float32)
+        >>> g = single_node("RMSNormalization", s, [x, w], {"axis": -1}, [x])
+        >>> [(o.domain, o.version) for o in g.model.opset_import]
+        [('', 23)]
+    """
     from onnx import helper
 
     names = [i.name for i in spec.inputs]
@@ -101,11 +148,16 @@ def single_node(
     while node_inputs and node_inputs[-1] == "":
         node_inputs.pop()
     out_names = [o.name for o in spec.outputs]
-    node = helper.make_node(op_type, node_inputs, out_names, **attrs)
+    wired = list(node_outputs) if node_outputs is not None else out_names
+    if sorted(n for n in wired if n) != sorted(out_names):
+        raise OpsdkError(f"{spec.name}: node_outputs {wired} must name each output of the spec "
+                         f"({', '.join(out_names)}) once, '' for the node's others")
+    node = helper.make_node(op_type, node_inputs, wired, domain=domain or None, **attrs)
     first = next(a for a in inputs if a is not None)
     outs = list(outputs) if outputs else [first] * len(out_names)
     graph_outputs = [_value_info(n, o) for n, o in zip(out_names, outs)]
-    model = _model([node], [_value_info(n, a) for n, a in present], graph_outputs, [])
+    model = _model([node], [_value_info(n, a) for n, a in present], graph_outputs, [],
+                   node_opsets(op_type, domain, version))
     return OrtGraph(model, [n if a is not None else None for n, a in zip(names, inputs)],
                     output_names=out_names)
 
@@ -194,7 +246,35 @@ def ort_equivalent(
     builder = _BUILDERS.get(spec.name)
     if builder is None and spec.onnx_op:
         builder = _standard(spec.onnx_op)
+    if builder is None and spec.function is not None:
+        builder = _fallback_function
     return builder(spec, inputs, attrs, outputs) if builder is not None else None
+
+
+def _fallback_function(
+    spec: OpSpec,
+    inputs: Sequence[np.ndarray | None],
+    attrs: dict[str, Any],
+    outputs: Sequence[np.ndarray],
+) -> OrtGraph:
+    """The operator's ONNX fallback (its decomposition, which ONNX Runtime inlines): the
+    graph an exporter writes for the operator, e.g. Mul(Mul(gate, Sigmoid(gate)), up)."""
+    from ..onnx import export_model, function_opset
+    from ..spec import REQUIRED
+
+    names = [i.name for i in spec.inputs]
+    shapes = {n: a.shape for n, a in zip(names, inputs) if a is not None}
+    dtypes = {n: dtype_name(a.dtype) for n, a in zip(names, inputs) if a is not None}
+    given = {k: v for k, v in attrs.items() if v is not REQUIRED}
+    try:
+        model = export_model(spec, shapes=shapes, dtype=dtypes, attrs=given,
+                             opset=function_opset(spec, OPSET), with_function=True)
+    except OpsdkError as e:
+        raise OpsdkError(f"{spec.name}: its ONNX fallback cannot be the ONNX Runtime "
+                         f"equivalent: {e}") from None
+    return OrtGraph(model, [n if a is not None else None for n, a in zip(names, inputs)],
+                    "the operator's ONNX fallback (decomposition)",
+                    output_names=[o.name for o in spec.outputs])
 
 
 class OrtRunner:

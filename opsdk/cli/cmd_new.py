@@ -20,6 +20,9 @@ examples:
   opsdk new MyOp --inputs x:float16,float32 --outputs y --attrs threshold:float=0.5 \\
       --domain com.example
   opsdk new MyGridSample --like onnx:GridSample
+  opsdk new MyRmsNorm --like llm:rms_norm     (also llm:add_rms_norm, llm:swiglu,
+      llm:rotary_embedding, llm:dequant_swiglu_quant, onnx:RMSNormalization: complete
+      operators, green unedited)
 
 where: in a folder outside opsdk's checkout the first `opsdk new` makes it an operator
 project (operators/ and pyproject.toml); opsdk finds its operators from anywhere inside it
@@ -47,7 +50,11 @@ def register(sub: Any) -> None:
     p.add_argument("--dir", default=None,
                    help="parent folder (default: the operators/ of the project here, made "
                    "when there is none; ./operators inside opsdk's checkout)")
-    p.add_argument("--like", metavar="onnx:OP", help="pre-fill from a standard ONNX op's schema")
+    p.add_argument("--like", metavar="onnx:OP|llm:PATTERN",
+                   help="pre-fill from a standard ONNX op's schema, or start from a complete "
+                   "LLM operator (llm:rms_norm, llm:add_rms_norm, llm:swiglu, "
+                   "llm:rotary_embedding, llm:dequant_swiglu_quant; onnx:RMSNormalization "
+                   "is complete too)")
     p.add_argument(
         "--decomposition", metavar="EXPR",
         help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
@@ -82,6 +89,10 @@ def _from_like(like: str) -> tuple[list[IoDecl], list[IoDecl], list[Attr], str, 
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._starters import starter_of
+
+    if args.like and starter_of(args.like) is not None:
+        return _run_starter(args)
     inputs: list[IoDecl] = []
     outputs: list[IoDecl] = []
     attrs: list[Attr] = []
@@ -110,6 +121,28 @@ def run(args: argparse.Namespace) -> int:
     if args.decomposition:
         _aicore_kernel(path)
     print(f"next: opsdk build {args.name} && opsdk test {args.name}")
+    return 0
+
+
+def _run_starter(args: argparse.Namespace) -> int:
+    """``--like llm:PATTERN`` (or a complete ONNX operator): the starter's complete operator,
+    under the given name."""
+    from .._starters import new_starter
+    from ..errors import ScaffoldError
+
+    given = [f for f in ("inputs", "outputs", "attrs", "decomposition", "backward")
+             if getattr(args, f)]
+    if given:
+        raise ScaffoldError(
+            f"--like {args.like}: the starter defines the operator's inputs, outputs, "
+            f"attributes, decomposition and backward; drop --{given[0]} and edit "
+            "spec.py after it is created"
+        )
+    path = new_starter(args.name, args.like, domain=args.domain, root=_where(args.name, args.dir))
+    files = ", ".join(sorted(p.name for p in path.iterdir()))
+    print(f"created {path}/ from {args.like} ({files})")
+    _warn_builtin(args.name, path)
+    print(f"next: opsdk test {args.name} && opsdk check {args.name}")
     return 0
 
 

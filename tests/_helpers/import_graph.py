@@ -24,7 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "_text"),
     # finding, building, loading and running operators; the executor registry
     ("registry", "_prebuilt", "build", "runtime", "_fetch", "_decomposition", "scaffold",
-     "_workspace"),
+     "_workspace", "_starters"),
     # the backends' facts: pure data every floor above may read (opsdk.ascend's face
     # imports nothing until a name is used, so importing these runs no generator)
     ("ascend.socs", "ascend.versions", "ascend.precision", "ascend.parser", "ascend._cpp",
