@@ -185,6 +185,7 @@ struct GmArg {
 };
 
 struct Timing;
+struct BlockBarrier;
 
 struct Launch {
     std::string kernel;
@@ -197,6 +198,7 @@ struct Launch {
     std::string sameValueFirst;   // where the first of them is
     const Timing* timing = nullptr;          // the estimate's costs, or none
     std::vector<std::string> traces;         // per block: its instructions with their times
+    BlockBarrier* barrier = nullptr;         // SyncAll's, when all blocks run at once
 };
 
 // The source location of an API call: the kernel's file and line (a defaulted last argument
@@ -310,6 +312,7 @@ struct Block {
     uint64_t padBits = 0;  // DataCopyPad; its bit code, low bytes first
     uint32_t accInstr = 0; // the ACC_VAL register (get_acc_val): the instruction that set it, or 0
     uint64_t accBits = 0;  // ... and its bits, the value in the low bytes
+    int32_t syncAlls = 0;  // software SyncAll barriers passed
 };
 
 inline thread_local Block* tBlock = nullptr;
