@@ -327,7 +327,15 @@ inline Block& Cur() {
     std::string head = b ? b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
                                std::to_string(b->launch->blockNum) + ")"
                          : std::string("kernel");
-    throw ModelError(head + ": " + api + ": " + what);
+    std::string at;  // the kernel's source line of the failing call, when the call records one
+    if (b != nullptr && b->pipes.current > 0) {
+        const Loc& l = b->pipes.instrs[static_cast<size_t>(b->pipes.current)].loc;
+        const std::string f = l.file ? l.file : "";
+        if (!f.empty() && f.find("opsdk_model_") == std::string::npos) {
+            at = " [at " + f.substr(f.find_last_of('/') + 1) + ":" + std::to_string(l.line) + "]";
+        }
+    }
+    throw ModelError(head + ": " + api + ": " + what + at);
 }
 
 inline std::string S(uint64_t v) { return std::to_string(v); }
