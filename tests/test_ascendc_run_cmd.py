@@ -43,8 +43,9 @@ def _add_args(tmp_path: Path, n: int = 4 * 512, blocks: int = 4) -> list[str]:
 
 def test_a_sample_style_kernel_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     x, y = _inputs(tmp_path, 2048)
-    assert main([*_add_args(tmp_path), "--estimate", "--json"]) == 0
+    assert main([*_add_args(tmp_path), "--swimlane", str(tmp_path / "lanes.png"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "lanes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     z = np.load(tmp_path / "out" / "z.npy")
     np.testing.assert_allclose(z, x * np.float32(0.5) + y, rtol=1e-6)
     assert report["race_checker"] == "clean" and report["block_dim"] == 4
@@ -125,3 +126,28 @@ def test_a_broken_limit_names_the_source_line(tmp_path: Path, capsys: pytest.Cap
     assert err.count("\n") == 0, err
     assert "short_copy (block 0 of 1): DataCopy: calCount is 7 float elements = 28 bytes" in err, err
     assert "use DataCopyPad for a tail" in err and err.endswith("[at short_copy.cpp:13]"), err
+
+
+@pytest.mark.parametrize(("func", "scale"), [("MakeTiling", 0.5), ("FillTiling", -2.0)])
+def test_host_tiling_makes_the_tiling(tmp_path: Path, func: str, scale: float) -> None:
+    x, y = _inputs(tmp_path, 2048)
+    args = _add_args(tmp_path)
+    at = args.index("--tiling")
+    args[at:at + 2] = ["--host-tiling", f"{FILES / 'add_tiling.cpp'}:{func}"]
+    assert main(args) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "z.npy"), x * np.float32(scale) + y,
+                               rtol=1e-6)
+
+
+def test_host_tiling_of_another_form_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _inputs(tmp_path, 2048)
+    args = _add_args(tmp_path)
+    at = args.index("--tiling")
+    args[at:at + 2] = ["--host-tiling", f"{FILES / 'add_tiling.cpp'}:NotATiling"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "does not compile as the host tiling function (void NotATiling(S* tiling) or S " \
+           "NotATiling(), plain C++)" in err, err
+    args[at + 1] = "add_tiling.cpp"
+    assert main(args) == 1
+    assert "expected FILE.cpp:FUNC, e.g. add_tiling.cpp:MakeTiling" in capsys.readouterr().err

@@ -33,6 +33,8 @@ examples:
       --input x=x.npy --input y=y.npy --output z=float16:8x2048
   opsdk ascendc run rms.cpp --entry rms_norm --block-dim 40 --soc Ascend910B3 \\
       --input x=x.npy --output y=float32:64x4096 --tiling tiling.bin --estimate --swimlane rms.png
+  opsdk ascendc run add.cpp --entry add --block-dim 4 --input x=x.npy --input y=y.npy \\
+      --output z=float32:2048 --host-tiling add_tiling.cpp:MakeTiling
 """
 
 
@@ -51,8 +53,13 @@ def register(sub: Any) -> None:
                    help="a GM input by parameter name, from a .npy file")
     r.add_argument("--output", action="append", default=[], metavar="NAME=DTYPE:SHAPE",
                    help="a GM output by parameter name, e.g. z=float32:1024 or z=float16:8x2048")
-    r.add_argument("--tiling", metavar="FILE", default=None,
-                   help="the tiling bytes (a tiling struct by value, or the 'tiling' GM parameter)")
+    tiling = r.add_mutually_exclusive_group()
+    tiling.add_argument("--tiling", metavar="FILE", default=None,
+                        help="the tiling bytes (a tiling struct by value, or the 'tiling' GM "
+                        "parameter)")
+    tiling.add_argument("--host-tiling", metavar="FILE.cpp:FUNC", default=None,
+                        help="make the tiling bytes with a host function of plain C++: "
+                        "void FUNC(S* tiling) or S FUNC()")
     r.add_argument("--workspace-bytes", type=int, default=None,
                    help="bytes of a 'workspace' parameter (default 16 MiB, CANN's system "
                    "workspace)")
@@ -138,6 +145,10 @@ def run_cmd(args: argparse.Namespace) -> int:
                          "--output z=float32:1024")
     files = _targets(args, list(outputs))
     tiling = Path(args.tiling).read_bytes() if args.tiling else None
+    if args.host_tiling:
+        from ..ascend.ascendc import host_tiling
+
+        tiling = host_tiling(args.host_tiling)
     extra = {} if args.workspace_bytes is None else {"workspace_bytes": args.workspace_bytes}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -16,9 +16,16 @@ Example:
 
 from ._gen import AicoreKernel, GenerateRefused, generate
 from ._kernels import aicore_kernel, tiling_header
-from ._run_file import EntryParam, KernelFileError, KernelFileRun, entry_params, run_kernel_file
+from ._run_file import (
+    EntryParam,
+    KernelFileError,
+    KernelFileRun,
+    entry_params,
+    host_tiling,
+    run_kernel_file,
+)
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 
 __all__ = ["AicoreKernel", "GenerateRefused", "generate", "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
-           "KernelFileRun", "entry_params", "run_kernel_file"]
+           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file"]
