@@ -151,3 +151,18 @@ def test_host_tiling_of_another_form_is_refused(tmp_path: Path, capsys: pytest.C
     args[at + 1] = "add_tiling.cpp"
     assert main(args) == 1
     assert "expected FILE.cpp:FUNC, e.g. add_tiling.cpp:MakeTiling" in capsys.readouterr().err
+
+
+def test_an_api_the_model_lacks_is_one_line_naming_it(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = tmp_path / "uses_missing.cpp"
+    kernel.write_text('#include "kernel_operator.h"\n'
+                      'extern "C" __global__ __aicore__ void uses_missing(GM_ADDR z)\n{\n'
+                      '    AscendC::NoSuchApi<float>(z);\n}\n')
+    argv = ["ascendc", "run", str(kernel), "--entry", "uses_missing", "--block-dim", "1",
+            "--output", "z=float32:8", "--out-dir", str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert "uses_missing (uses_missing.cpp): does not compile against opsdk's Ascend C model: " in err
+    assert "uses_missing.cpp:4:" in err and "NoSuchApi" in err, err

@@ -181,8 +181,8 @@ def _compile(path: Path, entry: str, root: Path, lib: Path, macros: list[str], c
         first = next((e for e in errors if path.name in e), errors[0] if errors else "")
         raise BuildError(
             f"{entry} ({path.name}): does not compile against opsdk's Ascend C model: "
-            f"{first.strip()} ({len(errors)} error lines; an API the model lacks is listed in "
-            f"docs/ascendc_model.md; the build is in {root})")
+            f"{first.strip()} ({len(errors)} error lines; the APIs the model has are listed in "
+            f"docs/ascendc_model.md, 'The model'; the build is in {root})")
     os.replace(tmp, lib)
 
 
