@@ -5,7 +5,8 @@
 // block), reads the others' through ubWorkspace (8 int32_t a block), and waits until every block
 // has counted as far. The model runs such a kernel with one thread per block (opsdk_model_launch.h
 // starts them all when the first SyncAll asks for it) and checks the workspace: its size, that
-// it started at zero, and that every block reaches each barrier.
+// it started at zero, and that every block reaches each barrier. The hardware SyncAll() (220)
+// is the same barrier without the workspace.
 #ifndef OPSDK_ASCENDC_MODEL_SYNC_ALL_H
 #define OPSDK_ASCENDC_MODEL_SYNC_ALL_H
 
@@ -101,6 +102,23 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
     }
     opsdk_ascendc::PassBarrier(L, api);
     AscendC::PipeBarrier<PIPE_ALL>(loc);
+}
+
+// The hardware SyncAll (dav_c220/kernel_operator_sync_impl.h SyncAllImpl: PipeBarrier<PIPE_ALL>,
+// then the cross-core flag every block waits for); 8.1 has it on __CCE_AICORE__ 220 only.
+template <bool isAIVOnly = true> inline void SyncAll(opsdk_ascendc::Loc loc = {}) {
+#if OPSDK_AICORE_ARCH == 220
+    opsdk_ascendc::Launch& L = *opsdk_ascendc::Cur().launch;
+    AscendC::PipeBarrier<PIPE_ALL>(loc);
+    if (L.blockNum == 1) return;
+    if (L.barrier == nullptr) throw opsdk_ascendc::NeedsAllBlocks();
+    opsdk_ascendc::PassBarrier(L, "SyncAll");
+#else
+    (void)loc;
+    opsdk_ascendc::Fail("SyncAll", "the hardware SyncAll() is not in the Ascend C of this SoC family (__CCE_AICORE__ = " +
+                                       std::to_string(OPSDK_AICORE_ARCH) + "; CANN 8.1 has it on 220 only); use the "
+                                       "software SyncAll(gmWorkspace, ubWorkspace)");
+#endif
 }
 
 }  // namespace AscendC
