@@ -289,3 +289,79 @@ def test_destroy_then_a_second_tpipe(tmp_path: Path) -> None:
     err = _fails(tmp_path / "after", DESTROY.replace("first.Destroy();", "first.Destroy(); TBuf<> e; first.InitBuffer(e, 32);"),
                  x, 32)
     assert "the TPipe was destroyed (TPipe::Destroy); it hands out no buffers" in err, err
+
+
+# ------------------------------------------------------------------------------ more forms
+FIVE_HD_VA = _copy_in("half", 512) + """
+  TBuf<QuePosition::VECCALC> va; pipe.InitBuffer(va, 256);
+  LocalTensor<uint64_t> dv = va.Get<uint64_t>(16), sv = va.GetWithOffset<uint64_t>(16, 128);
+  for (int i = 0; i < 16; ++i) {
+    dv.SetValue(i, (uint64_t)d[i * 16].GetPhyAddr());
+    sv.SetValue(i, (uint64_t)s[i * 16].GetPhyAddr());
+  }
+  """ + SYNC.format("S_V") + """
+  TransDataTo5HD<half>(dv, sv, TransDataTo5HDParams(false, false, 2, 16, 16));  // two 16x16 matrices
+""" + OUT + "  DataCopy(yg, d, 512);"
+
+
+def test_trans_data_to_5hd_address_tensors_and_repeats(tmp_path: Path) -> None:
+    x = np.arange(512, dtype=np.float16)
+    y = np.frombuffer(_ok(tmp_path, FIVE_HD_VA, x, 1024), np.float16).reshape(2, 16, 16)
+    np.testing.assert_array_equal(y, x.reshape(2, 16, 16).transpose(0, 2, 1))
+
+
+ND2ND = _copy_in("uint16_t", 256, "LocalTensor<uint8_t> t = b.GetWithOffset<uint8_t>(32, 32768);") + """
+  Transpose(d, s, t, TransposeParamsExt(1, 1, 16, 16, TransposeType::TRANSPOSE_ND2ND_B16));
+""" + OUT + "  DataCopy(yg, d, 256);"
+
+
+def test_transpose_nd2nd_b16(tmp_path: Path) -> None:
+    x = np.arange(256, dtype=np.uint16)
+    y = np.frombuffer(_ok(tmp_path, ND2ND, x, 512), np.uint16).reshape(16, 16)
+    np.testing.assert_array_equal(y, x.reshape(16, 16).T)
+
+
+MERGE2 = """
+  GlobalTensor<float> xg; xg.SetGlobalBuffer((__gm__ float*)x, 64);
+  GlobalTensor<float> yg; yg.SetGlobalBuffer((__gm__ float*)y);
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 65536);
+  LocalTensor<float> s = b.Get<float>(64);
+  LocalTensor<uint32_t> idx = b.GetWithOffset<uint32_t>(64, 1024);
+  LocalTensor<float> sorted = b.GetWithOffset<float>(128, 4096);
+  LocalTensor<float> merged = b.GetWithOffset<float>(128, 8192);
+  DataCopy(s, xg, 64);
+  for (uint32_t i = 0; i < 64; ++i) idx.SetValue(i, i);
+""" + IN + SYNC.format("S_V") + """
+  Sort32(sorted, s, idx, 2);
+  PipeBarrier<PIPE_V>();
+  uint16_t lens[4] = {32, 32, 0, 0};
+  uint32_t done[4];
+  MrgSort(merged, MrgSortSrcList<float>(sorted[0], sorted[64], sorted[0], sorted[0]), lens, done, 3, 1);
+  uint16_t a, c, e, f;
+  MrgSort(merged, MrgSortSrcList<float>(sorted[0], sorted[64], sorted[0], sorted[0]),
+          MrgSort4Info(lens, true, 3, 1));                  // stops when a list runs out
+  GetMrgSortResult(a, c, e, f);
+  yg.SetValue(128, float(done[0] + done[1]));
+  yg.SetValue(129, float(a));
+  yg.SetValue(130, float(c));
+"""
+
+
+def test_mrgsort_of_two_lists_with_exhausted_suspension(tmp_path: Path) -> None:
+    x = np.concatenate([np.arange(32) * 2.0, np.arange(32) * 2.0 + 100]).astype(np.float32)
+    y = np.frombuffer(_ok(tmp_path, MERGE2, x, 131 * 4), np.float32)
+    # the second list's 32 scores are all larger: it runs out first, the first list untouched
+    assert list(y[128:131]) == [64.0, 0.0, 32.0]
+
+
+def test_l2_cache_hint_refuses_a_mode_that_is_not_one(tmp_path: Path) -> None:
+    err = _fails(tmp_path, HINT.format("LAST", 7).replace("CacheMode::CACHE_MODE_LAST", "static_cast<CacheMode>(3)"),
+                 np.ones(8, np.float32))
+    assert "GlobalTensor::SetL2CacheHint: mode is 3; expected a CacheMode" in err, err
+
+
+def test_software_sync_all_on_threads(tmp_path: Path) -> None:
+    x = np.arange(64, dtype=np.float32)
+    y = _ok(tmp_path, SYNCALL, x, 256 + 128, blocks=4, threads=2)
+    got = np.frombuffer(y[:256], np.float32).reshape(4, 16)
+    np.testing.assert_array_equal(got, np.roll(x.reshape(4, 16) * 2 + 1, -1, axis=0))
