@@ -365,3 +365,42 @@ def test_software_sync_all_on_threads(tmp_path: Path) -> None:
     y = _ok(tmp_path, SYNCALL, x, 256 + 128, blocks=4, threads=2)
     got = np.frombuffer(y[:256], np.float32).reshape(4, 16)
     np.testing.assert_array_equal(got, np.roll(x.reshape(4, 16) * 2 + 1, -1, axis=0))
+
+
+# ------------------------------------------------------------------------------ Silu, Swish
+def _act(t: str, call: str, n: int = 200) -> str:
+    return _copy_in(t, 256) + f"  {call};\n" + OUT + "  DataCopy(yg, d, 256);"
+
+
+def _steps(x: np.ndarray, beta: float) -> np.ndarray:
+    """x / (1 + exp(-beta x)) as the implementation computes it: each instruction rounded to T."""
+    t = x.dtype
+    with np.errstate(over="ignore"):  # exp overflows half to inf there, as on the chip
+        return _rounded_steps(x, beta, t)
+
+
+def _rounded_steps(x: np.ndarray, beta: float, t: np.dtype) -> np.ndarray:
+    m = (x.astype(np.float32) * np.float32(t.type(-beta))).astype(t)
+    e = np.exp(m.astype(np.float32)).astype(t)
+    a = (e.astype(np.float32) + 1).astype(t)
+    return (x.astype(np.float32) / a.astype(np.float32)).astype(t)
+
+
+def test_silu_and_swish_as_the_implementation_computes_them(tmp_path: Path) -> None:
+    for t, np_t, tol, atol in (("float", np.float32, 1e-6, 1e-6), ("half", np.float16, 1e-3, 5e-5)):
+        x = np.linspace(-9, 9, 256).astype(np_t)
+        for name, call, beta in (("silu", "Silu(d, s, 200)", 1.0),
+                                 ("swish", f"Swish(d, s, 200, ({t})1.5f)", 1.5)):
+            y = np.frombuffer(_ok(tmp_path / f"{name}_{t}", _act(t, call), x, 256 * x.itemsize), np_t)
+            np.testing.assert_allclose(y[:200], _steps(x[:200], beta), rtol=tol, atol=0)
+            x64 = x[:200].astype(np.float64)
+            ref = x64 / (1 + np.exp(-beta * x64))
+            # where exp(-beta x) overflows T (half: x < -11.09 / beta) the chip's steps give -0
+            fits = -beta * x64 < np.log(float(np.finfo(np_t).max))
+            np.testing.assert_allclose(y[:200][fits], ref[fits], rtol=8 * np.finfo(np_t).eps, atol=atol)
+            assert np.all(y[:200][~fits] == 0)
+
+
+def test_silu_refuses_a_data_size_past_the_tensor(tmp_path: Path) -> None:
+    err = _fails(tmp_path, _copy_in("float", 64) + "  Silu(d, s, 65);", np.zeros(64, np.float32))
+    assert "Silu: dataSize is 65; it must be above 0 and at most the elements of srcLocal (64)" in err, err
