@@ -404,3 +404,24 @@ def test_silu_and_swish_as_the_implementation_computes_them(tmp_path: Path) -> N
 def test_silu_refuses_a_data_size_past_the_tensor(tmp_path: Path) -> None:
     err = _fails(tmp_path, _copy_in("float", 64) + "  Silu(d, s, 65);", np.zeros(64, np.float32))
     assert "Silu: dataSize is 65; it must be above 0 and at most the elements of srcLocal (64)" in err, err
+
+
+def _sigmoid_steps(x: np.ndarray) -> np.ndarray:
+    t = x.dtype
+    with np.errstate(over="ignore"):
+        e = np.exp((-x).astype(np.float32)).astype(t)
+    a = (e.astype(np.float32) + 1).astype(t)
+    return (np.float32(1) / a.astype(np.float32)).astype(t)
+
+
+def test_sigmoid_in_chunks_of_its_tmp_buffer_and_on_the_stack(tmp_path: Path) -> None:
+    x = np.linspace(-12, 12, 256).astype(np.float32)
+    tmp = "LocalTensor<uint8_t> t = b.GetWithOffset<uint8_t>(96, 32768);"  # 24 floats a chunk
+    for name, extra, call in (("shared", tmp, "Sigmoid(d, s, t, 200)"), ("stack", "", "Sigmoid(d, s, 200)")):
+        body = _copy_in("float", 256, extra) + f"  {call};\n" + OUT + "  DataCopy(yg, d, 256);"
+        y = np.frombuffer(_ok(tmp_path / name, body, x, 1024), np.float32)
+        np.testing.assert_allclose(y[:200], _sigmoid_steps(x[:200]), rtol=1e-6)
+        np.testing.assert_allclose(y[:200], 1 / (1 + np.exp(-x[:200].astype(np.float64))), rtol=1e-6)
+    err = _fails(tmp_path / "small", _copy_in("float", 256, tmp.replace("96", "2")) + "  Sigmoid(d, s, t, 200);",
+                 x)
+    assert "Sigmoid: has less than one float element of tmp space (the sharedTmpBuffer): splitSize 0" in err, err
