@@ -425,3 +425,33 @@ def test_sigmoid_in_chunks_of_its_tmp_buffer_and_on_the_stack(tmp_path: Path) ->
     err = _fails(tmp_path / "small", _copy_in("float", 256, tmp.replace("96", "2")) + "  Sigmoid(d, s, t, 200);",
                  x)
     assert "Sigmoid: has less than one float element of tmp space (the sharedTmpBuffer): splitSize 0" in err, err
+
+
+SWIGLU = """
+  GlobalTensor<{t}> xg; xg.SetGlobalBuffer((__gm__ {t}*)x, 512);
+  GlobalTensor<{t}> yg; yg.SetGlobalBuffer((__gm__ {t}*)y);
+  TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 16384);
+  LocalTensor<{t}> a = b.Get<{t}>(256), g = b.GetWithOffset<{t}>(256, 4096), d = b.GetWithOffset<{t}>(256, 8192);
+  LocalTensor<uint8_t> t = b.GetWithOffset<uint8_t>({tmp}, 12288);
+  DataCopy(a, xg, 256);
+  DataCopy(g, xg[256], 256);
+""" + IN + """
+  {call};
+""" + OUT + "  DataCopy(yg, d, 256);"
+
+
+def test_swiglu_in_float_and_in_chunks_of_half(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    for t, np_t, call, tmp in (("float", np.float32, "SwiGLU(d, a, g, 0.8f, 160)", 32),
+                               ("half", np.float16, "SwiGLU(d, a, g, 0.8f, t, 160)", 384)):
+        x = (rng.standard_normal(512) * 3).astype(np_t)
+        body = SWIGLU.replace("{t}", t).replace("{call}", call).replace("{tmp}", str(tmp))
+        y = np.frombuffer(_ok(tmp_path / t, body, x, 256 * x.itemsize), np_t)[:160]
+        a, g = x[:160].astype(np.float64), x[256:416].astype(np.float64)
+        np.testing.assert_allclose(y, a * g / (1 + np.exp(-0.8 * g)), rtol=4 * np.finfo(np_t).eps, atol=1e-6)
+    err = _fails(tmp_path / "small", SWIGLU.replace("{t}", "half").replace("{tmp}", "160").replace(
+        "{call}", "SwiGLU(d, a, g, 0.8f, t, 160)"), np.zeros(512, np.float16))
+    assert "SwiGLU: has 160 bytes of tmp space (the sharedTmpBuffer); half needs three float buffers" in err, err
+    err = _fails(tmp_path / "count", SWIGLU.replace("{t}", "float").replace("{tmp}", "32").replace(
+        "{call}", "SwiGLU(d, a, g, 0.8f, 100)"), np.zeros(512, np.float32))
+    assert "SwiGLU: calCount is 100; it must be above 0" in err and "a multiple of 32 bytes" in err, err
