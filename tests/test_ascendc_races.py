@@ -313,9 +313,25 @@ def test_without_atomic_add_blocks_writing_one_range_conflict(tmp_path: Path) ->
     assert rc == 1 and "also writes, with a different value: blocks must write disjoint ranges" in err, err
 
 
-def test_sync_all_across_blocks_is_refused_by_name(tmp_path: Path) -> None:
-    rc, err, _ = _inline(tmp_path, "  SyncAll();", 2, 8)
-    assert rc == 1 and "SyncAll: a barrier of all blocks is not modelled by opsdk" in err, err
+SYNC_ALL = """
+  GlobalTensor<float> g; g.SetGlobalBuffer((__gm__ float*)x, 8);
+  const int i = GetBlockIdx();
+  g.SetValue(i, float(i + 1));
+  {sync}
+  g.SetValue(4 + i, g.GetValue((i + 1) % 4) * 10);   // the neighbour's value, written before the barrier
+"""
+
+
+def test_hardware_sync_all_is_a_barrier_of_all_blocks(tmp_path: Path) -> None:
+    for sub in ("ok", "racy", "skip"):
+        (tmp_path / sub).mkdir()
+    rc, err, x = _inline(tmp_path / "ok", SYNC_ALL.replace("{sync}", "SyncAll();"), 4, 8)
+    assert rc == 0, err
+    np.testing.assert_array_equal(x, [1, 2, 3, 4, 20, 30, 40, 10])
+    rc, err, _ = _inline(tmp_path / "racy", SYNC_ALL.replace("{sync}", ""), 4, 8)
+    assert rc == 1 and "the result depends on the order of blocks" in err, err
+    rc, err, _ = _inline(tmp_path / "skip", SYNC_ALL.replace("{sync}", "if (i == 1) return;\n  SyncAll();"), 4, 8)
+    assert rc == 1 and "SyncAll: block 1 ended without reaching this SyncAll" in err, err
 
 
 PAD = """

@@ -18,7 +18,7 @@ from opsdk.cli._grammar import SHAPE_HELP, SHAPE_METAVAR, SOC_HELP, named_shapes
 
 #: The commands that take shapes and SoCs (a new one joins these lists and the grammar).
 SHAPE_COMMANDS = {"atc", "bench", "doctor", "export", "precision", "rewrite", "triton bench"}
-SOC_COMMANDS = {"atc", "bench", "cann", "package", "precision", "tune"}
+SOC_COMMANDS = {"ascendc run", "atc", "bench", "cann", "package", "precision", "tune"}
 #: Options whose names hold "soc" or "shape" but name another thing.
 OTHER = {"--soc-as-written", "--shape-gears", "--allow-todo-infershape"}
 
@@ -83,7 +83,8 @@ def _parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespa
         if not a.option_strings and a.nargs in (None, "+"):
             needed.append("m")
         elif a.option_strings and a.required:
-            needed += [a.option_strings[0], str(next(iter(a.choices or ["m"])))]
+            word = "m" if a.type in (None, str) else "1"  # a number for a numeric option
+            needed += [a.option_strings[0], str(next(iter(a.choices or [word])))]
     return parser.parse_args([*needed, *args])
 
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
         CannArgError,
         GenerateRefused,
         HeadersUnavailable,
+        KernelFileError,
         PackageClash,
         ProjectExists,
     )
@@ -115,6 +116,7 @@ _WHERE: dict[str, str] = {
     "AtcPlan": ".atc._atc",
     "AippError": ".errors",
     "AscendcModelWarning": ".errors",
+    "KernelFileError": ".errors",
     "CannArgError": ".errors",
     "GenerateRefused": ".errors",
     "HeadersUnavailable": ".errors",
@@ -191,6 +193,7 @@ __all__ = [
     "check_installed",
     "AippError",
     "AscendcModelWarning",
+    "KernelFileError",
     "GenerateRefused",
     "HeadersUnavailable",
     "DEFAULT_CANN",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import OpsdkError, OpsdkWarning, SpecError
 
 __all__ = ["CannArgError", "AippError", "PackageClash", "ProjectExists", "HeadersUnavailable",
-           "GenerateRefused", "AscendcModelWarning"]
+           "GenerateRefused", "AscendcModelWarning", "KernelFileError"]
 
 
 class CannArgError(ValueError, OpsdkError):
@@ -43,3 +43,8 @@ class GenerateRefused(SpecError):
 class AscendcModelWarning(OpsdkWarning):
     """A kernel passed the model with a finding that is benign on the chip (e.g. two blocks
     writing the same bytes with the same values)."""
+
+
+class KernelFileError(OpsdkError):
+    """A kernel file or its arguments cannot run on the model (names the entry, the parameter,
+    expected vs actual and the fix)."""

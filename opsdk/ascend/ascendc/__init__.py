@@ -2,6 +2,8 @@
 
 * :func:`generate`: the kernel of an elementwise operator, from its ONNX decomposition;
 * :func:`aicore_kernel`: an operator's kernel, hand-written (``op_kernel/``) or generated;
+* :func:`run_kernel_file`: any Ascend C kernel file (a ``__global__`` entry) on the model,
+  checked and optionally timed (``opsdk ascendc run``);
 * :class:`Tiling` / :class:`TilingField`: a kernel's host tiling, described once (see
   docs/ascendc_model.md), evaluated by :func:`evaluate`.
 
@@ -15,8 +17,17 @@ Example:
 from ._estimate import reference_problem
 from ._gen import AicoreKernel, GenerateRefused, generate
 from ._kernels import aicore_kernel, tiling_header, write_kernel_files
+from ._run_file import (
+    EntryParam,
+    KernelFileError,
+    KernelFileRun,
+    entry_params,
+    host_tiling,
+    run_kernel_file,
+)
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 
 __all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
            "aicore_kernel", "tiling_header",
-           "Tiling", "TilingField", "cpp_steps", "evaluate"]
+           "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
+           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file"]

@@ -64,6 +64,7 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
             tiling = getattr(module, "TILING", None)
             if not isinstance(tiling, Tiling):
                 raise SpecError(f"{spec.name}: {desc} must define TILING = Tiling(...)")
+            _check_required_fields(spec, tiling, desc)
             names = tuple(p.name for p in [*spec.inputs, *spec.outputs] if hasattr(p, "name"))
             return AicoreKernel(spec.name, spec.snake_name, inline_helpers(src.read_text()),
                                 tiling, names,
@@ -72,6 +73,26 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
                                 applicable=getattr(module, "applicable", None))
     tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
+
+
+#: The tiling fields a hand-written kernel's TILING must compute: every operator's tiling
+#: struct (op_host/<op>_tiling.h, opsdk/ascend/project/_tiling.py) carries them; totalLength
+#: (the output's element count) and the attributes are filled in by opsdk.
+REQUIRED_FIELDS = {
+    "tileNum": "the tiles each block processes, e.g. 'ceildiv(blockLength, tileLength)'",
+}
+
+
+def _check_required_fields(spec: OpSpec, tiling: Tiling, desc: Path) -> None:
+    computed = {name for name, _ in tiling.steps}
+    for name, what in REQUIRED_FIELDS.items():
+        if name not in computed:
+            raise SpecError(
+                f"{spec.name}: {desc}: TILING has no step computing {name!r}, a field every "
+                f"operator's tiling struct carries ({what}); add the step "
+                f"({name!r}, '<expression>') to TILING's steps and "
+                f"TilingField({name!r}, 'uint32_t') to its fields (see "
+                "docs/ascendc_model.md, \"Required tiling fields\")")
 
 
 #: Ascend C helpers opsdk ships for hand-written kernels (in the model's include folder, real
@@ -270,7 +291,10 @@ def pack_tiling(spec: OpSpec, kernel: AicoreKernel, computed: Mapping[str, int],
             values[a + "_len"] = len(v)
     for slot in tiling_slots(spec, kernel):
         if slot.name not in values:
-            raise SpecError(f"{spec.name}: tiling field {slot.name!r} has no value")
+            where = (f"{Path(kernel.origin).parent / 'tiling.py'}" if kernel.origin != "generated"
+                     else "the decomposition in spec.py")
+            raise SpecError(f"{spec.name}: tiling field {slot.name!r} has no value; compute it in "
+                            f"{where} (see docs/ascendc_model.md, \"Required tiling fields\")")
         fmt = _FORMATS[slot.ctype]
         items = _attr_value(slot, values[slot.name]) if slot.name in attrs else [values[slot.name]]
         out += struct.pack(f"<{len(items)}{fmt}", *items)

@@ -46,7 +46,7 @@ from ._estimate import Estimate
 if TYPE_CHECKING:
     from ._gen import AicoreKernel
 
-__all__ = ["AscendcModel", "AscendcModelWarning", "model_include_dir"]
+__all__ = ["AscendcModel", "AscendcModelWarning", "launch", "model_include_dir"]
 
 
 def _driver_source(k: AicoreKernel) -> str:
@@ -264,25 +264,41 @@ class AscendcModel:
 
     def _execute(self, dtype: str, arrays: list[np.ndarray | None], block_dim: int,
                  tiling_bytes: bytes) -> None:
-        k = self.kernel
-        tiling = ctypes.create_string_buffer(tiling_bytes)
-        n = len(arrays)
-        gm = (ctypes.c_void_p * n)(*[a.ctypes.data if a is not None and a.size else None
-                                     for a in arrays])
-        sizes = (ctypes.c_uint64 * n)(*[0 if a is None else a.nbytes for a in arrays])
-        names = (ctypes.c_char_p * n)(*[s.encode() for s in k.io_names])
-        err = ctypes.create_string_buffer(4096)
         self._calls += 1
-        costs, trace = self._timing if self._timing is not None else (None, None)
-        rc = self._lib(dtype)(gm, sizes, names, n, tiling, block_dim, self.ub_bytes,
-                              self.soc.encode(), self.seed * 1000003 + self._calls, self.threads,
-                              err, len(err), costs, trace)
+        launch(self._lib(dtype), self.kernel.io_names, arrays, block_dim, tiling_bytes,
+               ub_bytes=self.ub_bytes, soc=self.soc, seed=self.seed * 1000003 + self._calls,
+               threads=self.threads, timing=self._timing)
         self._last_block_dim = block_dim
-        if rc:
-            raise KernelError(f"ascendc-model: {err.value.decode(errors='replace')}")
-        if err.value:  # a pass with a finding: blocks overlapping with the same values
-            text = err.value.decode(errors="replace")
-            warnings.warn(AscendcModelWarning(f"ascendc-model: {text}"), stacklevel=3)
+
+
+def launch(fn: Any, names: Sequence[str], arrays: Sequence[np.ndarray | None], block_dim: int,
+           tiling_bytes: bytes, *, ub_bytes: int, soc: str, seed: int = 0, threads: int = 1,
+           timing: tuple[bytes, bytes] | None = None) -> None:
+    """Run a kernel built against the model (``fn``: its driver's ``opsdk_ascendc_launch``)
+    on ``arrays`` (its GM arguments, by ``names``) with the race checker and the chip's
+    limits; ``timing`` is ``(costs, trace file)`` while estimating. A broken constraint raises
+    :class:`~opsdk.errors.KernelError`; a benign finding warns :class:`AscendcModelWarning`.
+    The runner behind ``opsdk bench --device ascendc-model`` and ``opsdk ascendc run``.
+
+    Example:
+        >>> launch(fn, ["x", "y"], [x, y], 8, b"",
+        ...        ub_bytes=196608, soc="ascend910b")  # doctest: +SKIP
+    """
+    tiling = ctypes.create_string_buffer(tiling_bytes)
+    n = len(arrays)
+    gm = (ctypes.c_void_p * n)(*[a.ctypes.data if a is not None and a.size else None
+                                 for a in arrays])
+    sizes = (ctypes.c_uint64 * n)(*[0 if a is None else a.nbytes for a in arrays])
+    c_names = (ctypes.c_char_p * n)(*[s.encode() for s in names])
+    err = ctypes.create_string_buffer(4096)
+    costs, trace = timing if timing is not None else (None, None)
+    rc = fn(gm, sizes, c_names, n, tiling, block_dim, ub_bytes, soc.encode(), seed, threads,
+            err, len(err), costs, trace)
+    if rc:
+        raise KernelError(f"ascendc-model: {err.value.decode(errors='replace')}")
+    if err.value:  # a pass with a finding: blocks overlapping with the same values
+        text = err.value.decode(errors="replace")
+        warnings.warn(AscendcModelWarning(f"ascendc-model: {text}"), stacklevel=4)
 
 
 def _arch_macros(soc: str) -> list[str]:

@@ -15,6 +15,13 @@
 #include "opsdk_model_misc.h"
 #include "opsdk_model_cache.h"
 #include "opsdk_model_cube.h"
+#include "opsdk_model_utils.h"
+#include "opsdk_model_copy_pad.h"
+#include "opsdk_model_brcb.h"
+#include "opsdk_model_transpose.h"
+#include "opsdk_model_sort.h"
+#include "opsdk_model_sync_all.h"
+#include "opsdk_model_activation.h"
 
 #include "opsdk_model_tiling.h"
 

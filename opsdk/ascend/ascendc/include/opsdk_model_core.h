@@ -247,6 +247,7 @@ struct GmArg {
 };
 
 struct Timing;
+struct BlockBarrier;
 
 // The memories of one AI Core: the Unified Buffer and the Cube's L1, L0A, L0B, L0C and bias
 // table (basic_api/impl/kernel_event.h: enum class Hardware). The model keeps them in one byte
@@ -291,6 +292,7 @@ struct Launch {
         }
         return Mem::UB;
     }
+    BlockBarrier* barrier = nullptr;         // SyncAll's, when all blocks run at once
 };
 
 // The source location of an API call: the kernel's file and line (a defaulted last argument
@@ -440,6 +442,7 @@ struct Block {
     uint64_t load3dPadBits = 0;
     std::vector<uint8_t> unitFlagOf;  // per instruction: the unitFlag of a Mmad (0 otherwise)
     std::vector<GmWriteRec> gmWrites;
+    int32_t syncAlls = 0;  // software SyncAll barriers passed
 };
 
 // Order of GM accesses within a block, across pipes (opsdk_model_pipes.h).
@@ -479,7 +482,15 @@ inline void TagWrite(uint64_t at, uint64_t n, const char* type, Form form) {
     std::string head = b ? b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
                                std::to_string(b->launch->blockNum) + ")"
                          : std::string("kernel");
-    throw ModelError(head + ": " + api + ": " + what);
+    std::string at;  // the kernel's source line of the failing call, when the call records one
+    if (b != nullptr && b->pipes.current > 0) {
+        const Loc& l = b->pipes.instrs[static_cast<size_t>(b->pipes.current)].loc;
+        const std::string f = l.file ? l.file : "";
+        if (!f.empty() && f.find("opsdk_model_") == std::string::npos) {
+            at = " [at " + f.substr(f.find_last_of('/') + 1) + ":" + std::to_string(l.line) + "]";
+        }
+    }
+    throw ModelError(head + ": " + api + ": " + what + at);
 }
 
 inline std::string S(uint64_t v) { return std::to_string(v); }

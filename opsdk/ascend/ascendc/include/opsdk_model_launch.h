@@ -11,6 +11,7 @@
 
 #include "opsdk_model_core.h"
 #include "opsdk_model_pipes.h"
+#include "opsdk_model_sync_all.h"
 
 namespace opsdk_ascendc {
 
@@ -96,12 +97,44 @@ inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, con
             if (L.timing != nullptr) L.traces[static_cast<size_t>(idx)] = BlockTrace(b);
         } catch (const std::exception& e) {
             tBlock = nullptr;
+            if (L.barrier != nullptr) L.barrier->End(idx, e.what());
             std::lock_guard<std::mutex> lock(errMutex);
-            if (error.empty()) error = e.what();
+            if (error.empty() || dynamic_cast<const NeedsAllBlocks*>(&e) != nullptr) error = e.what();
             return;
         }
+        if (L.barrier != nullptr) L.barrier->End(idx, "");
         tBlock = nullptr;
     }
+}
+
+inline void RunThreads(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
+                       size_t threads, std::string& error, std::mutex& errMutex) {
+    std::vector<std::vector<int64_t>> parts(threads);
+    for (size_t i = 0; i < order.size(); ++i) parts[i % threads].push_back(order[i]);
+    std::vector<std::thread> pool;
+    for (auto& part : parts) {
+        pool.emplace_back([&, part] { RunBlocks(L, fn, gm, tiling, part, error, errMutex); });
+    }
+    for (auto& t : pool) t.join();
+}
+
+// A kernel with the software SyncAll: GM as given again, then every block on its own thread.
+inline void RerunTogether(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
+                          const std::vector<std::vector<uint8_t>>& saved, std::string& error, std::mutex& errMutex) {
+    if (L.blockNum > kMaxSyncBlocks) {
+        error = L.kernel + ": SyncAll: the model runs a kernel with a barrier of all blocks on at most " +
+                std::to_string(kMaxSyncBlocks) + " blocks at once; this launch has " + std::to_string(L.blockNum);
+        return;
+    }
+    for (size_t i = 0; i < L.gm.size(); ++i) {
+        std::copy(saved[i].begin(), saved[i].end(), L.gm[i].base);
+        std::fill(L.gm[i].writer.begin(), L.gm[i].writer.end(), -1);
+    }
+    L.sameValueBytes = 0;
+    BlockBarrier barrier;
+    L.barrier = &barrier;
+    RunThreads(L, fn, gm, tiling, order, order.size(), error, errMutex);
+    L.barrier = nullptr;
 }
 
 // Returns 0, or 1 with the failure in err.
@@ -138,6 +171,8 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
     std::shuffle(order.begin(), order.end(), rng);
     std::string error;
     std::mutex errMutex;
+    std::vector<std::vector<uint8_t>> saved;  // the GM arguments as given, for a rerun (SyncAll)
+    for (GmArg& a : L.gm) saved.emplace_back(a.base, a.base + a.bytes);
     if (blockDim == 0) {
         error = std::string(kernel) + ": launched with blockDim 0; the tiling must set at least 1";
     } else if (blockDim > kMaxBlockDim) {
@@ -147,13 +182,11 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
     } else if (threads <= 1) {
         RunBlocks(L, fn, gm, tiling, order, error, errMutex);
     } else {
-        std::vector<std::vector<int64_t>> parts(threads);
-        for (size_t i = 0; i < order.size(); ++i) parts[i % threads].push_back(order[i]);
-        std::vector<std::thread> pool;
-        for (auto& part : parts) {
-            pool.emplace_back([&, part] { RunBlocks(L, fn, gm, tiling, part, error, errMutex); });
-        }
-        for (auto& t : pool) t.join();
+        RunThreads(L, fn, gm, tiling, order, threads, error, errMutex);
+    }
+    if (error == NeedsAllBlocks().what()) {
+        error.clear();
+        RerunTogether(L, fn, gm, tiling, order, saved, error, errMutex);
     }
     if (error.empty() && L.timing != nullptr && traceFile != nullptr) {
         std::FILE* f = std::fopen(traceFile, "w");

@@ -285,9 +285,25 @@ public:
     uint32_t size_ = 0;
 };
 
+// The L2 cache policy of a GlobalTensor's accesses (basic_api/impl/utils/kernel_utils_macros.h).
+enum class CacheMode { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+enum class CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
+
 template <typename T> class GlobalTensor {
 public:
     using PrimType = T;
+    // A hint for the L2 cache; the model has no L2, so it only checks the mode and keeps it.
+    template <CacheRwMode rwMode = CacheRwMode::RW> void SetL2CacheHint(CacheMode mode) {
+        const int m = static_cast<int>(mode);
+        if (m != 0 && m != 1 && m != 2 && m != 4) {
+            opsdk_ascendc::Fail("GlobalTensor::SetL2CacheHint", "mode is " + std::to_string(m) +
+                                                                    "; expected a CacheMode: CACHE_MODE_DISABLE (0), "
+                                                                    "CACHE_MODE_NORMAL (1), CACHE_MODE_LAST (2) or "
+                                                                    "CACHE_MODE_PERSISTENT (4)");
+        }
+        cacheMode_ = mode;
+    }
+    CacheMode cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
     void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
         ptr_ = buffer;
         size_ = bufferSize;
@@ -488,7 +504,7 @@ public:
         b.buffers = 0;
     }
     ~TPipe() {
-        if (opsdk_ascendc::tBlock) {
+        if (opsdk_ascendc::tBlock && opsdk_ascendc::tBlock->pipe == this) {
             opsdk_ascendc::tBlock->pipeAlive = false;
             opsdk_ascendc::tBlock->pipe = nullptr;
         }
@@ -528,10 +544,17 @@ public:
         opsdk_ascendc::Cur().buffers = 0;
         for (uint64_t& u : opsdk_ascendc::Cur().cubeUsed) u = 0;
     }
-    // Releases every buffer; the TPipe hands out none after it.
+    // Releases every buffer and ends the pipe (kernel_tpipe_impl.h: isDestroy): it hands out no
+    // buffers after it, and a second TPipe may then be made.
     void Destroy() {
+        if (destroyed_) return;
         Reset();
         destroyed_ = true;
+        opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+        if (b.pipe == this) {
+            b.pipeAlive = false;
+            b.pipe = nullptr;
+        }
     }
 
 private:

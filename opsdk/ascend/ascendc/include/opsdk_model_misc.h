@@ -868,14 +868,7 @@ template <typename... A> inline void printf(const char* fmt, A... args) {
     std::fprintf(stdout, fmt, args...);
 }
 
-// SyncAll: a barrier of all blocks. The model runs blocks one after another, so it cannot
-// honour one; a kernel that needs it fails here, saying so, instead of computing wrong data.
-template <bool isAIVOnly = true> inline void SyncAll() {
-    if (opsdk_ascendc::Cur().launch->blockNum > 1) {
-        opsdk_ascendc::Fail("SyncAll", "a barrier of all blocks is not modelled by opsdk (the model runs blocks one "
-                                       "after another); run this kernel with blockDim 1 on the model");
-    }
-}
+// SyncAll, the barrier of all blocks: opsdk_model_sync_all.h.
 
 }  // namespace AscendC
 
