@@ -14,9 +14,10 @@ import onnx
 import pytest
 from _helpers.ascend_repo import two_op_model
 from _helpers.pipelines import write_pipeline
+from _helpers.triton_options import options
 from google.protobuf import text_format
 
-from opsdk.triton import RepositoryOptions, build_repository
+from opsdk.triton import build_repository
 from opsdk.triton._config_check import _SCHEMA, _subset_class
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,8 +71,8 @@ def test_pipeline_and_its_check_run_without_tritonclient(tmp_path: Path) -> None
 def test_an_npu_ge_folder_is_checked_without_tritonclient(tmp_path: Path,
                                                           ort_1232: Path) -> None:
     onnx.save(two_op_model(), str(tmp_path / "m.onnx"))
-    folder = build_repository(tmp_path / "m.onnx", tmp_path / "repo", RepositoryOptions(
-        "net", target="ascend", max_batch_size=8, warmup=True, cann="8.1.RC1"))
+    folder = build_repository(tmp_path / "m.onnx", tmp_path / "repo", options(
+        name="net", target="ascend", max_batch_size=8, warmup=True, cann="8.1.RC1"))
     env = {"OPSDK_ORT_VENV": str(ort_1232.parents[1])}
     blocked = opsdk(tmp_path, "triton", "check", str(folder), "--cann", "8.1.RC1", "--json",
                     env=env)
