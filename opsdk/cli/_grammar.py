@@ -72,7 +72,7 @@ def named_shapes(items: Sequence[str], flag: str = "--shape") -> list[tuple[str,
     """``NAME=DIMS`` or ``NAME:DIMS`` items (several may be joined by ``;``) as (name, dims).
 
     A name may hold ``:`` (``input:0=1,3`` or ``input:0:1,3``): the last ``=``, else the last
-    ``:``, ends it.
+    ``:``, ends it. Empty dims (``sr:``, as ATC writes a scalar) are a rank-0 shape.
 
     Raises:
         SpecError: naming the item and the two spellings.
@@ -81,7 +81,7 @@ def named_shapes(items: Sequence[str], flag: str = "--shape") -> list[tuple[str,
     for item in items:
         for part in filter(None, (p.strip() for p in item.split(";"))):
             name, sep, dims = part.rpartition("=") if "=" in part else part.rpartition(":")
-            if not sep or not name.strip() or not dims.strip():
+            if not sep or not name.strip():
                 raise SpecError(f"{flag} {part!r}: expected NAME=VALUE, the VALUE dims D0,D1,... "
                                 "(NAME:D0,D1,... as ATC writes it works too), e.g. --shape "
                                 "x=1,3,224,224")

@@ -56,7 +56,7 @@ def parse_shapes(items: list[str], flag: str = "--shape") -> dict[str, tuple[int
     shapes: dict[str, tuple[int | str, ...]] = {}
     for name, value in named_shapes(items, flag):
         dims: list[int | str] = []
-        for d in value.split(","):
+        for d in value.split(",") if value.strip() else ():  # empty: a scalar
             d = d.strip()
             if not d:
                 raise SpecError(f"{flag} {name}={value}: empty dim; give every dim, e.g. "
