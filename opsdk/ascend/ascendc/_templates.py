@@ -23,7 +23,7 @@ import jinja2
 
 from ..._generated import environment
 
-__all__ = ["TEMPLATES", "PRELUDE", "render", "prelude"]
+__all__ = ["TEMPLATES", "PRELUDE", "render", "prelude", "template_text"]
 
 _DIR = Path(__file__).resolve().parent / "templates"
 #: The Ascend C prelude of every generated kernel: a header of its own.
@@ -41,6 +41,8 @@ TEMPLATES: dict[tuple[str, str], str] = {
     ("sim", "driver"): "sim_driver.cpp.jinja",
     ("sim", "kernel"): "sim_kernel.cpp.jinja",
     ("sim", "tiling"): "sim_kernel_tiling.h.jinja",
+    ("run", "driver"): "run_driver.cpp.jinja",
+    ("run", "host_tiling"): "host_tiling_driver.cpp.jinja",
 }
 
 
@@ -63,3 +65,8 @@ def prelude() -> str:
 def render(build: str, file: str, **context: Any) -> str:
     """Render the template :data:`TEMPLATES` names for ``(build, file)``."""
     return str(_env().get_template(TEMPLATES[build, file]).render(**context))
+
+
+def template_text(build: str, file: str) -> str:
+    """The source of the template :data:`TEMPLATES` names (a cache key's part)."""
+    return (_DIR / TEMPLATES[build, file]).read_text()
