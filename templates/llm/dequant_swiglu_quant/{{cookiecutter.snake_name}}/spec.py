@@ -15,7 +15,11 @@ standard): ``round`` jumps on a last-bit difference of its float input.
 """
 
 from opsdk.errors import SpecError
-from opsdk.spec import Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Case, Input, OpSpec, Output, TensorType, Values
+
+#: Dequantisation scales are positive and normal: a subnormal or infinite scale makes the
+#: per-token quantisation scale 0 or inf, where int8 has no answer to compare.
+_SCALE = Values(range=(1e-4, 1e4), inf=False, nan=False)
 
 SPEC = OpSpec(
     "{{ cookiecutter.op_name }}",
@@ -23,8 +27,10 @@ SPEC = OpSpec(
     version=1,
     inputs=[
         Input("x", "int32", doc="int32 accumulators of the gate/up projection (..., 2H)"),
-        Input("weight_scale", "float32", doc="per-channel dequantisation scale (2H,)"),
-        Input("activation_scale", "float32", doc="per-token dequantisation scale, x.shape[:-1]"),
+        Input("weight_scale", "float32", doc="per-channel dequantisation scale (2H,)",
+              values=_SCALE),
+        Input("activation_scale", "float32", doc="per-token dequantisation scale, x.shape[:-1]",
+              values=_SCALE),
     ],
     # scale first: torch.library.opcheck's autograd test sums the outputs in order into the
     # first one's dtype, and cannot add a float sum to an integer one.

@@ -14,16 +14,22 @@ shape; their leading dims broadcast to x's (x ``(B, H, S, D)`` with cos ``(B, 1,
 """
 
 from opsdk.errors import SpecError
-from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType, Values
+
+#: cos and sin are a rotation's, in [-1, 1]; x stays where x*cos - x*sin cannot leave
+#: float32's range (the float64 reference would not overflow where the kernel does).
+_ANGLE = Values(range=(-1.0, 1.0), inf=False, nan=False)
+_RANGE = Values(range=(-1e4, 1e4))
 
 SPEC = OpSpec(
     "{{ cookiecutter.op_name }}",
     domain="{{ cookiecutter.domain }}",
     version=1,
     inputs=[
-        Input("x", "T", doc="queries or keys (..., D), e.g. (B, H, S, D)"),
-        Input("cos", "T", doc="cosines (..., R), R even <= D, leading dims broadcast to x's"),
-        Input("sin", "T", doc="sines, cos's shape"),
+        Input("x", "T", doc="queries or keys (..., D), e.g. (B, H, S, D)", values=_RANGE),
+        Input("cos", "T", doc="cosines (..., R), R even <= D, leading dims broadcast to x's",
+              values=_ANGLE),
+        Input("sin", "T", doc="sines, cos's shape", values=_ANGLE),
     ],
     outputs=[Output("y", "T", doc="x with its first R features rotated, x's shape")],
     attrs=[Attr("interleaved", "int", 0, doc="0: rotate-half pairs (i, i + R/2); 1: (2i, 2i + 1)")],
@@ -43,6 +49,11 @@ SPEC = OpSpec(
              ranges={"cos": (-1.0, 1.0), "sin": (-1.0, 1.0)}, name="partial_interleaved"),
         Case({"x": (1, 8, 33, 128), "cos": (1, 1, 33, 128), "sin": (1, 1, 33, 128)},
              ranges={"cos": (-1.0, 1.0), "sin": (-1.0, 1.0)}, name="large"),
+        # small enough for opsdk check's full Jacobian (both conventions, a partial rotation)
+        Case({"x": (1, 2, 3, 8), "cos": (1, 1, 3, 8), "sin": (1, 1, 3, 8)},
+             ranges={"cos": (-1.0, 1.0), "sin": (-1.0, 1.0)}, name="tiny"),
+        Case({"x": (1, 2, 3, 8), "cos": (1, 1, 3, 4), "sin": (1, 1, 3, 4)}, {"interleaved": 1},
+             ranges={"cos": (-1.0, 1.0), "sin": (-1.0, 1.0)}, name="tiny_partial_interleaved"),
     ],
 )
 

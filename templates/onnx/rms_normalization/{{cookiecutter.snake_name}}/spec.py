@@ -14,15 +14,21 @@ in for an RMSNormalization node (``opsdk rewrite --replace``).
 """
 
 from opsdk.errors import SpecError
-from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType
+from opsdk.spec import Attr, Case, Input, OpSpec, Output, TensorType, Values
+
+#: Sums of squares are float32 (as on the NPU): a value beyond ~1e4 squares past float32's
+#: range where the float64 reference still has a finite RMS, so the generated edge values
+#: stay in this range; an infinite scale is left out (0 * inf where a row's RMS overflows).
+_RANGE = Values(range=(-1e4, 1e4))
+_SCALE = Values(range=(-1e4, 1e4), inf=False)
 
 SPEC = OpSpec(
     "{{ cookiecutter.op_name }}",
     domain="{{ cookiecutter.domain }}",
     version=1,
     inputs=[
-        Input("x", "T", doc="input tensor of rank >= 1"),
-        Input("scale", "T", doc="scale, broadcastable to X.shape[axis:]"),
+        Input("x", "T", doc="input tensor of rank >= 1", values=_RANGE),
+        Input("scale", "T", doc="scale, broadcastable to X.shape[axis:]", values=_SCALE),
     ],
     outputs=[Output("y", "T", doc="normalised X, X's shape and dtype")],
     attrs=[

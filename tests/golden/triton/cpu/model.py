@@ -14,8 +14,7 @@ if that batched run fails, each request runs on its own so only a faulty one get
 
 import json
 import os
-import threading
-import time
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,17 +23,21 @@ import triton_python_backend_utils as pb_utils
 MODEL_NAME = 'mlp'
 
 
+#: The stub's watchdog: a shell, not a thread of the stub (the stub's own loop can hold the
+#: GIL while it waits for tritonserver, and then no Python thread of it runs).
+_WATCHDOG = (
+    'while [ -e "/proc/$1" ]; do '
+    '[ "$(awk \'/^PPid:/{print $2}\' "/proc/$1/status" 2>/dev/null)" = "$2" ] || '
+    '{ kill -9 "$1" 2>/dev/null; exit 0; }; sleep 0.5; done'
+)
+
+
 def _exit_with_server():
     """End this stub (its worker follows through its lifeline) once tritonserver is gone,
     even by SIGKILL: a stub whose server died while it loaded would wait for it for ever."""
-    server = os.getppid()
-
-    def watch():
-        while os.getppid() == server:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="opsdk-server-watch", daemon=True).start()
+    subprocess.Popen(["/bin/sh", "-c", _WATCHDOG, "opsdk-stub-watchdog", str(os.getpid()),
+                      str(os.getppid())], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, close_fds=True)
 
 
 def _seconds(params, key, default):
