@@ -260,7 +260,6 @@ def test_a_model_that_fails_to_load_fails_the_start_loudly(
     broken = tmp_path / "broken"
     shutil.copytree(small_repo, broken)
     (broken / "mlp" / "1" / "model.onnx").unlink()
-    before = set(os.listdir(SHM))
     server = TritonServer(broken, venv=env.venv)
     try:
         with pytest.raises(TritonServerError, match=r"(?s)exited with code 1 before it was "
@@ -269,7 +268,8 @@ def test_a_model_that_fails_to_load_fails_the_start_loudly(
     finally:
         server.stop()  # a server that did start is not left running (issue 23 item 15)
     assert server.pid is None
-    assert set(os.listdir(SHM)) - before == set()
+    # this server's segments only: the other test worker's servers make theirs meanwhile
+    assert not list(SHM.glob(f"{server.shm_prefix}*"))
 
 
 _FIXTURE_RUN: dict[str, Any] = {}
@@ -279,7 +279,6 @@ def test_fixture_starts_a_ready_server(
     triton_server: Callable[..., TritonServer], small_repo: Path, model_file: Path  # noqa: F811
 ) -> None:
     graph_session(model_file)
-    _FIXTURE_RUN["shm_before"] = set(os.listdir(SHM))
     srv = triton_server(small_repo)
     with http.InferenceServerClient(srv.http_url) as client:
         assert client.is_model_ready("mlp")
@@ -293,7 +292,6 @@ def test_after_the_fixture_the_server_is_gone_and_shm_is_clean() -> None:
         pytest.fail("test_fixture_starts_a_ready_server did not run first")
     assert process_gone(_FIXTURE_RUN["pid"])
     assert not list(SHM.glob(f"{_FIXTURE_RUN['prefix']}*"))
-    assert set(os.listdir(SHM)) - _FIXTURE_RUN["shm_before"] == set()
 
 
 def test_opsdk_serve_stops_cleanly_on_sigint(small_repo: Path, model_file: Path) -> None:
