@@ -142,17 +142,16 @@ def shape_function(folder: Path, spec: OpSpec) -> ShapeFunction | None:
     header = Path(folder) / "shape.h"
     if spec.elementwise:
         source, include = "broadcasting", ""
-        call = f"opsdk::shape::Broadcast(in, {len(spec.outputs)}, out)"
+        macro = f"-DOPSDK_SHAPE_BROADCAST={len(spec.outputs)}"
     elif header.is_file():
         source, include = str(header), header.read_text(encoding="utf-8", errors="replace")
-        call = f"opsdk::shape::{spec.name}(in, attrs, out)"
+        macro = f"-DOPSDK_SHAPE_OP={spec.name}"
     else:
         return None
     cxx = _find_cxx()
-    text = _DRIVER.read_text().replace("// OPSDK_SHAPE_INCLUDE", "#include \"op_shape.h\"")
-    text = text.replace("OPSDK_SHAPE_CALL", call)
+    text = _DRIVER.read_text()
     api = (Path(_paths.include_dir()) / "opsdk" / "shape_fn.h").read_bytes()
-    key = hashlib.sha256(b"\0".join([text.encode(), include.encode(), api,
+    key = hashlib.sha256(b"\0".join([text.encode(), macro.encode(), include.encode(), api,
                                      _compiler_version(cxx).encode()])).hexdigest()
     root = cache_dir() / "shape" / spec.snake_name / key[:16]
     exe = root / "shape_driver"
@@ -160,7 +159,7 @@ def shape_function(folder: Path, spec: OpSpec) -> ShapeFunction | None:
         try:
             with file_lock(root / ".lock", f"{spec.name}'s C++ shape function"):
                 if cache_problem(exe, key) is not None:
-                    _compile(cxx, root, text, include, exe, key, spec, source)
+                    _compile(cxx, root, text, include, macro, exe, key, spec, source)
         except OSError as e:
             raise BuildError(f"{spec.name}: cannot build its C++ shape function in {root}: "
                              f"{e.strerror or e}; point OPSDK_CACHE_DIR at a folder you can "
@@ -168,14 +167,14 @@ def shape_function(folder: Path, spec: OpSpec) -> ShapeFunction | None:
     return ShapeFunction(spec, source, exe)
 
 
-def _compile(cxx: str, root: Path, text: str, include: str, exe: Path, key: str,
+def _compile(cxx: str, root: Path, text: str, include: str, macro: str, exe: Path, key: str,
              spec: OpSpec, source: str) -> None:
     from ..build import _write_record
 
     (root / "driver.cpp").write_text(text)
     (root / "op_shape.h").write_text(include)
     tmp = root / f".shape_driver.{os.getpid()}"
-    cmd = [cxx, "-std=c++17", "-O1", f"-I{_paths.include_dir()}", f"-I{root}",
+    cmd = [cxx, "-std=c++17", "-O1", macro, f"-I{_paths.include_dir()}", f"-I{root}",
            str(root / "driver.cpp"), "-o", str(tmp)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

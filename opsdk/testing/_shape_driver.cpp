@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "opsdk/shape_fn.h"
-// OPSDK_SHAPE_INCLUDE
+#include "op_shape.h"  // the operator's shape.h (empty for an elementwise one)
 
 static double number(const std::string& word) { return std::strtod(word.c_str(), nullptr); }
 
@@ -54,7 +54,11 @@ static std::string infer(std::vector<opsdk::shape::Dims>& dims, const std::vecto
   opsdk::shape::Inputs in;
   for (size_t i = 0; i < dims.size(); ++i) in.push_back(present[i] ? &dims[i] : nullptr);
   (void)attrs;
-  return OPSDK_SHAPE_CALL;
+#ifdef OPSDK_SHAPE_BROADCAST  // elementwise: -DOPSDK_SHAPE_BROADCAST=<outputs>
+  return opsdk::shape::Broadcast(in, OPSDK_SHAPE_BROADCAST, out);
+#else  // -DOPSDK_SHAPE_OP=<op type>
+  return opsdk::shape::OPSDK_SHAPE_OP(in, attrs, out);
+#endif
 }
 
 int main() {
