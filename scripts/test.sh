@@ -17,7 +17,7 @@ for setup in "$ROOT"/scripts/setup.d/*.sh; do
   echo "==> setup: $(basename "$setup")"
   bash "$setup" || echo "    $(basename "$setup") failed; the tests that need it will skip with the reason"
 done
-# The package tests (tests/test_package_cross.py, test_package_wheel.py) spend minutes
+# The package tests (tests/package/test_package_cross.py, test_package_wheel.py) spend minutes
 # compiling the same kernels and entry points for several targets. A full run makes those
 # builds on the second core while the first runs the tests in order: the same `opsdk
 # package` calls the tests make, in the background, output in a log, stopped if still

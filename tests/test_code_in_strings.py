@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _helpers.code_strings import code_string_lines, string_blocks
-
 from opsdk.ascend.ascendc._gen import BUFFER_NUM, GRANULE
 from opsdk.ascend.ascendc._templates import TEMPLATES, prelude
+from tests._helpers.code_strings import code_string_lines, string_blocks
 
 #: Lines of code in Python strings, project-wide (about 735 before the generators moved to
 #: template files; the expression emitter's one-line fragments do not count).

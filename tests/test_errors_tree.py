@@ -9,9 +9,9 @@ import inspect
 from types import ModuleType
 
 import pytest
-from _helpers.import_graph import modules
 
 from opsdk.errors import OpsdkError, OpsdkWarning
+from tests._helpers.import_graph import modules
 
 #: Modules that need an extra that may be missing; they are checked when it is installed.
 _OPTIONAL = ("torch", "tritonclient")

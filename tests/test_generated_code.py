@@ -9,12 +9,12 @@ from pathlib import Path
 import onnx
 import onnx.helper as oh
 import pytest
-from _helpers.cann_project import render_project
-from _helpers.specs import thresholded_relu
 
 from opsdk.ascend import CannArgError
 from opsdk.ascend._op import check_origin_op_type
 from opsdk.cli import main
+from tests._helpers.cann_project import render_project
+from tests._helpers.specs import thresholded_relu
 
 TR = str(Path(__file__).resolve().parents[1] / "operators" / "thresholded_relu")
 EVIL = 'com.opsdk");static int x=system("touch /tmp/opsdk-pwned");//'

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers.import_graph import (
+
+from tests._helpers.import_graph import (
     ALLOWED_BACK_ARROWS,
     FLOORS,
     MAX_REACH_INS,
@@ -210,3 +211,18 @@ def test_only_the_cli_reaches_up_into_opsdk_torch() -> None:
         if m == "opsdk.torch" or m.startswith("opsdk.torch.")
     ]
     assert not offenders, "\n".join(offenders)
+
+
+def test_tests_mirror_the_code() -> None:
+    """Each test's folder names the wing it guards: tests/<wing>/ for opsdk/<wing>/, and only
+    the floor's tests (spec, scaffold, build, workspace, the house rules) stay in tests/."""
+    tests = PKG.parent / "tests"
+    wings = {p.name for p in tests.iterdir()
+             if p.is_dir() and any(p.glob("test_*.py"))}
+    strays = sorted(w for w in wings if not (PKG / w / "__init__.py").exists())
+    assert not strays, f"tests/{strays} guard no wing of opsdk (no opsdk/<name>/__init__.py)"
+    missing_init = sorted(w for w in wings if not (tests / w / "__init__.py").exists())
+    assert not missing_init, f"tests/{missing_init} need an __init__.py (tests are packages)"
+    floor = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
+    wing_named = sorted(f for f in floor if f.split("_")[0] in wings | {"cann", "ascendc"})
+    assert not wing_named, f"tests/test_{wing_named}.py belong in their wing's folder"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import onnx
 import pytest
-from _helpers.triton_models import mlp_model
 
 from opsdk._written import (
     UnsafePath,
@@ -20,6 +19,7 @@ from opsdk._written import (
 )
 from opsdk.cli import main
 from opsdk.triton import RepositoryOptions, build_repository
+from tests._helpers.triton_models import mlp_model
 
 
 @pytest.fixture

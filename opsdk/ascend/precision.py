@@ -320,7 +320,7 @@ def emulate(
     The kernel inputs are None when the kernel runs in the model's own dtypes.
 
     Example:
-        >>> # see tests/test_precision_modes.py
+        >>> # see tests/ascend/test_precision_modes.py
     """
     pm = _as_mode(mode)
     kd = kernel_dtypes(spec, dtypes, pm)

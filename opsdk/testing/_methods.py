@@ -8,7 +8,7 @@ deliberately differs):
   tolerance table of ``ttk/core_modules/comparison/resolve.py``, the methods of
   ``ttk/core_modules/comparison/``), reproduced from their documented formulas; the
   verdicts agree on the boundary cases of its tests (``test_mix_tolerance.py``,
-  ``test_cross_check.py``, ``test_resolve_tolerance.py``), which ``tests/test_methods.py``
+  ``test_cross_check.py``, ``test_resolve_tolerance.py``), which ``tests/testing/test_methods.py``
   encodes;
 * ``ulp``: opsdk's ULP distance (the number of representable values of the dtype between
   the two values), with its histogram in the verdict.

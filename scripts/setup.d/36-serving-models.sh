@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Models whose inputs test serving (tests/test_serving_models.py): silero-vad (a rank-0
+# Models whose inputs test serving (tests/triton/test_serving_models.py): silero-vad (a rank-0
 # sample rate picking nested If branches, an LSTM state) from the silero-vad wheel and
 # YOLOv8n (anchor count fixed by the strides) from the nudenet wheel, downloaded once with
 # `pip download --no-deps` into $OPSDK_CACHE_DIR/model-corpus, only the .onnx kept. Fast

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium (Debian's chromium package): tests/test_report_browser.py opens the HTML
+# Headless Chromium (Debian's chromium package): tests/testing/test_report_browser.py opens the HTML
 # reports in it and checks what a person sees (the pass matrix's numbers, the worst case
 # first, the filters, the per-node bar chart, no JavaScript errors). The test drives it over
 # the DevTools protocol on a pipe (--remote-debugging-pipe): no chromedriver, no port, no
@@ -14,5 +14,5 @@ if [ -n "$browser" ]; then
   exit 0
 fi
 . "$(dirname "$0")/../_apt.sh"
-apt_install "tests/test_report_browser.py skips with the reason" chromium
+apt_install "tests/testing/test_report_browser.py skips with the reason" chromium
 echo "    installed $(chromium --version 2>/dev/null | head -1)"

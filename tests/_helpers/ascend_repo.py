@@ -9,10 +9,10 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-from _helpers.triton_options import options
 from opsdk.triton import (
     build_repository,
 )
+from tests._helpers.triton_options import options
 
 
 def two_op_model(custom_version: int = 1, out_dims: tuple[object, ...] = ("N", 8)) -> onnx.ModelProto:

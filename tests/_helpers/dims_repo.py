@@ -8,10 +8,10 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper
 
-from _helpers.triton_options import options
 from opsdk.triton import (
     build_repository,
 )
+from tests._helpers.triton_options import options
 
 
 def _model(nodes: list[onnx.NodeProto], inputs: dict[str, list[object]], out: str = "y",

@@ -1,4 +1,4 @@
-"""Mutants of operator folders for tests/test_validation_mutants.py.
+"""Mutants of operator folders for tests/testing/test_validation_mutants.py.
 
 :func:`mutant_copy` copies an operator folder and edits its ``kernel.cpp`` and ``spec.py``
 so that environment variables select a mutation at run time, one build serving every

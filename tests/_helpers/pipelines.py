@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from _helpers.triton_models import mlp_model
+from tests._helpers.triton_models import mlp_model
 
 STEPS_PY = '''\
 import numpy as np

@@ -2,7 +2,7 @@
 epsilon; outputs y and the per-row reciprocal rms; a shape function and a backward.
 
 The files below replace the scaffold's spec.py, reference.py and kernel.cpp. Environment
-switches select the mutants of the validation tests (tests/test_validation_mutants.py):
+switches select the mutants of the validation tests (tests/testing/test_validation_mutants.py):
 ``RMS_MUTANT`` in the kernel (read on every call), ``RMS_BACKWARD`` in spec.py.
 """
 

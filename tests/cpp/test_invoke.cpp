@@ -1,5 +1,5 @@
 // Tests of the Python-free invocation core (opsdk/invoke.h, csrc/runtime.cpp), built by
-// tests/test_cross_aarch64.py with the host compiler (and the aarch64 cross compiler).
+// tests/package/test_cross_aarch64.py with the host compiler (and the aarch64 cross compiler).
 // Prints one line per failed check and exits non-zero if any failed.
 #include <opsdk/invoke.h>
 

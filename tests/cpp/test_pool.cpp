@@ -1,5 +1,5 @@
 // Tests of the thread pool behind ctx.parallel_for (csrc/runtime.cpp), built and run by
-// tests/test_cross_aarch64.py with the host compiler (and the aarch64 cross compiler under
+// tests/package/test_cross_aarch64.py with the host compiler (and the aarch64 cross compiler under
 // qemu). Prints one line per failed check and exits non-zero if any failed. No check reads
 // a clock or CPU time: each waits for the event it means (a worker joining, a worker going
 // to sleep, as opsdk::thread_pool_state() shows), with a cap only a hang reaches.
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #if !defined(OPSDK_POOL_TEST_HOOKS)
-#error "build with -DOPSDK_POOL_TEST_HOOKS (the runtime's test-only hook, as tests/test_cross_aarch64.py does)"
+#error "build with -DOPSDK_POOL_TEST_HOOKS (the runtime's test-only hook, as tests/package/test_cross_aarch64.py does)"
 #endif
 namespace opsdk::detail {
 extern void (*pool_hook_after_publish)();  // runtime.cpp: between publishing a job and waking

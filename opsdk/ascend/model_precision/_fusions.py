@@ -30,7 +30,7 @@ def fold_conv_batch_norm(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[
     and the names of the folded BatchNormalization nodes.
 
     Example:
-        >>> # see tests/test_model_precision.py::test_atc_folds_batch_norm_into_its_conv
+        >>> # see tests/ascend/test_model_precision.py::test_atc_folds_batch_norm_into_its_conv
     """
     m = onnx.ModelProto()
     m.CopyFrom(model)

@@ -129,7 +129,7 @@ def lower_model(model: onnx.ModelProto, assigned: Sequence[NodeDtype],
     """A copy of ``model`` with Cast pairs where ATC lowers (see the module docstring).
 
     Example:
-        >>> # see tests/test_model_precision.py::test_casts_are_inserted_where_atc_lowers
+        >>> # see tests/ascend/test_model_precision.py::test_casts_are_inserted_where_atc_lowers
     """
     b = _Builder(model, low, saturate)
     nodes = list(b.model.graph.node)

@@ -3,7 +3,7 @@
 For an ONNX node: the CANN op type ATC's ONNX parser turns it into, whether that is a cube
 (matrix) operator, its mixed-precision list (white/black/gray, from the ``precision_reduce``
 flag of the SoC's ops-info file) and the float dtypes its AI Core kernel takes. The data
-file names the source of each fact; ``tests/test_model_precision.py`` checks it against an
+file names the source of each fact; ``tests/ascend/test_model_precision.py`` checks it against an
 installed toolkit when there is one.
 """
 

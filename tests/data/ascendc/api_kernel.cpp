@@ -1,5 +1,5 @@
 // Exercises the Ascend C API on opsdk's model, one mode per launch: out = f_mode(x, y).
-// x, y, out: 256 floats; one block. tests/test_ascendc_api.py holds the expected values.
+// x, y, out: 256 floats; one block. tests/ascend/test_ascendc_api.py holds the expected values.
 #include "kernel_operator.h"
 
 using namespace AscendC;
