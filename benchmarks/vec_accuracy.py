@@ -6,8 +6,8 @@ exhaustive) or every STRIDE-th one (default 1 for exp and the reciprocal, 16 for
 float64 reference is ``math.erfc`` per element); float16 and bfloat16 take all 65,536 values.
 Errors are reported in ulps of the exact value in the output dtype (subnormal results in
 ulps of the smallest subnormal) and as relative errors. The checked-in tests
-(tests/runtime/test_vec.py, tests/runtime/test_ops_kernels.py) assert the documented bounds on denser-than-
-needed grids; this script is the full sweep behind the documented figures.
+(tests/runtime/test_vec.py, tests/runtime/test_ops_kernels.py) assert the documented bounds
+on denser-than-needed grids; this script is the full sweep behind the documented figures.
 
     python benchmarks/vec_accuracy.py [--stride N] [--gelu-stride N] [--markdown]
 """
