@@ -34,11 +34,12 @@ from typing import Any
 from ._autograd import gradient_source
 from ._check import GradcheckResult, OpcheckReport, gradcheck, opcheck
 from ._npu import npu_unavailable
+from ._npu_ext import build_npu_kernel, render_npu_kernel
 from ._onnx_export import export, onnx_translations
 from ._register import OPS, OperatorLeftOut, Registered, register, register_all, registered
 from ._replace import ReplaceReport, replace
 from ._schema import namespace, schema
-from .errors import OnnxExportHint, TorchCppUnavailable
+from .errors import NpuHostCopies, OnnxExportHint, TorchCppUnavailable
 
 __all__ = [
     "ops", "load", "register", "register_all", "registered", "Registered", "schema",
@@ -46,7 +47,7 @@ __all__ = [
     "gradient_source", "export",
     "onnx_translations", "OnnxExportHint", "OperatorLeftOut", "TorchCppUnavailable", "replace",
     "ReplaceReport",
-    "npu_unavailable",
+    "npu_unavailable", "NpuHostCopies", "render_npu_kernel", "build_npu_kernel",
 ]
 
 #: ``ops.<namespace>.<Name>`` is ``torch.ops.<namespace>.<Name>``, registered on first use.

@@ -41,7 +41,8 @@ from ..errors import BuildError
 from ._schema import dtype_name
 from .errors import TorchCppUnavailable
 
-__all__ = ["TorchCppUnavailable", "extension", "unavailable", "binder", "build_extension"]
+__all__ = ["TorchCppUnavailable", "extension", "unavailable", "binder", "build_extension",
+           "build_cached", "build_inputs", "load_module"]
 
 _SOURCE = Path(__file__).resolve().parent / "csrc" / "dispatch.cpp"
 _MODULE = "_opsdk_torch"
@@ -58,7 +59,7 @@ def _include_dirs() -> list[str]:
     return list(cpp_extension.include_paths())
 
 
-def _build_inputs() -> dict[str, Any]:
+def build_inputs() -> dict[str, Any]:
     """Everything the extension's build depends on (its cache key is their hash)."""
     import torch
     from torch.utils import cpp_extension
@@ -101,7 +102,7 @@ def build_extension(progress: Callable[[str], None] | None = None) -> Path:
         >>> build_extension().name  # doctest: +SKIP
         '_opsdk_torch.cpython-311-x86_64-linux-gnu.so'
     """
-    inputs = _build_inputs()
+    inputs = build_inputs()
     dirs = inputs["includes"]
     if not any((Path(d) / "torch" / "library.h").is_file() for d in dirs):
         raise BuildError(
@@ -109,35 +110,44 @@ def build_extension(progress: Callable[[str], None] | None = None) -> Path:
             f"{', '.join(dirs) or 'no include folder'}); install a torch wheel that ships "
             "them (the CPU wheels do), or set OPSDK_TORCH_INCLUDE"
         )
-    source_hash = _source_hash()
+    return build_cached("torch", _MODULE, inputs, _source_hash(), lambda out: _command(inputs, out),
+                        "opsdk's torch extension", progress)
+
+
+def build_cached(area: str, name: str, inputs: dict[str, Any], source_hash: str,
+                 command: Callable[[Path], list[str]], what: str,
+                 progress: Callable[[str], None] | None = None) -> Path:
+    """Build the extension module ``name`` with ``command(out)`` into the build cache (under
+    ``area``, keyed by ``inputs`` and ``source_hash``), or find it there: the cache key,
+    lock, atomic rename and integrity record of the operator modules. BuildError names the
+    log and the compiler's last lines."""
     key = hashlib.sha256((repr(sorted(inputs.items())) + source_hash).encode()).hexdigest()[:20]
-    root = cache_dir() / "torch" / key
-    module = root / f"{_MODULE}{inputs['ext_suffix']}"
+    root = cache_dir() / area / key
+    module = root / f"{name}{inputs['ext_suffix']}"
     if cache_problem(module, source_hash) is None:
         return module
     _check_writable(root)
-    with file_lock(root / ".lock", "opsdk's torch extension", progress):
+    with file_lock(root / ".lock", what, progress):
         if cache_problem(module, source_hash) is None:  # another process built it
             return module
         if progress:
-            progress("compiling opsdk's torch dispatcher extension (once per torch version) ...")
+            progress(f"compiling {what} ...")
         tmp = root / f".{module.name}.{os.getpid()}.tmp"
-        proc = subprocess.run(_command(inputs, tmp), capture_output=True, text=True)
-        (root / "build.log").write_text(" ".join(_command(inputs, tmp)) + "\n"
-                                        + proc.stdout + proc.stderr)
+        cmd = command(tmp)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        (root / "build.log").write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-12:])
-            raise BuildError(
-                f"compiling opsdk's torch extension failed (log: {root / 'build.log'}):\n{tail}"
-            )
+            raise BuildError(f"compiling {what} failed (log: {root / 'build.log'}):\n{tail}")
         os.replace(tmp, module)
         _write_record(module, source_hash)
     return module
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(_MODULE, path)
+def load_module(path: Path, name: str = _MODULE) -> ModuleType:
+    """Import the extension module ``name`` built at ``path``."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:  # pragma: no cover - a file path always has one
         raise BuildError(f"{path}: cannot be loaded as a Python extension module")
     mod = importlib.util.module_from_spec(spec)
@@ -163,7 +173,7 @@ def extension() -> ModuleType | None:
     try:
         if shutil.which(toolchain().cxx) is None:  # pragma: no cover - toolchain() checks
             raise BuildError(f"the C++ compiler {toolchain().cxx} is gone")
-        return _load(build_extension(progress=_say))
+        return load_module(build_extension(progress=_say))
     except (BuildError, OSError, ImportError) as e:
         _REASON.append(str(e))
     warnings.warn(

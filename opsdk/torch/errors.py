@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import OpsdkWarning
 
-__all__ = ["TorchCppUnavailable", "OnnxExportHint", "OperatorLeftOut"]
+__all__ = ["TorchCppUnavailable", "OnnxExportHint", "OperatorLeftOut", "NpuHostCopies"]
 
 
 class TorchCppUnavailable(OpsdkWarning):
@@ -25,3 +25,7 @@ class OnnxExportHint(OpsdkWarning):
 
 class OperatorLeftOut(OpsdkWarning):
     """``import opsdk.torch`` left out operators torch cannot register (their reasons)."""
+
+
+class NpuHostCopies(OpsdkWarning):
+    """An operator's npu calls go through aclop with host copies (it has no aclnn API)."""

@@ -2,6 +2,7 @@
 aclop for AI CPU kernels), and the ACL entry points it calls. Never faked: without a
 toolkit and a device it raises :class:`~opsdk.errors.DeviceUnavailable` with the reason."""
 
+from ._acl import OpApi, find_op_api
 from .executor import (
     ACL_DTYPES,
     ACLNN_ATTR_ABI,
@@ -16,5 +17,5 @@ from .executor import (
 
 __all__ = [
     "NpuOperator", "NpuPlan", "plan_npu", "npu_available", "SIGNATURES", "ACL_DTYPES", "ENGINES",
-    "ACLNN_ATTR_ABI", "aclnn_prototype",
+    "ACLNN_ATTR_ABI", "aclnn_prototype", "OpApi", "find_op_api",
 ]

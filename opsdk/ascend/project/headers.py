@@ -39,11 +39,17 @@ __all__ = [
     "aicpu_include",
     "cache_include",
     "main",
+    "torch_npu_include",
 ]
 
 WHEEL_PACKAGE = "torch-npu"
 WHEEL_PREFIX = "torch_npu/include/third_party/acl/inc/"
 _MARKERS = ("graph/operator_reg.h", "graph/operator.h", "acl/acl.h", "acl/acl_op_compiler.h")
+#: torch_npu's own headers, kept beside CANN's from the same wheel (the torch NPU kernels
+#: compile against them: opsdk.torch._npu_ext)
+TORCH_NPU_PREFIX = "torch_npu/include/"
+_TORCH_NPU_MARKERS = ("torch_npu/csrc/core/npu/NPUStream.h", "torch_npu/csrc/framework/OpCommand.h",
+                      "third_party/acl/inc/acl/acl_base.h")
 _TOOLKIT_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
 
 
@@ -128,6 +134,18 @@ def cache_include() -> Path:
     return _cache_root() / "inc"
 
 
+def torch_npu_include() -> Path | None:
+    """The fetched wheel's ``torch_npu/include`` folder, or None when none was fetched.
+
+    Example:
+        >>> p = torch_npu_include()
+        >>> p is None or (p / "torch_npu").is_dir()
+        True
+    """
+    inc = _cache_root() / "torch_npu" / "include"
+    return inc if all((inc / m).is_file() for m in _TORCH_NPU_MARKERS) else None
+
+
 def find_headers() -> HeaderSet | None:
     """The toolkit's headers if installed, else previously fetched ones, else None."""
     tk = toolkit_include()
@@ -144,9 +162,24 @@ def find_headers() -> HeaderSet | None:
     return None
 
 
+def _matching_torch() -> str | None:
+    """The installed torch's release (``2.13.0`` of ``2.13.0+cpu``), read from its metadata."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch").split("+")[0]
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _download(dest: Path, version: str | None, timeout: float) -> Path:
     req = WHEEL_PACKAGE + (f"=={version}" if version else "")
     try:
+        if version is None and _matching_torch():
+            try:  # the torch-npu release of the installed torch, whose headers match it
+                return pip_download(f"{WHEEL_PACKAGE}=={_matching_torch()}", dest, timeout)
+            except FetchError:
+                pass
         return pip_download(req, dest, timeout)
     except FetchError as e:
         raise HeadersUnavailable(
@@ -154,24 +187,26 @@ def _download(dest: Path, version: str | None, timeout: float) -> Path:
         ) from None
 
 
-def _extract(wheel: Path, target: Path) -> int:
+def _extract(wheel: Path, target: Path, prefix: str = WHEEL_PREFIX,
+             markers: tuple[str, ...] = _MARKERS) -> int:
+    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix="inc-"))
     count = 0
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             name = info.filename
-            if not name.startswith(WHEEL_PREFIX) or not name.endswith((".h", ".hpp")):
+            if not name.startswith(prefix) or not name.endswith((".h", ".hpp")):
                 continue
-            rel = Path(name[len(WHEEL_PREFIX) :])
+            rel = Path(name[len(prefix) :])
             if rel.is_absolute() or ".." in rel.parts:
                 continue
             out = tmp / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(zf.read(info))
             count += 1
-    if not _complete(tmp):
+    if not all((tmp / m).is_file() for m in markers):
         shutil.rmtree(tmp, ignore_errors=True)
-        raise HeadersUnavailable(f"{wheel.name} does not ship {', '.join(_MARKERS)}")
+        raise HeadersUnavailable(f"{wheel.name} does not ship {', '.join(markers)}")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     return count
@@ -188,13 +223,15 @@ def fetch(version: str | None = None, *, force: bool = False, timeout: float = 6
     """
     if not force:
         found = find_headers()
-        if found is not None:
+        if found is not None and (found.source.startswith("CANN toolkit")
+                                  or torch_npu_include() is not None):
             return found
     root = _cache_root()
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix="wheel-") as tmp:
         wheel = _download(Path(tmp), version, timeout)
         _extract(wheel, cache_include())
+        _extract(wheel, root / "torch_npu" / "include", TORCH_NPU_PREFIX, _TORCH_NPU_MARKERS)
         (root / "SOURCE").write_text(wheel.name + "\n")
     return HeaderSet(cache_include(), f"{wheel.name} (fetched)")
 
