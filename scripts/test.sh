@@ -7,8 +7,6 @@ cd "$ROOT"
 echo "==> serving environment (tritonserver from nvidia-pytriton, numpy 1.26)"
 export OPSDK_SERVE_VENV="${OPSDK_SERVE_VENV:-$ROOT/.venv-serve}"
 bash "$ROOT/.ci/serve_env.sh"
-echo "==> CANN public headers (for compile checks of generated C++; skipped tests say why if this fails)"
-python -m opsdk.ascend.project.headers --fetch || echo "    could not fetch CANN headers; their compile tests will skip with the reason"
 # Extra tools some tests need (cross compilers, emulators, pinned runtimes): one script each
 # in scripts/setup.d/, run in name order. A script that cannot install its tool says so and
 # the tests that need the tool skip with the reason.
@@ -17,6 +15,10 @@ for setup in "$ROOT"/scripts/setup.d/*.sh; do
   echo "==> setup: $(basename "$setup")"
   bash "$setup" || echo "    $(basename "$setup") failed; the tests that need it will skip with the reason"
 done
+# After the tools: the torch-npu wheel the headers come from is the release of the torch
+# that scripts/setup.d installed (its torch_npu headers compile only against that torch).
+echo "==> CANN public headers (for compile checks of generated C++ and the torch NPU kernels; skipped tests say why if this fails)"
+python -m opsdk.ascend.project.headers --fetch || echo "    could not fetch CANN headers; their compile tests will skip with the reason"
 # The package tests (tests/package/test_package_cross.py, test_package_wheel.py) spend minutes
 # compiling the same kernels and entry points for several targets. A full run makes those
 # builds on the second core while the first runs the tests in order: the same `opsdk

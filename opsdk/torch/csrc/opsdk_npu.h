@@ -128,7 +128,7 @@ class Args {
     const int64_t storage = static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
     aclTensor *a = meta().create_tensor(sizes.data(), sizes.size(), dtype, strides.data(),
                                         t.storage_offset(), ACL_FORMAT_ND, &storage, 1,
-                                        t.storage().data());
+                                        const_cast<void *>(t.storage().data()));
     if (a == nullptr) throw std::runtime_error(std::string("aclCreateTensor failed for ") + what);
     tensors_.push_back(a);
     return a;
