@@ -485,25 +485,39 @@ def _replace_gelu_patterns(
 
 
 def replace_ops(
-    model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = ()
+    model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = (),
+    check: bool = True,
 ) -> RewriteResult:
-    """Swap standard nodes for the opsdk operators implementing them (``spec.onnx_op``).
+    """Swap standard nodes for the opsdk operators implementing them (``spec.onnx_op``), and
+    fold the decompositions of the operators named instead (:mod:`._fold`; ``check``:
+    prove those folds in ONNX Runtime).
+
+    A name is a standard ONNX op type when an operator declares it as its ``onnx_op``,
+    otherwise an operator's name (``Name`` or ``domain::Name``).
 
     Example:
         >>> result = replace_ops(onnx.load("flow.onnx"), ["GridSample"])  # doctest: +SKIP
+        >>> result = replace_ops(onnx.load("llama.onnx"), ["RmsNorm"])  # doctest: +SKIP
     """
     from ._ops import by_onnx_op
 
+    extra = list(extra)
     table = by_onnx_op(extra)
     wanted: dict[str, OpSpec] = {}
+    named: list[OpSpec] = []
     for op in op_types:
-        if op not in table:
-            raise SpecError(
-                f"no opsdk operator implements ONNX {op} (spec.onnx_op); create one with "
-                f"'opsdk new {op} --like onnx:{op}'"
-            )
-        wanted[op] = table[op]
-        register_schema(table[op])
+        if op in table:
+            wanted[op] = table[op]
+            register_schema(table[op])
+        else:
+            named.append(_operator_named(op, extra))
+    if named:
+        from ._fold import fold_decompositions
+
+        folded = fold_decompositions(model, named, check=check)
+        model, first = folded.model, folded.records
+    else:
+        first = []
     out = ModelProto()
     out.CopyFrom(model)
     try:
@@ -527,7 +541,34 @@ def replace_ops(
         records.append(RewriteRecord(node_label(node, idx), "replaced", detail))
         out.graph.node[idx].CopyFrom(new)
         _ensure_import(out, spec)
-    return RewriteResult(out, records)
+    return RewriteResult(out, first + records)
+
+
+def _operator_named(name: str, extra: Sequence[OpSpec]) -> OpSpec:
+    """The operator ``name`` (or ``domain::name``) names, else a SpecError with the fix."""
+    from ._ops import catalog
+
+    domain, _, op = name.rpartition("::")
+    found = [s for s in catalog(extra).values()
+             if s.name == op and (not domain or s.domain == domain)]
+    if len(found) == 1:
+        register_schema(found[0])
+        return found[0]
+    if found:
+        names = ", ".join(f"{s.domain}::{s.name}" for s in found)
+        raise SpecError(f"--replace {name}: operators in several domains have that name "
+                        f"({names}); give one as DOMAIN::NAME")
+    if onnx.defs.has(name):
+        raise SpecError(f"--replace {name}: no opsdk operator implements ONNX {name} "
+                        f"(spec.onnx_op); create one with 'opsdk new {name} --like onnx:{name}'")
+    from .._starters import STARTERS
+
+    starters = " | ".join(f"llm:{k}" for k in STARTERS)
+    raise SpecError(
+        f"--replace {name}: {name} is neither a standard ONNX op nor an opsdk operator's name "
+        "(none is found in ./operators or OPSDK_OPERATORS_PATH); give an ONNX op type (e.g. "
+        f"RMSNormalization) or create the operator, e.g. 'opsdk new {name} --like "
+        f"llm:rms_norm' (starters: {starters}), and run the command where it is found")
 
 
 #: The node column of the record of the model-level decision.

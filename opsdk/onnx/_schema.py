@@ -148,7 +148,9 @@ def make_schema(spec: OpSpec) -> OpSchema:
         )
         for i in spec.inputs
     ]
-    outputs = [param(o.name, type_str(o.type), o.doc) for o in spec.outputs]
+    outputs = [param(o.name, type_str(o.type), o.doc,
+                     param_option=opt.Optional if o.optional else opt.Single)
+               for o in spec.outputs]
     used = {i.type for i in spec.inputs} | {o.type for o in spec.outputs}
     constraints = [
         (tv, [onnx_type_str(d) for d in dts], f"{tv}: one of {', '.join(dts)}")
