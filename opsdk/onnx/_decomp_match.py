@@ -31,7 +31,7 @@ from onnx import ModelProto, NodeProto
 from ..spec import OpSpec
 from ._constants import GraphConstants
 from ._model import attribute_value, consumers_of, is_standard_domain, node_label, tensor_type_of
-from ._pattern import NARY, TRANSPARENT, PAttr, PConst, POp, PTerm, PVar, Pattern
+from ._pattern import NARY, TRANSPARENT, Pattern, PAttr, PConst, PTerm, PVar
 
 __all__ = ["DecompositionMatch", "find_matches"]
 

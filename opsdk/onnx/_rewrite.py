@@ -437,6 +437,7 @@ def _replacement(
     probe = onnx.NodeProto()
     probe.CopyFrom(node)
     defaults = _onnx_defaults(node, model)
+    _drop_implied(spec, probe, defaults, types)
     given = {a.name for a in node.attribute}
     for a in spec.attrs:
         if a.name not in given and a.name in defaults:
@@ -450,9 +451,30 @@ def _replacement(
     outputs = list(node.output)
     if len(outputs) > len(spec.outputs):
         raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
-    for extra in spec.outputs[len(outputs):]:  # ONNX's optional outputs the node left out
-        outputs.append(fresh(f"{outputs[0]}_{extra.name}_unused"))
+    for extra in spec.outputs[len(outputs):]:  # outputs the node has not: left out or unused
+        outputs.append("" if extra.optional else fresh(f"{outputs[0]}_{extra.name}_unused"))
     return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
+
+
+def _drop_implied(spec: OpSpec, node: NodeProto, defaults: dict[str, Any],
+                  types: dict[str, Any]) -> None:
+    """Drop the node's attributes the operator does not declare but computes as given: at
+    ONNX's default, or an ``axis`` naming the last axis (RMSNormalization's axis=-1 or
+    rank-1 for an operator over the last axis). Others stay, and are refused by name."""
+    declared = set(spec.attr_map)
+    x = tensor_type_of(types.get(node.input[0])) if node.input else None
+    rank = len(x.shape) if x is not None and isinstance(x.shape, tuple) else None
+    kept = []
+    for a in node.attribute:
+        value = attribute_value(a)
+        implied = a.name not in declared and (
+            (a.name in defaults and value == defaults[a.name]) or
+            (a.name == "axis" and defaults.get("axis") == -1 and rank is not None
+             and isinstance(value, int) and value % max(rank, 1) == rank - 1))
+        if not implied:
+            kept.append(a)
+    del node.attribute[:]
+    node.attribute.extend(kept)
 
 
 def _replace_gelu_patterns(
