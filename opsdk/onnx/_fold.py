@@ -29,7 +29,7 @@ from ._export import make_node
 from ._model import has_shape, opset_version, tensor_type_of, topological_sort
 from ._names import FreshNames
 from ._pattern import build_patterns
-from ._rewrite import RewriteRecord, RewriteResult, _apply
+from ._records import RewriteRecord, RewriteResult, replace_nodes
 from ._schema import register_schema
 from .errors import ModelError
 
@@ -112,7 +112,7 @@ def _fold_one(model: ModelProto, spec: OpSpec, types: dict[str, Any]
             f"{len(m.nodes)} nodes ({ops}) by {spec.domain}::{spec.name}"
             + (f" {attrs}" if attrs else "") + f" ({m.pattern})")))
     if replaced:
-        _apply(model, replaced, dropped, spec)
+        replace_nodes(model, replaced, dropped, spec)
         _drop_dead_casts(model)
         order = topological_sort(model.graph)
         nodes = [model.graph.node[i] for i in order]

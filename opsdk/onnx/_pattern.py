@@ -166,7 +166,7 @@ class PatternBuilder:
                             f"output ({op_type} has {outputs}, domain {domain!r}); write a "
                             "Split as two Slices, rotate-half as fb.rotate_half(x)")
         if op_type in TRANSPARENT:
-            return inputs[0]  # type: ignore[no-any-return]
+            return inputs[0]
         if op_type == "Constant":
             return _const_of(attrs)
         if any(i is None or isinstance(i, str) for i in inputs):

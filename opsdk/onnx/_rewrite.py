@@ -10,7 +10,7 @@ faster than ONNX Runtime's Conv+BatchNormalization+Relu (:data:`CPU_SLOWER_CLASS
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,11 +19,12 @@ from onnx import ModelProto, NodeProto, numpy_helper
 
 from ..errors import SpecError
 from ..spec import OpSpec
-from ._constants import GraphConstants, remove_dead_constants
+from ._constants import GraphConstants
 from ._export import make_node, resolve_spec
 from ._model import (
     attribute_value,
     consumers_of,
+    has_shape,
     is_standard_domain,
     node_label,
     opset_version,
@@ -31,6 +32,7 @@ from ._model import (
     value_types,
 )
 from ._names import FreshNames
+from ._records import RewriteRecord, RewriteResult, ensure_import, replace_nodes
 from ._schema import infer_shapes, node_attrs, register_schema
 
 if TYPE_CHECKING:
@@ -51,31 +53,6 @@ __all__ = [
 #: Fusions ``opsdk rewrite --fuse`` knows, by name.
 FUSIONS = ("conv-bn-relu",)
 FUSED_OP = "com.opsdk::FusedConvBnRelu"
-
-
-@dataclass(frozen=True)
-class RewriteRecord:
-    """What a rewrite did at one place of the graph."""
-
-    node: str
-    #: "fused" / "replaced" (rewritten), "refused" (a candidate left as it is because the
-    #: rewrite would not pay, the reason says why), "skipped" (no match, or it cannot be) or
-    #: "measured" (the whole model timed before and after: the fusions paid and were kept)
-    action: str
-    detail: str
-
-
-@dataclass
-class RewriteResult:
-    """The rewritten model and the record of every match."""
-
-    model: ModelProto
-    records: list[RewriteRecord] = field(default_factory=list)
-
-    @property
-    def changed(self) -> int:
-        """How many places were rewritten."""
-        return sum(1 for r in self.records if r.action in ("fused", "replaced"))
 
 
 # ------------------------------------------------------------------- when it pays
@@ -355,40 +332,8 @@ def fuse_conv_bn_relu(
                    "ONNX Runtime's Conv+BN+Relu")
         records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)} ({because})"))
     if replaced:
-        _apply(out, replaced, dropped, spec)
+        replace_nodes(out, replaced, dropped, spec)
     return RewriteResult(out, records)
-
-
-def _apply(
-    model: ModelProto, replaced: dict[int, NodeProto], dropped: set[int], spec: OpSpec
-) -> None:
-    g = model.graph
-    nodes = [replaced.get(i, n) for i, n in enumerate(g.node) if i in replaced or i not in dropped]
-    removed_values = {o for i in dropped for o in g.node[i].output} - {
-        o for n in replaced.values() for o in n.output
-    }
-    del g.node[:]
-    g.node.extend(nodes)
-    before = {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
-    # Old-IR models list initializers as graph inputs too: drop those no node reads anymore.
-    used = {v for n in g.node for v in n.input} | {o.name for o in g.output}
-    inits = {t.name for t in g.initializer}
-    inputs = [i for i in g.input if i.name not in inits or i.name in used]
-    del g.input[:]
-    g.input.extend(inputs)
-    remove_dead_constants(g)
-    removed_values |= before - {t.name for t in g.initializer} - {
-        o for n in g.node for o in n.output
-    }
-    infos = [vi for vi in g.value_info if vi.name not in removed_values]
-    del g.value_info[:]
-    g.value_info.extend(infos)
-    _ensure_import(model, spec)
-
-
-def _ensure_import(model: ModelProto, spec: OpSpec) -> None:
-    if opset_version(model, spec.domain) is None:
-        model.opset_import.append(onnx.helper.make_opsetid(spec.domain, spec.version))
 
 
 # ------------------------------------------------------------------- replacement
@@ -448,6 +393,12 @@ def _replacement(
         attrs = node_attrs(spec, probe, f"node {node_label(node, idx)}")
     except SpecError as e:
         raise _Skip(str(e)) from None
+    given_types = [tensor_type_of(types.get(v)) if v else None for v in node.input]
+    if all(t is not None and has_shape(t) for t in given_types if t is not None):
+        try:  # the shape function refuses inputs the kernel would (a scale of shape (1,))
+            spec.infer(given_types, attrs)
+        except SpecError as e:
+            raise _Skip(str(e)) from None
     outputs = list(node.output)
     if len(outputs) > len(spec.outputs):
         raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
@@ -471,8 +422,14 @@ def _drop_implied(spec: OpSpec, node: NodeProto, defaults: dict[str, Any],
             (a.name in defaults and value == defaults[a.name]) or
             (a.name == "axis" and defaults.get("axis") == -1 and rank is not None
              and isinstance(value, int) and value % max(rank, 1) == rank - 1))
-        if not implied:
-            kept.append(a)
+        if implied:
+            continue
+        if a.name not in declared:
+            default = ("the last axis (-1)" if a.name == "axis" else
+                       repr(defaults[a.name]) if a.name in defaults else "its absence")
+            raise _Skip(f"attribute {a.name}={value!r}: {spec.name} declares no {a.name!r} "
+                        f"and computes ONNX's {node.op_type} only at {default}")
+        kept.append(a)
     del node.attribute[:]
     node.attribute.extend(kept)
 
@@ -502,7 +459,7 @@ def _replace_gelu_patterns(
                   f"approximate={match.approximate!r}")
         records.append(RewriteRecord(match.label, "replaced", detail))
     if replaced:
-        _apply(model, replaced, dropped, spec)
+        replace_nodes(model, replaced, dropped, spec)
     return records
 
 
@@ -562,7 +519,7 @@ def replace_ops(
         detail = f"by {spec.domain}::{spec.name}"
         records.append(RewriteRecord(node_label(node, idx), "replaced", detail))
         out.graph.node[idx].CopyFrom(new)
-        _ensure_import(out, spec)
+        ensure_import(out, spec)
     return RewriteResult(out, first + records)
 
 
