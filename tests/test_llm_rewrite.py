@@ -226,9 +226,10 @@ print(json.dumps(result))
 '''
 
 
-def _llm_graph(dtype: int, split: bool) -> onnx.ModelProto:
-    """RMSNorm in float16 with Cast islands and ``Reciprocal(Sqrt)``; rotate-half with Split;
-    SwiGLU as ``Sigmoid(g) * (g * u)``: the variants the torch block does not write."""
+def _llm_graph(dtype: int, split: bool, div: bool = False) -> onnx.ModelProto:
+    """RMSNorm as ``x * x`` with Cast islands (in float16) and ``Reciprocal(Sqrt)`` or
+    ``Div(x, Sqrt)``; rotate-half with Split or Slices; SwiGLU as ``Sigmoid(g) * (g * u)``:
+    the variants the torch block does not write."""
     n = h.make_node
     c = h.make_tensor
     f32 = T.FLOAT
@@ -236,9 +237,12 @@ def _llm_graph(dtype: int, split: bool) -> onnx.ModelProto:
         n("Cast", ["x"], ["xf"], to=f32), n("Mul", ["xf", "xf"], ["sq"]),
         n("ReduceMean", ["sq"], ["ms"], axes=[2], keepdims=1),
         n("Add", ["eps", "ms"], ["mse"]), n("Sqrt", ["mse"], ["rms"]),
-        n("Reciprocal", ["rms"], ["rstd"]), n("Mul", ["rstd", "xf"], ["xn"]),
-        n("Cast", ["xn"], ["xh"], to=dtype), n("Mul", ["xh", "w"], ["hn"]),
     ]
+    if div:
+        nodes += [n("Div", ["xf", "rms"], ["xn"])]
+    else:
+        nodes += [n("Reciprocal", ["rms"], ["rstd"]), n("Mul", ["rstd", "xf"], ["xn"])]
+    nodes += [n("Cast", ["xn"], ["xh"], to=dtype), n("Mul", ["xh", "w"], ["hn"])]
     if split:
         nodes += [n("Split", ["hn", "two"], ["h1", "h2"], axis=-1)]
     else:
@@ -264,10 +268,11 @@ def _llm_graph(dtype: int, split: bool) -> onnx.ModelProto:
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
-@pytest.mark.parametrize("dtype,split", [(T.FLOAT16, True), (T.FLOAT, False)])
-def test_variants_are_folded_and_proved(project, monkeypatch, dtype, split):
+@pytest.mark.parametrize("dtype,split,div", [(T.FLOAT16, True, False), (T.FLOAT, False, False),
+                                             (T.FLOAT16, False, True)])
+def test_variants_are_folded_and_proved(project, monkeypatch, dtype, split, div):
     monkeypatch.chdir(project)
-    result = replace_ops(_llm_graph(dtype, split), ["RmsNorm", "Rope", "Swiglu"])
+    result = replace_ops(_llm_graph(dtype, split, div), ["RmsNorm", "Rope", "Swiglu"])
     actions = [(r.action, r.detail.split(" by ")[-1].split()[0]) for r in result.records
                if r.action == "replaced"]
     assert sorted(actions) == [("replaced", f"com.llm::{op}") for op in OPS], result.records
@@ -346,3 +351,29 @@ def test_a_pattern_registered_in_the_spec_is_found():
     result = replace_ops(model, ["com.llm::SiluOnly"], extra=[spec], check=False)
     assert [r.action for r in result.records] == ["replaced"]
     assert [nd.op_type for nd in result.model.graph.node] == ["SiluOnly"]
+
+
+def test_a_fold_onnxruntime_disproves_is_not_kept():
+    """A pattern whose operator computes something else (its fallback is Relu, the pattern
+    x * Sigmoid(x)): the fold matches, ONNX Runtime disagrees, the original is kept."""
+    spec = OpSpec("NotSilu", domain="com.llm", inputs=[Input("x")], outputs=[Output("y")],
+                  types={"T": ("float32",)})
+
+    @spec.register_function
+    def _relu(fb):  # type: ignore[no-untyped-def]
+        return fb.op("Relu", fb.input("x"))
+
+    @spec.register_pattern
+    def _silu(fb):  # type: ignore[no-untyped-def]
+        x = fb.input("x")
+        return fb.op("Mul", x, fb.op("Sigmoid", x))
+
+    n = h.make_node
+    g = h.make_graph([n("Sigmoid", ["x"], ["s"]), n("Mul", ["s", "x"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [3, 4])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    result = replace_ops(model, ["NotSilu"], extra=[spec])
+    assert [r.action for r in result.records] == ["refused", "refused"], result.records
+    assert "differ from the original's" in result.records[-1].detail
+    assert [nd.op_type for nd in result.model.graph.node] == ["Sigmoid", "Mul"]
