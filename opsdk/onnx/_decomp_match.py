@@ -192,24 +192,69 @@ class _Reader:
         src = a[1].input[0]
         t = self.types.get(src)
         d = t.shape[-1] if t is not None and t.shape else None
-        if not isinstance(d, int) or d % 2:
-            return None
-        hi, lo = self._slice(a[1], src), self._slice(b[1], src)
-        if hi is None or lo is None or hi[0] != d // 2 or hi[1] < d or lo != (0, d // 2):
+        hi, lo = self._slice(a[1], src, d), self._slice(b[1], src, d)
+        if hi is None or lo is None or hi[0] != "half" or hi[1] != "end" or lo != (0, "half"):
             return None
         return src, {a[0], b[0]}
 
-    def _slice(self, node: NodeProto, src: str) -> tuple[int, int] | None:
-        """(start, end) of a one-axis, step-1 Slice on ``src``'s last axis."""
+    def _slice(self, node: NodeProto, src: str, d: object) -> tuple[object, object] | None:
+        """(start, end) of a one-axis, step-1 Slice on ``src``'s last axis, each an int or
+        "half" (of the last dim, ``d`` or computed from ``Shape``) or "end"."""
         ins = list(node.input) + [""] * (5 - len(node.input))
-        parts = [self.const(i) if i else None for i in ins[1:5]]
-        if parts[0] is None or parts[1] is None or parts[0].size != 1:
-            return None
-        axes = [-1] if parts[2] is None else parts[2].ravel().tolist()
-        steps = [1] if parts[3] is None else parts[3].ravel().tolist()
+        parts = [self.const(i) if i else None for i in ins[3:5]]
+        axes = [-1] if parts[0] is None else parts[0].ravel().tolist()
+        steps = [1] if parts[1] is None else parts[1].ravel().tolist()
         if self._axes([int(a) for a in axes], src) != (-1,) or steps != [1]:
             return None
-        return int(parts[0].ravel()[0]), int(parts[1].ravel()[0])
+        bounds = [self._bound(v, src, d) for v in ins[1:3]]
+        if None in bounds:
+            return None
+        return bounds[0], bounds[1]
+
+    def _bound(self, value: str, src: str, d: object) -> object:
+        """A Slice bound: an int, "half" of src's last dim, "end" (it or beyond), or None."""
+        given = self.const(value) if value else None
+        if given is not None:
+            if given.size != 1 or given.dtype.kind not in "iu":
+                return None
+            k = int(given.ravel()[0])
+            if isinstance(d, int):
+                return "half" if 2 * k == d else "end" if k >= d else k
+            return "end" if k >= 2**31 - 1 else k
+        return "half" if self._runtime_half(value, src) else None
+
+    def _runtime_half(self, value: str, src: str) -> bool:
+        """``value`` is ``Shape(src)[-1] / 2`` as exporters compute it with dynamic axes:
+        through Unsqueeze/Squeeze/Cast/Reshape, a ``Div`` by 2, a ``Gather`` of the last
+        dim of ``Shape(src)`` (or ``Shape(src, start=-1)``)."""
+        seen = 0
+        while (found := self._node(value)) is not None and seen < 8:
+            seen += 1
+            node = found[1]
+            if node.op_type in ("Unsqueeze", "Squeeze", "Cast", "Reshape", "Identity"):
+                value = node.input[0]
+                continue
+            if node.op_type != "Div" or self.scalar(node.input[1]) != 2.0:
+                return False
+            return self._last_dim(node.input[0], src)
+        return False
+
+    def _last_dim(self, value: str, src: str) -> bool:
+        found = self._node(value)
+        if found is None:
+            return False
+        node = found[1]
+        attrs = {a.name: attribute_value(a) for a in node.attribute}
+        if node.op_type == "Shape":
+            return node.input[0] == src and attrs.get("start") == -1 and "end" not in attrs
+        if node.op_type != "Gather" or self.scalar(node.input[1]) is None:
+            return False
+        shape = self._node(node.input[0])
+        if shape is None or shape[1].op_type != "Shape" or shape[1].input[0] != src \
+                or len(shape[1].attribute):
+            return False
+        index = int(self.scalar(node.input[1]) or 0)
+        return self._axes([index], src) == (-1,)
 
     def _split_halves(self, node: NodeProto, first: str, second: str, idx: int
                       ) -> tuple[str, set[int]] | None:

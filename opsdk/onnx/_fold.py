@@ -112,8 +112,9 @@ def _fold_one(model: ModelProto, spec: OpSpec, types: dict[str, Any]
             f"{len(m.nodes)} nodes ({ops}) by {spec.domain}::{spec.name}"
             + (f" {attrs}" if attrs else "") + f" ({m.pattern})")))
     if replaced:
+        seeds = {i for k in dropped for i in model.graph.node[k].input if i}
         replace_nodes(model, replaced, dropped, spec)
-        _drop_dead_casts(model)
+        _drop_orphans(model, seeds)
         order = topological_sort(model.graph)
         nodes = [model.graph.node[i] for i in order]
         del model.graph.node[:]
@@ -121,19 +122,21 @@ def _fold_one(model: ModelProto, spec: OpSpec, types: dict[str, Any]
     return records
 
 
-def _drop_dead_casts(model: ModelProto) -> None:
-    """Remove the Casts (and Identities) a fold left unread: the entry of a Cast island
-    whose readers were all folded."""
+def _drop_orphans(model: ModelProto, seeds: set[str]) -> None:
+    """Remove the nodes a fold left unread: the entry Cast of a Cast island, the
+    Shape/Gather/Div chain that computed the Slice bounds. Only producers of ``seeds`` (the
+    values the folded nodes read) and, in turn, of their inputs are candidates; a graph
+    output or a value anything still reads stays."""
     from ._model import is_standard_domain
-    from ._pattern import TRANSPARENT
 
     g = model.graph
-    while True:
+    while seeds:
         read = {i for n in g.node for i in n.input} | {o.name for o in g.output}
-        dead = [k for k, n in enumerate(g.node) if n.op_type in TRANSPARENT
-                and is_standard_domain(n.domain) and not any(o in read for o in n.output)]
+        dead = [k for k, n in enumerate(g.node) if is_standard_domain(n.domain)
+                and any(o in seeds for o in n.output) and not any(o in read for o in n.output)]
         if not dead:
             return
+        seeds = {i for k in dead for i in g.node[k].input if i}
         for k in reversed(dead):
             del g.node[k]
 
