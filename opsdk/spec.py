@@ -133,10 +133,11 @@ class Input:
 class Output:
     """One operator output; ``type`` as for :class:`Input`.
 
-    ``optional=True``: computed only when it is used. A graph node may leave it out (an
-    empty output name), and the kernel and the reference are told which outputs are wanted
-    (``ctx.output_wanted(k)`` in C++, ``wanted=`` in the reference when it takes it). The
-    first output is never optional.
+    ``optional=True``: an output a graph node may leave out (an empty output name, or
+    absent at the end); ONNX's checker, shape inference, opsdk's node checks and ``Session``
+    accept such a node, and ``opsdk rewrite`` leaves it out where nothing reads it. The CPU
+    kernel is still given a buffer for it (dropped afterwards). The first output is never
+    optional.
 
     Example:
         >>> Output("rstd", "float32", optional=True).optional
