@@ -113,6 +113,8 @@ def test_decoder_block_every_decomposition_is_folded(project, opset, half, dynam
     assert sorted(folded) == ["com.llm::RmsNorm"] * 2 + ["com.llm::Rope"] * 2 + \
         ["com.llm::Swiglu"], records
     assert [r["action"] for r in records if r["node"] == "the model"] == ["checked"]
+    norm = next(r["detail"] for r in records if r["node"].startswith("'/n1/"))
+    assert "8 nodes" in norm and "'/n1/ReduceMean'" in norm and "'/n1/Sqrt'" in norm, norm
     rewritten = onnx.load(str(out))
     ops = [n.op_type for n in rewritten.graph.node]
     for gone in ("Pow", "ReduceMean", "Sqrt", "Sigmoid", "Neg", "Slice"):

@@ -82,6 +82,21 @@ def _same_type(spec: OpSpec, got: TensorType, want: TensorType | None) -> None:
                         f"model computes {want.dtype} {tuple(want.shape)}")
 
 
+def _folded_text(model: ModelProto, m: DecompositionMatch, spec: OpSpec) -> str:
+    """``8 nodes (Add, Cast, ...): '/n1/Pow', ... by com.llm::RmsNorm epsilon=1e-06 (the
+    fallback function)``: what went into the fold, by op type and by node."""
+    from ._model import node_label
+
+    nodes = [model.graph.node[i] for i in sorted(m.nodes)]
+    ops = ", ".join(sorted({n.op_type for n in nodes}))
+    names = ", ".join(repr(n.name) if n.name else node_label(n, i)
+                      for i, n in zip(sorted(m.nodes), nodes))
+    attrs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in sorted(m.attrs.items()))
+    return (f"{len(nodes)} nodes ({ops}): {names} by {spec.domain}::{spec.name}"
+            + (f" {attrs}" if attrs else "") + f" ({m.pattern})")
+
+
 def _fold_one(model: ModelProto, spec: OpSpec, types: dict[str, Any]
               ) -> list[RewriteRecord]:
     from ._model import consumers_of
@@ -105,12 +120,7 @@ def _fold_one(model: ModelProto, spec: OpSpec, types: dict[str, Any]
         node.name = root.name or fresh(f"{spec.name}_fused")
         replaced[max(m.nodes)] = node
         dropped |= set(m.nodes)
-        ops = ", ".join(sorted({model.graph.node[i].op_type for i in m.nodes}))
-        attrs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in sorted(m.attrs.items()))
-        records.append(RewriteRecord(m.label, "replaced", (
-            f"{len(m.nodes)} nodes ({ops}) by {spec.domain}::{spec.name}"
-            + (f" {attrs}" if attrs else "") + f" ({m.pattern})")))
+        records.append(RewriteRecord(m.label, "replaced", _folded_text(model, m, spec)))
     if replaced:
         seeds = {i for k in dropped for i in model.graph.node[k].input if i}
         replace_nodes(model, replaced, dropped, spec)
