@@ -131,11 +131,23 @@ class Input:
 
 @dataclass(frozen=True)
 class Output:
-    """One operator output; ``type`` as for :class:`Input`."""
+    """One operator output; ``type`` as for :class:`Input`.
+
+    ``optional=True``: an output a graph node may leave out (an empty output name, or
+    absent at the end); ONNX's checker, shape inference, opsdk's node checks and ``Session``
+    accept such a node, and ``opsdk rewrite`` leaves it out where nothing reads it. The CPU
+    kernel is still given a buffer for it (dropped afterwards). The first output is never
+    optional.
+
+    Example:
+        >>> Output("rstd", "float32", optional=True).optional
+        True
+    """
 
     name: str
     type: str = "T"
     doc: str = ""
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,8 @@ class OpSpec:
         self._reference: Callable[..., Any] | None = None
         self._function: Callable[..., Any] | None = None
         self._backward: Callable[..., Any] | None = None
+        #: further forms of the decomposition to find in models (:meth:`register_pattern`)
+        self.patterns: list[tuple[Callable[..., Any], dict[str, Any]]] = []
         self.elementwise = elementwise if elementwise is not None else True
         self.validate()
 
@@ -308,6 +322,9 @@ class OpSpec:
                     f"{op}: required input {inp.name!r} follows an optional input; "
                     "put optional inputs last"
                 )
+        if self.outputs[0].optional:
+            raise SpecError(f"{op}: the first output {self.outputs[0].name!r} is optional; "
+                            "the first output is always computed: put optional outputs after it")
         for out in self.outputs:
             if out.type in self.types and not any(i.type == out.type for i in self.inputs):
                 if len(self.types[out.type]) > 1:
@@ -361,6 +378,34 @@ class OpSpec:
         """Attach a decomposition into standard ONNX ops (see opsdk.onnx)."""
         self._function = fn
         return fn
+
+    def register_pattern(
+        self, fn: Callable[..., Any] | None = None, *, attrs: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Add a form of the operator's decomposition for ``opsdk rewrite --replace NAME`` to
+        find in models; usable as a decorator, once per variant.
+
+        ``fn(fb)`` is written as the fallback function is (``fb.input``, ``fb.attr``,
+        ``fb.op``; ``fb.rotate_half(x)`` too) and returns the outputs; ``attrs`` fixes
+        attribute values the form implies. The fallback function is itself the first
+        pattern; casts, operand order and the spellings of squares, reciprocals and axes are
+        absorbed by the matcher (docs/onnx.md, Rewrites).
+
+        Example:
+            >>> spec = OpSpec("Silu", domain="com.example", inputs=[Input("x")],
+            ...               outputs=[Output("y")], types={"T": ("float32",)})
+            >>> @spec.register_pattern
+            ... def _as_exported(fb):
+            ...     x = fb.input("x")
+            ...     return fb.op("Mul", x, fb.op("Sigmoid", x))
+            >>> len(spec.patterns)
+            1
+        """
+        def add(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.patterns.append((f, dict(attrs or {})))
+            return f
+
+        return add if fn is None else add(fn)
 
     def register_backward(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Attach the operator's own backward; usable as a decorator.

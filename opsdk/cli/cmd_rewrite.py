@@ -6,6 +6,7 @@ Examples::
   opsdk rewrite resnet.onnx --fuse conv-bn-relu --report          # decisions only, no file
   opsdk rewrite vit.onnx -o vit_npu.onnx --replace Gelu --target ascend
   opsdk rewrite flow.onnx -o flow_npu.onnx --replace GridSample
+  opsdk rewrite llama.onnx -o llama_llm.onnx --replace RmsNorm,Rope,Swiglu   # operators' names
   opsdk rewrite stn_opset20.onnx -o stn18.onnx --opset 18       # for a runtime reading <= 18
 
 A rewrite happens only where it pays: for --target ascend, Conv+BatchNormalization+Relu stays
@@ -14,6 +15,13 @@ the shape classes where FusedConvBnRelu was measured faster than ONNX Runtime, a
 whole model is timed before and after under opsdk's Session (on --input-shape, else the
 first sizing that runs): the fusions are kept only if the fused model is faster.
 --report lists every candidate with the decision and the reason.
+
+--replace NAME with an operator's name (not an ONNX op type) folds each place the operator's
+decomposition is computed (its fallback function, and the forms spec.py adds with
+@SPEC.register_pattern) into one node of it, whatever spellings the exporter chose (casts,
+x*x or Pow, Div or Reciprocal, operand order, ReduceMean axes, rotate-half with Slice or
+Split); ONNX Runtime then runs the original and the result (the operators as their fallback
+functions) on probe inputs, and the folds are kept only when they agree.
 
 --opset N takes the model down to ai.onnx opset N after the other rewrites (ATC of CANN 8
 reads up to 18): ops the older opset lacks are expanded (Gelu, AffineGrid), GridSample 20
@@ -60,7 +68,9 @@ def register(sub: Any) -> None:
     p.add_argument("--fuse", action="append", default=[], choices=FUSIONS,
                    help="a fusion to apply (repeatable)")
     p.add_argument("--replace", action="append", default=[], metavar="OP",
-                   help="standard op to replace by the opsdk operator whose spec.onnx_op is OP")
+                   help="standard op to replace by the opsdk operator whose spec.onnx_op is "
+                   "OP, or an operator's name (NAME or DOMAIN::NAME) whose decompositions to "
+                   "fold (repeatable, or comma-separated)")
     p.add_argument("--opset", type=opset, metavar="N",
                    help="take the model down to ai.onnx opset N (after the other rewrites)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -211,6 +221,7 @@ def _print_report(records: list[Any], target: str) -> None:
                     "skipped": "keep (no match)",
                     "measured": "rewrite (the whole model measured faster)",
                     "expanded": "rewrite (opset)", "adapted": "rewrite (opset)",
+                    "unchecked": "unchecked",
                     "converted": "rewrite (opset)", "checked": "checked"}.get(r.action,
                                                                                r.action)
         print(f"  {r.node}\n      decision: {decision}\n      reason:   {r.detail}")

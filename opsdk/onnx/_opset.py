@@ -48,7 +48,7 @@ from ._model import (
     value_types,
 )
 from ._names import FreshNames
-from ._rewrite import RewriteRecord, RewriteResult
+from ._records import RewriteRecord, RewriteResult
 from ._schema import infer_shapes
 
 __all__ = ["DOWN_ADAPTERS", "EXPANSIONS", "lower_opset"]

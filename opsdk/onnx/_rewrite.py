@@ -10,7 +10,7 @@ faster than ONNX Runtime's Conv+BatchNormalization+Relu (:data:`CPU_SLOWER_CLASS
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,11 +19,12 @@ from onnx import ModelProto, NodeProto, numpy_helper
 
 from ..errors import SpecError
 from ..spec import OpSpec
-from ._constants import GraphConstants, remove_dead_constants
+from ._constants import GraphConstants
 from ._export import make_node, resolve_spec
 from ._model import (
     attribute_value,
     consumers_of,
+    has_shape,
     is_standard_domain,
     node_label,
     opset_version,
@@ -31,6 +32,7 @@ from ._model import (
     value_types,
 )
 from ._names import FreshNames
+from ._records import RewriteRecord, RewriteResult, ensure_import, replace_nodes
 from ._schema import infer_shapes, node_attrs, register_schema
 
 if TYPE_CHECKING:
@@ -51,31 +53,6 @@ __all__ = [
 #: Fusions ``opsdk rewrite --fuse`` knows, by name.
 FUSIONS = ("conv-bn-relu",)
 FUSED_OP = "com.opsdk::FusedConvBnRelu"
-
-
-@dataclass(frozen=True)
-class RewriteRecord:
-    """What a rewrite did at one place of the graph."""
-
-    node: str
-    #: "fused" / "replaced" (rewritten), "refused" (a candidate left as it is because the
-    #: rewrite would not pay, the reason says why), "skipped" (no match, or it cannot be) or
-    #: "measured" (the whole model timed before and after: the fusions paid and were kept)
-    action: str
-    detail: str
-
-
-@dataclass
-class RewriteResult:
-    """The rewritten model and the record of every match."""
-
-    model: ModelProto
-    records: list[RewriteRecord] = field(default_factory=list)
-
-    @property
-    def changed(self) -> int:
-        """How many places were rewritten."""
-        return sum(1 for r in self.records if r.action in ("fused", "replaced"))
 
 
 # ------------------------------------------------------------------- when it pays
@@ -355,40 +332,8 @@ def fuse_conv_bn_relu(
                    "ONNX Runtime's Conv+BN+Relu")
         records.append(RewriteRecord(labels, "fused", f"into {node_label(fused)} ({because})"))
     if replaced:
-        _apply(out, replaced, dropped, spec)
+        replace_nodes(out, replaced, dropped, spec)
     return RewriteResult(out, records)
-
-
-def _apply(
-    model: ModelProto, replaced: dict[int, NodeProto], dropped: set[int], spec: OpSpec
-) -> None:
-    g = model.graph
-    nodes = [replaced.get(i, n) for i, n in enumerate(g.node) if i in replaced or i not in dropped]
-    removed_values = {o for i in dropped for o in g.node[i].output} - {
-        o for n in replaced.values() for o in n.output
-    }
-    del g.node[:]
-    g.node.extend(nodes)
-    before = {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
-    # Old-IR models list initializers as graph inputs too: drop those no node reads anymore.
-    used = {v for n in g.node for v in n.input} | {o.name for o in g.output}
-    inits = {t.name for t in g.initializer}
-    inputs = [i for i in g.input if i.name not in inits or i.name in used]
-    del g.input[:]
-    g.input.extend(inputs)
-    remove_dead_constants(g)
-    removed_values |= before - {t.name for t in g.initializer} - {
-        o for n in g.node for o in n.output
-    }
-    infos = [vi for vi in g.value_info if vi.name not in removed_values]
-    del g.value_info[:]
-    g.value_info.extend(infos)
-    _ensure_import(model, spec)
-
-
-def _ensure_import(model: ModelProto, spec: OpSpec) -> None:
-    if opset_version(model, spec.domain) is None:
-        model.opset_import.append(onnx.helper.make_opsetid(spec.domain, spec.version))
 
 
 # ------------------------------------------------------------------- replacement
@@ -437,6 +382,7 @@ def _replacement(
     probe = onnx.NodeProto()
     probe.CopyFrom(node)
     defaults = _onnx_defaults(node, model)
+    _drop_implied(spec, probe, defaults, types)
     given = {a.name for a in node.attribute}
     for a in spec.attrs:
         if a.name not in given and a.name in defaults:
@@ -447,12 +393,45 @@ def _replacement(
         attrs = node_attrs(spec, probe, f"node {node_label(node, idx)}")
     except SpecError as e:
         raise _Skip(str(e)) from None
+    given_types = [tensor_type_of(types.get(v)) if v else None for v in node.input]
+    if all(t is not None and has_shape(t) for t in given_types if t is not None):
+        try:  # the shape function refuses inputs the kernel would (a scale of shape (1,))
+            spec.infer(given_types, attrs)
+        except SpecError as e:
+            raise _Skip(str(e)) from None
     outputs = list(node.output)
     if len(outputs) > len(spec.outputs):
         raise _Skip(f"has {len(outputs)} outputs, {spec.name} produces {len(spec.outputs)}")
-    for extra in spec.outputs[len(outputs):]:  # ONNX's optional outputs the node left out
-        outputs.append(fresh(f"{outputs[0]}_{extra.name}_unused"))
+    for extra in spec.outputs[len(outputs):]:  # outputs the node has not: left out or unused
+        outputs.append("" if extra.optional else fresh(f"{outputs[0]}_{extra.name}_unused"))
     return make_node(spec, list(node.input), outputs, attrs, name=node.name or None)
+
+
+def _drop_implied(spec: OpSpec, node: NodeProto, defaults: dict[str, Any],
+                  types: dict[str, Any]) -> None:
+    """Drop the node's attributes the operator does not declare but computes as given: at
+    ONNX's default, or an ``axis`` naming the last axis (RMSNormalization's axis=-1 or
+    rank-1 for an operator over the last axis). Others stay, and are refused by name."""
+    declared = set(spec.attr_map)
+    x = tensor_type_of(types.get(node.input[0])) if node.input else None
+    rank = len(x.shape) if x is not None and isinstance(x.shape, tuple) else None
+    kept = []
+    for a in node.attribute:
+        value = attribute_value(a)
+        implied = a.name not in declared and (
+            (a.name in defaults and value == defaults[a.name]) or
+            (a.name == "axis" and defaults.get("axis") == -1 and rank is not None
+             and isinstance(value, int) and value % max(rank, 1) == rank - 1))
+        if implied:
+            continue
+        if a.name not in declared:
+            default = ("the last axis (-1)" if a.name == "axis" else
+                       repr(defaults[a.name]) if a.name in defaults else "its absence")
+            raise _Skip(f"attribute {a.name}={value!r}: {spec.name} declares no {a.name!r} "
+                        f"and computes ONNX's {node.op_type} only at {default}")
+        kept.append(a)
+    del node.attribute[:]
+    node.attribute.extend(kept)
 
 
 def _replace_gelu_patterns(
@@ -480,30 +459,44 @@ def _replace_gelu_patterns(
                   f"approximate={match.approximate!r}")
         records.append(RewriteRecord(match.label, "replaced", detail))
     if replaced:
-        _apply(model, replaced, dropped, spec)
+        replace_nodes(model, replaced, dropped, spec)
     return records
 
 
 def replace_ops(
-    model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = ()
+    model: ModelProto, op_types: Iterable[str], *, extra: Iterable[OpSpec] = (),
+    check: bool = True,
 ) -> RewriteResult:
-    """Swap standard nodes for the opsdk operators implementing them (``spec.onnx_op``).
+    """Swap standard nodes for the opsdk operators implementing them (``spec.onnx_op``), and
+    fold the decompositions of the operators named instead (:mod:`._fold`; ``check``:
+    prove those folds in ONNX Runtime).
+
+    A name is a standard ONNX op type when an operator declares it as its ``onnx_op``,
+    otherwise an operator's name (``Name`` or ``domain::Name``).
 
     Example:
         >>> result = replace_ops(onnx.load("flow.onnx"), ["GridSample"])  # doctest: +SKIP
+        >>> result = replace_ops(onnx.load("llama.onnx"), ["RmsNorm"])  # doctest: +SKIP
     """
     from ._ops import by_onnx_op
 
+    extra = list(extra)
     table = by_onnx_op(extra)
     wanted: dict[str, OpSpec] = {}
+    named: list[OpSpec] = []
     for op in op_types:
-        if op not in table:
-            raise SpecError(
-                f"no opsdk operator implements ONNX {op} (spec.onnx_op); create one with "
-                f"'opsdk new {op} --like onnx:{op}'"
-            )
-        wanted[op] = table[op]
-        register_schema(table[op])
+        if op in table:
+            wanted[op] = table[op]
+            register_schema(table[op])
+        else:
+            named.append(_operator_named(op, extra))
+    if named:
+        from ._fold import fold_decompositions
+
+        folded = fold_decompositions(model, named, check=check)
+        model, first = folded.model, folded.records
+    else:
+        first = []
     out = ModelProto()
     out.CopyFrom(model)
     try:
@@ -526,8 +519,35 @@ def replace_ops(
         detail = f"by {spec.domain}::{spec.name}"
         records.append(RewriteRecord(node_label(node, idx), "replaced", detail))
         out.graph.node[idx].CopyFrom(new)
-        _ensure_import(out, spec)
-    return RewriteResult(out, records)
+        ensure_import(out, spec)
+    return RewriteResult(out, first + records)
+
+
+def _operator_named(name: str, extra: Sequence[OpSpec]) -> OpSpec:
+    """The operator ``name`` (or ``domain::name``) names, else a SpecError with the fix."""
+    from ._ops import catalog
+
+    domain, _, op = name.rpartition("::")
+    found = [s for s in catalog(extra).values()
+             if s.name == op and (not domain or s.domain == domain)]
+    if len(found) == 1:
+        register_schema(found[0])
+        return found[0]
+    if found:
+        names = ", ".join(f"{s.domain}::{s.name}" for s in found)
+        raise SpecError(f"--replace {name}: operators in several domains have that name "
+                        f"({names}); give one as DOMAIN::NAME")
+    if onnx.defs.has(name):
+        raise SpecError(f"--replace {name}: no opsdk operator implements ONNX {name} "
+                        f"(spec.onnx_op); create one with 'opsdk new {name} --like onnx:{name}'")
+    from .._starters import STARTERS
+
+    starters = " | ".join(f"llm:{k}" for k in STARTERS)
+    raise SpecError(
+        f"--replace {name}: {name} is neither a standard ONNX op nor an opsdk operator's name "
+        "(none is found in ./operators or OPSDK_OPERATORS_PATH); give an ONNX op type (e.g. "
+        f"RMSNormalization) or create the operator, e.g. 'opsdk new {name} --like "
+        f"llm:rms_norm' (starters: {starters}), and run the command where it is found")
 
 
 #: The node column of the record of the model-level decision.

@@ -148,7 +148,9 @@ def make_schema(spec: OpSpec) -> OpSchema:
         )
         for i in spec.inputs
     ]
-    outputs = [param(o.name, type_str(o.type), o.doc) for o in spec.outputs]
+    outputs = [param(o.name, type_str(o.type), o.doc,
+                     param_option=opt.Optional if o.optional else opt.Single)
+               for o in spec.outputs]
     used = {i.type for i in spec.inputs} | {o.type for o in spec.outputs}
     constraints = [
         (tv, [onnx_type_str(d) for d in dts], f"{tv}: one of {', '.join(dts)}")
@@ -361,10 +363,15 @@ def check_custom_node(
             f"{where}: has {len(node.input)} inputs {list(node.input)}, {spec.name} takes "
             f"{n_req}{'' if n_req == len(spec.inputs) else f' to {len(spec.inputs)}'} ({names})"
         )
-    if len(node.output) != len(spec.outputs):
+    n_out_req = 1 + max((k for k, o in enumerate(spec.outputs) if not o.optional), default=0)
+    if not n_out_req <= len(node.output) <= len(spec.outputs) or any(
+            not node.output[k] for k, o in enumerate(spec.outputs[:len(node.output)])
+            if not o.optional):
         raise SpecError(
             f"{where}: has {len(node.output)} outputs, {spec.name} produces "
-            f"{len(spec.outputs)} ({', '.join(o.name for o in spec.outputs)})"
+            f"{len(spec.outputs)} ("
+            + ", ".join(o.name + ("?" if o.optional else "") for o in spec.outputs)
+            + "; an optional output '?' may be left out or named '')"
         )
     if model is not None:
         imported = opset_version(model, spec.domain)

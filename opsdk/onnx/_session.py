@@ -402,7 +402,9 @@ class Session:
             kernel.set_num_threads(self._threads)
         from ..runtime.cpu import Operator
 
-        return _CustomStep(info, kernel, attrs, list(node.input), list(node.output),
+        # optional outputs the node leaves out are computed and dropped (name "")
+        outputs = list(node.output) + [""] * (len(spec.outputs) - len(node.output))
+        return _CustomStep(info, kernel, attrs, list(node.input), outputs,
                            direct=isinstance(kernel, Operator))
 
     def _kernel(self, spec: OpSpec) -> Any:
@@ -494,6 +496,7 @@ class Session:
         except OpsdkError as e:
             raise type(e)(f"{e} -- while running node {step.info.nodes[0]}") from e
         env.update(zip(step.outputs, outs, strict=True))
+        env.pop("", None)  # an optional output the node leaves out
         for v in step.release:
             env.pop(v, None)
 

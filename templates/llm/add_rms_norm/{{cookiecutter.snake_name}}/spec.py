@@ -31,8 +31,9 @@ SPEC = OpSpec(
     ],
     outputs=[
         Output("y", "T", doc="(x1 + x2) * rstd * gamma, x1's shape"),
-        Output("rstd", "float32", doc="1 / sqrt(mean(x^2) + epsilon), x1.shape[:-1] + (1,)"),
-        Output("x", "T", doc="x1 + x2, the residual for the next layer"),
+        Output("rstd", "float32", doc="1 / sqrt(mean(x^2) + epsilon), x1.shape[:-1] + (1,)",
+               optional=True),
+        Output("x", "T", doc="x1 + x2, the residual for the next layer", optional=True),
     ],
     attrs=[Attr("epsilon", "float", 1e-6, doc="added to the mean square")],
     types={"T": ("bfloat16", "float16", "float32")},

@@ -6,8 +6,9 @@ Created by ``opsdk new {{ cookiecutter.op_name }} --like {{ cookiecutter.starter
     y    = x * rstd * gamma                                       x's dtype
 
 Statistics are computed in float32 whatever x's dtype (bfloat16, float16, float32). rstd is
-the per-row statistic a backward or a fused follower reuses; a caller that needs only y takes
-the first output.
+the per-row statistic a backward or a fused follower reuses; it is an optional output: a graph
+node that does not use it leaves it out (an empty name, as ``opsdk rewrite --replace`` writes
+it when it folds an exported RMSNorm).
 """
 
 from opsdk.bench import register_ort_equivalent, single_node
@@ -30,7 +31,8 @@ SPEC = OpSpec(
     ],
     outputs=[
         Output("y", "T", doc="x * rstd * gamma, x's shape"),
-        Output("rstd", "float32", doc="1 / sqrt(mean(x^2) + epsilon), x.shape[:-1] + (1,)"),
+        Output("rstd", "float32", doc="1 / sqrt(mean(x^2) + epsilon), x.shape[:-1] + (1,)",
+               optional=True),
     ],
     attrs=[Attr("epsilon", "float", 1e-6, doc="added to the mean square")],
     types={"T": ("bfloat16", "float16", "float32")},

@@ -120,6 +120,15 @@ def _decomposition(fb):  # type: ignore[no-untyped-def]
     return fb.op("CastLike", fb.op("Concat", y, rest, axis=-1), fb.input("x"))
 
 
+@SPEC.register_pattern
+def _as_exported(fb):  # type: ignore[no-untyped-def]
+    """The form exporters write for Hugging Face's ``apply_rotary_pos_emb`` (a full rotation,
+    rotate-half): ``x * cos + rotate_half(x) * sin``, rotate_half with Slice/Concat or Split,
+    found by ``opsdk rewrite --replace {{ cookiecutter.op_name }}``."""
+    x, cos, sin = fb.input("x"), fb.input("cos"), fb.input("sin")
+    return fb.op("Add", fb.op("Mul", x, cos), fb.op("Mul", fb.rotate_half(x), sin))
+
+
 @SPEC.register_backward
 def _backward(inputs, outputs, grads, *, interleaved):  # type: ignore[no-untyped-def]
     """Gradients of x, cos and sin (torch tensors; opsdk.torch calls it for autograd).
