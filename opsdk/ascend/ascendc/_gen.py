@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,9 @@ class AicoreKernel:
     needs_same_shape: bool = True
     #: ``applicable(shapes, attrs) -> reason or None`` of a hand-written kernel
     applicable: Callable[..., str | None] | None = None
+    #: a row kernel (reductions over the last axis, :mod:`._gen_reduce`): on a SoC without
+    #: DataCopyPad its rows must be whole 32-byte blocks
+    rows: bool = False
 
 
 @dataclass
@@ -108,6 +112,7 @@ class _Val:
     const: float | None = None  # literal value of a constant scalar
     dtype: str = "float32"  # the ONNX dtype the value has ("T": the kernel's dtype)
     erf_of: _Val | None = None  # for Erf(u): u, so that 1 + Erf(u) becomes Erfc(-u)
+    row: bool = False  # one value per row (a reduction's result or computed from one)
 
 
 @dataclass
@@ -120,14 +125,24 @@ class _Gen:
     scratch: bool = False
     api_tmp: bool = False  # the kernel calls a high-level API that takes apiTmpBuf_
     indent: str = "        "
+    #: reductions (:mod:`._gen_reduce`): ``reduce(g, node, args)`` emits one, or None
+    reduce: Callable[[_Gen, NodeProto, list[_Val]], _Val] | None = None
+    rows: int = 0  # one-repeat tensors holding per-row values
+    row_mode: bool = False  # emitting an op on per-row values: one repeat, row slots
+    scalars: int = 0  # per-row values read back to the scalar unit
 
     def refuse(self, why: str) -> GenerateRefused:
         return GenerateRefused(f"{self.spec.name}: no AI Core kernel generated: {why}")
 
     def emit(self, line: str) -> None:
+        if self.row_mode:
+            line = line.replace(", m);", ", GRANULE);")
         self.lines.append(self.indent + line)
 
     def temp(self) -> _Val:
+        if self.row_mode:
+            self.rows += 1
+            return _Val("tensor", slot=self.rows - 1, row=True)
         self.temps += 1
         return _Val("tensor", slot=self.temps - 1)
 
@@ -137,7 +152,9 @@ class _Gen:
 
 
 def _t(v: _Val) -> str:
-    return f"v{v.slot}" if v.kind == "tensor" else f"k{v.slot}"
+    if v.kind == "tensor":
+        return f"r{v.slot}" if v.row else f"v{v.slot}"
+    return f"k{v.slot}"
 
 
 def _literal(x: float) -> str:
@@ -354,6 +371,12 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
     op = node.op_type
     if op == "Constant":
         return _constant(g, node)
+    if op.startswith("Reduce"):
+        if g.reduce is None:  # pragma: no cover - generate() routes reductions to _gen_reduce
+            raise g.refuse(f"{op} outside a row kernel")
+        return g.reduce(g, node, args)
+    if not g.row_mode and any(a.row for a in args):
+        return _per_row(g, node, args)
     if op == "Identity":
         return args[0]
     if op == "LabelEncoder":
@@ -390,6 +413,38 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
         raise g.refuse(f"the decomposition uses {op}, which is not elementwise-supported "
                        "(see docs/ascendc_model.md for the supported ONNX ops)")
     out.dtype = dtype
+    return out
+
+
+def _per_row(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
+    """A node reading per-row values: with a full tile, each per-row tensor is read back as
+    a scalar (``ScalarOf``); else it runs on one-repeat row slots (a per-row scalar a
+    vector op needs is put into one first), or stays a scalar expression."""
+    if any(a.kind in ("tensor", "mask") and not a.row for a in args):
+        read = []
+        for a in args:
+            if a.kind == "tensor" and a.row:
+                g.scalars += 1
+                g.emit(f"const float s{g.scalars - 1} = ScalarOf({_t(a)});")
+                a = _Val("scalar", expr=f"s{g.scalars - 1}", row=True)
+            read.append(a)
+        out = _node(g, node, [dataclasses.replace(a, row=False) for a in read])
+        out.row = out.kind == "scalar"
+        return out
+    scalar_ok = node.op_type in _SCALAR_OPS or node.op_type in ("Max", "Min", "Neg", "Identity",
+                                                                "Cast", "CastLike", *_CMP)
+    if all(a.kind != "tensor" for a in args) and scalar_ok:
+        out = _node(g, node, [dataclasses.replace(a, row=False) for a in args])
+        out.row = True
+        return out
+    g.row_mode = True
+    try:
+        vals = [_as_tensor(g, dataclasses.replace(a, row=False)) if a.kind == "scalar" and a.row
+                else a for a in args]
+        out = _node(g, node, vals)
+    finally:
+        g.row_mode = False
+    out.row = out.kind in ("tensor", "scalar")
     return out
 
 
@@ -633,6 +688,10 @@ def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None 
 
     dtype, macro = _check_io(spec)
     func = build_function(spec, OPSET)
+    if any(n.op_type.startswith("Reduce") for n in func.node):
+        from ._gen_reduce import generate_rows
+
+        return generate_rows(spec, func, dtype, macro, banner, tuning)
     g = _Gen(spec)
     compute = _compute_lines(g, spec, func)
     source = _render(spec, g, compute, dtype, banner, bool(tuning))

@@ -2,7 +2,8 @@
 
 A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
-``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
+``coreNum``, ``ubBytes``, and ``rowInputs``: bit i set when input i has fewer elements than
+the output, one row of it for a row kernel). :func:`evaluate` runs the steps in Python for a run on opsdk's
 Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
 the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
 ``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
@@ -28,7 +29,7 @@ from ...errors import SpecError
 __all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
 
 #: The facts of one call the steps may read.
-FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes")
+FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes", "rowInputs")
 _MASK = (1 << 64) - 1
 
 
@@ -167,9 +168,11 @@ def cpp_tiling(tiling: Tiling) -> str:
     """
     exprs = [e for _, e in tiling.steps] + [tiling.block_dim]
     table = any({"le", "pick"} & _called(e) for e in exprs)
+    row_inputs = any("rowInputs" in _names(tiling.op, e) for e in exprs)
     from ._templates import render  # the facts and functions are C++ in a template file
 
-    return render("aicore", "tiling_func", table=table, steps=cpp_steps(tiling))
+    return render("aicore", "tiling_func", table=table, row_inputs=row_inputs,
+                  steps=cpp_steps(tiling))
 
 
 def _called(expr: str) -> set[str]:
