@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the emitter's C++ lines keep their natural lengths)
 """AI Core kernels (Ascend C) generated from an operator's ONNX decomposition.
 
-:func:`generate` turns the decomposition registered with ``@SPEC.register_function`` into an
+:func:`prepare` and :func:`generate_elementwise` turn the decomposition registered with ``@SPEC.register_function`` into an
 Ascend C kernel and its host tiling, when the decomposition is elementwise (arithmetic,
 comparisons, Where, Cast/CastLike, Constant, Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
 Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity, and LabelEncoder of a
@@ -13,8 +13,12 @@ core's range in tiles sized from the SoC's Unified Buffer (32-byte aligned, doub
 queues), computes in float32 whatever the I/O dtype (float16 and bfloat16 are widened on
 load and rounded once on store), and keeps temporaries in one ``TBuf``.
 
+The public entry, :func:`opsdk.ascend.ascendc.generate` (:mod:`._gen_reduce`), sends a
+decomposition with reductions to the row kernel.
+
 Example:
     >>> from opsdk.registry import load_spec
+    >>> from opsdk.ascend.ascendc import generate
     >>> kernel = generate(load_spec("operators/thresholded_relu"))  # doctest: +SKIP
     >>> "extern \\"C\\" __global__ __aicore__ void thresholded_relu" in kernel.source  # doctest: +SKIP
     True
@@ -36,8 +40,8 @@ from ..errors import GenerateRefused
 from ..spellings import ASCENDC_TYPES as _CPP_TYPES
 from ._tiling import Tiling, TilingField
 
-__all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET",
-           "TuningRow"]
+__all__ = ["AicoreKernel", "prepare", "generate_elementwise", "GenerateRefused", "GRANULE",
+           "BUFFER_NUM", "OPSET", "TuningRow"]
 
 #: Elements per 256-byte float32 repeat: tiles and compute counts are multiples of it.
 GRANULE = 64
@@ -102,6 +106,9 @@ class AicoreKernel:
     #: a row kernel (reductions over the last axis, :mod:`._gen_reduce`): on a SoC without
     #: DataCopyPad its rows must be whole 32-byte blocks
     rows: bool = False
+    #: ``constraint(params, shapes, soc) -> reason or None`` of a hand-written kernel's
+    #: search parameters (``opsdk tune``)
+    constraint: Callable[..., str | None] | None = None
 
 
 @dataclass
@@ -670,14 +677,9 @@ def _tile_steps(per8: str, fixed: int, fit: str = "fitTile") -> tuple[tuple[str,
     )
 
 
-def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None = None
-             ) -> AicoreKernel:
-    """The generated AI Core kernel of ``spec``; raises :class:`GenerateRefused` with the reason.
-    ``tuning``: the table ``opsdk tune`` chose (the kernel then reads its buffer count from
-    the tiling data).
-
-    Example: see the module docstring.
-    """
+def prepare(spec: OpSpec) -> tuple[FunctionProto, str, str]:
+    """The decomposition (at :data:`OPSET`), the kernel's T and its ``DTYPE_`` macro; raises
+    :class:`GenerateRefused` when the operator has none the generator takes."""
     if spec.function is None:
         raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: spec.py registers no "
                               "decomposition (@SPEC.register_function)")
@@ -687,11 +689,15 @@ def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None 
     from ...onnx import build_function
 
     dtype, macro = _check_io(spec)
-    func = build_function(spec, OPSET)
-    if any(n.op_type.startswith("Reduce") for n in func.node):
-        from ._gen_reduce import generate_rows
+    return build_function(spec, OPSET), dtype, macro
 
-        return generate_rows(spec, func, dtype, macro, banner, tuning)
+
+def generate_elementwise(spec: OpSpec, func: FunctionProto, dtype: str, macro: str,
+                         banner: str = "", tuning: Sequence[TuningRow] | None = None
+                         ) -> AicoreKernel:
+    """The elementwise kernel of ``spec`` (:func:`prepare` gave the other arguments);
+    ``tuning``: the table ``opsdk tune`` chose (the kernel then reads its buffer count from
+    the tiling data). The public entry is :func:`opsdk.ascend.ascendc.generate`."""
     g = _Gen(spec)
     compute = _compute_lines(g, spec, func)
     source = _render(spec, g, compute, dtype, banner, bool(tuning))

@@ -39,12 +39,15 @@ from ._gen import (
     _emit,
     _Gen,
     _io,
+    _node,
     _t,
     _Val,
+    generate_elementwise,
+    prepare,
 )
 from ._tiling import Tiling, TilingField
 
-__all__ = ["generate_rows", "REDUCTIONS", "rows_applicable"]
+__all__ = ["generate", "generate_rows", "REDUCTIONS", "rows_applicable"]
 
 #: ONNX reduction -> the Ascend C reduction of its pass.
 REDUCTIONS = {"ReduceSum": "ReduceSum", "ReduceMean": "ReduceSum", "ReduceSumSquare": "ReduceSum",
@@ -151,8 +154,6 @@ class _Pass:
             return _Val("scalar", expr=f"(acc{k}_ * invLen_)", row=True)
         v = _Val("scalar", expr=f"acc{k}_", row=True)
         if red.op == "ReduceL2":
-            from ._gen import _node
-
             fake = NodeProto(op_type="Sqrt", input=["_"], output=[n.output[0]])
             return _node(self.g, fake, [v])
         return v
@@ -197,6 +198,23 @@ def _body(g: _Gen, extra: list[str]) -> list[str]:
     masks = [f"{g.indent}LocalTensor<uint8_t> k{i} = maskBuf_.Get<uint8_t>()[{i} * MaskStride()];"
              for i in range(g.masks)]
     return views + rows + masks + g.lines + extra
+
+
+def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None = None
+             ) -> AicoreKernel:
+    """The generated AI Core kernel of ``spec``: the row kernel when its decomposition
+    reduces (see the module doc), else the elementwise one; raises :class:`GenerateRefused`
+    with the reason. ``tuning``: the table ``opsdk tune`` chose.
+
+    Example:
+        >>> from opsdk.registry import load_spec
+        >>> generate(load_spec("operators/thresholded_relu")).rows  # doctest: +SKIP
+        False
+    """
+    func, dtype, macro = prepare(spec)
+    if any(n.op_type.startswith("Reduce") for n in func.node):
+        return generate_rows(spec, func, dtype, macro, banner, tuning)
+    return generate_elementwise(spec, func, dtype, macro, banner, tuning)
 
 
 def generate_rows(spec: OpSpec, func: FunctionProto, dtype: str, macro: str, banner: str,

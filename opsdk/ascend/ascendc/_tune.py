@@ -163,7 +163,7 @@ def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: Tunin
     from ..._generated import BANNER
     from ...errors import KernelError
     from ._estimate import costs_for, reference_problem
-    from ._gen import generate
+    from ._gen_reduce import generate
     from .model import AscendcModel
 
     kernel = generate(spec, BANNER, [c])

@@ -251,8 +251,9 @@ class AscendcModel:
                         f"output {list(outs[0].shape)} (broadcast with Expand first; on the "
                         "NPU such a node runs on AI CPU)")
         if k.rows and types[0] is not None and _block_copy_only(self.soc_name):
-            row = int(types[0].shape[-1]) * np.dtype(to_numpy(types[0].dtype)).itemsize \
-                if types[0].shape else 0
+            last = types[0].shape[-1] if types[0].shape else 0
+            row = (last if isinstance(last, int) else 0) * \
+                np.dtype(to_numpy(types[0].dtype)).itemsize
             if row % 32:
                 raise DeviceUnavailable(
                     f"{self.device}: the generated AI Core kernel of {k.op} on {self.soc_name} "
