@@ -103,8 +103,7 @@ class AicoreKernel:
     needs_same_shape: bool = True
     #: ``applicable(shapes, attrs) -> reason or None`` of a hand-written kernel
     applicable: Callable[..., str | None] | None = None
-    #: a row kernel (reductions over the last axis, :mod:`._gen_reduce`): on a SoC without
-    #: DataCopyPad its rows must be whole 32-byte blocks
+    #: a row kernel (reductions over the last axis, :mod:`._gen_reduce`)
     rows: bool = False
     #: ``constraint(params, shapes, soc) -> reason or None`` of a hand-written kernel's
     #: search parameters (``opsdk tune``)

@@ -274,7 +274,7 @@ def _tiling(spec: OpSpec, g: _Gen, reds: int) -> Tiling:
     fits (``tileNum`` 1: the row is read once)."""
     io = len(spec.inputs) + len(spec.outputs)
     fixed = (32 * (g.masks + 8) + UB_RESERVED + (API_TMP_BYTES if g.api_tmp else 0)
-             + 4 * GRANULE * g.rows + 32 * reds + 64)
+             + 4 * GRANULE * g.rows + 32 * reds + 64 + 288 * len(spec.outputs))
     temps = 4 * (g.temps + (1 if g.scratch else 0))
     fields = (TilingField("rowLength"), TilingField("blockRows"), TilingField("lastBlockRows"),
               TilingField("tileLength", "uint32_t"), TilingField("tileNum", "uint32_t"),
@@ -303,4 +303,15 @@ def _render(spec: OpSpec, g: _Gen, passes: list[list[str]], reds: int, dtype: st
         prelude=prelude(), io=[p.name for p in _io(spec)],
         inputs=[p.name for p in spec.inputs], outputs=[p.name for p in spec.outputs],
         temps=max(g.temps, 1), masks=g.masks, rows=g.rows, reds=reds,
-        api_tmp=API_TMP_BYTES if g.api_tmp else 0, scratch=g.scratch, passes=passes)
+        api_tmp=API_TMP_BYTES if g.api_tmp else 0, scratch=g.scratch, passes=passes,
+        block_copy=_block_copy())
+
+
+def _block_copy() -> str:
+    """opsdk's whole-block copies for SoCs without DataCopyPad (``include/opsdk_block_copy.h``,
+    put into the kernel as text as for a hand-written kernel)."""
+    from pathlib import Path
+
+    name = "opsdk_block_copy.h"
+    body = (Path(__file__).with_name("include") / name).read_text()
+    return f"// ---- {name}: opsdk's helper, put here by opsdk ----\n{body}// ---- end of {name} ----"

@@ -250,15 +250,6 @@ class AscendcModel:
                         f"the output's shape; input {p.name!r} has shape {list(t.shape)}, the "
                         f"output {list(outs[0].shape)} (broadcast with Expand first; on the "
                         "NPU such a node runs on AI CPU)")
-        if k.rows and types[0] is not None and _block_copy_only(self.soc_name):
-            last = types[0].shape[-1] if types[0].shape else 0
-            row = (last if isinstance(last, int) else 0) * \
-                np.dtype(to_numpy(types[0].dtype)).itemsize
-            if row % 32:
-                raise DeviceUnavailable(
-                    f"{self.device}: the generated AI Core kernel of {k.op} on {self.soc_name} "
-                    f"(no DataCopyPad) takes rows of whole 32-byte blocks; this call's rows are "
-                    f"{row} bytes (on the NPU such a node runs on AI CPU)")
         if k.applicable is not None:
             why = k.applicable([None if t is None else tuple(t.shape) for t in types], attrs)
             if why:
@@ -310,13 +301,6 @@ def launch(fn: Any, names: Sequence[str], arrays: Sequence[np.ndarray | None], b
     if err.value:  # a pass with a finding: blocks overlapping with the same values
         text = err.value.decode(errors="replace")
         warnings.warn(AscendcModelWarning(f"ascendc-model: {text}"), stacklevel=4)
-
-
-def _block_copy_only(soc: str) -> bool:
-    """The SoC's Ascend C has no DataCopyPad (__CCE_AICORE__ 200): whole blocks only."""
-    from ..aicore_apis import aicore_arch
-
-    return int(aicore_arch(soc).cce_aicore) == 200
 
 
 def _arch_macros(soc: str) -> list[str]:

@@ -123,6 +123,158 @@ __aicore__ inline void RoundThrough(const LocalTensor<float>& dst, const LocalTe
 }
 }  // namespace
 
+// ---- opsdk_block_copy.h: opsdk's helper, put here by opsdk ----
+// GM <-> Unified Buffer copies in whole 32-byte blocks, for AI Core kernels that also build for
+// __CCE_AICORE__ 200 (Ascend310P), whose Ascend C has no DataCopyPad (basic_api/impl/dav_m200/
+// kernel_operator_data_copy_impl.h). Part of opsdk; real Ascend C (not the CPU model): a kernel
+// in an operator's op_kernel/ includes it after kernel_operator.h and opsdk puts its text in
+// place of the #include, so that the kernel stays one self-contained source (for the model, the
+// CANN project and the toolkit's builds). OPSDK_BLOCK_COPY_ONLY says whether to use it.
+//
+// Load: the whole blocks by DataCopy, the last part block by the scalar unit. Writer::Store: the
+// whole blocks by DataCopy, then the block ending at the tile's end, gathered by the scalar unit
+// (GM addresses need no alignment; UB ones do); or, staged, element by element for rows shorter
+// than one block (Writer::Put: one statistic a row), out in whole blocks. Rows: each core's
+// rows, at least minRows of them, so that a staged run holds one block.
+#ifndef OPSDK_BLOCK_COPY_H
+#define OPSDK_BLOCK_COPY_H
+
+#if __CCE_AICORE__ == 200
+#define OPSDK_BLOCK_COPY_ONLY 1
+#else
+#define OPSDK_BLOCK_COPY_ONLY 0
+#endif
+
+#if OPSDK_BLOCK_COPY_ONLY
+namespace block_copy {
+using namespace AscendC;
+
+template <HardEvent E> __aicore__ inline void Sync()
+{
+    event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(E));
+    SetFlag<E>(e);
+    WaitFlag<E>(e);
+}
+
+// n elements of src into the queue buffer in: the whole blocks by DataCopy, the rest by the
+// scalar unit (ordered after the vector's last reads of the buffer, before its next ones).
+template <typename T> __aicore__ inline void Load(const LocalTensor<T>& in, const GlobalTensor<T>& src, uint32_t n)
+{
+    constexpr uint32_t BLOCK = 32 / sizeof(T);
+    const uint32_t whole = n / BLOCK * BLOCK;
+    if (whole > 0) {
+        DataCopy(in, src, whole);
+    }
+    if (whole < n) {
+        Sync<HardEvent::V_S>();
+        for (uint32_t i = whole; i < n; ++i) {
+            in.SetValue(i, src.GetValue(i));
+        }
+        Sync<HardEvent::S_V>();
+    }
+}
+
+// Writes one core's run of GM elements in order, element by element through the scalar unit and
+// out in whole blocks; the last block ends at the run's end. The run holds at least one block,
+// or is the whole tensor (then the scalar unit writes it and cleans its data cache).
+template <typename T> class Writer {
+public:
+    static constexpr uint32_t BLOCK = 32 / sizeof(T);
+    static constexpr uint32_t STAGE = 8 * BLOCK;
+    static constexpr uint32_t BYTES = (STAGE + BLOCK) * sizeof(T);  // of the buffer Init takes
+
+    __aicore__ inline void Init(const GlobalTensor<T>& gm, const LocalTensor<T>& buffer)
+    {
+        gm_ = gm;
+        stage_ = buffer;
+        block_ = buffer[STAGE];
+    }
+
+    __aicore__ inline void Put(T v)
+    {
+        stage_.SetValue(pos_ % STAGE, v);
+        if (++pos_ % STAGE == 0) {
+            Sync<HardEvent::S_MTE3>();
+            DataCopy(gm_[pos_ - STAGE], stage_, STAGE);
+            Sync<HardEvent::MTE3_S>();
+        }
+    }
+
+    // n elements of the queue buffer out (written by the vector) to dst: staged, element by
+    // element; else (n >= one block) the whole blocks by DataCopy, then the block ending at n,
+    // gathered by the scalar unit (the same values again where the two overlap).
+    __aicore__ inline void Store(const GlobalTensor<T>& dst, const LocalTensor<T>& out, uint32_t n, bool staged)
+    {
+        const uint32_t whole = n / BLOCK * BLOCK;
+        if (!staged) {
+            DataCopy(dst, out, whole);
+        }
+        if (staged || whole < n) {
+            Sync<HardEvent::V_S>();
+        }
+        if (staged) {
+            for (uint32_t i = 0; i < n; ++i) {
+                Put(out.GetValue(i));
+            }
+        } else if (whole < n) {
+            for (uint32_t i = 0; i < BLOCK; ++i) {
+                block_.SetValue(i, out.GetValue(n - BLOCK + i));
+            }
+            Sync<HardEvent::S_MTE3>();
+            DataCopy(dst[n - BLOCK], block_, BLOCK);
+            Sync<HardEvent::MTE3_S>();
+        }
+    }
+
+    __aicore__ inline void Finish()
+    {
+        const uint32_t rest = static_cast<uint32_t>(pos_ % STAGE);
+        if (pos_ < BLOCK) {
+            for (uint32_t i = 0; i < rest; ++i) {
+                gm_.SetValue(i, stage_.GetValue(i));
+            }
+            DataCacheCleanAndInvalid<T, CacheLine::SINGLE_CACHE_LINE>(gm_);
+            return;
+        }
+        const uint32_t whole = rest / BLOCK * BLOCK;
+        if (whole > 0) {
+            Sync<HardEvent::S_MTE3>();
+            DataCopy(gm_[pos_ - rest], stage_, whole);
+        }
+        if (whole < rest) {
+            for (uint32_t i = 0; i < BLOCK; ++i) {
+                block_.SetValue(i, stage_.GetValue(static_cast<uint32_t>((pos_ - BLOCK + i) % STAGE)));
+            }
+            Sync<HardEvent::S_MTE3>();
+            DataCopy(gm_[pos_ - BLOCK], block_, BLOCK);
+        }
+    }
+
+private:
+    GlobalTensor<T> gm_;
+    LocalTensor<T> stage_, block_;
+    uint64_t pos_ = 0;
+};
+
+// This core's rows [first, first + count) when each core needs at least minRows: the tiling's
+// runs, lengthened to minRows, and a last run below it given to the core before.
+__aicore__ inline void Rows(uint64_t blockRows, uint64_t lastBlockRows, uint64_t minRows, uint64_t& first, uint64_t& count)
+{
+    const uint64_t rows = static_cast<uint64_t>(GetBlockNum() - 1) * blockRows + lastBlockRows;
+    const uint64_t per = blockRows > minRows ? blockRows : minRows;
+    uint64_t cores = (rows + per - 1) / per;
+    if (cores > 1 && rows - (cores - 1) * per < minRows) {
+        --cores;
+    }
+    const uint64_t idx = static_cast<uint64_t>(GetBlockIdx());
+    first = idx * per;
+    count = idx >= cores ? 0 : idx + 1 == cores ? rows - first : per;
+}
+}  // namespace block_copy
+#endif
+
+#endif  // OPSDK_BLOCK_COPY_H
+// ---- end of opsdk_block_copy.h ----
 template <typename T, typename TD> class KernelRmsNorm {
 public:
     __aicore__ inline explicit KernelRmsNorm(const TD& td) : td_(td) {}
@@ -130,7 +282,15 @@ public:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR gamma, GM_ADDR y)
     {
         rows_ = GetBlockIdx() == GetBlockNum() - 1 ? td_.lastBlockRows : td_.blockRows;
-        const uint64_t start = static_cast<uint64_t>(GetBlockIdx()) * td_.blockRows * td_.rowLength;
+        uint64_t first = static_cast<uint64_t>(GetBlockIdx()) * td_.blockRows;
+#if OPSDK_BLOCK_COPY_ONLY
+        constexpr uint64_t BLOCK = 32 / sizeof(T);
+        short_ = td_.rowLength < BLOCK;  // rows shorter than one block: at least a block of rows per core
+        if (short_ && td_.rowLength > 0) {
+            block_copy::Rows(td_.blockRows, td_.lastBlockRows, (BLOCK + td_.rowLength - 1) / td_.rowLength, first, rows_);
+        }
+#endif
+        const uint64_t start = first * td_.rowLength;
         invLen_ = td_.rowLength > 0 ? 1.0f / static_cast<float>(td_.rowLength) : 0.0f;
         xRow_ = ((td_.rowMask >> 0) & 1U) != 0;  // one row, shared by every row
         if (xRow_) {
@@ -152,6 +312,10 @@ public:
         pipe_.InitBuffer(workBuf_, (td_.tileLength / GRANULE + 15) / 8 * 8 * sizeof(float));
         pipe_.InitBuffer(redBuf_, 1 * 32);
         pipe_.InitBuffer(rowBuf_, 4 * GRANULE * sizeof(float));
+#if OPSDK_BLOCK_COPY_ONLY
+        pipe_.InitBuffer(blockBuf_, 1 * block_copy::Writer<T>::BYTES);
+        yWriter_.Init(yGm_, blockBuf_.Get<T>()[0 * block_copy::Writer<T>::BYTES / sizeof(T)]);
+#endif
     }
 
     __aicore__ inline void Process()
@@ -169,23 +333,44 @@ public:
                 CopyOut(base, n);
                 continue;
             }
-            for (uint64_t off = 0; off < len; off += tile) {  // pass 0: streamed
-                const uint32_t n = len - off < tile ? static_cast<uint32_t>(len - off) : tile;
+            for (uint64_t off = 0; off < len;) {  // pass 0: streamed
+                const uint32_t n = Chunk(off);
                 CopyIn(base + off, off, n, true);
                 Load(n, true);
                 Pass0(n, off == 0);
+                off += n;
             }
-            for (uint64_t off = 0; off < len; off += tile) {  // the output: streamed
-                const uint32_t n = len - off < tile ? static_cast<uint32_t>(len - off) : tile;
+            for (uint64_t off = 0; off < len;) {  // the output: streamed
+                const uint32_t n = Chunk(off);
                 CopyIn(base + off, off, n, true);
                 Load(n, true);
                 Final(n);
                 CopyOut(base + off, n);
+                off += n;
             }
         }
+#if OPSDK_BLOCK_COPY_ONLY
+        if (short_ && rows_ > 0) {
+            yWriter_.Finish();
+        }
+#endif
     }
 
 private:
+    // The tile at ``off`` of a streamed row (on a SoC without DataCopyPad no tile after the
+    // first is shorter than one block: its Store writes the block ending at the tile's end).
+    __aicore__ inline uint32_t Chunk(uint64_t off) const
+    {
+        const uint64_t rest = td_.rowLength - off;
+        const uint32_t tile = td_.tileLength;
+#if OPSDK_BLOCK_COPY_ONLY
+        if (rest > tile && rest - tile < 32 / sizeof(T) && tile > GRANULE) {
+            return tile - GRANULE;
+        }
+#endif
+        return rest < tile ? static_cast<uint32_t>(rest) : tile;
+    }
+
     // A one-element result of pipe V, read by the scalar unit.
     __aicore__ inline float ScalarOf(const LocalTensor<float>& t)
     {
@@ -201,12 +386,20 @@ private:
     {
         if (!xRow_ || rowInputs) {
             LocalTensor<T> xLocal = xQue_.AllocTensor<T>();
+#if OPSDK_BLOCK_COPY_ONLY
+            block_copy::Load(xLocal, xGm_[xRow_ ? col : at], n);
+#else
             CopyGmToUb(xLocal, xGm_[xRow_ ? col : at], n);
+#endif
             xQue_.EnQue(xLocal);
         }
         if (!gammaRow_ || rowInputs) {
             LocalTensor<T> gammaLocal = gammaQue_.AllocTensor<T>();
+#if OPSDK_BLOCK_COPY_ONLY
+            block_copy::Load(gammaLocal, gammaGm_[gammaRow_ ? col : at], n);
+#else
             CopyGmToUb(gammaLocal, gammaGm_[gammaRow_ ? col : at], n);
+#endif
             gammaQue_.EnQue(gammaLocal);
         }
     }
@@ -269,7 +462,11 @@ private:
     __aicore__ inline void CopyOut(uint64_t at, uint32_t n)
     {
         LocalTensor<T> yLocal = yQue_.DeQue<T>();
+#if OPSDK_BLOCK_COPY_ONLY
+        yWriter_.Store(yGm_[at], yLocal, n, short_);
+#else
         CopyUbToGm(yGm_[at], yLocal, n);
+#endif
         yQue_.FreeTensor(yLocal);
     }
 
@@ -290,6 +487,11 @@ private:
     TBuf<QuePosition::VECCALC> workBuf_;
     TBuf<QuePosition::VECCALC> redBuf_;
     TBuf<QuePosition::VECCALC> rowBuf_;
+#if OPSDK_BLOCK_COPY_ONLY
+    TBuf<QuePosition::VECCALC> blockBuf_;
+    block_copy::Writer<T> yWriter_;
+    bool short_ = false;
+#endif
 };
 
 extern "C" __global__ __aicore__ void rms_norm(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling)
