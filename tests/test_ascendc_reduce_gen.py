@@ -195,3 +195,14 @@ def test_out_of_reach_reductions_are_refused_with_the_reason(tmp_path: Path, exp
     with pytest.raises(GenerateRefused, match="Bad: no AI Core kernel generated: ") as e:
         generate(load_spec(tmp_path / "bad"))
     assert why in str(e.value), str(e.value)
+
+
+def test_the_row_kernel_has_no_tuned_table_and_its_tiling_func_reads_row_inputs(ops: Path) -> None:
+    from opsdk.ascend.ascendc._gen import TuningRow
+    from opsdk.ascend.ascendc._tiling import cpp_tiling
+
+    spec = load_spec(ops / "rms_norm")
+    with pytest.raises(GenerateRefused, match="opsdk tune searches elementwise generated kernels"):
+        generate(spec, BANNER, [TuningRow(None)])
+    text = cpp_tiling(generate(spec).tiling)
+    assert "rowInputs |= uint64_t{1} << i;" in text and "tiling.set_rowMask(" in text
