@@ -1,9 +1,10 @@
 """The AI Core kernel of an operator: hand-written in its folder, or generated.
 
 A hand-written kernel lives in ``operators/<op>/op_kernel/<op>.cpp`` with its tiling
-description in ``op_kernel/tiling.py`` (``TILING``: a :class:`~._ascendc_tiling.Tiling`,
-and optionally ``applicable(shapes, attrs) -> reason or None``). Otherwise the kernel is
-generated from the decomposition (:mod:`._ascendc_gen`).
+description in ``op_kernel/tiling.py`` (``TILING``: a :class:`~._tiling.Tiling`,
+and optionally ``applicable(shapes, attrs) -> reason or None`` and, for ``opsdk tune``,
+``constraint(params, shapes, soc) -> reason or None``). Otherwise the kernel is
+generated from the decomposition (:mod:`._gen`, and :mod:`._gen_reduce` for reductions).
 """
 
 from __future__ import annotations
