@@ -96,10 +96,23 @@ class _Writer:
         args = [self.value(a) for a in node.args]
         kws = []
         for k in node.keywords:
-            if not isinstance(k.value, ast.Constant) or k.arg is None:
-                raise self.fail(f"keyword {k.arg}= of {op} must be a literal")
-            kws.append(f"{k.arg}={k.value.value!r}")
+            try:
+                value = ast.literal_eval(k.value) if k.arg is not None else None
+            except ValueError:
+                value = None
+            if not _literal_ok(value):
+                raise self.fail(f"keyword {k.arg}= of {op} must be a literal: a number, a "
+                                "string or a list of numbers (axes=-1, axes=[-2, -1])")
+            kws.append(f"{k.arg}={list(value) if isinstance(value, tuple) else value!r}")
         return self.new(f'fb.op("{op}", ' + ", ".join(args + kws) + ")")
+
+
+def _literal_ok(value: object) -> bool:
+    """A node attribute the writer takes: a number, a string, or a list of numbers."""
+    if isinstance(value, list | tuple):
+        return bool(value) and all(_literal_ok(v) and not isinstance(v, str | list | tuple)
+                                   for v in value)
+    return isinstance(value, int | float | str) and not isinstance(value, bool)
 
 
 def decomposition_source(expr: str, inputs: Sequence[str], attrs: Mapping[str, str]) -> str:

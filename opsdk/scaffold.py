@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -203,7 +204,13 @@ def _backward_context(spec: OpSpec) -> dict[str, Any]:
     }
 
 
-def _context(spec: OpSpec, like_doc: str, backward: bool = False) -> dict[str, Any]:
+#: The inputs' range of a decomposition that reduces (float32 sums of squares overflow beyond
+#: ~1.8e19 where the float64 reference does not), as LayerNormalization declares it.
+STATS_RANGE = (-1e4, 1e4)
+
+
+def _context(spec: OpSpec, like_doc: str, backward: bool = False,
+             ranged: bool = False) -> dict[str, Any]:
     s = spellings(spec.name)
     params = [i.name + ("=None" if i.optional else "") for i in spec.inputs]
     kw = [a.name + ("" if a.required else f"={_py_literal(a.default)}") for a in spec.attrs]
@@ -221,8 +228,10 @@ def _context(spec: OpSpec, like_doc: str, backward: bool = False) -> dict[str, A
             "doc": like_doc,
             "onnx_op": spec.onnx_op or "",
             "inputs": [
-                {"name": i.name, "type": i.type, "optional": i.optional} for i in spec.inputs
+                {"name": i.name, "type": i.type, "optional": i.optional,
+                 "range": repr(STATS_RANGE) if ranged else ""} for i in spec.inputs
             ],
+            "ranged": ranged,
             "outputs": [{"name": o.name, "type": o.type} for o in spec.outputs],
             "attrs": [
                 {
@@ -259,7 +268,8 @@ def new_operator(
     """Create ``<root>/<snake_name>/`` from the operator template; return its path.
 
     With ``decomposition`` (an expression, see :mod:`opsdk._decomposition`), spec.py gets
-    the ``@SPEC.register_function`` block and reference.py evaluates it. With ``backward``,
+    the ``@SPEC.register_function`` block and reference.py evaluates it (one that reduces
+    declares its inputs in :data:`STATS_RANGE`, as LayerNormalization does). With ``backward``,
     spec.py gets a ``@SPEC.register_backward`` block (the template kernel's derivative, for
     autograd through ``opsdk.torch``); a decomposition gives gradients by itself.
     """
@@ -299,7 +309,8 @@ def new_operator(
     if decomposition:
         extra = decomposition_source(decomposition, [i.name for i in spec.inputs],
                                      {a.name: a.type for a in spec.attrs})
-    _render(target, _context(spec, doc, backward))
+    ranged = re.search(r"\bReduce[A-Z]\w*\(", decomposition or "") is not None
+    _render(target, _context(spec, doc, backward, ranged))
     if extra is not None:
         write_file(target, "spec.py", (target / "spec.py").read_text() + extra)
         write_file(target, "reference.py", _decomposition_reference(spec))

@@ -59,7 +59,8 @@ def register(sub: Any) -> None:
         "--decomposition", metavar="EXPR",
         help="the operator's math as ONNX calls, e.g. 'Where(Greater(x, alpha), x, Mul(x, 0.1))': "
         "spec.py gets the decomposition, reference.py evaluates it, and op_kernel/ gets the "
-        "generated AI Core kernel (Ascend C) when the decomposition is elementwise")
+        "generated AI Core kernel (Ascend C) when the decomposition is elementwise or reduces "
+        "the last axis (ReduceMean(x, axes=-1), ...)")
     p.add_argument(
         "--backward", action="store_true",
         help="spec.py gets a backward (@SPEC.register_backward) for autograd through "

@@ -1,4 +1,4 @@
-"""``opsdk tune``: choose a generated AI Core kernel's tiling per shape bucket by the estimate.
+"""``opsdk tune``: choose an AI Core kernel's tiling per shape bucket by the estimate.
 
     opsdk tune Gelu                                  buckets 4096, 65536, 1M on Ascend910B3
     opsdk tune ThresholdedRelu --soc Ascend910B1 --sizes 65536 16777216 --attr alpha=0.5
@@ -22,12 +22,15 @@ lowest estimate wins each bucket (ties keep the earlier candidate, today's tilin
 The table goes into <operator>/tuning.json (--force replaces another one), which the kernel
 generator reads for the model and the CANN project's TilingFunc. Estimates, not NPU times;
 cached, so a warm run compiles and runs nothing.
+A hand-written kernel is searched over the parameters its op_kernel/tiling.py declares
+(Tiling(..., search={"tileCap": [0, 4096, 1024]}), the first value the default, and
+optionally constraint(params, shapes, soc) -> reason), every combination, defaults first.
 """
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "tune", help="choose a generated AI Core kernel's tiling per shape bucket (estimate)",
+        "tune", help="choose an AI Core kernel's tiling per shape bucket (estimate)",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("op", help="operator (MyOp, my_op, domain::MyOp or a folder)")

@@ -98,6 +98,7 @@ class FunctionBuilder:
     ) -> Any:
         """Append a node; returns its output name (or a tuple when ``outputs`` > 1)."""
         self._check_op(op_type, domain, version)
+        inputs = self._axes_input(op_type, domain, inputs, attrs)
         names = []
         for _ in range(outputs):
             self._count += 1
@@ -109,6 +110,21 @@ class FunctionBuilder:
             node.attribute.append(self._attribute(key, value))
         self.nodes.append(node)
         return names[0] if outputs == 1 else tuple(names)
+
+    def _axes_input(self, op_type: str, domain: str, inputs: tuple[str | None, ...],
+                    attrs: dict[str, Any]) -> tuple[str | None, ...]:
+        """``axes=`` of an op that takes axes as an input at this opset (ReduceSum from 13,
+        the other reductions from 18): a Constant input instead of the attribute, so one
+        decomposition serves every opset."""
+        if domain not in ("", "ai.onnx") or "axes" not in attrs or len(inputs) != 1 \
+                or isinstance(attrs["axes"], AttrRef):
+            return inputs
+        schema = onnx.defs.get_schema(op_type, self.opset, "")
+        if [i.name for i in schema.inputs][1:2] != ["axes"]:
+            return inputs
+        axes = attrs.pop("axes")
+        axes = [int(axes)] if isinstance(axes, int) else [int(a) for a in axes]
+        return (inputs[0], self.op("Constant", value_ints=axes))
 
     def _attribute(self, key: str, value: Any) -> AttributeProto:
         if isinstance(value, AttrRef):

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from opsdk.ascend.aicore_apis import missing_apis
-from opsdk.ascend.ascendc._gen import generate
+from opsdk.ascend.ascendc import generate
 from opsdk.ascend.ascendc._kernels import aicore_kernel
 from opsdk.ascend.ascendc._tiling import evaluate
 from opsdk.ascend.ascendc.model import AscendcModel

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.ascend.ascendc._gen import GenerateRefused, generate
+from opsdk.ascend.ascendc import GenerateRefused, generate
 from opsdk.ascend.ascendc.model import AscendcModel
 from opsdk.errors import DeviceUnavailable
 from opsdk.registry import load_spec

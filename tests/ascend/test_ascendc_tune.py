@@ -96,7 +96,7 @@ def test_a_different_table_needs_force_and_a_bad_file_names_the_fix(gelu: Path) 
 
 
 def test_hand_written_kernels_are_refused_by_name() -> None:
-    with pytest.raises(OpsdkError, match="hand-written .*softmax.cpp.*generated kernels"):
+    with pytest.raises(OpsdkError, match="hand-written .*softmax.cpp.*declares no search par"):
         tune("Softmax", sizes=[4096], write=False)
 
 

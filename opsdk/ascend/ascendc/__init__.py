@@ -15,7 +15,8 @@ Example:
 """
 
 from ._estimate import reference_problem
-from ._gen import AicoreKernel, GenerateRefused, generate
+from ._gen import AicoreKernel, GenerateRefused
+from ._gen_reduce import generate
 from ._kernels import aicore_kernel, tiling_header, write_kernel_files
 from ._run_file import (
     EntryParam,

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the emitter's C++ lines keep their natural lengths)
 """AI Core kernels (Ascend C) generated from an operator's ONNX decomposition.
 
-:func:`generate` turns the decomposition registered with ``@SPEC.register_function`` into an
+:func:`prepare` and :func:`generate_elementwise` turn the decomposition registered with ``@SPEC.register_function`` into an
 Ascend C kernel and its host tiling, when the decomposition is elementwise (arithmetic,
 comparisons, Where, Cast/CastLike, Constant, Exp/Log/Tanh/Erf/Sqrt/Reciprocal/Abs/Relu/
 Sigmoid/Neg, Pow with a constant exponent, Min/Max, Clip, Identity, and LabelEncoder of a
@@ -13,8 +13,12 @@ core's range in tiles sized from the SoC's Unified Buffer (32-byte aligned, doub
 queues), computes in float32 whatever the I/O dtype (float16 and bfloat16 are widened on
 load and rounded once on store), and keeps temporaries in one ``TBuf``.
 
+The public entry, :func:`opsdk.ascend.ascendc.generate` (:mod:`._gen_reduce`), sends a
+decomposition with reductions to the row kernel.
+
 Example:
     >>> from opsdk.registry import load_spec
+    >>> from opsdk.ascend.ascendc import generate
     >>> kernel = generate(load_spec("operators/thresholded_relu"))  # doctest: +SKIP
     >>> "extern \\"C\\" __global__ __aicore__ void thresholded_relu" in kernel.source  # doctest: +SKIP
     True
@@ -22,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,8 +40,8 @@ from ..errors import GenerateRefused
 from ..spellings import ASCENDC_TYPES as _CPP_TYPES
 from ._tiling import Tiling, TilingField
 
-__all__ = ["AicoreKernel", "generate", "GenerateRefused", "GRANULE", "BUFFER_NUM", "OPSET",
-           "TuningRow"]
+__all__ = ["AicoreKernel", "prepare", "generate_elementwise", "GenerateRefused", "GRANULE",
+           "BUFFER_NUM", "OPSET", "TuningRow"]
 
 #: Elements per 256-byte float32 repeat: tiles and compute counts are multiples of it.
 GRANULE = 64
@@ -98,6 +103,11 @@ class AicoreKernel:
     needs_same_shape: bool = True
     #: ``applicable(shapes, attrs) -> reason or None`` of a hand-written kernel
     applicable: Callable[..., str | None] | None = None
+    #: a row kernel (reductions over the last axis, :mod:`._gen_reduce`)
+    rows: bool = False
+    #: ``constraint(params, shapes, soc) -> reason or None`` of a hand-written kernel's
+    #: search parameters (``opsdk tune``)
+    constraint: Callable[..., str | None] | None = None
 
 
 @dataclass
@@ -108,6 +118,7 @@ class _Val:
     const: float | None = None  # literal value of a constant scalar
     dtype: str = "float32"  # the ONNX dtype the value has ("T": the kernel's dtype)
     erf_of: _Val | None = None  # for Erf(u): u, so that 1 + Erf(u) becomes Erfc(-u)
+    row: bool = False  # one value per row (a reduction's result or computed from one)
 
 
 @dataclass
@@ -120,14 +131,24 @@ class _Gen:
     scratch: bool = False
     api_tmp: bool = False  # the kernel calls a high-level API that takes apiTmpBuf_
     indent: str = "        "
+    #: reductions (:mod:`._gen_reduce`): ``reduce(g, node, args)`` emits one, or None
+    reduce: Callable[[_Gen, NodeProto, list[_Val]], _Val] | None = None
+    rows: int = 0  # one-repeat tensors holding per-row values
+    row_mode: bool = False  # emitting an op on per-row values: one repeat, row slots
+    scalars: int = 0  # per-row values read back to the scalar unit
 
     def refuse(self, why: str) -> GenerateRefused:
         return GenerateRefused(f"{self.spec.name}: no AI Core kernel generated: {why}")
 
     def emit(self, line: str) -> None:
+        if self.row_mode:
+            line = line.replace(", m);", ", GRANULE);")
         self.lines.append(self.indent + line)
 
     def temp(self) -> _Val:
+        if self.row_mode:
+            self.rows += 1
+            return _Val("tensor", slot=self.rows - 1, row=True)
         self.temps += 1
         return _Val("tensor", slot=self.temps - 1)
 
@@ -137,7 +158,9 @@ class _Gen:
 
 
 def _t(v: _Val) -> str:
-    return f"v{v.slot}" if v.kind == "tensor" else f"k{v.slot}"
+    if v.kind == "tensor":
+        return f"r{v.slot}" if v.row else f"v{v.slot}"
+    return f"k{v.slot}"
 
 
 def _literal(x: float) -> str:
@@ -354,6 +377,12 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
     op = node.op_type
     if op == "Constant":
         return _constant(g, node)
+    if op.startswith("Reduce"):
+        if g.reduce is None:  # pragma: no cover - generate() routes reductions to _gen_reduce
+            raise g.refuse(f"{op} outside a row kernel")
+        return g.reduce(g, node, args)
+    if not g.row_mode and any(a.row for a in args):
+        return _per_row(g, node, args)
     if op == "Identity":
         return args[0]
     if op == "LabelEncoder":
@@ -390,6 +419,38 @@ def _node(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
         raise g.refuse(f"the decomposition uses {op}, which is not elementwise-supported "
                        "(see docs/ascendc_model.md for the supported ONNX ops)")
     out.dtype = dtype
+    return out
+
+
+def _per_row(g: _Gen, node: NodeProto, args: list[_Val]) -> _Val:
+    """A node reading per-row values: with a full tile, each per-row tensor is read back as
+    a scalar (``ScalarOf``); else it runs on one-repeat row slots (a per-row scalar a
+    vector op needs is put into one first), or stays a scalar expression."""
+    if any(a.kind in ("tensor", "mask") and not a.row for a in args):
+        read = []
+        for a in args:
+            if a.kind == "tensor" and a.row:
+                g.scalars += 1
+                g.emit(f"const float s{g.scalars - 1} = ScalarOf({_t(a)});")
+                a = _Val("scalar", expr=f"s{g.scalars - 1}", row=True)
+            read.append(a)
+        out = _node(g, node, [dataclasses.replace(a, row=False) for a in read])
+        out.row = out.kind == "scalar"
+        return out
+    scalar_ok = node.op_type in _SCALAR_OPS or node.op_type in ("Max", "Min", "Neg", "Identity",
+                                                                "Cast", "CastLike", *_CMP)
+    if all(a.kind != "tensor" for a in args) and scalar_ok:
+        out = _node(g, node, [dataclasses.replace(a, row=False) for a in args])
+        out.row = True
+        return out
+    g.row_mode = True
+    try:
+        vals = [_as_tensor(g, dataclasses.replace(a, row=False)) if a.kind == "scalar" and a.row
+                else a for a in args]
+        out = _node(g, node, vals)
+    finally:
+        g.row_mode = False
+    out.row = out.kind in ("tensor", "scalar")
     return out
 
 
@@ -615,14 +676,9 @@ def _tile_steps(per8: str, fixed: int, fit: str = "fitTile") -> tuple[tuple[str,
     )
 
 
-def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None = None
-             ) -> AicoreKernel:
-    """The generated AI Core kernel of ``spec``; raises :class:`GenerateRefused` with the reason.
-    ``tuning``: the table ``opsdk tune`` chose (the kernel then reads its buffer count from
-    the tiling data).
-
-    Example: see the module docstring.
-    """
+def prepare(spec: OpSpec) -> tuple[FunctionProto, str, str]:
+    """The decomposition (at :data:`OPSET`), the kernel's T and its ``DTYPE_`` macro; raises
+    :class:`GenerateRefused` when the operator has none the generator takes."""
     if spec.function is None:
         raise GenerateRefused(f"{spec.name}: no AI Core kernel generated: spec.py registers no "
                               "decomposition (@SPEC.register_function)")
@@ -632,7 +688,15 @@ def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None 
     from ...onnx import build_function
 
     dtype, macro = _check_io(spec)
-    func = build_function(spec, OPSET)
+    return build_function(spec, OPSET), dtype, macro
+
+
+def generate_elementwise(spec: OpSpec, func: FunctionProto, dtype: str, macro: str,
+                         banner: str = "", tuning: Sequence[TuningRow] | None = None
+                         ) -> AicoreKernel:
+    """The elementwise kernel of ``spec`` (:func:`prepare` gave the other arguments);
+    ``tuning``: the table ``opsdk tune`` chose (the kernel then reads its buffer count from
+    the tiling data). The public entry is :func:`opsdk.ascend.ascendc.generate`."""
     g = _Gen(spec)
     compute = _compute_lines(g, spec, func)
     source = _render(spec, g, compute, dtype, banner, bool(tuning))

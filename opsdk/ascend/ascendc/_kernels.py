@@ -1,9 +1,10 @@
 """The AI Core kernel of an operator: hand-written in its folder, or generated.
 
 A hand-written kernel lives in ``operators/<op>/op_kernel/<op>.cpp`` with its tiling
-description in ``op_kernel/tiling.py`` (``TILING``: a :class:`~._ascendc_tiling.Tiling`,
-and optionally ``applicable(shapes, attrs) -> reason or None``). Otherwise the kernel is
-generated from the decomposition (:mod:`._ascendc_gen`).
+description in ``op_kernel/tiling.py`` (``TILING``: a :class:`~._tiling.Tiling`,
+and optionally ``applicable(shapes, attrs) -> reason or None`` and, for ``opsdk tune``,
+``constraint(params, shapes, soc) -> reason or None``). Otherwise the kernel is
+generated from the decomposition (:mod:`._gen`, and :mod:`._gen_reduce` for reductions).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from ...spec import OpSpec
 from .._op import CannOp, cann_op
 from ..project._tiling import TilingField as TilingSlot  # one field of the tiling struct
 from ..project._tiling import tiling_fields
-from ._gen import AicoreKernel, GenerateRefused, generate
-from ._tiling import Tiling, cpp_tiling
-from ._tuning_file import read_tuning
+from ._gen import AicoreKernel, GenerateRefused
+from ._gen_reduce import generate
+from ._tiling import Tiling, cpp_tiling, with_params
+from ._tuning_file import read_params, read_tuning
 
 __all__ = [
     "aicore_kernel", "inline_helpers", "HELPERS", "tiling_header", "pack_tiling", "TilingSlot",
@@ -39,14 +41,21 @@ def _load_module(path: Path) -> Any:
     if mod_spec is None or mod_spec.loader is None:  # pragma: no cover - defensive
         raise SpecError(f"cannot import {path}")
     module = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(module)
+    try:
+        mod_spec.loader.exec_module(module)
+    except SpecError as e:  # a Tiling(...) the checks refuse: name the file to fix
+        raise SpecError(f"{path}: {e}") from None
+    except Exception as e:
+        raise SpecError(f"{path} does not load ({type(e).__name__}: {e}); fix that file "
+                        "(see docs/ascendc_model.md, \"Host tiling, described once\")") from None
     return module
 
 
 def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = True
                   ) -> AicoreKernel:
-    """The operator's AI Core kernel; raises GenerateRefused when it has none. A generated
-    kernel takes the folder's ``tuning.json`` (``opsdk tune``) unless ``tuned`` is False.
+    """The operator's AI Core kernel; raises GenerateRefused when it has none. The kernel
+    takes the folder's ``tuning.json`` (``opsdk tune``: a generated kernel's table, or the
+    search parameters of a hand-written one) unless ``tuned`` is False.
 
     Example:
         >>> from opsdk.registry import load_spec
@@ -65,12 +74,18 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
             if not isinstance(tiling, Tiling):
                 raise SpecError(f"{spec.name}: {desc} must define TILING = Tiling(...)")
             _check_required_fields(spec, tiling, desc)
+            table = read_params(Path(folder), spec.name,
+                                {k: tuple(v) for k, v in tiling.search.items()}) \
+                if tuned and tiling.search else None
+            if table:
+                tiling = with_params(tiling, table)
             names = tuple(p.name for p in [*spec.inputs, *spec.outputs] if hasattr(p, "name"))
             return AicoreKernel(spec.name, spec.snake_name, inline_helpers(src.read_text()),
                                 tiling, names,
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
-                                applicable=getattr(module, "applicable", None))
+                                applicable=getattr(module, "applicable", None),
+                                constraint=getattr(module, "constraint", None))
     tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
 

@@ -32,6 +32,7 @@ PRELUDE = "opsdk_kernel_prelude.h"
 #: (build, file) -> template: what each generated file is rendered from.
 TEMPLATES: dict[tuple[str, str], str] = {
     ("aicore", "kernel"): "kernel.cpp.jinja",
+    ("aicore", "rows"): "kernel_rows.cpp.jinja",
     ("aicore", "tiling.py"): "tiling.py.jinja",
     ("aicore", "tiling_func"): "tiling_func.cpp.jinja",
     ("model", "driver"): "model_driver.cpp.jinja",

@@ -2,10 +2,12 @@
 
 A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
-``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
-Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
-the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
-``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
+``coreNum``, ``ubBytes``, and ``rowInputs``: bit i set when input i has fewer elements than
+the output, one row of it for a row kernel). :func:`evaluate` runs the steps in Python for a
+run on opsdk's Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the
+op_host TilingFunc of the CANN project. Steps use ``+ - *``, integer literals, names defined
+earlier, the search parameters (``Tiling(..., search=...)``, for ``opsdk tune``) and the
+functions ``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
 ``pick(c, a, b)`` (a when c is not 0, else b; a tuned table per shape bucket is written with
 them) (unsigned 64-bit; dividing by 0 gives 0).
 
@@ -20,15 +22,16 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ...errors import SpecError
 
-__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
+__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS",
+           "with_params"]
 
 #: The facts of one call the steps may read.
-FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes")
+FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes", "rowInputs")
 _MASK = (1 << 64) - 1
 
 
@@ -57,15 +60,28 @@ class TilingField:
 
 @dataclass(frozen=True)
 class Tiling:
-    """The tiling of one kernel: its fields, the steps computing them and the block count."""
+    """The tiling of one kernel: its fields, the steps computing them and the block count.
+
+    ``search``: the parameters ``opsdk tune`` may choose, name -> candidate values (integers
+    >= 0, the first one the default); the steps read them by name like the facts.
+    """
 
     op: str
     fields: tuple[TilingField, ...]
     steps: tuple[tuple[str, str], ...]
     block_dim: str
+    search: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        known = set(FACTS)
+        object.__setattr__(self, "search", {k: tuple(v) for k, v in dict(self.search).items()})
+        for name, values in self.search.items():
+            if not name.isidentifier() or name in FACTS or not values or any(
+                    isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+                raise SpecError(
+                    f"{self.op}: search parameter {name!r} = {list(values)}: a parameter is a "
+                    f"new name (not one of {', '.join(FACTS)}) with a non-empty list of "
+                    "integers >= 0, the first one its default")
+        known = set(FACTS) | set(self.search)
         for name, expr in self.steps:
             for used in _names(self.op, expr):
                 if used not in known:
@@ -125,11 +141,36 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
     raise SpecError(f"unsupported tiling expression node {ast.dump(node)}")  # pragma: no cover
 
 
+def with_params(tiling: Tiling, table: Sequence[tuple[int | None, Mapping[str, int]]] = ()
+                ) -> Tiling:
+    """``tiling`` with its search parameters fixed: per shape bucket from ``table`` (rows
+    ``(up_to, {name: value})`` sorted by ``up_to``, the last one None: calls with
+    ``totalLength <= up_to`` take that row), else their defaults.
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("n"),), (("n", "min2(totalLength, cap)"),), "1",
+        ...            search={"cap": [0, 256]})
+        >>> with_params(t, [(1000, {"cap": 256}), (None, {"cap": 0})]).steps[0]
+        ('cap', 'pick(le(totalLength, 1000), 256, 0)')
+    """
+    steps = []
+    for name, values in tiling.search.items():
+        rows = [(up, int(p.get(name, values[0]))) for up, p in table] or [(None, values[0])]
+        expr = str(rows[-1][1])
+        for up, value in reversed(rows[:-1]):
+            expr = expr if str(value) == expr else f"pick(le(totalLength, {up}), {value}, {expr})"
+        steps.append((name, expr))
+    return Tiling(tiling.op, tiling.fields, (*steps, *tiling.steps), tiling.block_dim)
+
+
 def evaluate(tiling: Tiling, facts: Mapping[str, int]) -> tuple[int, dict[str, int]]:
-    """``(blockDim, {field: value})`` of ``tiling`` for one call's ``facts``.
+    """``(blockDim, {field: value})`` of ``tiling`` for one call's ``facts`` (its search
+    parameters at their defaults unless fixed by :func:`with_params`).
 
     Example: see the module docstring.
     """
+    if tiling.search:
+        tiling = with_params(tiling)
     env = dict(facts)
     for name, expr in tiling.steps:
         env[name] = _eval(ast.parse(expr, mode="eval"), env)
@@ -147,6 +188,8 @@ def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
             tiling.set_n(static_cast<uint64_t>(n));
             const uint64_t blockDim = 1;
     """
+    if tiling.search:
+        tiling = with_params(tiling)
     ctypes = {f.name: f.ctype for f in tiling.fields}
     lines = []
     for name, expr in tiling.steps:
@@ -165,11 +208,14 @@ def cpp_tiling(tiling: Tiling) -> str:
         >>> "tiling.set_n(static_cast<uint64_t>(n));" in cpp_tiling(t)
         True
     """
+    tiling = with_params(tiling) if tiling.search else tiling
     exprs = [e for _, e in tiling.steps] + [tiling.block_dim]
     table = any({"le", "pick"} & _called(e) for e in exprs)
+    row_inputs = any("rowInputs" in _names(tiling.op, e) for e in exprs)
     from ._templates import render  # the facts and functions are C++ in a template file
 
-    return render("aicore", "tiling_func", table=table, steps=cpp_steps(tiling))
+    return render("aicore", "tiling_func", table=table, row_inputs=row_inputs,
+                  steps=cpp_steps(tiling))
 
 
 def _called(expr: str) -> set[str]:

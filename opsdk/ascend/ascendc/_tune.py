@@ -1,7 +1,10 @@
 """``opsdk tune``: a tiling per shape bucket, chosen by the cycle estimate of opsdk's model.
 
 For a generated AI Core kernel the tiling has three parameters: buffers per queue (double
-buffering or not), a cap on the tile length and a cap on the cores. Every candidate runs on
+buffering or not), a cap on the tile length and a cap on the cores. A hand-written kernel's
+parameters are the ones its ``op_kernel/tiling.py`` declares (``Tiling(..., search={name:
+[default, ...]})``, and optionally ``constraint(params, shapes, soc) -> reason or None``):
+every combination of their candidates, the defaults first. Every candidate runs on
 the model at each bucket's size with the SoC's costs; a candidate whose outputs fail the
 operator's standard against the NumPy reference, or that the race checker refuses, is
 dropped with the reason; the fastest estimate wins each bucket (ties: the earlier candidate,
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -31,17 +35,51 @@ from ..._written import write_file
 from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...spec import OpSpec
-from ._gen import BUFFER_NUM, TuningRow
+from ._gen import BUFFER_NUM, AicoreKernel, TuningRow
 from ._tuning_file import TUNING_FILE, read_tuning
 
-__all__ = ["TUNING_FILE", "TuneResult", "read_tuning", "tune", "candidates"]
+__all__ = ["TUNING_FILE", "TuneResult", "read_tuning", "tune", "candidates", "ParamRow",
+           "param_candidates", "MAX_COMBINATIONS"]
 
 #: Bucket sizes (elements of the first input) when none are given.
 DEFAULT_SIZES = (4096, 65536, 1 << 20)
 _TILE_CAPS = (0, 16384, 8192, 4096, 2048, 1024)
+#: The most combinations of a hand-written kernel's search parameters one run tries.
+MAX_COMBINATIONS = 64
 
 
-def _label(c: TuningRow) -> str:
+@dataclass(frozen=True)
+class ParamRow:
+    """One shape bucket of a hand-written kernel's tuned search parameters (calls with
+    ``totalLength <= up_to``; None: every larger call)."""
+
+    up_to: int | None
+    params: tuple[tuple[str, int], ...]
+
+
+def param_candidates(search: dict[str, tuple[int, ...]], where: str = "tiling.py"
+                     ) -> list[ParamRow]:
+    """Every combination of the declared candidates, the defaults (first values) first.
+
+    Example:
+        >>> [c.params for c in param_candidates({"tile": (512, 1024), "bufs": (2, 1)})][:3]
+        [(('tile', 512), ('bufs', 2)), (('tile', 512), ('bufs', 1)), (('tile', 1024), ('bufs', 2))]
+    """
+    names = list(search)
+    combos = list(itertools.product(*(search[n] for n in names)))
+    if len(combos) > MAX_COMBINATIONS:
+        raise OpsdkError(f"{where}: search declares {len(combos)} combinations "
+                         f"({' x '.join(str(len(search[n])) for n in names)}); opsdk tune tries "
+                         f"at most {MAX_COMBINATIONS}: drop candidates")
+    return [ParamRow(None, tuple(zip(names, c, strict=True))) for c in combos]
+
+
+Candidate = TuningRow | ParamRow
+
+
+def _label(c: Candidate) -> str:
+    if isinstance(c, ParamRow):
+        return ", ".join(f"{k} {v}" for k, v in c.params)
     return f"buffers {c.buffers}, tile {c.tile_cap or 'fit'}, cores {c.cores or 'all'}"
 
 
@@ -65,7 +103,7 @@ class Trial:
     """A candidate's figures at one size: estimated cycles and us, bound, or why it failed."""
 
     size: int
-    candidate: TuningRow  # up_to None: a candidate, not yet a bucket's row
+    candidate: Candidate  # up_to None: a candidate, not yet a bucket's row
     cycles: float | None
     microseconds: float | None
     bound: str
@@ -80,16 +118,17 @@ class TuneResult:
     op: str
     soc: str
     dtype: str
-    rows: list[TuningRow]
+    rows: list[Candidate]
     trials: list[Trial] = field(default_factory=list)
     written: Path | None = None
+    default: Candidate = TuningRow(None)  # the tiling without tuning.json
 
     def chosen(self, size: int) -> Trial:
         return min((t for t in self.trials if t.size == size and t.cycles is not None),
                    key=lambda t: t.cycles or 0.0)
 
     def today(self, size: int) -> Trial:
-        return next(t for t in self.trials if t.size == size and t.candidate == _TODAY)
+        return next(t for t in self.trials if t.size == size and t.candidate == self.default)
 
     def as_dict(self) -> dict[str, Any]:
         sizes = sorted({t.size for t in self.trials})
@@ -127,22 +166,22 @@ class TuneResult:
         return "\n".join(lines)
 
 
-_TODAY = TuningRow(None)  # two buffers, tiles that fill the Unified Buffer, every core
-
-
-def _knobs(r: TuningRow) -> dict[str, Any]:
+def _knobs(r: Candidate) -> dict[str, Any]:
+    if isinstance(r, ParamRow):
+        return {"params": dict(r.params)}
     return {"buffers": r.buffers, "tile_cap": r.tile_cap, "cores": r.cores}
 
 
-def _row_json(r: TuningRow) -> dict[str, Any]:
+def _row_json(r: Candidate) -> dict[str, Any]:
     return {"up_to": r.up_to, **_knobs(r)}
 
 
-def _cache_key(source: str, costs: str, soc: str, dtype: str, size: int, c: TuningRow,
-               attrs: dict[str, Any]) -> str:
+def _cache_key(kernel: AicoreKernel, costs: str, soc: str, dtype: str, size: int,
+               c: Candidate, attrs: dict[str, Any]) -> str:
     from .model import _model_hash
 
-    text = "\0".join([source, _model_hash(), costs, soc, dtype, str(size), repr(c),
+    text = "\0".join([kernel.source, repr(kernel.tiling), _model_hash(), costs, soc, dtype,
+                      str(size), repr(c),
                       json.dumps(attrs, sort_keys=True, default=str)])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -158,17 +197,18 @@ def _inputs(spec: OpSpec, size: int, dtype: str) -> list[Any]:
             if not i.optional]
 
 
-def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: TuningRow,
-           attrs: dict[str, Any], costs: Any, cache: Path) -> Trial:
-    from ..._generated import BANNER
+def _trial(spec: OpSpec, folder: Path, soc: str, dtype: str, size: int, c: Candidate,
+           kernel: AicoreKernel, attrs: dict[str, Any], costs: Any, cache: Path) -> Trial:
     from ...errors import KernelError
     from ._estimate import costs_for, reference_problem
-    from ._gen import generate
     from .model import AscendcModel
 
-    kernel = generate(spec, BANNER, [c])
+    if isinstance(c, ParamRow) and kernel.constraint is not None:
+        why = kernel.constraint(dict(c.params), [(size,)] * len(spec.inputs), soc)
+        if why:
+            return Trial(size, c, None, None, "", f"constraint: {why}")
     table = costs_for(soc, costs)
-    key = _cache_key(kernel.source, table.encoded(), soc, dtype, size, c, attrs)
+    key = _cache_key(kernel, table.encoded(), soc, dtype, size, c, attrs)
     hit = cache / f"{key}.json"
     if hit.is_file():
         d = json.loads(hit.read_text())
@@ -202,11 +242,13 @@ def tune(
     write: bool = True,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    folder: str | Path | None = None,
 ) -> TuneResult:
-    """Search the tiling of operator ``name``'s generated AI Core kernel per shape bucket
-    (``sizes``: elements of the first input, the buckets' upper ends) by the estimate on
-    ``soc``, and write the table to the operator's ``tuning.json`` (``force`` replaces a
-    different one).
+    """Search the tiling of operator ``name``'s AI Core kernel per shape bucket (``sizes``:
+    elements of each input, 1-D, the buckets' upper ends) by the estimate on ``soc``, and
+    write the table to the operator's ``tuning.json`` (``force`` replaces a different one).
+    A generated kernel's parameters are opsdk's; a hand-written one's, those its tiling.py
+    declares. ``folder``: the operator's folder (default: the registry's ``name``).
 
     Example:
         >>> r = tune("ThresholdedRelu", sizes=[4096, 65536], write=False)  # doctest: +SKIP
@@ -218,27 +260,27 @@ def tune(
     from ..socs import core_resources
     from ._kernels import aicore_kernel
 
-    info = find_operator(name)
-    spec, folder = info.spec, Path(info.folder)
+    if folder is None:
+        info = find_operator(name)
+        spec, folder = info.spec, Path(info.folder)
+    else:
+        from ...registry import load_spec
+
+        spec, folder = load_spec(folder), Path(folder)
     _check_sizes_fit(spec, dtype, max(sizes or DEFAULT_SIZES))
     current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
-    if current.origin != "generated":
-        raise OpsdkError(
-            f"{spec.name}: the AI Core kernel is hand-written ({current.origin}); opsdk tune "
-            "searches the parameters of generated kernels (buffers, tile cap, cores) only. "
-            "Compare tilings of a hand-written kernel with opsdk bench --device ascendc-model")
     sizes = sorted(set(sizes or DEFAULT_SIZES))
     if not sizes or sizes[0] < 1:
         raise OpsdkError(f"tune {spec.name}: --sizes must be positive element counts, got {sizes}")
     attrs = dict(attrs or {})
     _, cores = core_resources(soc)
-    space = candidates(cores)
+    space, make = _space(spec, current, cores)
     cache = cache_dir() / "tune"
-    result = TuneResult(spec.name, soc, dtype, [])
+    result = TuneResult(spec.name, soc, dtype, [], default=space[0])
     total = len(space) * len(sizes)
     for k, size in enumerate(sizes):
         for j, c in enumerate(space):
-            trial = _trial(spec, folder, soc, dtype, size, c, attrs, costs, cache)
+            trial = _trial(spec, folder, soc, dtype, size, c, make(c), attrs, costs, cache)
             result.trials.append(trial)
             if progress:
                 done = k * len(space) + j + 1
@@ -254,6 +296,36 @@ def tune(
     if write:
         result.written = _write(folder, result, force)
     return result
+
+
+def _space(spec: OpSpec, current: AicoreKernel, cores: int
+           ) -> tuple[list[Candidate], Callable[[Candidate], AicoreKernel]]:
+    """The candidates (the default first) and the kernel of each."""
+    from ..._generated import BANNER
+    from ._gen_reduce import generate
+    from ._tiling import with_params
+
+    if current.origin == "generated":
+        def generated(c: Candidate) -> AicoreKernel:
+            assert isinstance(c, TuningRow)
+            return generate(spec, BANNER, [c])
+
+        return list(candidates(cores)), generated
+    desc = Path(current.origin).parent / "tiling.py"
+    if not current.tiling.search:
+        raise OpsdkError(
+            f"{spec.name}: the AI Core kernel is hand-written ({current.origin}) and {desc} "
+            "declares no search parameters; declare them in its TILING, e.g. Tiling(..., "
+            "search={\"tileCap\": [0, 4096, 1024]}) with the steps reading tileCap (the first "
+            "value is the default), see docs/ascendc_model.md, \"Tuning: opsdk tune\"")
+    search = {k: tuple(v) for k, v in current.tiling.search.items()}
+
+    def handwritten(c: Candidate) -> AicoreKernel:
+        assert isinstance(c, ParamRow)
+        return dataclasses.replace(current, tiling=with_params(current.tiling,
+                                                               [(None, dict(c.params))]))
+
+    return list(param_candidates(search, str(desc))), handwritten
 
 
 def _check_sizes_fit(spec: OpSpec, dtype: str, largest: int) -> None:

@@ -204,7 +204,9 @@ class AscendcModel:
         total = math.prod(shapes[0])
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
                  "lastDim": int(first.shape[-1]) if first.ndim else 1,
-                 "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
+                 "typeBytes": first.dtype.itemsize,  # input 0's dtype, as the op_host reads it
+                 "rowInputs": sum(1 << i for i, a in enumerate(arrays)
+                                  if a is not None and a.size < total)}
         self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
 

@@ -3,7 +3,7 @@
 {{ cookiecutter._op.doc or "TODO: say what the operator computes." }}
 """
 
-from opsdk.spec import REQUIRED, Attr, Input, OpSpec, Output  # noqa: F401
+from opsdk.spec import REQUIRED, Attr, Input, OpSpec, Output{% if cookiecutter._op.ranged %}, Values{% endif %}  # noqa: F401
 
 SPEC = OpSpec(
     "{{ cookiecutter.op_name }}",
@@ -11,7 +11,7 @@ SPEC = OpSpec(
     version=1,
     inputs=[
 {%- for i in cookiecutter._op.inputs %}
-        Input("{{ i.name }}", "{{ i.type }}"{% if i.optional %}, optional=True{% endif %}),
+        Input("{{ i.name }}", "{{ i.type }}"{% if i.optional %}, optional=True{% endif %}{% if i.range %}, values=Values(range={{ i.range }}){% endif %}),
 {%- endfor %}
     ],
     outputs=[
