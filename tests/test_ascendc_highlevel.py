@@ -198,3 +198,35 @@ def test_softmax_runs_through_opsdk_ascendc_run_with_host_tiling(tmp_path: Path,
     assert report["estimate"]["cycles"] > 0
     np.testing.assert_allclose(np.load(tmp_path / "out" / "y.npy").astype(np.float64), _softmax(x)[0],
                                atol=1e-3, rtol=1e-3)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.parametrize(("entry", "func", "rtol", "atol"), [
+    ("gelu_float", "GeluFloat", 2e-6, 1e-6),
+    # half computes every step in half (each instruction rounds): ~5e-3 relative off float64;
+    # with highPrecision in float, one rounding at the end
+    ("gelu_half", "GeluHalfMin", 1e-2, 4e-3), ("gelu_half_precise", "GeluHalf", 1e-3, 1e-3),
+    ("faster_gelu_float", "GeluFloat", 2e-6, 1e-6),
+    ("geglu_float", "GeGLUFloat", 1e-5, 1e-5), ("geglu_half", "GeGLUHalf", 1e-3, 2e-2)])
+def test_gelu_and_geglu_match_numpy(entry: str, func: str, rtol: float, atol: float) -> None:
+    dtype = np.float32 if entry.endswith("float") else np.float16
+    x, gate = _x(dtype, seed=4), _x(dtype, seed=5)
+    out = _run(entry, func, {"x": x, "x1": gate}, {"y": (dtype, x.shape)})["y"].astype(np.float64)
+    x64, g64 = x.astype(np.float64), gate.astype(np.float64)
+    if entry.startswith("geglu"):
+        ref = x64 * _gelu_tanh(g64)
+    elif entry.startswith("faster"):
+        ref = x64 / (1 + np.exp(-1.702 * x64))
+    else:
+        ref = _gelu_tanh(x64)
+    np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+
+
+def test_gelu_with_too_little_tmp_names_the_minimum() -> None:
+    x = _x(np.float32)
+    with pytest.raises(OpsdkError, match=r"Gelu: has 32 bytes of tmp space \(the sharedTmpBuffer\): no room for 2 "
+                                         r"buffers of 32 elements .*GetGeluMaxMinTmpSize gives a minimum of 768 bytes"):
+        _run("gelu_float", "GeluFloatShort", {"x": x, "x1": x}, {"y": (np.float32, x.shape)})

@@ -107,3 +107,28 @@ void TmpSizesOf(TmpSizes* s) {
     AscendC::GetLayerNormMaxMinTmpSize(bsh, 4, false, s->v[6], s->v[5]);
     AscendC::GetRmsNormMaxMinTmpSize(bsh, 2, s->v[8], s->v[7]);
 }
+
+// Gelu and GeGLU: the maximum tmp size for ROWS x COLS (GeGLU of float needs none: 32 bytes)
+template <uint32_t typeSize, bool geglu>
+static void ActTilingOf(optiling::HlTiling* t) {
+    const ge::Shape shape({ROWS, COLS});
+    t->set_rowsPerBlock(ROWS);
+    t->set_cols(COLS);
+    uint32_t maxBytes = 0, minBytes = 0;
+    if (geglu) AscendC::GetGeGLUMaxMinTmpSize(shape, typeSize, false, maxBytes, minBytes);
+    else AscendC::GetGeluMaxMinTmpSize(shape, typeSize, maxBytes, minBytes);
+    t->set_tmpBytes(maxBytes < 32 ? 32 : maxBytes);
+}
+void GeluFloat(optiling::HlTiling* t) { ActTilingOf<4, false>(t); }
+void GeluHalf(optiling::HlTiling* t) { ActTilingOf<2, false>(t); }
+void GeGLUFloat(optiling::HlTiling* t) { ActTilingOf<4, true>(t); }
+void GeGLUHalf(optiling::HlTiling* t) { ActTilingOf<2, true>(t); }
+// the minimum Gelu tmp size, and a tmp buffer of one block (too small for Gelu's two buffers)
+void GeluHalfMin(optiling::HlTiling* t) {
+    ActTilingOf<2, false>(t);
+    t->set_tmpBytes(3 * 256);
+}
+void GeluFloatShort(optiling::HlTiling* t) {
+    ActTilingOf<4, false>(t);
+    t->set_tmpBytes(32);
+}

@@ -259,3 +259,59 @@ extern "C" __global__ __aicore__ void softmax_racy(GM_ADDR x, GM_ADDR y, GM_ADDR
     WaitFlag<HardEvent::V_MTE3>(e);
     DataCopy(yg, yl, n);
 }
+
+// Elementwise activations: 0 Gelu, 1 FasterGelu, 2 Gelu with highPrecision, 3 GeGLU (x1 the gate)
+template <typename T, int kind>
+__aicore__ inline void ActRun(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR tiling) {
+    GET_TILING_DATA_WITH_STRUCT(optiling::HlTiling, t, tiling);
+    const uint32_t n = t.rowsPerBlock * t.cols;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q0, q1;
+    TQue<TPosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(q0, 1, n * sizeof(T));
+    pipe.InitBuffer(q1, 1, n * sizeof(T));
+    pipe.InitBuffer(qo, 1, n * sizeof(T));
+    pipe.InitBuffer(tmp, t.tmpBytes);
+    GlobalTensor<T> xg, x1g, yg;
+    xg.SetGlobalBuffer((__gm__ T*)x + GetBlockIdx() * n, n);
+    x1g.SetGlobalBuffer((__gm__ T*)x1 + GetBlockIdx() * n, n);
+    yg.SetGlobalBuffer((__gm__ T*)y + GetBlockIdx() * n, n);
+    LocalTensor<T> a = q0.AllocTensor<T>(), b = q1.AllocTensor<T>();
+    DataCopy(a, xg, n);
+    q0.EnQue(a);
+    if constexpr (kind == 3) DataCopy(b, x1g, n);
+    q1.EnQue(b);
+    a = q0.DeQue<T>();
+    b = q1.DeQue<T>();
+    LocalTensor<T> z = qo.AllocTensor<T>();
+    LocalTensor<uint8_t> work = tmp.Get<uint8_t>();
+    if constexpr (kind == 0) Gelu<T>(z, a, work, n);
+    if constexpr (kind == 1) FasterGelu<T>(z, a, work, n);
+    if constexpr (kind == 2) Gelu<T, true>(z, a, work, n);
+    if constexpr (kind == 3) GeGLU<T>(z, a, b, work, n);
+    qo.EnQue(z);
+    q0.FreeTensor(a);
+    q1.FreeTensor(b);
+    z = qo.DeQue<T>();
+    DataCopy(yg, z, n);
+    qo.FreeTensor(z);
+}
+extern "C" __global__ __aicore__ void gelu_float(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<float, 0>(x, x1, y, tiling);
+}
+extern "C" __global__ __aicore__ void gelu_half(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<half, 0>(x, x1, y, tiling);
+}
+extern "C" __global__ __aicore__ void gelu_half_precise(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<half, 2>(x, x1, y, tiling);
+}
+extern "C" __global__ __aicore__ void faster_gelu_float(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<float, 1>(x, x1, y, tiling);
+}
+extern "C" __global__ __aicore__ void geglu_float(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<float, 3>(x, x1, y, tiling);
+}
+extern "C" __global__ __aicore__ void geglu_half(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+    ActRun<half, 3>(x, x1, y, tiling);
+}

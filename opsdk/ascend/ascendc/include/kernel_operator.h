@@ -24,6 +24,7 @@
 #include "opsdk_model_activation.h"
 #include "opsdk_model_hl_softmax.h"
 #include "opsdk_model_hl_norm.h"
+#include "opsdk_model_hl_gelu.h"
 
 #include "opsdk_model_tiling.h"
 

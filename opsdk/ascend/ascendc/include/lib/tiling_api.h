@@ -3,6 +3,7 @@
 #ifndef OPSDK_LIB_TILING_API_H
 #define OPSDK_LIB_TILING_API_H
 
+#include "lib/activation/gelu_tiling.h"
 #include "lib/activation/softmax_tiling.h"
 #include "lib/normalization/norm_tiling.h"
 
