@@ -230,3 +230,30 @@ def test_gelu_with_too_little_tmp_names_the_minimum() -> None:
     with pytest.raises(OpsdkError, match=r"Gelu: has 32 bytes of tmp space \(the sharedTmpBuffer\): no room for 2 "
                                          r"buffers of 32 elements .*GetGeluMaxMinTmpSize gives a minimum of 768 bytes"):
         _run("gelu_float", "GeluFloatShort", {"x": x, "x1": x}, {"y": (np.float32, x.shape)})
+
+
+@pytest.mark.parametrize(("entry", "func", "atol"), [
+    ("sum_float", "SumFloat", 1e-5), ("sum_half", "SumHalf", 2e-2),
+    ("cumsum_last_half", "CumSumLastHalf", 2e-2), ("cumsum_first_float", "CumSumFirstFloat", 1e-5)])
+def test_sum_and_cumsum_match_numpy(entry: str, func: str, atol: float) -> None:
+    dtype = np.float32 if entry.endswith("float") else np.float16
+    x = _x(dtype, 1.0, seed=6)
+    per_block = -(-ROWS * x.itemsize // 32) * 32 // x.itemsize  # Sum's output: the rows, 32-byte aligned
+    total = BLOCKS * (per_block if entry.startswith("sum") else ROWS * COLS)
+    out = _run(entry, func, {"x": x}, {"y": (dtype, (total,)), "last": (dtype, (BLOCKS * COLS,))})
+    x64 = x.astype(np.float64).reshape(BLOCKS, ROWS, COLS)
+    if entry.startswith("sum"):  # SumParams.n = COLS - 5 of each row of COLS
+        got = out["y"].reshape(BLOCKS, per_block)[:, :ROWS].astype(np.float64)
+        np.testing.assert_allclose(got, x64[..., :COLS - 5].sum(axis=2), atol=atol)
+        return
+    ref = np.cumsum(x64, axis=2 if "last" in entry else 1)
+    np.testing.assert_allclose(out["y"].reshape(ref.shape).astype(np.float64), ref, atol=atol)
+    np.testing.assert_allclose(out["last"].reshape(BLOCKS, COLS).astype(np.float64), ref[:, -1, :], atol=atol)
+
+
+def test_cumsum_with_too_little_tmp_names_the_minimum() -> None:
+    x = _x(np.float16)
+    with pytest.raises(OpsdkError, match=r"CumSum: has 6112 bytes of tmp space \(the sharedTmpBuffer\); "
+                                         r"GetCumSumMaxMinTmpSize gives a minimum of 6144 bytes for 16 x 64 half"):
+        _run("cumsum_last_half", "CumSumLastHalfShort", {"x": x},
+             {"y": (np.float16, (BLOCKS * ROWS * COLS,)), "last": (np.float16, (BLOCKS * COLS,))})

@@ -315,3 +315,48 @@ extern "C" __global__ __aicore__ void geglu_float(GM_ADDR x, GM_ADDR x1, GM_ADDR
 extern "C" __global__ __aicore__ void geglu_half(GM_ADDR x, GM_ADDR x1, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
     ActRun<half, 3>(x, x1, y, tiling);
 }
+
+// Sum of the first cols - 5 elements of each row (SumParams.n < inner), and CumSum along either
+// axis with the last row out: 0 Sum, 1 CumSum last axis, 2 CumSum first axis
+template <typename T, int kind>
+__aicore__ inline void ReduceRun(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR tiling) {
+    GET_TILING_DATA_WITH_STRUCT(optiling::HlTiling, t, tiling);
+    HlKernel<T> k(t);
+    const uint32_t rowsOut = (t.rowsPerBlock * sizeof(T) + 31) / 32 * 32 / sizeof(T);
+    GlobalTensor<T> xg, yg, lg;
+    k.InitIn(xg, x, k.n_);
+    k.InitIn(yg, y, kind == 0 ? rowsOut : k.n_);
+    k.InitIn(lg, last, t.cols);
+    k.Init();
+    LocalTensor<T> xl = k.In(xg);
+    LocalTensor<T> yl = k.outQ_.template AllocTensor<T>();
+    LocalTensor<T> lastRow = k.rowQ_.template AllocTensor<T>();
+    LocalTensor<uint8_t> work = k.tmp_.template Get<uint8_t>();
+    if constexpr (kind == 0) {
+        Sum<T>(yl, xl, work, SumParams{t.rowsPerBlock, t.cols, t.cols - 5});
+    } else {
+        static constexpr CumSumConfig cfg = {kind == 1, false, true};
+        CumSum<T, cfg>(yl, lastRow, xl, work, CumSumInfo{t.rowsPerBlock, t.cols});
+        k.Store(lg, lastRow, t.cols);
+    }
+    k.rowQ_.FreeTensor(lastRow);
+    k.outQ_.EnQue(yl);
+    k.inQ_.FreeTensor(xl);
+    LocalTensor<T> z = k.outQ_.template DeQue<T>();
+    DataCopy(yg, z, kind == 0 ? rowsOut : k.n_);
+    k.outQ_.FreeTensor(z);
+}
+extern "C" __global__ __aicore__ void sum_float(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace, GM_ADDR tiling) {
+    ReduceRun<float, 0>(x, y, last, tiling);
+}
+extern "C" __global__ __aicore__ void sum_half(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace, GM_ADDR tiling) {
+    ReduceRun<half, 0>(x, y, last, tiling);
+}
+extern "C" __global__ __aicore__ void cumsum_last_half(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace,
+                                                       GM_ADDR tiling) {
+    ReduceRun<half, 1>(x, y, last, tiling);
+}
+extern "C" __global__ __aicore__ void cumsum_first_float(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace,
+                                                         GM_ADDR tiling) {
+    ReduceRun<float, 2>(x, y, last, tiling);
+}

@@ -25,6 +25,7 @@
 #include "opsdk_model_hl_softmax.h"
 #include "opsdk_model_hl_norm.h"
 #include "opsdk_model_hl_gelu.h"
+#include "opsdk_model_hl_reduce.h"
 
 #include "opsdk_model_tiling.h"
 

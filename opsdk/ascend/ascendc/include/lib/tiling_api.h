@@ -6,5 +6,6 @@
 #include "lib/activation/gelu_tiling.h"
 #include "lib/activation/softmax_tiling.h"
 #include "lib/normalization/norm_tiling.h"
+#include "lib/reduce/sum_tiling.h"
 
 #endif  // OPSDK_LIB_TILING_API_H
