@@ -233,18 +233,19 @@ def test_gelu_with_too_little_tmp_names_the_minimum() -> None:
 
 
 @pytest.mark.parametrize(("entry", "func", "atol"), [
-    ("sum_float", "SumFloat", 1e-5), ("sum_half", "SumHalf", 2e-2),
+    ("sum_float", "SumFloat", 1e-5), ("sum_half", "SumHalf", 2e-2), ("mean_half", "MeanHalf", 1e-3),
     ("cumsum_last_half", "CumSumLastHalf", 2e-2), ("cumsum_first_float", "CumSumFirstFloat", 1e-5)])
-def test_sum_and_cumsum_match_numpy(entry: str, func: str, atol: float) -> None:
+def test_sum_mean_and_cumsum_match_numpy(entry: str, func: str, atol: float) -> None:
     dtype = np.float32 if entry.endswith("float") else np.float16
     x = _x(dtype, 1.0, seed=6)
     per_block = -(-ROWS * x.itemsize // 32) * 32 // x.itemsize  # Sum's output: the rows, 32-byte aligned
-    total = BLOCKS * (per_block if entry.startswith("sum") else ROWS * COLS)
+    total = BLOCKS * (ROWS * COLS if entry.startswith("cumsum") else per_block)
     out = _run(entry, func, {"x": x}, {"y": (dtype, (total,)), "last": (dtype, (BLOCKS * COLS,))})
     x64 = x.astype(np.float64).reshape(BLOCKS, ROWS, COLS)
-    if entry.startswith("sum"):  # SumParams.n = COLS - 5 of each row of COLS
+    if not entry.startswith("cumsum"):  # SumParams/MeanParams.n = COLS - 5 of each row of COLS
         got = out["y"].reshape(BLOCKS, per_block)[:, :ROWS].astype(np.float64)
-        np.testing.assert_allclose(got, x64[..., :COLS - 5].sum(axis=2), atol=atol)
+        reduce = np.mean if entry.startswith("mean") else np.sum
+        np.testing.assert_allclose(got, reduce(x64[..., :COLS - 5], axis=2), atol=atol)
         return
     ref = np.cumsum(x64, axis=2 if "last" in entry else 1)
     np.testing.assert_allclose(out["y"].reshape(ref.shape).astype(np.float64), ref, atol=atol)

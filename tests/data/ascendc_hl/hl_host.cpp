@@ -133,19 +133,21 @@ void GeluFloatShort(optiling::HlTiling* t) {
     t->set_tmpBytes(32);
 }
 
-// Sum of ROWS rows of COLS - 5 elements; CumSum of ROWS x COLS along the last or the first axis
+// Sum and Mean (in float) of ROWS rows of COLS - 5 elements; CumSum of ROWS x COLS along the last or the first axis
 template <uint32_t typeSize, int kind>
 static void ReduceTilingOf(optiling::HlTiling* t) {
     t->set_rowsPerBlock(ROWS);
     t->set_cols(COLS);
     uint32_t maxBytes = 0, minBytes = 0;
     if (kind == 0) AscendC::GetSumMaxMinTmpSize(COLS - 5, typeSize, false, maxBytes, minBytes);
+    else if (kind == 3) AscendC::GetMeanMaxMinTmpSize(COLS - 5, typeSize, 4, false, maxBytes, minBytes);
     else AscendC::GetCumSumMaxMinTmpSize(ge::Shape({ROWS, COLS}), typeSize, kind == 1, false, maxBytes, minBytes);
     t->set_tmpBytes(minBytes < 32 ? 32 : minBytes);
 }
 void SumFloat(optiling::HlTiling* t) { ReduceTilingOf<4, 0>(t); }
 void SumHalf(optiling::HlTiling* t) { ReduceTilingOf<2, 0>(t); }
 void CumSumLastHalf(optiling::HlTiling* t) { ReduceTilingOf<2, 1>(t); }
+void MeanHalf(optiling::HlTiling* t) { ReduceTilingOf<2, 3>(t); }
 void CumSumFirstFloat(optiling::HlTiling* t) { ReduceTilingOf<4, 2>(t); }
 void CumSumLastHalfShort(optiling::HlTiling* t) {
     ReduceTilingOf<2, 1>(t);

@@ -317,7 +317,7 @@ extern "C" __global__ __aicore__ void geglu_half(GM_ADDR x, GM_ADDR x1, GM_ADDR 
 }
 
 // Sum of the first cols - 5 elements of each row (SumParams.n < inner), and CumSum along either
-// axis with the last row out: 0 Sum, 1 CumSum last axis, 2 CumSum first axis
+// axis with the last row out: 0 Sum, 1 CumSum last axis, 2 CumSum first axis, 3 Mean in float
 template <typename T, int kind>
 __aicore__ inline void ReduceRun(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR tiling) {
     GET_TILING_DATA_WITH_STRUCT(optiling::HlTiling, t, tiling);
@@ -325,7 +325,7 @@ __aicore__ inline void ReduceRun(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR til
     const uint32_t rowsOut = (t.rowsPerBlock * sizeof(T) + 31) / 32 * 32 / sizeof(T);
     GlobalTensor<T> xg, yg, lg;
     k.InitIn(xg, x, k.n_);
-    k.InitIn(yg, y, kind == 0 ? rowsOut : k.n_);
+    k.InitIn(yg, y, kind == 0 || kind == 3 ? rowsOut : k.n_);
     k.InitIn(lg, last, t.cols);
     k.Init();
     LocalTensor<T> xl = k.In(xg);
@@ -334,6 +334,8 @@ __aicore__ inline void ReduceRun(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR til
     LocalTensor<uint8_t> work = k.tmp_.template Get<uint8_t>();
     if constexpr (kind == 0) {
         Sum<T>(yl, xl, work, SumParams{t.rowsPerBlock, t.cols, t.cols - 5});
+    } else if constexpr (kind == 3) {
+        Mean<T, float>(yl, xl, work, MeanParams{t.rowsPerBlock, t.cols, t.cols - 5});
     } else {
         static constexpr CumSumConfig cfg = {kind == 1, false, true};
         CumSum<T, cfg>(yl, lastRow, xl, work, CumSumInfo{t.rowsPerBlock, t.cols});
@@ -343,7 +345,7 @@ __aicore__ inline void ReduceRun(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR til
     k.outQ_.EnQue(yl);
     k.inQ_.FreeTensor(xl);
     LocalTensor<T> z = k.outQ_.template DeQue<T>();
-    DataCopy(yg, z, kind == 0 ? rowsOut : k.n_);
+    DataCopy(yg, z, kind == 0 || kind == 3 ? rowsOut : k.n_);
     k.outQ_.FreeTensor(z);
 }
 extern "C" __global__ __aicore__ void sum_float(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace, GM_ADDR tiling) {
@@ -351,6 +353,9 @@ extern "C" __global__ __aicore__ void sum_float(GM_ADDR x, GM_ADDR y, GM_ADDR la
 }
 extern "C" __global__ __aicore__ void sum_half(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace, GM_ADDR tiling) {
     ReduceRun<half, 0>(x, y, last, tiling);
+}
+extern "C" __global__ __aicore__ void mean_half(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace, GM_ADDR tiling) {
+    ReduceRun<half, 3>(x, y, last, tiling);
 }
 extern "C" __global__ __aicore__ void cumsum_last_half(GM_ADDR x, GM_ADDR y, GM_ADDR last, GM_ADDR workspace,
                                                        GM_ADDR tiling) {
