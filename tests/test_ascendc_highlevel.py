@@ -258,3 +258,25 @@ def test_cumsum_with_too_little_tmp_names_the_minimum() -> None:
                                          r"GetCumSumMaxMinTmpSize gives a minimum of 6144 bytes for 16 x 64 half"):
         _run("cumsum_last_half", "CumSumLastHalfShort", {"x": x},
              {"y": (np.float16, (BLOCKS * ROWS * COLS,)), "last": (np.float16, (BLOCKS * COLS,))})
+
+
+@pytest.mark.parametrize(("entry", "func", "dtype"), [("topk_float", "TopKFloat", np.float32),
+                                                      ("bottomk_half", "BottomKHalf", np.float16)])
+def test_topk_matches_numpy(entry: str, func: str, dtype: type) -> None:
+    # distinct values / 7: half rounds some of them together, ties keep their input order
+    x: np.ndarray = (np.random.default_rng(8).permutation(BLOCKS * ROWS * COLS).reshape(BLOCKS * ROWS, COLS) / 7).astype(dtype)
+    k_align = 32 // np.dtype(dtype).itemsize  # k = 5 rounded up to 32 bytes of values, 8 int32 indices
+    out = _run(entry, func, {"x": x}, {"values": (dtype, (BLOCKS * ROWS, k_align)),
+                                       "indices": (np.int32, (BLOCKS * ROWS, 8))})
+    key = -x.astype(np.float64) if entry.startswith("top") else x.astype(np.float64)
+    order = np.argsort(key, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(out["indices"][:, :5], order)
+    np.testing.assert_array_equal(out["values"][:, :5], np.take_along_axis(x, order, axis=1))
+
+
+def test_topk_with_too_little_tmp_names_the_minimum() -> None:
+    x = _x(np.float32)
+    with pytest.raises(OpsdkError, match=r"TopK: has 1248 bytes of tmp space \(the sharedTmpBuffer\); the tiling's "
+                                         r"tmpLocalSize is 1280 bytes; GetTopKMaxMinTmpSize gives a minimum of 1280"):
+        _run("topk_float", "TopKFloatShort", {"x": x},
+             {"values": (np.float32, (BLOCKS * ROWS, 8)), "indices": (np.int32, (BLOCKS * ROWS, 8))})

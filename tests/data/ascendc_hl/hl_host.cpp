@@ -153,3 +153,21 @@ void CumSumLastHalfShort(optiling::HlTiling* t) {
     ReduceTilingOf<2, 1>(t);
     t->set_tmpBytes(t->get_tmpBytes() - 32);
 }
+
+// TopK, k = 5, of ROWS rows of COLS; the platform object is what a TilingFunc has (unused here)
+struct HostPlatform {};
+template <uint32_t typeSize, bool largest, bool shortTmp>
+static void TopKTilingOf(optiling::HlTopKTiling* t) {
+    t->set_rowsPerBlock(ROWS);
+    t->set_cols(COLS);
+    t->set_k(5);
+    uint32_t maxBytes = 0, minBytes = 0;
+    const HostPlatform platform;
+    AscendC::GetTopKMaxMinTmpSize(platform, COLS, ROWS, false, false, AscendC::TopKMode::TOPK_NORMAL, largest, typeSize,
+                                  maxBytes, minBytes);
+    t->set_tmpBytes(shortTmp ? minBytes - 32 : minBytes);
+    AscendC::TopKTilingFunc(platform, COLS, ROWS, 5, typeSize, false, AscendC::TopKMode::TOPK_NORMAL, largest, t->topk);
+}
+void TopKFloat(optiling::HlTopKTiling* t) { TopKTilingOf<4, true, false>(t); }
+void BottomKHalf(optiling::HlTopKTiling* t) { TopKTilingOf<2, false, false>(t); }
+void TopKFloatShort(optiling::HlTopKTiling* t) { TopKTilingOf<4, true, true>(t); }

@@ -365,3 +365,49 @@ extern "C" __global__ __aicore__ void cumsum_first_float(GM_ADDR x, GM_ADDR y, G
                                                          GM_ADDR tiling) {
     ReduceRun<float, 2>(x, y, last, tiling);
 }
+
+// TopK (normal mode) of each row: the k largest (or smallest) values and their indices, k = 5
+template <typename T, bool largest>
+__aicore__ inline void TopKRunKernel(GM_ADDR x, GM_ADDR values, GM_ADDR indices, GM_ADDR tiling) {
+    GET_TILING_DATA_WITH_STRUCT(optiling::HlTopKTiling, t, tiling);
+    const uint32_t n = t.rowsPerBlock * t.cols, kAlign = sizeof(T) == 4 ? t.topk.kAlignFourBytes : t.topk.kAlignTwoBytes;
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> inQ;
+    TQue<TPosition::VECOUT, 1> valQ, idxQ;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(inQ, 1, n * sizeof(T));
+    pipe.InitBuffer(valQ, 1, t.rowsPerBlock * kAlign * sizeof(T));
+    pipe.InitBuffer(idxQ, 1, t.rowsPerBlock * t.topk.kAlignFourBytes * sizeof(int32_t));
+    pipe.InitBuffer(tmp, t.tmpBytes);
+    GlobalTensor<T> xg, vg;
+    GlobalTensor<int32_t> ig;
+    xg.SetGlobalBuffer((__gm__ T*)x + GetBlockIdx() * n, n);
+    vg.SetGlobalBuffer((__gm__ T*)values + GetBlockIdx() * t.rowsPerBlock * kAlign, t.rowsPerBlock * kAlign);
+    ig.SetGlobalBuffer((__gm__ int32_t*)indices + GetBlockIdx() * t.rowsPerBlock * t.topk.kAlignFourBytes,
+                       t.rowsPerBlock * t.topk.kAlignFourBytes);
+    LocalTensor<T> xl = inQ.AllocTensor<T>();
+    DataCopy(xl, xg, n);
+    inQ.EnQue(xl);
+    xl = inQ.DeQue<T>();
+    LocalTensor<T> vl = valQ.AllocTensor<T>();
+    LocalTensor<int32_t> il = idxQ.AllocTensor<int32_t>();
+    TopKInfo info = {static_cast<int32_t>(t.rowsPerBlock), static_cast<int32_t>(t.cols), static_cast<int32_t>(t.cols)};
+    TopK<T>(vl, il, xl, LocalTensor<int32_t>(), LocalTensor<bool>(), tmp.Get<uint8_t>(), t.k, t.topk, info, largest);
+    valQ.EnQue(vl);
+    idxQ.EnQue(il);
+    inQ.FreeTensor(xl);
+    vl = valQ.DeQue<T>();
+    il = idxQ.DeQue<int32_t>();
+    DataCopy(vg, vl, t.rowsPerBlock * kAlign);
+    DataCopy(ig, il, t.rowsPerBlock * t.topk.kAlignFourBytes);
+    valQ.FreeTensor(vl);
+    idxQ.FreeTensor(il);
+}
+extern "C" __global__ __aicore__ void topk_float(GM_ADDR x, GM_ADDR values, GM_ADDR indices, GM_ADDR workspace,
+                                                 GM_ADDR tiling) {
+    TopKRunKernel<float, true>(x, values, indices, tiling);
+}
+extern "C" __global__ __aicore__ void bottomk_half(GM_ADDR x, GM_ADDR values, GM_ADDR indices, GM_ADDR workspace,
+                                                   GM_ADDR tiling) {
+    TopKRunKernel<half, false>(x, values, indices, tiling);
+}

@@ -26,6 +26,7 @@
 #include "opsdk_model_hl_norm.h"
 #include "opsdk_model_hl_gelu.h"
 #include "opsdk_model_hl_reduce.h"
+#include "opsdk_model_hl_topk.h"
 
 #include "opsdk_model_tiling.h"
 

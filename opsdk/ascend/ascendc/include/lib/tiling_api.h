@@ -7,5 +7,6 @@
 #include "lib/activation/softmax_tiling.h"
 #include "lib/normalization/norm_tiling.h"
 #include "lib/reduce/sum_tiling.h"
+#include "lib/sort/topk_tiling.h"
 
 #endif  // OPSDK_LIB_TILING_API_H
