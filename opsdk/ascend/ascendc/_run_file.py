@@ -132,9 +132,10 @@ def _compile(path: Path, entry: str, root: Path, lib: Path, macros: list[str], c
 
 
 def host_tiling(spec: str) -> bytes:
-    """The tiling bytes the host function ``FILE.cpp:FUNC`` makes: plain C++ (no CANN
-    headers) of the form ``void FUNC(S* tiling)`` or ``S FUNC()``, compiled with the host
-    compiler and run.
+    """The tiling bytes the host function ``FILE.cpp:FUNC`` makes: plain C++ of the form
+    ``void FUNC(S* tiling)`` or ``S FUNC()``, compiled with the host compiler and run. It may
+    include the model's host tiling API of the high-level library (``tiling/tiling_api.h``:
+    ``SoftMaxTilingFunc``, ``GetRmsNormTilingInfo``, ...; docs/ascendc_model.md).
 
     Example:
         >>> host_tiling("add_tiling.cpp:MakeTiling")  # doctest: +SKIP
@@ -149,7 +150,7 @@ def host_tiling(spec: str) -> bytes:
         raise KernelFileError(f"--host-tiling {spec}: no such file {path}")
     tc = toolchain()
     key = hashlib.sha256("\0".join([path.read_text(), str(path.resolve()), func,
-                                     template_text("run", "host_tiling"),
+                                     template_text("run", "host_tiling"), _model_hash(),
                                      tc.cxx, tc.cxx_version]).encode()).hexdigest()[:20]
     root = cache_dir() / "ascendc-host" / key
     lib = root / "host.so"
@@ -163,6 +164,7 @@ def host_tiling(spec: str) -> bytes:
                 tmp = root / f"host.so.{os.getpid()}"
                 proc = subprocess.run(
                     [tc.cxx, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{path.resolve().parent}",
+                     f"-I{model_include_dir()}",
                      "driver.cpp", "-o", str(tmp)], cwd=root, capture_output=True, text=True,
                     check=False)
                 if proc.returncode:

@@ -22,6 +22,11 @@
 #include "opsdk_model_sort.h"
 #include "opsdk_model_sync_all.h"
 #include "opsdk_model_activation.h"
+#include "opsdk_model_hl_softmax.h"
+#include "opsdk_model_hl_norm.h"
+#include "opsdk_model_hl_gelu.h"
+#include "opsdk_model_hl_reduce.h"
+#include "opsdk_model_hl_topk.h"
 
 #include "opsdk_model_tiling.h"
 

@@ -353,6 +353,8 @@ struct Timing {
     double fixLatency = 0, fixBpc = 32;  // Fixpipe: cycles before the first byte, GM bytes per cycle
     std::vector<std::pair<std::string, double>> vec;  // cycles per repeat, by API
     double CyclesPerRepeat(const char* api) const {
+        const char* step = std::strrchr(api, '/');  // a high-level API's step, "SoftMax/Exp": Exp's
+        if (step != nullptr) api = step + 1;
         for (const auto& [name, c] : vec) {
             if (name == api) return c;
         }

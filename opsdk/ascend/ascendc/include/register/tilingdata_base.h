@@ -24,6 +24,8 @@ struct TilingTag;
     type name[n] = {};                                                      \
     void set_##name(const type* v) { std::memcpy(name, v, sizeof(name)); } \
     const type* get_##name() const { return name; }
+// a nested tiling struct, e.g. the SoftMaxTiling a SoftMax kernel's tiling carries
+#define TILING_DATA_FIELD_DEF_STRUCT(type, name) type name;
 #define END_TILING_DATA_DEF }
 // Used at namespace optiling scope, as CANN's op_host tiling headers do; the declaration in
 // opsdk_ascendc lets GET_TILING_DATA find the class (opsdk_model_tiling.h).
