@@ -20,7 +20,7 @@ from opsdk.ascend.ascendc import host_tiling, run_kernel_file
 from opsdk.cli import main
 from opsdk.errors import OpsdkError
 
-HL = Path(__file__).parent / "data" / "ascendc_hl"
+HL = Path(__file__).parents[1] / "data" / "ascendc_hl"
 KERNELS = HL / "hl_kernels.cpp"
 ROWS, COLS, BLOCKS = 16, 64, 2  # hl_host.cpp's ROWS x COLS per block
 

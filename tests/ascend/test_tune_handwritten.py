@@ -17,7 +17,7 @@ from opsdk.ascend.ascendc._tune import ParamRow, tune
 from opsdk.errors import OpsdkError, SpecError
 from opsdk.registry import load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = [2048, 32768]
 #: Softmax's tile, capped by a searched tileCap (0: what fits), and the constraint
 STEP = '("tileLength", "max2(64, min2(fitTile, alignup(rowLength, 64)))"),'

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers.golden import check_golden
 
 from opsdk._decomposition import decomposition_source
 from opsdk._generated import BANNER
@@ -28,6 +27,7 @@ from opsdk.dtypes import to_numpy
 from opsdk.errors import DeviceUnavailable
 from opsdk.onnx import build_function
 from opsdk.registry import load_spec
+from tests._helpers.golden import check_golden
 
 RMS = "x * Reciprocal(Sqrt(ReduceMean(x * x, axes=-1, keepdims=1) + epsilon)) * gamma"
 FLOATS = "float16,bfloat16,float32"
