@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers.compilers import model_cxx  # noqa: F401
 
 from opsdk.ascend.ascendc.model import model_include_dir
 from opsdk.build import toolchain
 
 KERNEL = Path(__file__).parent / "data" / "ascendc" / "scale_kernel.cpp"
+pytestmark = pytest.mark.usefixtures("model_cxx")  # each test under g++ and under clang++
 TILING = """#include "register/tilingdata_base.h"
 namespace optiling {
 BEGIN_TILING_DATA_DEF(ScaleTilingData)

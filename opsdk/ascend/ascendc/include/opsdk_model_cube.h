@@ -701,4 +701,6 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 
 }  // namespace AscendC
 
+#include "opsdk_model_cube_more.h"
+
 #endif  // OPSDK_ASCENDC_MODEL_CUBE_H
