@@ -64,16 +64,17 @@ def _inputs(name: str, variant: str = "") -> tuple[list[np.ndarray], np.ndarray]
     return [b], np.repeat(sums, 16, axis=1).reshape(BLOCKS * 16, 32)
 
 
-def _build(sources: list[str], nargs: int, where: Path, entry: str = "cube_kernel",
-           aic: bool = True) -> Callable[[int], Callable[..., int]]:
-    """All ``sources`` in one library, kernel k as launch{k}; GM arguments then workspace, tiling."""
+def _build(sources: list[str], nargs: int, where: Path, entry: str = "cube_kernel", aic: bool = True,
+           tail: tuple[str, ...] = ("w", "t")) -> Callable[[int], Callable[..., int]]:
+    """All ``sources`` in one library, kernel k as launch{k}; ``nargs`` GM arguments, then ``tail``
+    (the launcher's workspace ``w`` and tiling ``t``)."""
     parts = [("#define OPSDK_AIC 1\n" if aic else "") + '#include "kernel_operator.h"\n']
     for k, source in enumerate(sources):
         where.mkdir(parents=True, exist_ok=True)
         (where / f"m{k}.cpp").write_text(source)
         parts.append(f'#define {entry} {entry}{k}\nnamespace m{k} {{\n#include "m{k}.cpp"\n}}\n#undef {entry}\n')
     parts.append('#include "opsdk_model_launch.h"\n')
-    args = ", ".join([f"g[{i}]" for i in range(nargs)] + ["w", "t"])
+    args = ", ".join([f"g[{i}]" for i in range(nargs)] + list(tail))
     parts += [LAUNCH.format(k=k, entry=entry, args=args, n=nargs) for k in range(len(sources))]
     lib = build_model_kernel(where, "", "".join(parts))
     return lambda k: getattr(lib, f"launch{k}")
@@ -246,7 +247,8 @@ def test_catlass_style_kernel_runs_under_clang_and_g_plus_plus_names_the_bug(mod
         with pytest.raises(BuildError, match=r"GCC bug 85282.*build with clang\+\+ \(--cxx clang\+\+"):
             run_kernel_file(CATLASS, "catlass_style_matmul", block_dim=BLOCKS, soc="Ascend910B3",
                             inputs={"a": np.zeros((BLOCKS * 32, 64), np.float16),
-                                    "b": np.zeros((64, 32), np.float16)}, outputs={"c": (np.float32, (BLOCKS * 32, 32))}, cxx=model_cxx)
+                                    "b": np.zeros((64, 32), np.float16)},
+                            outputs={"c": (np.float32, (BLOCKS * 32, 32))}, tiling=bytes(32), cxx=model_cxx)
         return
     rng = np.random.default_rng(3)
     a = rng.uniform(-1, 1, (BLOCKS * 32, 64)).astype(np.float16)
@@ -255,7 +257,8 @@ def test_catlass_style_kernel_runs_under_clang_and_g_plus_plus_names_the_bug(mod
     workspace = np.full((BLOCKS * 32, 32), np.nan, np.float32)
     source = CATLASS.read_text()
     for aic in (True, False):
-        launch = _build([source], 4, tmp_path / ("aic" if aic else "aiv"), "catlass_style_matmul", aic)
+        # the GM workspace is the entry's fourth GM argument, a NumPy array here
+        launch = _build([source], 4, tmp_path / ("aic" if aic else "aiv"), "catlass_style_matmul", aic, ("t",))
         rc, err = _call(launch(0), [a, b, c, workspace])
         assert rc == 0 and err == "", err
     expect = a.astype(np.float32) @ b.astype(np.float32)
