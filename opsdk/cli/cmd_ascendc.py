@@ -37,6 +37,8 @@ examples:
       --input x=x.npy --output y=float32:64x4096 --tiling tiling.bin --estimate --swimlane rms.png
   opsdk ascendc run add.cpp --entry add --block-dim 4 --input x=x.npy --input y=y.npy \\
       --output z=float32:2048 --host-tiling add_tiling.cpp:MakeTiling
+  opsdk ascendc run gemm.cpp --entry gemm --block-dim 2 --cxx clang++ \\
+      --input a=a.npy --input b=b.npy --output c=float32:64x32
 """
 
 
@@ -64,6 +66,10 @@ def register(sub: Any) -> None:
     r.add_argument("--workspace-bytes", type=size, default=None,
                    help="bytes of a 'workspace' parameter (default 16 MiB, CANN's system "
                    "workspace)")
+    r.add_argument("--cxx", metavar="COMPILER", default=None,
+                   help="the host compiler that builds the kernel against the model: g++ or "
+                   "clang++ (a name on PATH or a path; default $CXX, else c++ or g++); "
+                   "template-library kernels in catlass's style need clang++")
     r.add_argument("--out-dir", default=".", help="where NAME.npy are written (default .)")
     r.add_argument("--force", action="store_true", help="overwrite existing NAME.npy files")
     r.add_argument("--estimate", action="store_true", help="estimate the time and the bound")
@@ -147,13 +153,14 @@ def run_cmd(args: argparse.Namespace) -> int:
     if args.host_tiling:
         from ..ascend.ascendc import host_tiling
 
-        tiling = host_tiling(args.host_tiling)
+        tiling = host_tiling(args.host_tiling, cxx=args.cxx)
     extra = {} if args.workspace_bytes is None else {"workspace_bytes": args.workspace_bytes}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = run_kernel_file(args.kernel, args.entry, block_dim=args.block_dim, soc=args.soc,
                                  inputs=_inputs(args), outputs=outputs, tiling=tiling,
-                                 estimate=bool(args.estimate or args.swimlane), **extra)
+                                 estimate=bool(args.estimate or args.swimlane), cxx=args.cxx,
+                                 **extra)
     for name, arr in result.outputs.items():
         buf = _npy_bytes(arr)
         write_file(files[name].parent, files[name].name, buf)

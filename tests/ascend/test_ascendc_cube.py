@@ -20,9 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests._helpers.compilers import model_cxx  # noqa: F401
+from tests._helpers.cube_mutants import _edit, sync_mutants
 from tests.conftest import build_model_kernel
 
 CUBE = Path(__file__).parents[1] / "data" / "ascendc" / "cube"
+pytestmark = pytest.mark.usefixtures("model_cxx")  # each test under g++ and under clang++
 BLOCKS = 2
 
 DRIVER_HEAD = '#include "kernel_operator.h"\n'
@@ -101,36 +104,11 @@ def _run(launch: Any, name: str, costs: bytes | None = None, trace: bytes | None
     return rc, err.value.decode(), out, expect
 
 
-_SYNC = re.compile(r"^\s*(SetFlag|WaitFlag)<HardEvent::(\w+)>\((\w+)\);\s*$")
-
-
-def sync_mutants(source: str) -> list[tuple[str, str]]:
-    """Each SetFlag, WaitFlag and PipeBarrier removed, and each SetFlag/WaitFlag pair."""
-    lines = source.splitlines(keepends=True)
-    out = []
-    for i, line in enumerate(lines):
-        if _SYNC.match(line) or line.strip().startswith("PipeBarrier<"):
-            out.append((f"line {i + 1} removed: {line.strip()}", "".join(lines[:i] + lines[i + 1:])))
-        if _SYNC.match(line) and line.strip().startswith("SetFlag") and _SYNC.match(lines[i + 1]):
-            out.append((f"lines {i + 1}-{i + 2} removed: {line.strip()} and its WaitFlag",
-                        "".join(lines[:i] + lines[i + 2:])))
-    return out
-
-
 # The flags matmul with unitFlag 3 on its Mmad and Fixpipe instead of the M_FIX flag (as
 # asc-devkit's mmad_unitflag sample hands L0C over).
 UNIT_FLAG = ("        SetFlag<HardEvent::M_FIX>(EVENT_ID0);\n        WaitFlag<HardEvent::M_FIX>(EVENT_ID0);\n",
              "mmad.cmatrixInitVal = true;", "fix.ndNum = 1;")
 UNIT_FLAG_NEW = ("", "mmad.cmatrixInitVal = true;\n        mmad.unitFlag = 3;", "fix.ndNum = 1;\n        fix.unitFlag = 3;")
-
-
-def _edit(source: str, old: str | tuple[str, ...], new: str | tuple[str, ...]) -> str:
-    """``source`` with each ``old`` (one place each) replaced by its ``new``."""
-    olds, news = (old, new) if isinstance(old, tuple) else ((old,), (new,))
-    for o, n in zip(olds, news, strict=True):
-        assert source.count(o) == 1, o
-        source = source.replace(o, n)
-    return source
 
 
 # kernel -> (description, text, its replacement, what the report must say)

@@ -82,7 +82,7 @@ def test_thresholded_relu_kernel_is_source_compatible() -> None:
 @pytest.mark.parametrize("name", ["opsdk.ascend.ascendc._tiling", "opsdk.ascend.ascendc",
                                   "opsdk._decomposition", "opsdk.ascend.socs",
                                   "opsdk.ascend.ascendc._kernels", "opsdk.ascend.ascendc._estimate",
-                                  "opsdk.ascend.ascendc._tune"])
+                                  "opsdk.ascend.ascendc._tune", "opsdk.ascend.ascendc._compiler"])
 def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import doctest
     import importlib

@@ -13,8 +13,10 @@ import pytest
 
 from opsdk.ascend.ascendc.model import model_include_dir
 from opsdk.build import toolchain
+from tests._helpers.compilers import model_cxx  # noqa: F401
 
 KERNEL = Path(__file__).parents[1] / "data" / "ascendc" / "scale_kernel.cpp"
+pytestmark = pytest.mark.usefixtures("model_cxx")  # each test under g++ and under clang++
 TILING = """#include "register/tilingdata_base.h"
 namespace optiling {
 BEGIN_TILING_DATA_DEF(ScaleTilingData)

@@ -163,7 +163,7 @@ def test_an_api_the_model_lacks_is_one_line_naming_it(tmp_path: Path,
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0, err
-    assert "uses_missing (uses_missing.cpp): does not compile against opsdk's Ascend C model: " in err
+    assert "uses_missing (uses_missing.cpp): does not compile against opsdk's Ascend C model with " in err
     assert "uses_missing.cpp:4:" in err and "NoSuchApi" in err, err
 
 
@@ -178,3 +178,25 @@ def test_a_block_dim_below_one_is_refused_by_the_parser(tmp_path: Path,
     err = capsys.readouterr().err
     assert "--block-dim: 0 is below 1" in err and "(see opsdk ascendc run --help)" in err
     assert not (tmp_path / "out" / "z.npy").exists()
+
+
+def test_cxx_picks_the_compiler_and_is_in_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """--cxx g++ and --cxx clang++ build the same file into two cache entries (the compiler is in
+    the key), with the same outputs; a --cxx that names no compiler is refused naming it."""
+    from tests._helpers.compilers import NO_CLANG, compiler_path
+
+    if compiler_path("clang++") is None:
+        pytest.skip(NO_CLANG)
+    monkeypatch.setenv("OPSDK_CACHE_DIR", str(tmp_path / "cache"))
+    x, y = _inputs(tmp_path, 2048)
+    for cxx in ("g++", "clang++"):
+        args = _add_args(tmp_path)
+        args[args.index("--out-dir") + 1] = str(tmp_path / cxx)
+        assert main([*args, "--cxx", cxx]) == 0, capsys.readouterr().err
+        np.testing.assert_allclose(np.load(tmp_path / cxx / "z.npy"), x * np.float32(0.5) + y, rtol=1e-6)
+    assert len(list((tmp_path / "cache" / "ascendc-file").iterdir())) == 2
+    capsys.readouterr()
+    assert main([*_add_args(tmp_path), "--cxx", "no-such-c++"]) == 1
+    err = capsys.readouterr().err
+    assert "--cxx 'no-such-c++': no such C++ compiler on PATH" in err and "--cxx clang++" in err, err

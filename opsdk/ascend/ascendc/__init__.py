@@ -4,6 +4,8 @@
 * :func:`aicore_kernel`: an operator's kernel, hand-written (``op_kernel/``) or generated;
 * :func:`run_kernel_file`: any Ascend C kernel file (a ``__global__`` entry) on the model,
   checked and optionally timed (``opsdk ascendc run``);
+* :func:`model_compiler` / :func:`find_clang`: the host compiler of a model build, g++ or
+  clang++ (``--cxx``, ``$CXX``);
 * :class:`Tiling` / :class:`TilingField`: a kernel's host tiling, described once (see
   docs/ascendc_model.md), evaluated by :func:`evaluate`.
 
@@ -14,6 +16,7 @@ Example:
     (1, {'n': 6})
 """
 
+from ._compiler import ModelCompiler, compiler_hint, find_clang, model_compiler
 from ._estimate import reference_problem
 from ._gen import AicoreKernel, GenerateRefused
 from ._gen_reduce import generate
@@ -31,4 +34,5 @@ from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 __all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
            "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
-           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file"]
+           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file", "ModelCompiler",
+           "compiler_hint", "find_clang", "model_compiler"]

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ...build import cache_dir, file_lock, toolchain
+from ...build import cache_dir, file_lock
 from ...errors import BuildError
 from ..errors import KernelFileError
+from ._compiler import ModelCompiler, compiler_hint, model_compiler
 from ._estimate import Estimate, costs_for, read_trace
 from ._templates import render, template_text
 from .model import _arch_macros, _errors, _model_hash, launch, model_include_dir
@@ -88,54 +89,59 @@ def entry_params(source: str, entry: str, where: str = "the kernel file") -> lis
            'extern "C" __global__ __aicore__ void NAME(GM_ADDR x, ...)'))
 
 
-def _build(path: Path, entry: str, soc: str) -> Any:
-    """The kernel file compiled against the model for ``soc``, from the cache when it is there."""
+def _build(path: Path, entry: str, soc: str, cxx: str | None = None) -> Any:
+    """The kernel file compiled against the model for ``soc`` by ``cxx`` (default ``$CXX``),
+    from the cache when it is there (the compiler's path and version are in the key)."""
     from .model import AscendcModel
 
     source = path.read_text()
-    tc = toolchain()
+    cc = model_compiler(cxx)
     macros = ["-DASCENDC_CPU_DEBUG=1", *_arch_macros(soc)]
     key = hashlib.sha256("\0".join(
         [source, str(path.resolve()), entry, template_text("run", "driver"), _model_hash(),
-         " ".join(macros), tc.cxx, tc.cxx_version]).encode()).hexdigest()[:20]
+         " ".join(macros), cc.path, cc.version]).encode()).hexdigest()[:20]
     root = cache_dir() / "ascendc-file" / key
     lib = root / "kernel.so"
     if not lib.exists():
         with file_lock(root / ".lock", f"the kernel file {path.name}"):
             if not lib.exists():
-                _compile(path, entry, root, lib, macros, tc.cxx)
+                _compile(path, entry, root, lib, macros, cc)
     fn = AscendcModel._load(lib)
     setter = ctypes.CDLL(str(lib)).opsdk_ascendc_tiling_len
     setter.argtypes = [ctypes.c_uint64]
     return fn, setter
 
 
-def _compile(path: Path, entry: str, root: Path, lib: Path, macros: list[str], cxx: str) -> None:
+def _compile(path: Path, entry: str, root: Path, lib: Path, macros: list[str],
+             cc: ModelCompiler) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "driver.cpp").write_text(render("run", "driver", entry=entry, source_file=path.name,
                                             path=str(path.resolve())))
     tmp = root / f"kernel.so.{os.getpid()}"
-    cmd = [cxx, "-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
+    cmd = [cc.path, "-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
            f"-I{model_include_dir()}", f"-I{path.resolve().parent}", *macros, "driver.cpp",
            "-o", str(tmp)]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
     if proc.returncode:
         errors = _errors(proc.stderr).splitlines()
         first = next((e for e in errors if path.name in e), errors[0] if errors else "")
+        hint = compiler_hint(proc.stderr, cc)
         raise BuildError(
-            f"{entry} ({path.name}): does not compile against opsdk's Ascend C model: "
-            f"{first.strip()} ({len(errors)} error lines; the APIs the model has are listed in "
-            f"docs/ascendc_model.md, 'The model'; the build is in {root})")
+            f"{entry} ({path.name}): does not compile against opsdk's Ascend C model with "
+            f"{cc.path}: {first.strip()} ({len(errors)} error lines; "
+            + (f"{hint}; " if hint else "the APIs the model has are listed in "
+               "docs/ascendc_model.md, 'The model'; ") + f"the build is in {root})")
     os.replace(tmp, lib)
 
 
 
 
-def host_tiling(spec: str) -> bytes:
+def host_tiling(spec: str, cxx: str | None = None) -> bytes:
     """The tiling bytes the host function ``FILE.cpp:FUNC`` makes: plain C++ of the form
-    ``void FUNC(S* tiling)`` or ``S FUNC()``, compiled with the host compiler and run. It may
-    include the model's host tiling API of the high-level library (``tiling/tiling_api.h``:
-    ``SoftMaxTilingFunc``, ``GetRmsNormTilingInfo``, ...; docs/ascendc_model.md).
+    ``void FUNC(S* tiling)`` or ``S FUNC()``, compiled with the host compiler (``cxx``, else
+    ``$CXX``) and run. It may include the model's host tiling API of the high-level library
+    (``tiling/tiling_api.h``: ``SoftMaxTilingFunc``, ``GetRmsNormTilingInfo``, ...;
+    docs/ascendc_model.md).
 
     Example:
         >>> host_tiling("add_tiling.cpp:MakeTiling")  # doctest: +SKIP
@@ -148,10 +154,10 @@ def host_tiling(spec: str) -> bytes:
                               "add_tiling.cpp:MakeTiling")
     if not path.is_file():
         raise KernelFileError(f"--host-tiling {spec}: no such file {path}")
-    tc = toolchain()
+    cc = model_compiler(cxx)
     key = hashlib.sha256("\0".join([path.read_text(), str(path.resolve()), func,
                                      template_text("run", "host_tiling"), _model_hash(),
-                                     tc.cxx, tc.cxx_version]).encode()).hexdigest()[:20]
+                                     cc.path, cc.version]).encode()).hexdigest()[:20]
     root = cache_dir() / "ascendc-host" / key
     lib = root / "host.so"
     if not lib.exists():
@@ -163,7 +169,7 @@ def host_tiling(spec: str) -> bytes:
                     path=str(path.resolve())))
                 tmp = root / f"host.so.{os.getpid()}"
                 proc = subprocess.run(
-                    [tc.cxx, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{path.resolve().parent}",
+                    [cc.path, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{path.resolve().parent}",
                      f"-I{model_include_dir()}",
                      "driver.cpp", "-o", str(tmp)], cwd=root, capture_output=True, text=True,
                     check=False)
@@ -224,10 +230,11 @@ def run_kernel_file(path: str | Path, entry: str, *, block_dim: int, soc: str,
                     outputs: Mapping[str, tuple[Any, tuple[int, ...]]],
                     tiling: bytes | None = None, estimate: bool = False,
                     workspace_bytes: int = SYSTEM_WORKSPACE_BYTES, seed: int = 0,
-                    threads: int = 1) -> KernelFileRun:
+                    threads: int = 1, cxx: str | None = None) -> KernelFileRun:
     """Compile the Ascend C kernel file ``path`` against opsdk's model and run its entry on
     ``block_dim`` blocks with the race checker and the limits of ``soc``; with ``estimate``
-    also estimate its time (never an NPU time). Raises :class:`~opsdk.errors.KernelError`
+    also estimate its time (never an NPU time). ``cxx`` is the host compiler (g++ or clang++;
+    default ``$CXX``, else the toolchain's). Raises :class:`~opsdk.errors.KernelError`
     naming the kernel, block, API, the source line and the fix when a constraint is broken.
 
     Example:
@@ -249,7 +256,7 @@ def run_kernel_file(path: str | Path, entry: str, *, block_dim: int, soc: str,
     names, arrays, outs = _gm_arrays(entry, params, inputs, out_types, tiling, workspace_bytes)
     unit = compute_unit(soc)
     ub_bytes, cores = core_resources(soc)
-    fn, set_tiling_len = _build(path, entry, soc)
+    fn, set_tiling_len = _build(path, entry, soc, cxx)
     set_tiling_len(len(tiling or b""))
     if not estimate:
         launch(fn, names, arrays, block_dim, tiling or b"", ub_bytes=ub_bytes, soc=unit,

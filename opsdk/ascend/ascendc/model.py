@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...build import cache_dir, file_lock, toolchain
+from ...build import cache_dir, file_lock
 from ...dtypes import dtype_name, to_numpy
 from ...errors import BuildError, DeviceUnavailable, KernelError
 from ...runtime._procs import dies_with_us
@@ -41,6 +41,7 @@ from ...spec import OpSpec, TensorType
 from .._op import DEFAULT_SOCS
 from ..errors import AscendcModelWarning
 from ..spellings import ASCENDC_TYPES as _CPP
+from ._compiler import compiler_hint, model_compiler
 from ._estimate import Estimate
 
 if TYPE_CHECKING:
@@ -78,12 +79,14 @@ class AscendcModel:
         soc: SoC version or compute unit whose Unified Buffer and core count apply.
         seed: seeds the order blocks run in.
         threads: run blocks on this many threads.
+        cxx: the host compiler (g++ or clang++); default ``$CXX``, else the toolchain's.
     """
 
     device = "ascendc-model"
 
     def __init__(self, folder: str | Path, spec: OpSpec | None = None, *,
-                 soc: str = DEFAULT_SOCS[0], seed: int = 0, threads: int = 1) -> None:
+                 soc: str = DEFAULT_SOCS[0], seed: int = 0, threads: int = 1,
+                 cxx: str | None = None) -> None:
         from ...registry import load_spec
         from ..socs import compute_unit, core_resources
         from ._gen import GenerateRefused
@@ -98,6 +101,7 @@ class AscendcModel:
         self.soc = compute_unit(soc)
         self.soc_name = soc
         self.ub_bytes, self.cores = core_resources(soc)
+        self.cxx = cxx
         self.seed, self.threads = seed, threads
         self._libs: dict[str, Any] = {}
         self._calls = 0
@@ -145,11 +149,11 @@ class AscendcModel:
 
         k = self.kernel
         header = tiling_header(self.spec, k)
-        tc = toolchain()
+        cc = model_compiler(self.cxx)
         macros = [f"-D{k.dtype_macro}={_CPP[dtype]}"] if k.dtype_macro else []
         macros += _arch_macros(self.soc_name)
         key = hashlib.sha256("\0".join(
-            [k.source, header, _model_hash(), " ".join(macros), tc.cxx, tc.cxx_version]
+            [k.source, header, _model_hash(), " ".join(macros), cc.path, cc.version]
         ).encode()).hexdigest()[:20]
         root = cache_dir() / "ascendc" / k.snake / key
         lib = root / "kernel.so"
@@ -162,14 +166,16 @@ class AscendcModel:
             (root / f"{k.snake}.cpp").write_text(k.source)
             (root / "driver.cpp").write_text(_driver_source(k))
             tmp = root / f"kernel.so.{os.getpid()}"
-            cmd = [tc.cxx, "-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
+            cmd = [cc.path, "-std=c++17", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
                    f"-I{model_include_dir()}", f"-I{root}", *macros, "driver.cpp", "-o", str(tmp)]
             proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False,
                                   **dies_with_us())
             if proc.returncode:
+                hint = compiler_hint(proc.stderr, cc)
                 raise BuildError(
                     f"{k.op}: the AI Core kernel ({k.origin}) does not compile against opsdk's "
-                    f"Ascend C model for {dtype}:\n{_errors(proc.stderr)}\n(sources in {root})")
+                    f"Ascend C model for {dtype} with {cc.path}:\n{_errors(proc.stderr)}\n"
+                    + (f"{hint}\n" if hint else "") + f"(sources in {root})")
             os.replace(tmp, lib)
         return lib
 

@@ -228,6 +228,7 @@ template <typename T> constexpr const char* TypeName() {
     else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
     else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
     else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
     else if constexpr (std::is_same_v<T, AscendC::int4b_t>) return "int4b_t";
     else return "an unmodelled type";
 }

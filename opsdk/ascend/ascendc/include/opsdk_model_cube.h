@@ -453,23 +453,11 @@ inline void CheckMmad(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTe
     }
 }
 
-}  // namespace opsdk_ascendc
-
-namespace AscendC {
-
-// Mmad: C (m x n, L0C) = A (m x k, L0A) * B (k x n, L0B) [+ C]. A is zZ: fractal (mi, ki) at
-// index mi * K1 + ki, 16 rows of C0 elements; B is nZ: fractal (ki, ni) at ki * N1 + ni, 16 n-rows
-// of C0 k-elements; C is NZ: 16 x 16 fractal (ni, mi) at ni * M1 + mi. Products and sums in
-// float (int32 for int8), k in order. cmatrixInitVal (and not isBias): C starts at 0.
+// Mmad's product after its checks; `bias` (cmatrixSource: the bias table, C2) holds the n values
+// every row of C starts from instead of 0 or the L0C contents.
 template <typename DstT, typename Src0T, typename Src1T>
-inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, const LocalTensor<Src1T>& filter,
-                 const MmadParams& p, opsdk_ascendc::Loc loc = {}) {
-    using namespace opsdk_ascendc;
-    Issue is("Mmad", Pipe::M, loc);
-    static_assert(kMmadTypes<DstT, Src0T, Src1T>,
-                  "Mmad takes (dst, fm, filter) = (int32_t, int8_t, int8_t), (float, half, half), (float, float, "
-                  "float) or (float, bfloat16_t, bfloat16_t) on __CCE_AICORE__ 220 (dav_c220 MmadCal)");
-    CheckMmad(dst, fm, filter, p);
+inline void MmadRun(const AscendC::LocalTensor<DstT>& dst, const AscendC::LocalTensor<Src0T>& fm,
+                    const AscendC::LocalTensor<Src1T>& filter, const AscendC::MmadParams& p, const uint8_t* bias) {
     using Acc = std::conditional_t<std::is_same_v<DstT, int32_t>, int32_t, float>;
     constexpr uint64_t c0 = C0<Src0T>();
     const uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + c0 - 1) / c0;
@@ -482,7 +470,7 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
             " (Mmad takes filterLocal as B2 fractals loaded by LoadData)");
     const bool init = p.cmatrixInitVal && !p.isBias;
     const uint64_t cBytes = M1 * N1 * 256 * sizeof(DstT);
-    if (!init) {
+    if (!init && bias == nullptr) {
         dst.Span("Mmad", "accumulator", 0, M1 * N1 * 256);  // reads dstLocal
         TagRead("Mmad", "dstLocal", dst.UbAddr(), cBytes, TypeName<DstT>(), Form::Acc,
                 " (cmatrixInitVal = false accumulates onto L0C: the first Mmad of a result needs cmatrixInitVal = "
@@ -493,7 +481,7 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
     for (uint64_t m = 0; m < p.m; ++m) {
         for (uint64_t n = 0; n < p.n; ++n) {
             const uint64_t ci = ((n / 16) * M1 + m / 16) * 256 + (m % 16) * 16 + n % 16;
-            Acc acc = init ? Acc(0) : LoadAt<Acc>(c, ci);
+            Acc acc = bias != nullptr ? LoadAt<Acc>(bias, n) : init ? Acc(0) : LoadAt<Acc>(c, ci);
             for (uint64_t k = 0; k < p.k; ++k) {
                 const Src0T x = LoadAt<Src0T>(a, ((m / 16) * K1 + k / c0) * fe + (m % 16) * c0 + k % c0);
                 const Src1T y = LoadAt<Src1T>(b, ((k / c0) * N1 + n / 16) * fe + (n % 16) * c0 + k % c0);
@@ -515,16 +503,38 @@ inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, con
         (p.m / 16) * (p.n / 16) < kSmallMmadFractals ? static_cast<uint32_t>(Cur().pipes.current) : 0;
 }
 
-// Fixpipe L0C -> GM (FixpipeParamsV220, CFG_ROW_MAJOR: NZ -> ND): element (r, c) of the m x n
-// result, at L0C element ((c / 16) * srcStride + r) * 16 + c % 16, goes to GM element
-// r * dstStride + c, converted by quantPre (NoQuant, F322F16, F322BF16) and, with reluEn, ReLU'd.
-template <typename DstT, typename SrcT, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src, const FixpipeParamsV220& p,
-                    opsdk_ascendc::Loc loc = {}) {
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+// Mmad: C (m x n, L0C) = A (m x k, L0A) * B (k x n, L0B) [+ C]. A is zZ: fractal (mi, ki) at
+// index mi * K1 + ki, 16 rows of C0 elements; B is nZ: fractal (ki, ni) at ki * N1 + ni, 16 n-rows
+// of C0 k-elements; C is NZ: 16 x 16 fractal (ni, mi) at ni * M1 + mi. Products and sums in
+// float (int32 for int8), k in order. cmatrixInitVal (and not isBias): C starts at 0.
+template <typename DstT, typename Src0T, typename Src1T>
+inline void Mmad(const LocalTensor<DstT>& dst, const LocalTensor<Src0T>& fm, const LocalTensor<Src1T>& filter,
+                 const MmadParams& p, opsdk_ascendc::Loc loc = {}) {
     using namespace opsdk_ascendc;
+    Issue is("Mmad", Pipe::M, loc);
+    static_assert(kMmadTypes<DstT, Src0T, Src1T>,
+                  "Mmad takes (dst, fm, filter) = (int32_t, int8_t, int8_t), (float, half, half), (float, float, "
+                  "float) or (float, bfloat16_t, bfloat16_t) on __CCE_AICORE__ 220 (dav_c220 MmadCal)");
+    CheckMmad(dst, fm, filter, p);
+    MmadRun(dst, fm, filter, p, nullptr);
+}
+
+}  // namespace AscendC
+
+#include "opsdk_model_cube_quant.h"
+
+namespace opsdk_ascendc {
+
+// Fixpipe's copy after its Issue: `deq` is the per-channel dequant tensor in L1 (VDEQF16), else null.
+template <typename DstT, typename SrcT>
+inline void FixpipeRun(const AscendC::GlobalTensor<DstT>& dst, const AscendC::LocalTensor<SrcT>& src,
+                       const AscendC::FixpipeParamsV220& p, const uint64_t* deq) {
+    using AscendC::TPosition;
     const char* api = "Fixpipe";
-    Issue is(api, Pipe::FIX, loc);
-    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: opsdk models the NZ -> ND (CFG_ROW_MAJOR) form");
     static_assert(OneOfT<SrcT, float, int32_t>, "Fixpipe reads a float or int32_t L0C accumulator");
     CheckPosition(api, "srcLocal", src, {TPosition::CO1});
     CheckRange(api, "nSize", p.nSize, 1, 4095);
@@ -539,15 +549,7 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
     if (p.dstStride < p.nSize) {
         Fail(api, "dstStride " + S(p.dstStride) + " is less than nSize " + S(p.nSize) + ": GM rows would overlap");
     }
-    const QuantMode_t q = p.quantPre;
-    const bool same = q == NoQuant && std::is_same_v<DstT, SrcT>;
-    const bool f16 = q == F322F16 && std::is_same_v<SrcT, float> && std::is_same_v<DstT, half>;
-    const bool bf16 = q == F322BF16 && std::is_same_v<SrcT, float> && std::is_same_v<DstT, bfloat16_t>;
-    if (!same && !f16 && !bf16) {
-        Fail(api, std::string("quantPre ") + S(uint64_t(q)) + " from " + TypeName<SrcT>() + " to " + TypeName<DstT>() +
-                      ": opsdk models NoQuant (the same type), F322F16 (float -> half) and F322BF16 (float -> "
-                      "bfloat16_t)");
-    }
+    const FixQuant<DstT, SrcT> quant(p, deq);
     const uint64_t cols = (p.nSize + 15) / 16;
     if (p.unitFlag != 0) {
         UnitFlagWait(src.UbAddr(), ((cols - 1) * p.srcStride + p.mSize) * 16 * sizeof(SrcT));
@@ -559,15 +561,29 @@ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src,
             const uint64_t at = ((c / 16) * p.srcStride + r) * 16 + c % 16;
             TagRead(api, "srcLocal", src.UbAddr() + at * sizeof(SrcT), sizeof(SrcT), TypeName<SrcT>(), Form::Acc,
                     " (Fixpipe takes the L0C result of Mmad)");
-            SrcT v = LoadAt<SrcT>(s, at);
-            if (p.reluEn && v < SrcT(0)) v = SrcT(0);
-            row[c] = FromF<DstT>(static_cast<float>(v));
-            if constexpr (std::is_same_v<DstT, SrcT>) row[c] = v;
+            row[c] = quant(LoadAt<SrcT>(s, at), c, p.reluEn);
         }
         DstT* g = dst.ptr_ + r * p.dstStride;
         GmWrite(api, g, p.nSize * sizeof(DstT), row.data());
         std::memcpy(g, row.data(), p.nSize * sizeof(DstT));
     }
+}
+
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
+// Fixpipe L0C -> GM (FixpipeParamsV220, CFG_ROW_MAJOR: NZ -> ND): element (r, c) of the m x n
+// result, at L0C element ((c / 16) * srcStride + r) * 16 + c % 16, goes to GM element
+// r * dstStride + c, converted by quantPre (FixQuant, opsdk_model_cube_quant.h) and, with reluEn,
+// ReLU'd.
+template <typename DstT, typename SrcT, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<SrcT>& src, const FixpipeParamsV220& p,
+                    opsdk_ascendc::Loc loc = {}) {
+    using namespace opsdk_ascendc;
+    Issue is("Fixpipe", Pipe::FIX, loc);
+    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: opsdk models the NZ -> ND (CFG_ROW_MAJOR) form");
+    FixpipeRun(dst, src, p, nullptr);
 }
 
 }  // namespace AscendC
@@ -684,5 +700,7 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 }
 
 }  // namespace AscendC
+
+#include "opsdk_model_cube_more.h"
 
 #endif  // OPSDK_ASCENDC_MODEL_CUBE_H

@@ -789,6 +789,14 @@ template <typename T> inline void CheckCopyCount(const char* api, uint64_t count
     }
 }
 
+// The bias table (C2) is filled from L1 only (the platform's intrinsics list data_move_l12bt).
+inline void RefuseGmToBiasTable(AscendC::TPosition pos) {
+    if (pos == AscendC::TPosition::C2) {
+        Fail("DataCopy", "dstLocal is in C2 (the bias table), which is filled from L1 only (data_move_l12bt): copy "
+                         "the bias GM -> C1 first, then DataCopy C1 -> C2");
+    }
+}
+
 inline void CheckBlocks(const char* api, uint64_t count, uint64_t len, uint64_t lenMax) {
     if (count == 0 || count > 4095) Fail(api, "blockCount is " + S(count) + "; expected 1 to 4095");
     if (len == 0 || len > lenMax) Fail(api, "blockLen is " + S(len) + "; expected 1 to " + S(lenMax));
@@ -802,6 +810,7 @@ template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t calCount,
                      opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE2, loc);
+    opsdk_ascendc::RefuseGmToBiasTable(dst.GetPosition());
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
     uint8_t* d = dst.Span("DataCopy", "dstLocal", 0, calCount);
@@ -821,9 +830,23 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     opsdk_ascendc::StoreGm<T>("DataCopy", dst.ptr_, s, opsdk_ascendc::kInt4<T> ? calCount / 2 : calCount);
 }
 
+}  // namespace AscendC
+
+namespace opsdk_ascendc {
+// L1 -> the bias table (C2), on MTE1 (opsdk_model_cube_more.h).
+template <typename D, typename S>
+void CopyToBiasTable(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src,
+                     const AscendC::DataCopyParams& p, Loc loc);
+template <typename D, typename S>
+void CopyToBiasTable(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, uint32_t count, Loc loc);
+}  // namespace opsdk_ascendc
+
+namespace AscendC {
+
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t calCount,
                      opsdk_ascendc::Loc loc = {}) {
+    if (dst.GetPosition() == TPosition::C2) return opsdk_ascendc::CopyToBiasTable(dst, src, calCount, loc);
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::V, loc);
     opsdk_ascendc::CheckCopyCount<T>("DataCopy", calCount);
     dst.CheckAligned("DataCopy", "dstLocal");
@@ -837,6 +860,7 @@ template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
                      opsdk_ascendc::Loc loc = {}) {
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::MTE2, loc);
+    opsdk_ascendc::RefuseGmToBiasTable(dst.GetPosition());
     static_assert(!opsdk_ascendc::kInt4<T>, "DataCopy of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
     dst.CheckAligned("DataCopy", "dstLocal");
@@ -871,6 +895,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      opsdk_ascendc::Loc loc = {}) {
+    if (dst.GetPosition() == TPosition::C2) return opsdk_ascendc::CopyToBiasTable(dst, src, p, loc);
     opsdk_ascendc::Issue is("DataCopy", opsdk_ascendc::Pipe::V, loc);
     static_assert(!opsdk_ascendc::kInt4<T>, "DataCopy of int4b_t is modelled in the count form only");
     opsdk_ascendc::CheckBlocks("DataCopy", p.blockCount, p.blockLen, 65535);
