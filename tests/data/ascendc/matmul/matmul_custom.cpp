@@ -1,0 +1,103 @@
+// A matmul kernel-launch file in the style of Huawei's Matmul API samples, written for opsdk's
+// tests: C[M][N] = A[M][K] * B[K][N] (B given as N x K with TRANS_B), the blocks splitting M and
+// N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
+// buffer (followed by the UB size, as the samples pass it). IN_T half (default) or bfloat16_t;
+// C is float. MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ.
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+
+using namespace matmul;
+
+#ifndef IN_T
+#define IN_T half
+#endif
+#ifndef MM_CFG
+#define MM_CFG CFG_NORM
+#endif
+#ifndef A_FORMAT
+#define A_FORMAT ND
+#endif
+#ifndef TRANS_B
+#define TRANS_B false
+#endif
+
+__aicore__ inline uint32_t Ceiling(uint32_t a, uint32_t b)
+{
+    return (a + b - 1) / b;
+}
+
+__aicore__ inline void CopyTiling(TCubeTiling *tiling, uint64_t &localMemSize, GM_ADDR tilingGm)
+{
+    uint32_t *ptr = reinterpret_cast<uint32_t *>(tiling);
+    auto tiling32 = reinterpret_cast<__gm__ uint32_t *>(tilingGm);
+    for (uint32_t i = 0; i < sizeof(TCubeTiling) / sizeof(uint32_t); i++, ptr++) {
+        *ptr = *(tiling32 + i);
+    }
+    localMemSize = *reinterpret_cast<__gm__ uint64_t *>(tilingGm + sizeof(TCubeTiling));
+}
+
+// This block's corner of A, B and C and its share of M and N (the last blocks take the tails).
+__aicore__ inline void CalcGMOffset(int blockIdx, const TCubeTiling &tiling, int &offsetA, int &offsetB,
+                                    int &offsetC, int &tailM, int &tailN, bool isTransB)
+{
+    uint32_t mSingleBlocks = Ceiling(tiling.M, tiling.singleCoreM);
+    uint32_t mCoreIndx = blockIdx % mSingleBlocks;
+    uint32_t nCoreIndx = blockIdx / mSingleBlocks;
+
+    offsetA = mCoreIndx * tiling.Ka * tiling.singleCoreM;
+    offsetB = isTransB ? nCoreIndx * tiling.Kb * tiling.singleCoreN : nCoreIndx * tiling.singleCoreN;
+    offsetC = mCoreIndx * tiling.N * tiling.singleCoreM + nCoreIndx * tiling.singleCoreN;
+
+    tailM = tiling.M - mCoreIndx * tiling.singleCoreM;
+    tailM = tailM < tiling.singleCoreM ? tailM : tiling.singleCoreM;
+    tailN = tiling.N - nCoreIndx * tiling.singleCoreN;
+    tailN = tailN < tiling.singleCoreN ? tailN : tiling.singleCoreN;
+}
+
+extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace,
+                                                    GM_ADDR tilingGm)
+{
+    using A_T = IN_T;
+    using B_T = IN_T;
+    using C_T = float;
+
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    uint64_t localMemSize = 0;
+    CopyTiling(&tiling, localMemSize, tilingGm);
+    if (GetBlockIdx() >= tiling.usedCoreNum) {
+        return;
+    }
+
+    AscendC::GlobalTensor<A_T> aGlobal;
+    AscendC::GlobalTensor<B_T> bGlobal;
+    AscendC::GlobalTensor<C_T> cGlobal;
+    aGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ A_T *>(a), tiling.M * tiling.Ka);
+    bGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ B_T *>(b), tiling.Kb * tiling.N);
+    cGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ C_T *>(c), tiling.M * tiling.N);
+
+    int offsetA = 0;
+    int offsetB = 0;
+    int offsetC = 0;
+    bool isTransA = false;
+    bool isTransB = TRANS_B;
+    int tailM = 0;
+    int tailN = 0;
+    CalcGMOffset(GetBlockIdx(), tiling, offsetA, offsetB, offsetC, tailM, tailN, isTransB);
+
+    auto gmA = aGlobal[offsetA];
+    auto gmB = bGlobal[offsetB];
+    auto gmC = cGlobal[offsetC];
+
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::A_FORMAT, A_T>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, B_T>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, C_T>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, C_T>, MM_CFG> mm;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
+
+    mm.SetTensorA(gmA, isTransA);
+    mm.SetTensorB(gmB, isTransB);
+    mm.SetTail(tailM, tailN);
+    mm.IterateAll(gmC);
+    mm.End();
+}
