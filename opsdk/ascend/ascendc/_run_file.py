@@ -137,7 +137,8 @@ def _host_macros(soc: str) -> list[str]:
     from ..socs import soc_facts
 
     facts = soc_facts(soc)
-    keep = [m for m in _arch_macros(soc) if m.startswith(("-DOPSDK_SOC_VERSION=", "-DOPSDK_L", "-DOPSDK_BT"))]
+    prefixes = ("-DOPSDK_SOC_VERSION=", "-DOPSDK_L", "-DOPSDK_BT")
+    keep = [m for m in _arch_macros(soc) if m.startswith(prefixes)]
     return [*keep, f"-DOPSDK_HOST_UB_BYTES={int(facts['ub_bytes'])}",
             f"-DOPSDK_HOST_AIC_CORES={int(facts.get('cube_cores', 0))}",
             f"-DOPSDK_HOST_AIV_CORES={int(facts.get('vector_cores', 0))}"]

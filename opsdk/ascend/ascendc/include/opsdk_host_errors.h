@@ -9,13 +9,15 @@
 
 namespace opsdk_host {
 
-inline std::string& FirstTilingError() {
+// Internal linkage: each host tiling library keeps its own (two loaded into one process do not
+// share it).
+static inline std::string& FirstTilingError() {
     static std::string error;
     return error;
 }
 
 // Record (the first) and print an error of `api`; the caller returns -1 as the real API does.
-inline void TilingError(const std::string& api, const std::string& what) {
+static inline void TilingError(const std::string& api, const std::string& what) {
     const std::string text = api + ": " + what;
     if (FirstTilingError().empty()) FirstTilingError() = text;
     std::fprintf(stderr, "%s\n", text.c_str());

@@ -195,7 +195,7 @@ public:
 
     // One baseM x baseN block of C into L0C; false when the single-core C is done.
     template <bool sync = true> bool Iterate(bool enPartialSum = false, opsdk_ascendc::Loc loc = {}) {
-        if (enPartialSum) opsdk_ascendc::Fail("Matmul::Iterate", "enPartialSum is not modelled by opsdk");
+        if (enPartialSum) Refuse("Matmul::Iterate", "enPartialSum is not modelled by opsdk", loc);
         async_ = !sync;
         if (!sync) return true;  // GetTensorC<false> computes each block
         return Step(loc);
@@ -212,14 +212,15 @@ public:
         (void)waitIterateAll, (void)fakeMsg;
         while (Step(loc)) CopyOut(gm, enAtomic, enSequentialWrite, loc);
     }
-    void End() {
-        if (pending_) {
-            opsdk_ascendc::Fail("Matmul::End", "the last Iterate's C block was never taken by GetTensorC");
-        }
+    void End(opsdk_ascendc::Loc loc = {}) {
+        if (pending_) Refuse("Matmul::End", "the last Iterate's C block was never taken by GetTensorC", loc);
         ended_ = true;
     }
 
 private:
+    [[noreturn]] static void Refuse(const char* api, const std::string& what, const opsdk_ascendc::Loc& loc) {
+        opsdk_ascendc::Fail(api, what + " [at " + Where(loc) + "]");
+    }
     static std::string Where(const opsdk_ascendc::Loc& l) {
         const std::string f = l.file ? l.file : "?";
         return f.substr(f.find_last_of('/') + 1) + ":" + std::to_string(l.line);

@@ -16,14 +16,14 @@ namespace AscendC {
 
 OPSDK_MATMUL_TEMPLATE bool OPSDK_MATMUL::Step(const opsdk_ascendc::Loc& loc) {
     using namespace opsdk_ascendc;
-    if (!inited_) Fail("Matmul::Iterate", "the object is not initialised: REGIST_MATMUL_OBJ(&pipe, "
-                                          "GetSysWorkSpacePtr(), mm, &tiling) or mm.Init(&tiling) first");
-    if (!hasA_ || !hasB_) Fail("Matmul::Iterate", "SetTensorA and SetTensorB come before Iterate");
-    if (ended_) Fail("Matmul::Iterate", "called after End()");
+    if (!inited_) Refuse("Matmul::Iterate", "the object is not initialised: REGIST_MATMUL_OBJ(&pipe, "
+                                          "GetSysWorkSpacePtr(), mm, &tiling) or mm.Init(&tiling) first", loc);
+    if (!hasA_ || !hasB_) Refuse("Matmul::Iterate", "SetTensorA and SetTensorB come before Iterate", loc);
+    if (ended_) Refuse("Matmul::Iterate", "called after End()", loc);
     if (pending_) {
-        Fail("Matmul::Iterate", "the previous Iterate's C block (rows " + S(curM0_) + ".., columns " + S(curN0_) +
+        Refuse("Matmul::Iterate", "the previous Iterate's C block (rows " + S(curM0_) + ".., columns " + S(curN0_) +
                                     "..) was not taken by GetTensorC: the next block would overwrite it in L0C "
-                                    "and that C is lost");
+                                    "and that C is lost", loc);
     }
     const uint32_t bm = uint32_t(t_.baseM), bn = uint32_t(t_.baseN);
     const uint32_t mIter = (tailM_ + bm - 1) / bm, nIter = (tailN_ + bn - 1) / bn;
@@ -87,8 +87,8 @@ OPSDK_MATMUL_TEMPLATE template <typename T>
 void OPSDK_MATMUL::NzCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blocks, uint32_t rows,
                           uint32_t srcBlock, uint32_t dstBlock, const opsdk_ascendc::Loc& loc) {
     if (srcBlock > 65535 || dstBlock > 65535) {
-        opsdk_ascendc::Fail("Matmul (NZ input)", "an NZ column block of " + opsdk_ascendc::S(srcBlock) +
-                                                     " elements is past Nd2NzParams' 16-bit matrix strides");
+        Refuse("Matmul (NZ input)", "an NZ column block of " + opsdk_ascendc::S(srcBlock) +
+                                                     " elements is past Nd2NzParams' 16-bit matrix strides", loc);
     }
     Nd2NzParams p{uint16_t(blocks), uint16_t(rows), uint16_t(kC0), uint16_t(srcBlock), uint16_t(kC0), 1, 1,
                   uint16_t(dstBlock)};
@@ -101,11 +101,13 @@ OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::CopyA1(const LocalTensor<SrcAT>& a1, ui
     const uint32_t kUp = (kLen + kC0 - 1) / kC0 * kC0;
     if (transA_) {  // A is K x M in GM: blocks of 16 m, k rows
         if constexpr (sizeof(SrcAT) != 2) {
-            opsdk_ascendc::Fail("Matmul::SetTensorA", "isTransposeA with " + std::string(opsdk_ascendc::TypeName<SrcAT>()) +
-                                                          ": the model transposes 2-byte fractals only (LoadData 2D); "
-                                                          "LoadDataWithTranspose is not modelled");
+            Refuse("Matmul::SetTensorA", "isTransposeA with " + std::string(opsdk_ascendc::TypeName<SrcAT>()) +
+                                             ": the model transposes 2-byte fractals only (LoadData 2D); "
+                                             "LoadDataWithTranspose is not modelled", loc);
         }
-        if (A_TYPE::format != CubeFormat::ND) opsdk_ascendc::Fail("Matmul::SetTensorA", "isTransposeA with NZ A is not modelled");
+        if (A_TYPE::format != CubeFormat::ND) {
+            Refuse("Matmul::SetTensorA", "isTransposeA with NZ A is not modelled", loc);
+        }
         if (kLen % 16 != 0) opsdk_ascendc::ZeroTile(a1, Up16(kLen) * Up16(mRows), loc);
         Nd2NzParams p{1, uint16_t(kLen), uint16_t(mRows), 0, uint16_t(orgM_), uint16_t(Up16(kLen)), 1, 0};
         DataCopy(a1, a_[uint64_t(k0) * orgM_ + m0], p, loc);
@@ -125,7 +127,9 @@ OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::CopyB1(const LocalTensor<SrcBT>& b1, ui
                                                 uint32_t nCols, uint32_t kLen, const opsdk_ascendc::Loc& loc) {
     using opsdk_ascendc::Up16;
     if (transB_) {  // B is N x K in GM: blocks of C0 k, n rows (the nZ fractals L0B takes)
-        if (B_TYPE::format != CubeFormat::ND) opsdk_ascendc::Fail("Matmul::SetTensorB", "isTransposeB with NZ B is not modelled");
+        if (B_TYPE::format != CubeFormat::ND) {
+            Refuse("Matmul::SetTensorB", "isTransposeB with NZ B is not modelled", loc);
+        }
         const uint32_t kUp = (kLen + kC0 - 1) / kC0 * kC0;
         if (nCols % 16 != 0) opsdk_ascendc::ZeroTile(b1, Up16(nCols) * kUp, loc);
         Nd2NzParams p{1, uint16_t(nCols), uint16_t(kLen), 0, uint16_t(orgKb_), uint16_t(Up16(nCols)), 1, 0};
@@ -133,10 +137,10 @@ OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::CopyB1(const LocalTensor<SrcBT>& b1, ui
         return;
     }
     if constexpr (sizeof(SrcBT) != 2) {
-        opsdk_ascendc::Fail("Matmul::SetTensorB", "B not transposed with " + std::string(opsdk_ascendc::TypeName<SrcBT>()) +
-                                                      ": the model transposes 2-byte fractals only (LoadData 2D; "
-                                                      "LoadDataWithTranspose is not modelled); pass B as N x K with "
-                                                      "SetTensorB(b, true)");
+        Refuse("Matmul::SetTensorB", "B not transposed with " + std::string(opsdk_ascendc::TypeName<SrcBT>()) +
+                                         ": the model transposes 2-byte fractals only (LoadData 2D; "
+                                         "LoadDataWithTranspose is not modelled); pass B as N x K with "
+                                         "SetTensorB(b, true)", loc);
     }
     if (kLen % 16 != 0) opsdk_ascendc::ZeroTile(b1, Up16(kLen) * Up16(nCols), loc);
     if constexpr (B_TYPE::format == CubeFormat::NZ) {  // [N / 16][Up16(K)][16] in GM
@@ -196,13 +200,13 @@ OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::CopyOut(const GlobalTensor<DstT>& gm, u
                                                  const opsdk_ascendc::Loc& loc) {
     using namespace opsdk_ascendc;
     if (!pending_) {
-        Fail("Matmul::GetTensorC", std::string("no new C block: ") +
+        Refuse("Matmul::GetTensorC", std::string("no new C block: ") +
                                        (index_ == 0 ? "no Iterate computed one yet"
                                                     : "the last Iterate's block was already taken (its L0C is freed; "
                                                       "the C it would copy is stale)") +
-                                       "; call Iterate before each GetTensorC");
+                                       "; call Iterate before each GetTensorC", loc);
     }
-    if (enAtomic != 0) Fail("Matmul::GetTensorC", "enAtomic (atomic add into GM) is not modelled by opsdk");
+    if (enAtomic != 0) Refuse("Matmul::GetTensorC", "enAtomic (atomic add into GM) is not modelled by opsdk", loc);
     LocalTensor<L0cT> co1 = qCO1_.template DeQue<L0cT>(loc);
     FixpipeParamsV220 f;
     f.nSize = uint16_t(curN_);

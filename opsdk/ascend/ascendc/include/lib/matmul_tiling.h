@@ -115,7 +115,9 @@ public:
         singleK = k;
         return 0;
     }
-    int32_t SetOrgShape(int32_t orgMIn, int32_t orgNIn, int32_t orgKIn) { return SetOrgShape(orgMIn, orgNIn, orgKIn, orgKIn); }
+    int32_t SetOrgShape(int32_t orgMIn, int32_t orgNIn, int32_t orgKIn) {
+        return SetOrgShape(orgMIn, orgNIn, orgKIn, orgKIn);
+    }
     int32_t SetOrgShape(int32_t orgMIn, int32_t orgNIn, int32_t orgKaIn, int32_t orgKbIn) {
         orgM = orgMIn;
         orgN = orgNIn;

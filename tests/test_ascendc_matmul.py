@@ -1,0 +1,267 @@
+"""The Matmul high-level API (lib/matmul_intf.h) on opsdk's Ascend C model, with its host
+tiling (tiling/tiling_api.h: MultiCoreMatmulTiling -> TCubeTiling).
+
+tests/data/ascendc/matmul/ holds a kernel-launch sample in the style of Huawei's Matmul API
+samples (matmul_custom.cpp) and its host tiling (matmul_custom_tiling.cpp, GenerateTiling
+unedited from the samples' form). The sample runs through ``opsdk ascendc run --host-tiling``
+and matches NumPy (float16 and bfloat16 in, float32 out, float32 sums); variants cover tails,
+CFG_MDL, an NZ A and a transposed B. The tiling fits each SoC's L1/L0A/L0B/L0C; a shape that
+does not is refused. Mutants (a tiling past L0B, a missing End, a stale or lost C, ...) are
+each reported, and the correct kernels are not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import build_model_kernel
+
+from opsdk.ascend.ascendc import KernelFileError, host_tiling
+from opsdk.cli import main
+
+MM = Path(__file__).parent / "data" / "ascendc" / "matmul"
+KERNEL = MM / "matmul_custom.cpp"
+TILING = MM / "matmul_custom_tiling.cpp"
+FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 "
+          "depthB1 stepM stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize "
+          "shareUbSize batchM batchN singleBatchM singleBatchN stepKa stepKb depthAL1CacheUB "
+          "depthBL1CacheUB dbL0A dbL0B dbL0C").split()
+
+
+def _fields(tiling: bytes) -> dict[str, int]:
+    return dict(zip(FIELDS, np.frombuffer(tiling[:4 * len(FIELDS)], np.int32).tolist(), strict=True))
+
+
+def _tiling(tmp_path: Path, soc: str = "Ascend910B1", **macros: Any) -> bytes:
+    """The sample's host tiling with its shape/split macros set."""
+    head = "".join(f"#define {k} {v}\n" for k, v in macros.items())
+    name = f"tiling_{abs(hash(head)) % 10**8}.cpp"
+    (tmp_path / name).write_text(head + TILING.read_text())
+    return host_tiling(f"{tmp_path / name}:GenerateTiling", soc)
+
+
+def _bf16(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values exact in bfloat16: (their bfloat16 bits, their float32 values)."""
+    bits = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _nz(a: np.ndarray) -> np.ndarray:
+    """A [M][K] of 2-byte data as the NZ format in GM: [K / 16][M (up to 16)][16]."""
+    m, k = a.shape
+    p = np.zeros(((m + 15) // 16 * 16, (k + 15) // 16 * 16), a.dtype)
+    p[:m, :k] = a
+    return np.ascontiguousarray(p.reshape(p.shape[0], -1, 16).transpose(1, 0, 2))
+
+
+def test_the_sample_runs_through_opsdk_ascendc_run_with_its_host_tiling(tmp_path: Path) -> None:
+    """``opsdk ascendc run matmul_custom.cpp --host-tiling matmul_custom_tiling.cpp:GenerateTiling``:
+    float16 A (256 x 192) and B (192 x 320), float32 C on 2 blocks, float32 sums of exact products."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (256, 192)).astype(np.float16)
+    b = rng.uniform(-1, 1, (192, 320)).astype(np.float16)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    argv = ["ascendc", "run", str(KERNEL), "--entry", "matmul_custom", "--block-dim", "2",
+            "--soc", "Ascend910B1", "--input", f"a={tmp_path / 'a.npy'}", "--input", f"b={tmp_path / 'b.npy'}",
+            "--output", "c=float32:256x320", "--host-tiling", f"{TILING}:GenerateTiling",
+            "--out-dir", str(tmp_path), "--estimate"]
+    assert main(argv) == 0
+    c = np.load(tmp_path / "c.npy")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_the_host_tiling_fits_each_socs_buffers(tmp_path: Path) -> None:
+    """GetTiling's TCubeTiling: the real field order, the blocks cover M x N, and the L0A/L0B/L0C
+    double buffers and the L1 depths fit the SoC's bytes (data/socs.json)."""
+    from opsdk.ascend.socs import soc_facts
+
+    for soc, macros in [("Ascend910B1", {}), ("Ascend310P3", {"SHAPE_M": 1000, "SHAPE_N": 600,
+                                                               "SHAPE_K": 4000, "BASE_M": -1, "BASE_N": -1})]:
+        raw = _tiling(tmp_path, soc, **macros)
+        t, facts = _fields(raw), soc_facts(soc)
+        assert len(raw) == 4 * 50 + 8 and int(np.frombuffer(raw[200:], np.uint64)[0]) == facts["ub_bytes"]
+        m, n, k = (macros.get("SHAPE_M", 256), macros.get("SHAPE_N", 320), macros.get("SHAPE_K", 192))
+        assert (t["M"], t["N"], t["Ka"], t["Kb"]) == (m, n, k, k)
+        blocks = -(-m // t["singleCoreM"]) * -(-n // t["singleCoreN"])
+        assert t["usedCoreNum"] == blocks <= 2
+        assert t["baseM"] * t["baseK"] * 2 * t["dbL0A"] <= facts["l0a_bytes"]
+        assert t["baseK"] * t["baseN"] * 2 * t["dbL0B"] <= facts["l0b_bytes"]
+        assert t["baseM"] * t["baseN"] * 4 * t["dbL0C"] <= facts["l0c_bytes"]
+        assert (t["depthA1"] * t["baseM"] + t["depthB1"] * t["baseN"]) * t["baseK"] * 2 <= facts["l1_bytes"]
+        assert t["stepKa"] >= 1 and t["depthA1"] >= t["stepKa"] and t["baseK"] % 16 == 0
+
+
+def test_a_split_past_l0b_is_refused_by_the_host_tiling(tmp_path: Path) -> None:
+    (tmp_path / "t.cpp").write_text(TILING.read_text().replace(
+        "tilingApi.SetFixSplit(baseM, baseN, -1);", "tilingApi.SetFixSplit(128, 256, 256);"))
+    with pytest.raises(KernelFileError, match=r"Ascend910B1\): matmul_tiling::MultiCoreMatmulTiling::"
+                       r"GetTiling: baseK x baseN x 2 = 131072 bytes, but L0B holds 65536 bytes"):
+        host_tiling(f"{tmp_path / 't.cpp'}:GenerateTiling", "Ascend910B1")
+    (tmp_path / "s.cpp").write_text(TILING.read_text().replace("GetInstance(socVersion)",
+                                                                'GetInstance("Ascend310P3")'))
+    with pytest.raises(KernelFileError, match="socVersion is Ascend310P3, but the run is for Ascend910B1"):
+        host_tiling(f"{tmp_path / 's.cpp'}:GenerateTiling", "Ascend910B1")
+
+
+HEAD = '#define OPSDK_AIC 1\n#include "kernel_operator.h"\n#include "lib/matmul_intf.h"\n'
+LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const char** names, uint32_t blocks,
+                         uint8_t* tiling, char* err) {{
+    return opsdk_ascendc::Run("matmul_custom", [](uint8_t** g, uint8_t* w, uint8_t* t) {{
+        m{k}::matmul_custom{k}(g[0], g[1], g[2], w, t); }}, gm, bytes, names, 3, tiling, blocks, 196608, "ascend910b", 1, 1,
+        err, 4096, nullptr, nullptr);
+}}
+"""
+MACROS = ("IN_T", "MM_CFG", "A_FORMAT", "TRANS_B")
+
+
+def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
+    """Each source (the kernel with its macros) in one library, kernel k as launch{k}."""
+    parts = [HEAD]
+    for k, source in enumerate(sources):
+        (where / f"m{k}.cpp").write_text(source)
+        parts.append(f'#define matmul_custom matmul_custom{k}\nnamespace m{k} {{\n#include "m{k}.cpp"\n}}\n'
+                     + "".join(f"#undef {m}\n" for m in (*MACROS, "matmul_custom")))
+    parts.append('#include "opsdk_model_launch.h"\n')
+    parts += [LAUNCH.format(k=k) for k in range(len(sources))]
+    lib = build_model_kernel(where, "", "".join(parts), opt="-O1")
+    return lambda k: getattr(lib, f"launch{k}")
+
+
+def _run(launch: Any, tiling: bytes, a: np.ndarray, b: np.ndarray, c: np.ndarray, blocks: int) -> tuple[int, str]:
+    arrays = [a, b, c]
+    gm = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in arrays])
+    sizes = (ctypes.c_uint64 * 3)(*[x.nbytes for x in arrays])
+    names = (ctypes.c_char_p * 3)(b"a", b"b", b"c")
+    err = ctypes.create_string_buffer(4096)
+    buf = ctypes.create_string_buffer(tiling, len(tiling))
+    launch.restype = ctypes.c_int
+    rc = launch(gm, sizes, names, ctypes.c_uint32(blocks), buf, err)
+    return rc, err.value.decode()
+
+
+# variant -> (kernel macros, host tiling macros, A/B kind): 'bf16' bfloat16 data, 'nz' A in
+# the NZ format, 't' B given transposed (N x K)
+VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
+    "half, CFG_NORM": ({}, {}, ""),
+    "bfloat16, CFG_MDL, tails in M, N and K": (
+        {"IN_T": "bfloat16_t", "MM_CFG": "CFG_MDL"},
+        {"SHAPE_M": 100, "SHAPE_N": 72, "SHAPE_K": 200, "BASE_M": 64, "BASE_N": 32, "IN_DTYPE": "DT_BF16"}, "bf16"),
+    "half, A in NZ, B transposed, two blocks splitting N": (
+        {"A_FORMAT": "NZ", "TRANS_B": "true"},
+        {"SHAPE_M": 48, "SHAPE_N": 80, "SHAPE_K": 96, "BASE_M": 48, "BASE_N": 32, "IS_TRANS_B": "true"}, "nz t"),
+    "half, B transposed, K in 4 baseK steps (L1 double-buffered)": (
+        {"TRANS_B": "true"},
+        {"SHAPE_M": 32, "SHAPE_N": 64, "SHAPE_K": 2000, "BASE_M": 32, "BASE_N": 32, "IS_TRANS_B": "true"}, "t"),
+}
+
+
+def _data(kind: str, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A and B as the kernel takes them, and C as NumPy computes it (float32 sums)."""
+    rng = np.random.default_rng(11)
+    a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
+    if "bf16" in kind:
+        (ga, fa), (gb, fb) = _bf16(a), _bf16(b)
+    else:
+        ga, gb = a.astype(np.float16), b.astype(np.float16)
+        fa, fb = ga.astype(np.float32), gb.astype(np.float32)
+    ref = fa @ fb
+    if "nz" in kind:
+        ga = _nz(ga)
+    if "t" in kind.split():
+        gb = np.ascontiguousarray(gb.T)
+    return ga, gb, ref
+
+
+def _source(macros: dict[str, str], text: str | None = None) -> str:
+    return "".join(f"#define {k} {v}\n" for k, v in macros.items()) + (text or KERNEL.read_text())
+
+
+def test_the_variants_match_numpy(tmp_path: Path) -> None:
+    """Each variant's C is NumPy's float32 product of the same values (the Cube sums the exact
+    float32 products of half/bfloat16 in float32, in k order); the race checker and the limits
+    are clean."""
+    launch = _build([_source(kernel) for kernel, _, _ in VARIANTS.values()], tmp_path)
+    for k, (what, (_, host, kind)) in enumerate(VARIANTS.items()):
+        tiling = _tiling(tmp_path, **host)
+        t = _fields(tiling)
+        a, b, ref = _data(kind, t["M"], t["N"], t["Ka"])
+        c = np.full(ref.shape, np.nan, np.float32)
+        rc, err = _run(launch(k), tiling, a, b, c, t["usedCoreNum"])
+        assert rc == 0 and err == "", f"{what}: {err}"
+        # float32 sums in k order (the Cube's) against NumPy's blocked ones: K / 256 x 1e-5 apart
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * max(1, t["Ka"] / 256), err_msg=what)
+
+
+LOOP = "    mm.IterateAll(gmC);\n"
+# (what, kernel text, its replacement, host tiling text, its replacement, what the report says)
+MUTANTS: list[tuple[str, str, str, str, str, str]] = [
+    ("a tiling past L0B: the host sets baseN 256 after GetTiling (B2 2 x 64 KiB)", "", "",
+     "    uint32_t tcubeTilingSize", "    tilingData.set_baseN(256);\n    uint32_t tcubeTilingSize",
+     r"TPipe::InitBuffer: position B2 asks for 2 x 65536 = 131072 bytes of L0B, but Ascend910B1's L0B holds 65536"),
+    ("a tiling past L0B: baseK 256 by hand, L0A single-buffered", "", "",
+     "    uint32_t tcubeTilingSize",
+     "    tilingData.set_baseK(256);\n    tilingData.set_dbL0A(1);\n    uint32_t tcubeTilingSize",
+     "position B2 asks for .* bytes of L0B"),
+    ("missing End", "    mm.End();\n", "", "", "", r"End\(\) was never called: on 220 the Cube core serving it"),
+    ("stale C: GetTensorC twice per Iterate", LOOP,
+     "    while (mm.Iterate()) {\n        mm.GetTensorC(gmC);\n        mm.GetTensorC(gmC);\n    }\n", "", "",
+     "already taken .*the C it would copy is stale"),
+    ("stale C: GetTensorC with no Iterate", LOOP, "    mm.GetTensorC(gmC);\n", "", "",
+     "no new C block: no Iterate computed one yet"),
+    ("lost C: Iterate twice before GetTensorC", LOOP,
+     "    while (mm.Iterate() && mm.Iterate()) {\n        mm.GetTensorC(gmC);\n    }\n", "", "",
+     "was not taken by GetTensorC: the next block would overwrite it in L0C"),
+    ("lost C: Iterate in a loop with no GetTensorC", LOOP, "    while (mm.Iterate()) {\n    }\n", "", "",
+     "was not taken by GetTensorC"),
+    ("lost C: one Iterate, then End", LOOP, "    mm.Iterate();\n", "", "",
+     "the last Iterate's C block was never taken by GetTensorC"),
+    ("no REGIST_MATMUL_OBJ", "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n", "", "", "",
+     "the object is not initialised"),
+    ("no SetTensorB", "    mm.SetTensorB(gmB, isTransB);\n", "", "", "", "SetTensorA and SetTensorB come before Iterate"),
+    ("IterateAll after End", LOOP + "    mm.End();\n", "    mm.End();\n" + LOOP, "", "", r"called after End\(\)"),
+    ("both blocks write the same C (the n offset dropped)",
+     "offsetC = mCoreIndx * tiling.N * tiling.singleCoreM + nCoreIndx * tiling.singleCoreN;",
+     "offsetC = mCoreIndx * tiling.N * tiling.singleCoreM;", "", "",
+     "writes byte 0 of GM argument 'c' that block [01] also writes, with a different value"),
+    ("the tail dropped (250 x 300 on 2 x 128 rows): block 1 computes 6 rows too many",
+     "    mm.SetTail(tailM, tailN);\n", "", "#define SHAPE_M 256\n#define SHAPE_N 320",
+     "#define SHAPE_M 250\n#define SHAPE_N 300",
+     "reads 384 bytes at byte 96000 of GM argument 'a', which holds 96000 bytes: out of bounds"),
+]
+
+
+def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
+    """Each mutant of the sample (kernel or host tiling) is reported with its cause; the sample
+    itself (test above) is not."""
+    base = _tiling(tmp_path)
+    tilings, sources = [], []
+    for _, k_old, k_new, h_old, h_new, _ in MUTANTS:
+        text = KERNEL.read_text()
+        if k_old:
+            assert text.count(k_old) == 1, k_old
+            text = text.replace(k_old, k_new)
+        sources.append(_source({}, text))
+        if h_old:
+            host = TILING.read_text()
+            assert host.count(h_old) == 1, h_old
+            (tmp_path / f"h{len(tilings)}.cpp").write_text(host.replace(h_old, h_new))
+            tilings.append(host_tiling(f"{tmp_path / f'h{len(tilings)}.cpp'}:GenerateTiling", "Ascend910B1"))
+        else:
+            tilings.append(base)
+    launch = _build(sources, tmp_path)
+    missed = []
+    for k, (what, *_, expect) in enumerate(MUTANTS):
+        t = _fields(tilings[k])
+        a, b, ref = _data("", t["M"], t["N"], t["Ka"])
+        rc, err = _run(launch(k), tilings[k], a, b, np.zeros(ref.shape, np.float32), 2)
+        if rc == 0 or not re.search(expect, err):
+            missed.append(f"{what}: rc={rc} {err[:500]}")
+    print(f"\nmatmul_custom.cpp: {len(MUTANTS)} Matmul API mutants, {len(MUTANTS) - len(missed)} caught")
+    assert not missed, "\n".join(missed)
