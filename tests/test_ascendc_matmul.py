@@ -241,7 +241,8 @@ def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
     """Each mutant of the sample (kernel or host tiling) is reported with its cause; the sample
     itself (test above) is not."""
     base = _tiling(tmp_path)
-    tilings, sources = [], []
+    tilings: list[bytes] = []
+    sources: list[str] = []
     for _, k_old, k_new, h_old, h_new, _ in MUTANTS:
         text = KERNEL.read_text()
         if k_old:
