@@ -68,8 +68,10 @@ def test_the_sample_runs_through_opsdk_ascendc_run_with_its_host_tiling(tmp_path
     b = rng.uniform(-1, 1, (192, 320)).astype(np.float16)
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "bias.npy", np.zeros(320, np.float32))
     argv = ["ascendc", "run", str(KERNEL), "--entry", "matmul_custom", "--block-dim", "2",
             "--soc", "Ascend910B1", "--input", f"a={tmp_path / 'a.npy'}", "--input", f"b={tmp_path / 'b.npy'}",
+            "--input", f"bias={tmp_path / 'bias.npy'}",
             "--output", "c=float32:256x320", "--host-tiling", f"{TILING}:GenerateTiling",
             "--out-dir", str(tmp_path), "--estimate"]
     assert main(argv) == 0
@@ -114,7 +116,7 @@ HEAD = '#define OPSDK_AIC 1\n#include "kernel_operator.h"\n#include "lib/matmul_
 LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const char** names, uint32_t blocks,
                          uint8_t* tiling, char* err) {{
     return opsdk_ascendc::Run("matmul_custom", [](uint8_t** g, uint8_t* w, uint8_t* t) {{
-        m{k}::matmul_custom{k}(g[0], g[1], g[2], w, t); }}, gm, bytes, names, 3, tiling, blocks, 196608, "ascend910b", 1, 1,
+        m{k}::matmul_custom{k}(g[0], g[1], g[2], g[3], w, t); }}, gm, bytes, names, 4, tiling, blocks, 196608, "ascend910b", 1, 1,
         err, 4096, nullptr, nullptr);
 }}
 """
@@ -134,11 +136,11 @@ def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int
     return lambda k: getattr(lib, f"launch{k}")
 
 
-def _run(launch: Any, tiling: bytes, a: np.ndarray, b: np.ndarray, c: np.ndarray, blocks: int) -> tuple[int, str]:
-    arrays = [a, b, c]
-    gm = (ctypes.c_void_p * 3)(*[x.ctypes.data for x in arrays])
-    sizes = (ctypes.c_uint64 * 3)(*[x.nbytes for x in arrays])
-    names = (ctypes.c_char_p * 3)(b"a", b"b", b"c")
+def _run(launch: Any, tiling: bytes, arrays: list[np.ndarray], blocks: int) -> tuple[int, str]:
+    """Launch with GM a, b, bias, c."""
+    gm = (ctypes.c_void_p * 4)(*[x.ctypes.data for x in arrays])
+    sizes = (ctypes.c_uint64 * 4)(*[x.nbytes for x in arrays])
+    names = (ctypes.c_char_p * 4)(b"a", b"b", b"bias", b"c")
     err = ctypes.create_string_buffer(4096)
     buf = ctypes.create_string_buffer(tiling, len(tiling))
     launch.restype = ctypes.c_int
@@ -146,8 +148,8 @@ def _run(launch: Any, tiling: bytes, a: np.ndarray, b: np.ndarray, c: np.ndarray
     return rc, err.value.decode()
 
 
-# variant -> (kernel macros, host tiling macros, A/B kind): 'bf16' bfloat16 data, 'nz' A in
-# the NZ format, 't' B given transposed (N x K)
+# variant -> (kernel macros, host tiling macros, data kind): 'bf16' bfloat16 data, 'f32' float,
+# 'nz' A in the NZ format, 't' B given transposed (N x K), 'bias' a bias
 VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
     "half, CFG_NORM": ({}, {}, ""),
     "bfloat16, CFG_MDL, tails in M, N and K": (
@@ -156,27 +158,34 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
     "half, A in NZ, B transposed, two blocks splitting N": (
         {"A_FORMAT": "NZ", "TRANS_B": "true"},
         {"SHAPE_M": 48, "SHAPE_N": 80, "SHAPE_K": 96, "BASE_M": 48, "BASE_N": 32, "IS_TRANS_B": "true"}, "nz t"),
+    "half with a bias, 2 blocks splitting N": ({}, {"IS_BIAS": "true"}, "bias"),
+    "float, B transposed, tails": (
+        {"IN_T": "float", "TRANS_B": "true"},
+        {"SHAPE_M": 40, "SHAPE_N": 56, "SHAPE_K": 100, "BASE_M": 32, "BASE_N": 32, "IN_DTYPE": "DT_FLOAT",
+         "IS_TRANS_B": "true"}, "f32 t"),
     "half, B transposed, K in 4 baseK steps (L1 double-buffered)": (
         {"TRANS_B": "true"},
         {"SHAPE_M": 32, "SHAPE_N": 64, "SHAPE_K": 2000, "BASE_M": 32, "BASE_N": 32, "IS_TRANS_B": "true"}, "t"),
 }
 
 
-def _data(kind: str, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A and B as the kernel takes them, and C as NumPy computes it (float32 sums)."""
+def _data(kind: str, m: int, n: int, k: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """A, B and the bias as the kernel takes them, and C as NumPy computes it (float32 sums)."""
     rng = np.random.default_rng(11)
+    bias = rng.uniform(-4, 4, n).astype(np.float32) if "bias" in kind else np.zeros(n, np.float32)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
     if "bf16" in kind:
         (ga, fa), (gb, fb) = _bf16(a), _bf16(b)
     else:
-        ga, gb = a.astype(np.float16), b.astype(np.float16)
+        ga, gb = (a.astype(np.float32), b.astype(np.float32)) if "f32" in kind else \
+            (a.astype(np.float16), b.astype(np.float16))
         fa, fb = ga.astype(np.float32), gb.astype(np.float32)
-    ref = fa @ fb
+    ref = fa @ fb + bias
     if "nz" in kind:
         ga = _nz(ga)
     if "t" in kind.split():
         gb = np.ascontiguousarray(gb.T)
-    return ga, gb, ref
+    return [ga, gb, bias], ref
 
 
 def _source(macros: dict[str, str], text: str | None = None) -> str:
@@ -191,9 +200,9 @@ def test_the_variants_match_numpy(tmp_path: Path) -> None:
     for k, (what, (_, host, kind)) in enumerate(VARIANTS.items()):
         tiling = _tiling(tmp_path, **host)
         t = _fields(tiling)
-        a, b, ref = _data(kind, t["M"], t["N"], t["Ka"])
+        ins, ref = _data(kind, t["M"], t["N"], t["Ka"])
         c = np.full(ref.shape, np.nan, np.float32)
-        rc, err = _run(launch(k), tiling, a, b, c, t["usedCoreNum"])
+        rc, err = _run(launch(k), tiling, [*ins, c], t["usedCoreNum"])
         assert rc == 0 and err == "", f"{what}: {err}"
         # float32 sums in k order (the Cube's) against NumPy's blocked ones: K / 256 x 1e-5 apart
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * max(1, t["Ka"] / 256), err_msg=what)
@@ -222,6 +231,8 @@ MUTANTS: list[tuple[str, str, str, str, str, str]] = [
      "was not taken by GetTensorC"),
     ("lost C: one Iterate, then End", LOOP, "    mm.Iterate();\n", "", "",
      "the last Iterate's C block was never taken by GetTensorC"),
+    ("SetBias with a tiling made without a bias", "    if (tiling.isBias) {", "    if (true) {", "", "",
+     "the tiling was made without a bias: EnableBias"),
     ("no REGIST_MATMUL_OBJ", "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n", "", "", "",
      "the object is not initialised"),
     ("no SetTensorB", "    mm.SetTensorB(gmB, isTransB);\n", "", "", "", "SetTensorA and SetTensorB come before Iterate"),
@@ -260,8 +271,8 @@ def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
     missed = []
     for k, (what, *_, expect) in enumerate(MUTANTS):
         t = _fields(tilings[k])
-        a, b, ref = _data("", t["M"], t["N"], t["Ka"])
-        rc, err = _run(launch(k), tilings[k], a, b, np.zeros(ref.shape, np.float32), 2)
+        ins, ref = _data("", t["M"], t["N"], t["Ka"])
+        rc, err = _run(launch(k), tilings[k], [*ins, np.zeros(ref.shape, np.float32)], 2)
         if rc == 0 or not re.search(expect, err):
             missed.append(f"{what}: rc={rc} {err[:500]}")
     print(f"\nmatmul_custom.cpp: {len(MUTANTS)} Matmul API mutants, {len(MUTANTS) - len(missed)} caught")

@@ -152,6 +152,10 @@ public:
         pipe_->InitBuffer(qA2_, uint8_t(t_.dbL0A > 1 ? 2 : 1), m * k * sizeof(SrcAT));
         pipe_->InitBuffer(qB2_, uint8_t(t_.dbL0B > 1 ? 2 : 1), k * n * sizeof(SrcBT));
         pipe_->InitBuffer(qCO1_, uint8_t(t_.dbL0C > 1 ? 2 : 1), m * n * sizeof(L0cT));
+        if (t_.isBias != 0) {
+            pipe_->InitBuffer(qBias1_, 1, n * sizeof(float));
+            pipe_->InitBuffer(qBias2_, 1, n * sizeof(float));
+        }
         orgM_ = uint32_t(t_.M), orgN_ = uint32_t(t_.N), orgKa_ = uint32_t(t_.Ka), orgKb_ = uint32_t(t_.Kb);
         SetSingleShape(t_.singleCoreM, t_.singleCoreN, t_.singleCoreK);
     }
@@ -183,13 +187,20 @@ public:
         hasB_ = true;
         Restart();
     }
-    void SetBias(const GlobalTensor<BiasT>& gm) {
-        (void)gm;
-        opsdk_ascendc::Fail("Matmul::SetBias", "the bias (C1 -> bias table -> Mmad) is not modelled by opsdk; "
-                                               "add the bias in the kernel after GetTensorC");
+    // The bias row (float, baseN per block) goes GM -> C1 (L1) -> C2 (bias table), and the
+    // first Mmad of each block starts from it (cmatrixSource, dav_c220's bias-table Mmad).
+    void SetBias(const GlobalTensor<BiasT>& gm, opsdk_ascendc::Loc loc = {}) {
+        static_assert(std::is_same_v<BiasT, float>, "Matmul on opsdk's model: the bias is float");
+        if (!inited_ || t_.isBias == 0) {
+            Refuse("Matmul::SetBias", "the tiling was made without a bias: EnableBias(true) (SetBias(true)) "
+                                      "on the host before GetTiling", loc);
+        }
+        bias_ = gm;
+        hasBias_ = true;
+        Restart();
     }
-    void DisableBias() {}
-    void ClearBias() {}
+    void DisableBias() { hasBias_ = false; }
+    void ClearBias() { hasBias_ = false; }
     template <typename T> void SetLocalWorkspace(const LocalTensor<T>&) {}
     template <typename T> void SetWorkspace(T, uint64_t = 0) {}
 
@@ -239,6 +250,9 @@ private:
                 uint32_t kk, uint32_t kSub, const opsdk_ascendc::Loc& loc);
     void LoadB2(const LocalTensor<SrcBT>& b2, const LocalTensor<SrcBT>& b1, uint32_t nCols, uint32_t kLen,
                 uint32_t kk, uint32_t kSub, const opsdk_ascendc::Loc& loc);
+    void LoadBias(LocalTensor<float>& bt, uint32_t n0, uint32_t nCols, const opsdk_ascendc::Loc& loc);
+    void MmadBias(const LocalTensor<L0cT>& co1, const LocalTensor<SrcAT>& a2, const LocalTensor<SrcBT>& b2,
+                  const LocalTensor<float>& bt, MmadParams p, const opsdk_ascendc::Loc& loc);
     void CopyOut(const GlobalTensor<DstT>& gm, uint8_t enAtomic, bool enSequentialWrite, const opsdk_ascendc::Loc& loc);
     template <typename T> static void NzCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blocks,
                                              uint32_t rows, uint32_t srcBlock, uint32_t dstBlock,
@@ -251,6 +265,10 @@ private:
     TQue<TPosition::A2, 1> qA2_;
     TQue<TPosition::B2, 1> qB2_;
     TQue<TPosition::CO1, 1> qCO1_;
+    TQue<TPosition::C1, 1> qBias1_;
+    TQue<TPosition::C2, 1> qBias2_;
+    GlobalTensor<float> bias_;
+    bool hasBias_ = false;
     GlobalTensor<SrcAT> a_;
     GlobalTensor<SrcBT> b_;
     bool transA_ = false, transB_ = false, hasA_ = false, hasB_ = false;

@@ -1,5 +1,6 @@
 // A matmul kernel-launch file in the style of Huawei's Matmul API samples, written for opsdk's
-// tests: C[M][N] = A[M][K] * B[K][N] (B given as N x K with TRANS_B), the blocks splitting M and
+// tests: C[M][N] = A[M][K] * B[K][N] (+ bias[N] when the tiling has isBias; B given as N x K
+// with TRANS_B), the blocks splitting M and
 // N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
 // buffer (followed by the UB size, as the samples pass it). IN_T half (default) or bfloat16_t;
 // C is float. MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ.
@@ -38,7 +39,7 @@ __aicore__ inline void CopyTiling(TCubeTiling *tiling, uint64_t &localMemSize, G
 
 // This block's corner of A, B and C and its share of M and N (the last blocks take the tails).
 __aicore__ inline void CalcGMOffset(int blockIdx, const TCubeTiling &tiling, int &offsetA, int &offsetB,
-                                    int &offsetC, int &tailM, int &tailN, bool isTransB)
+                                    int &offsetC, int &offsetBias, int &tailM, int &tailN, bool isTransB)
 {
     uint32_t mSingleBlocks = Ceiling(tiling.M, tiling.singleCoreM);
     uint32_t mCoreIndx = blockIdx % mSingleBlocks;
@@ -47,6 +48,7 @@ __aicore__ inline void CalcGMOffset(int blockIdx, const TCubeTiling &tiling, int
     offsetA = mCoreIndx * tiling.Ka * tiling.singleCoreM;
     offsetB = isTransB ? nCoreIndx * tiling.Kb * tiling.singleCoreN : nCoreIndx * tiling.singleCoreN;
     offsetC = mCoreIndx * tiling.N * tiling.singleCoreM + nCoreIndx * tiling.singleCoreN;
+    offsetBias = nCoreIndx * tiling.singleCoreN;
 
     tailM = tiling.M - mCoreIndx * tiling.singleCoreM;
     tailM = tailM < tiling.singleCoreM ? tailM : tiling.singleCoreM;
@@ -54,8 +56,8 @@ __aicore__ inline void CalcGMOffset(int blockIdx, const TCubeTiling &tiling, int
     tailN = tailN < tiling.singleCoreN ? tailN : tiling.singleCoreN;
 }
 
-extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace,
-                                                    GM_ADDR tilingGm)
+extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
+                                                    GM_ADDR workspace, GM_ADDR tilingGm)
 {
     using A_T = IN_T;
     using B_T = IN_T;
@@ -72,18 +74,21 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
     AscendC::GlobalTensor<A_T> aGlobal;
     AscendC::GlobalTensor<B_T> bGlobal;
     AscendC::GlobalTensor<C_T> cGlobal;
+    AscendC::GlobalTensor<float> biasGlobal;
     aGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ A_T *>(a), tiling.M * tiling.Ka);
     bGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ B_T *>(b), tiling.Kb * tiling.N);
     cGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ C_T *>(c), tiling.M * tiling.N);
+    biasGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ float *>(bias), tiling.N);
 
     int offsetA = 0;
     int offsetB = 0;
     int offsetC = 0;
+    int offsetBias = 0;
     bool isTransA = false;
     bool isTransB = TRANS_B;
     int tailM = 0;
     int tailN = 0;
-    CalcGMOffset(GetBlockIdx(), tiling, offsetA, offsetB, offsetC, tailM, tailN, isTransB);
+    CalcGMOffset(GetBlockIdx(), tiling, offsetA, offsetB, offsetC, offsetBias, tailM, tailN, isTransB);
 
     auto gmA = aGlobal[offsetA];
     auto gmB = bGlobal[offsetB];
@@ -97,6 +102,9 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
 
     mm.SetTensorA(gmA, isTransA);
     mm.SetTensorB(gmB, isTransB);
+    if (tiling.isBias) {
+        mm.SetBias(biasGlobal[offsetBias]);
+    }
     mm.SetTail(tailM, tailN);
     mm.IterateAll(gmC);
     mm.End();

@@ -1,7 +1,7 @@
 // The host tiling of matmul_custom.cpp in the style of Huawei's kernel-launch samples: the
 // Matmul API's TCubeTiling from MultiCoreMatmulTiling, then the UB size, into tilingBuf. The
 // shape and base split are macros so the tests can vary them (defaults: 256 x 320 x 192 on two
-// blocks, half in, float out).
+// blocks, half in, float out, no bias).
 #include <cstdint>
 #include <iostream>
 
@@ -24,6 +24,9 @@ using namespace matmul_tiling;
 #ifndef IS_TRANS_B
 #define IS_TRANS_B false
 #endif
+#ifndef IS_BIAS
+#define IS_BIAS false
+#endif
 
 void GenerateTiling(const char *socVersion, uint8_t *tilingBuf)
 {
@@ -45,7 +48,7 @@ void GenerateTiling(const char *socVersion, uint8_t *tilingBuf)
     CubeFormat resultFormat = CubeFormat::ND;
     DataType resultDtype = DataType::DT_FLOAT;
 
-    bool isBias = false;
+    bool isBias = IS_BIAS;
 
     int usedCoreNum = 2;
     int32_t baseM = BASE_M;
@@ -59,6 +62,7 @@ void GenerateTiling(const char *socVersion, uint8_t *tilingBuf)
     tilingApi.SetAType(leftPosition, leftFormat, leftDtype, isTransA);
     tilingApi.SetBType(rightPosition, rightFormat, rightDtype, isTransB);
     tilingApi.SetCType(resultPosition, resultFormat, resultDtype);
+    tilingApi.SetBiasType(TPosition::GM, CubeFormat::ND, DataType::DT_FLOAT);
 
     tilingApi.SetOrgShape(M, N, K);
     tilingApi.SetShape(M, N, K);
