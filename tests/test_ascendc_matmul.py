@@ -218,6 +218,18 @@ MUTANTS: list[tuple[str, str, str, str, str, str]] = [
      "    uint32_t tcubeTilingSize",
      "    tilingData.set_baseK(256);\n    tilingData.set_dbL0A(1);\n    uint32_t tcubeTilingSize",
      "position B2 asks for .* bytes of L0B"),
+    ("the accumulator past L0C: baseN 256 by hand (CO1 2 x 128 KiB)", "", "", "    uint32_t tcubeTilingSize",
+     "    tilingData.set_baseN(256);\n    tilingData.set_baseK(64);\n    uint32_t tcubeTilingSize",
+     "position CO1 asks for 2 x 131072 = 262144 bytes of L0C, but Ascend910B1's L0C holds 131072"),
+    ("A's L1 loads past L1: stepKa 16 by hand", "", "", "    uint32_t tcubeTilingSize",
+     "    tilingData.set_stepKa(16);\n    tilingData.set_depthA1(32);\n    uint32_t tcubeTilingSize",
+     "position A1 asks for 2 x 524288 = 1048576 bytes of L1"),
+    ("a base block that is not whole fractals: baseM 24", "    CopyTiling(&tiling, localMemSize, tilingGm);\n",
+     "    CopyTiling(&tiling, localMemSize, tilingGm);\n    tiling.baseM = 24;\n", "", "",
+     "has baseM 24 and baseN 128; each must be a positive multiple of 16"),
+    ("no L1 step: stepKa 0", "    CopyTiling(&tiling, localMemSize, tilingGm);\n",
+     "    CopyTiling(&tiling, localMemSize, tilingGm);\n    tiling.stepKa = 0;\n", "", "",
+     "has stepKa/stepKb 0/2"),
     ("missing End", "    mm.End();\n", "", "", "", r"End\(\) was never called: on 220 the Cube core serving it"),
     ("stale C: GetTensorC twice per Iterate", LOOP,
      "    while (mm.Iterate()) {\n        mm.GetTensorC(gmC);\n        mm.GetTensorC(gmC);\n    }\n", "", "",
@@ -277,3 +289,31 @@ def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
             missed.append(f"{what}: rc={rc} {err[:500]}")
     print(f"\nmatmul_custom.cpp: {len(MUTANTS)} Matmul API mutants, {len(MUTANTS) - len(missed)} caught")
     assert not missed, "\n".join(missed)
+
+
+SINGLE = r"""
+#include "tiling/tiling_api.h"
+TCubeTiling MakeTiling() {
+    matmul_tiling::MatmulApiTiling api(*platform_ascendc::PlatformAscendCManager::GetInstance());
+    api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT8);
+    api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT8, true);
+    api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT32);
+    api.SetShape(300, 200, 5000);
+    TCubeTiling t;
+    return api.GetTiling(t) == 0 ? t : TCubeTiling{};
+}
+"""
+
+
+def test_the_single_core_tiling_takes_the_whole_shape(tmp_path: Path) -> None:
+    """MatmulApiTiling::GetTiling(TCubeTiling&) (the kernel struct, by the ``S FUNC()`` form):
+    one core, int8 k in 32-element fractal rows, L1 loads that fit 310P3's L1."""
+    from opsdk.ascend.socs import soc_facts
+
+    (tmp_path / "single.cpp").write_text(SINGLE)
+    t = _fields(host_tiling(f"{tmp_path / 'single.cpp'}:MakeTiling", "Ascend310P3"))
+    facts = soc_facts("Ascend310P3")
+    assert (t["usedCoreNum"], t["singleCoreM"], t["singleCoreN"], t["singleCoreK"]) == (1, 300, 200, 5000)
+    assert t["baseK"] % 32 == 0 and t["baseM"] * t["baseK"] * t["dbL0A"] <= facts["l0a_bytes"]
+    assert (t["depthA1"] * t["baseM"] + t["depthB1"] * t["baseN"]) * t["baseK"] <= facts["l1_bytes"]
+    assert t["stepKa"] == 4 and t["depthA1"] == 8  # K needs more than 4 loads: double-buffered
