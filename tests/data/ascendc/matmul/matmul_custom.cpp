@@ -3,7 +3,8 @@
 // with TRANS_B), the blocks splitting M and
 // N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
 // buffer (followed by the UB size, as the samples pass it). IN_T half (default) or bfloat16_t;
-// C is float. MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ.
+// C is float. MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ;
+// ITERATE_LOOP / ITERATE_ASYNC take the blocks one by one instead of IterateAll.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 
@@ -106,6 +107,17 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
         mm.SetBias(biasGlobal[offsetBias]);
     }
     mm.SetTail(tailM, tailN);
+#if defined(ITERATE_LOOP)  // one block per Iterate, copied out by GetTensorC
+    while (mm.Iterate()) {
+        mm.GetTensorC(gmC);
+    }
+#elif defined(ITERATE_ASYNC)  // Iterate<false> once, then GetTensorC<false> per block
+    mm.template Iterate<false>();
+    for (uint32_t i = 0; i < Ceiling(tailM, tiling.baseM) * Ceiling(tailN, tiling.baseN); ++i) {
+        mm.template GetTensorC<false>(gmC);
+    }
+#else
     mm.IterateAll(gmC);
+#endif
     mm.End();
 }

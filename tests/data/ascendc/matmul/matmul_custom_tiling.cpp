@@ -69,6 +69,9 @@ void GenerateTiling(const char *socVersion, uint8_t *tilingBuf)
     tilingApi.SetFixSplit(baseM, baseN, -1);
     tilingApi.SetBias(isBias);
     tilingApi.SetBufferSpace(-1, -1, -1);
+#ifdef TRAVERSE
+    tilingApi.SetTraverse(MatrixTraverse::TRAVERSE);
+#endif
 
     int64_t res = tilingApi.GetTiling(tilingData);
     if (res == -1) {
