@@ -120,7 +120,7 @@ LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const 
         err, 4096, nullptr, nullptr);
 }}
 """
-MACROS = ("IN_T", "MM_CFG", "A_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC")
+MACROS = ("IN_T", "OUT_T", "MM_CFG", "A_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC")
 
 
 def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
@@ -162,6 +162,10 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
     "Iterate / GetTensorC loop, N first (SetTraverse FIRSTN), tails": (
         {"ITERATE_LOOP": "1"},
         {"SHAPE_M": 90, "SHAPE_N": 120, "SHAPE_K": 64, "BASE_M": 32, "BASE_N": 32, "TRAVERSE": "FIRSTN"}, ""),
+    "int8 in, int32 out (exact), B transposed, tails": (
+        {"IN_T": "int8_t", "OUT_T": "int32_t", "TRANS_B": "true"},
+        {"SHAPE_M": 72, "SHAPE_N": 48, "SHAPE_K": 300, "BASE_M": 32, "BASE_N": 32, "IN_DTYPE": "DT_INT8",
+         "OUT_DTYPE": "DT_INT32", "IS_TRANS_B": "true"}, "i8 t"),
     "Iterate<false> and GetTensorC<false> per block": (
         {"ITERATE_ASYNC": "1"}, {"SHAPE_M": 64, "SHAPE_N": 96, "SHAPE_K": 48, "BASE_M": 32, "BASE_N": 32}, ""),
     "float, B transposed, tails": (
@@ -179,7 +183,11 @@ def _data(kind: str, m: int, n: int, k: int) -> tuple[list[np.ndarray], np.ndarr
     rng = np.random.default_rng(11)
     bias = rng.uniform(-4, 4, n).astype(np.float32) if "bias" in kind else np.zeros(n, np.float32)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
-    if "bf16" in kind:
+    if "i8" in kind:
+        ga, gb = (rng.integers(-128, 128, x.shape).astype(np.int8) for x in (a, b))
+        fa, fb = ga.astype(np.int32), gb.astype(np.int32)
+        bias = bias.astype(np.int32)
+    elif "bf16" in kind:
         (ga, fa), (gb, fb) = _bf16(a), _bf16(b)
     else:
         ga, gb = (a.astype(np.float32), b.astype(np.float32)) if "f32" in kind else \
@@ -207,9 +215,12 @@ def test_the_variants_match_numpy(tmp_path: Path) -> None:
         t = _fields(tiling)
         assert t["iterateOrder"] == (1 if "FIRSTN" in what else 0), what
         ins, ref = _data(kind, t["M"], t["N"], t["Ka"])
-        c = np.full(ref.shape, np.nan, np.float32)
+        c = np.full(ref.shape, -1, ref.dtype)
         rc, err = _run(launch(k), tiling, [*ins, c], t["usedCoreNum"])
         assert rc == 0 and err == "", f"{what}: {err}"
+        if "i8" in kind:  # int32 sums of int8 products: exact
+            np.testing.assert_array_equal(c, ref, err_msg=what)
+            continue
         # float32 sums in k order (the Cube's) against NumPy's blocked ones: K / 256 x 1e-5 apart
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * max(1, t["Ka"] / 256), err_msg=what)
 

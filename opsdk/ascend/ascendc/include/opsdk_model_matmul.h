@@ -153,8 +153,8 @@ public:
         pipe_->InitBuffer(qB2_, uint8_t(t_.dbL0B > 1 ? 2 : 1), k * n * sizeof(SrcBT));
         pipe_->InitBuffer(qCO1_, uint8_t(t_.dbL0C > 1 ? 2 : 1), m * n * sizeof(L0cT));
         if (t_.isBias != 0) {
-            pipe_->InitBuffer(qBias1_, 1, n * sizeof(float));
-            pipe_->InitBuffer(qBias2_, 1, n * sizeof(float));
+            pipe_->InitBuffer(qBias1_, 1, n * sizeof(L0cT));
+            pipe_->InitBuffer(qBias2_, 1, n * sizeof(L0cT));
         }
         orgM_ = uint32_t(t_.M), orgN_ = uint32_t(t_.N), orgKa_ = uint32_t(t_.Ka), orgKb_ = uint32_t(t_.Kb);
         SetSingleShape(t_.singleCoreM, t_.singleCoreN, t_.singleCoreK);
@@ -187,10 +187,11 @@ public:
         hasB_ = true;
         Restart();
     }
-    // The bias row (float, baseN per block) goes GM -> C1 (L1) -> C2 (bias table), and the
+    // The bias row (float; int32_t for int8) goes GM -> C1 (L1) -> C2 (bias table), and the
     // first Mmad of each block starts from it (cmatrixSource, dav_c220's bias-table Mmad).
     void SetBias(const GlobalTensor<BiasT>& gm, opsdk_ascendc::Loc loc = {}) {
-        static_assert(std::is_same_v<BiasT, float>, "Matmul on opsdk's model: the bias is float");
+        static_assert(std::is_same_v<BiasT, L0cT>,
+                      "Matmul on opsdk's model: the bias is float (int32_t with int8_t A and B)");
         if (!inited_ || t_.isBias == 0) {
             Refuse("Matmul::SetBias", "the tiling was made without a bias: EnableBias(true) (SetBias(true)) "
                                       "on the host before GetTiling", loc);
@@ -250,9 +251,9 @@ private:
                 uint32_t kk, uint32_t kSub, const opsdk_ascendc::Loc& loc);
     void LoadB2(const LocalTensor<SrcBT>& b2, const LocalTensor<SrcBT>& b1, uint32_t nCols, uint32_t kLen,
                 uint32_t kk, uint32_t kSub, const opsdk_ascendc::Loc& loc);
-    void LoadBias(LocalTensor<float>& bt, uint32_t n0, uint32_t nCols, const opsdk_ascendc::Loc& loc);
+    void LoadBias(LocalTensor<L0cT>& bt, uint32_t n0, uint32_t nCols, const opsdk_ascendc::Loc& loc);
     void MmadBias(const LocalTensor<L0cT>& co1, const LocalTensor<SrcAT>& a2, const LocalTensor<SrcBT>& b2,
-                  const LocalTensor<float>& bt, MmadParams p, const opsdk_ascendc::Loc& loc);
+                  const LocalTensor<L0cT>& bt, MmadParams p, const opsdk_ascendc::Loc& loc);
     void CopyOut(const GlobalTensor<DstT>& gm, uint8_t enAtomic, bool enSequentialWrite, const opsdk_ascendc::Loc& loc);
     template <typename T> static void NzCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t blocks,
                                              uint32_t rows, uint32_t srcBlock, uint32_t dstBlock,
@@ -267,7 +268,7 @@ private:
     TQue<TPosition::CO1, 1> qCO1_;
     TQue<TPosition::C1, 1> qBias1_;
     TQue<TPosition::C2, 1> qBias2_;
-    GlobalTensor<float> bias_;
+    GlobalTensor<L0cT> bias_;
     bool hasBias_ = false;
     GlobalTensor<SrcAT> a_;
     GlobalTensor<SrcBT> b_;

@@ -42,7 +42,7 @@ OPSDK_MATMUL_TEMPLATE bool OPSDK_MATMUL::Step(const opsdk_ascendc::Loc& loc) {
 OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::ComputeBlock(uint32_t m0, uint32_t n0, uint32_t mRows, uint32_t nCols,
                                                       const opsdk_ascendc::Loc& loc) {
     LocalTensor<L0cT> co1 = qCO1_.template AllocTensor<L0cT>(loc);
-    LocalTensor<float> bt;
+    LocalTensor<L0cT> bt;
     if (hasBias_) LoadBias(bt, n0, nCols, loc);
     const uint32_t chunk = stepK_ * uint32_t(t_.baseK);
     bool first = true;
@@ -90,44 +90,44 @@ OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::ComputeBlock(uint32_t m0, uint32_t n0, 
 
 // The block's bias columns GM -> C1 (MTE2, DataCopy) -> C2 (MTE1, the bias table), each
 // handed on by its queue; bt is the C2 tensor, dequeued for the M pipe.
-OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::LoadBias(LocalTensor<float>& bt, uint32_t n0, uint32_t nCols,
+OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::LoadBias(LocalTensor<L0cT>& bt, uint32_t n0, uint32_t nCols,
                                                   const opsdk_ascendc::Loc& loc) {
     using namespace opsdk_ascendc;
     if (nCols % 8 != 0) {
         Refuse("Matmul::SetBias", "a block of " + S(nCols) + " bias columns is not whole 32-byte blocks; the model "
                                   "copies the bias with DataCopy only (N and its blocks multiples of 8)", loc);
     }
-    LocalTensor<float> c1 = qBias1_.template AllocTensor<float>(loc);
+    LocalTensor<L0cT> c1 = qBias1_.template AllocTensor<L0cT>(loc);
     DataCopy(c1, bias_[n0], nCols, loc);
     qBias1_.EnQue(c1, loc);
-    c1 = qBias1_.template DeQue<float>(loc);
-    bt = qBias2_.template AllocTensor<float>(loc);
+    c1 = qBias1_.template DeQue<L0cT>(loc);
+    bt = qBias2_.template AllocTensor<L0cT>(loc);
     {
         Issue is("DataCopy", Pipe::MTE1, loc);  // C1 -> C2: L1 into the bias table
         const uint8_t* from = c1.Span("DataCopy", "srcLocal", 0, nCols);
-        TagRead("DataCopy", "srcLocal", c1.UbAddr(), nCols * 4, "float", Form::ND, " (the bias row copied to C1)");
+        TagRead("DataCopy", "srcLocal", c1.UbAddr(), nCols * 4, TypeName<L0cT>(), Form::ND, " (the bias row copied to C1)");
         std::memcpy(bt.Span("DataCopy", "dstLocal", 0, nCols), from, nCols * 4);
-        TagWrite(bt.UbAddr(), nCols * 4, "float", Form::ND);
+        TagWrite(bt.UbAddr(), nCols * 4, TypeName<L0cT>(), Form::ND);
     }
     qBias1_.FreeTensor(c1, loc);
     qBias2_.EnQue(bt, loc);
-    bt = qBias2_.template DeQue<float>(loc);
+    bt = qBias2_.template DeQue<L0cT>(loc);
 }
 
 // The first Mmad of a block with the bias table as its initial C (one instruction: every row
 // of the m x n result starts from the bias row, then the products are summed onto it).
 OPSDK_MATMUL_TEMPLATE void OPSDK_MATMUL::MmadBias(const LocalTensor<L0cT>& co1, const LocalTensor<SrcAT>& a2,
-                                                  const LocalTensor<SrcBT>& b2, const LocalTensor<float>& bt,
+                                                  const LocalTensor<SrcBT>& b2, const LocalTensor<L0cT>& bt,
                                                   MmadParams p, const opsdk_ascendc::Loc& loc) {
     using namespace opsdk_ascendc;
     Issue is("Mmad", Pipe::M, loc);
     const uint32_t m1 = Up16(p.m) / 16, n1 = Up16(p.n) / 16;
     const uint8_t* bias = bt.Span("Mmad", "biasLocal", 0, p.n);
-    TagRead("Mmad", "biasLocal", bt.UbAddr(), p.n * 4u, "float", Form::ND, " (the bias table, C2)");
+    TagRead("Mmad", "biasLocal", bt.UbAddr(), p.n * 4u, TypeName<L0cT>(), Form::ND, " (the bias table, C2)");
     uint8_t* c = co1.Span("Mmad", "dstLocal", 0, m1 * n1 * 256);
     for (uint32_t i = 0; i < m1 * n1 * 256; ++i) {  // fractal (n / 16, m / 16), row m % 16, column n % 16
         const uint32_t n = (i / 256) / m1 * 16 + i % 16;
-        StoreAt<L0cT>(c, i, n < p.n ? L0cT(LoadAt<float>(bias, n)) : L0cT(0));
+        StoreAt<L0cT>(c, i, n < p.n ? LoadAt<L0cT>(bias, n) : L0cT(0));
     }
     TagWrite(co1.UbAddr(), m1 * n1 * 256 * sizeof(L0cT), TypeName<L0cT>(), Form::Acc);
     p.cmatrixInitVal = false;

@@ -2,8 +2,8 @@
 // tests: C[M][N] = A[M][K] * B[K][N] (+ bias[N] when the tiling has isBias; B given as N x K
 // with TRANS_B), the blocks splitting M and
 // N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
-// buffer (followed by the UB size, as the samples pass it). IN_T half (default) or bfloat16_t;
-// C is float. MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ;
+// buffer (followed by the UB size, as the samples pass it). IN_T half (default), bfloat16_t,
+// float or int8_t; OUT_T float (default; int32_t for int8_t). MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ;
 // ITERATE_LOOP / ITERATE_ASYNC take the blocks one by one instead of IterateAll.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
@@ -12,6 +12,9 @@ using namespace matmul;
 
 #ifndef IN_T
 #define IN_T half
+#endif
+#ifndef OUT_T
+#define OUT_T float
 #endif
 #ifndef MM_CFG
 #define MM_CFG CFG_NORM
@@ -62,7 +65,7 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
 {
     using A_T = IN_T;
     using B_T = IN_T;
-    using C_T = float;
+    using C_T = OUT_T;
 
     AscendC::TPipe pipe;
     TCubeTiling tiling;
@@ -75,11 +78,11 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
     AscendC::GlobalTensor<A_T> aGlobal;
     AscendC::GlobalTensor<B_T> bGlobal;
     AscendC::GlobalTensor<C_T> cGlobal;
-    AscendC::GlobalTensor<float> biasGlobal;
+    AscendC::GlobalTensor<C_T> biasGlobal;
     aGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ A_T *>(a), tiling.M * tiling.Ka);
     bGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ B_T *>(b), tiling.Kb * tiling.N);
     cGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ C_T *>(c), tiling.M * tiling.N);
-    biasGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ float *>(bias), tiling.N);
+    biasGlobal.SetGlobalBuffer(reinterpret_cast<__gm__ C_T *>(bias), tiling.N);
 
     int offsetA = 0;
     int offsetB = 0;

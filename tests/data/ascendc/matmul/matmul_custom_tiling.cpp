@@ -24,6 +24,9 @@ using namespace matmul_tiling;
 #ifndef IS_TRANS_B
 #define IS_TRANS_B false
 #endif
+#ifndef OUT_DTYPE
+#define OUT_DTYPE DT_FLOAT
+#endif
 #ifndef IS_BIAS
 #define IS_BIAS false
 #endif
@@ -46,7 +49,7 @@ void GenerateTiling(const char *socVersion, uint8_t *tilingBuf)
 
     TPosition resultPosition = TPosition::GM;
     CubeFormat resultFormat = CubeFormat::ND;
-    DataType resultDtype = DataType::DT_FLOAT;
+    DataType resultDtype = DataType::OUT_DTYPE;
 
     bool isBias = IS_BIAS;
 
