@@ -183,6 +183,8 @@ def _data(kind: str, m: int, n: int, k: int) -> tuple[list[np.ndarray], np.ndarr
     rng = np.random.default_rng(11)
     bias = rng.uniform(-4, 4, n).astype(np.float32) if "bias" in kind else np.zeros(n, np.float32)
     a, b = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
+    ga: np.ndarray
+    gb: np.ndarray
     if "i8" in kind:
         ga, gb = (rng.integers(-128, 128, x.shape).astype(np.int8) for x in (a, b))
         fa, fb = ga.astype(np.int32), gb.astype(np.int32)
