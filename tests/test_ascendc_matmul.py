@@ -53,7 +53,7 @@ def _bf16(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nz(a: np.ndarray) -> np.ndarray:
-    """A [M][K] of 2-byte data as the NZ format in GM: [K / 16][M (up to 16)][16]."""
+    """A matrix [R][C] of 2-byte data as the NZ format in GM: [C / 16][R (up to 16)][16]."""
     m, k = a.shape
     p = np.zeros(((m + 15) // 16 * 16, (k + 15) // 16 * 16), a.dtype)
     p[:m, :k] = a
@@ -120,7 +120,7 @@ LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const 
         err, 4096, nullptr, nullptr);
 }}
 """
-MACROS = ("IN_T", "OUT_T", "MM_CFG", "A_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC")
+MACROS = ("IN_T", "OUT_T", "MM_CFG", "A_FORMAT", "B_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC")
 
 
 def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
@@ -159,6 +159,8 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
         {"A_FORMAT": "NZ", "TRANS_B": "true"},
         {"SHAPE_M": 48, "SHAPE_N": 80, "SHAPE_K": 96, "BASE_M": 48, "BASE_N": 32, "IS_TRANS_B": "true"}, "nz t"),
     "half with a bias, 2 blocks splitting N": ({}, {"IS_BIAS": "true"}, "bias"),
+    "half, B in NZ, 2 blocks splitting M, K tail": (
+        {"B_FORMAT": "NZ"}, {"SHAPE_M": 96, "SHAPE_N": 32, "SHAPE_K": 72, "BASE_M": 48, "BASE_N": 32}, "bnz"),
     "Iterate / GetTensorC loop, N first (SetTraverse FIRSTN), tails": (
         {"ITERATE_LOOP": "1"},
         {"SHAPE_M": 90, "SHAPE_N": 120, "SHAPE_K": 64, "BASE_M": 32, "BASE_N": 32, "TRAVERSE": "FIRSTN"}, ""),
@@ -196,8 +198,10 @@ def _data(kind: str, m: int, n: int, k: int) -> tuple[list[np.ndarray], np.ndarr
             (a.astype(np.float16), b.astype(np.float16))
         fa, fb = ga.astype(np.float32), gb.astype(np.float32)
     ref = fa @ fb + bias
-    if "nz" in kind:
+    if "nz" in kind.split():
         ga = _nz(ga)
+    if "bnz" in kind:
+        gb = _nz(gb)
     if "t" in kind.split():
         gb = np.ascontiguousarray(gb.T)
     return [ga, gb, bias], ref

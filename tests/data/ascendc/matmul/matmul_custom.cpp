@@ -3,7 +3,7 @@
 // with TRANS_B), the blocks splitting M and
 // N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
 // buffer (followed by the UB size, as the samples pass it). IN_T half (default), bfloat16_t,
-// float or int8_t; OUT_T float (default; int32_t for int8_t). MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT ND (default) or NZ;
+// float or int8_t; OUT_T float (default; int32_t for int8_t). MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT and B_FORMAT ND (default) or NZ;
 // ITERATE_LOOP / ITERATE_ASYNC take the blocks one by one instead of IterateAll.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
@@ -21,6 +21,9 @@ using namespace matmul;
 #endif
 #ifndef A_FORMAT
 #define A_FORMAT ND
+#endif
+#ifndef B_FORMAT
+#define B_FORMAT ND
 #endif
 #ifndef TRANS_B
 #define TRANS_B false
@@ -99,7 +102,7 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
     auto gmC = cGlobal[offsetC];
 
     Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::A_FORMAT, A_T>,
-           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, B_T>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::B_FORMAT, B_T>,
            MatmulType<AscendC::TPosition::GM, CubeFormat::ND, C_T>,
            MatmulType<AscendC::TPosition::GM, CubeFormat::ND, C_T>, MM_CFG> mm;
     REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
