@@ -340,3 +340,49 @@ def test_the_single_core_tiling_takes_the_whole_shape(tmp_path: Path) -> None:
     assert t["baseK"] % 32 == 0 and t["baseM"] * t["baseK"] * t["dbL0A"] <= facts["l0a_bytes"]
     assert (t["depthA1"] * t["baseM"] + t["depthB1"] * t["baseN"]) * t["baseK"] <= facts["l1_bytes"]
     assert t["stepKa"] == 4 and t["depthA1"] == 8  # K needs more than 4 loads: double-buffered
+
+
+PROJECT = r"""
+#include "register/tilingdata_base.h"
+#include "tiling/tiling_api.h"
+namespace optiling {
+BEGIN_TILING_DATA_DEF(MatmulCustomTilingData)
+TILING_DATA_FIELD_DEF(uint64_t, localMemSize);
+TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData);
+END_TILING_DATA_DEF;
+}  // namespace optiling
+optiling::MatmulCustomTilingData MakeTiling() {
+    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();
+    matmul_tiling::MultiCoreMatmulTiling cubeTiling(*platform);
+    cubeTiling.SetDim(2);
+    cubeTiling.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
+                        matmul_tiling::DataType::DT_FLOAT16);
+    cubeTiling.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
+                        matmul_tiling::DataType::DT_FLOAT16);
+    cubeTiling.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
+                        matmul_tiling::DataType::DT_FLOAT);
+    cubeTiling.SetShape(1024, 640, 256);
+    cubeTiling.SetOrgShape(1024, 640, 256);
+    cubeTiling.SetFixSplit(128, 128, -1);
+    cubeTiling.SetBias(true);
+    cubeTiling.SetBufferSpace(-1, -1, -1);
+    optiling::MatmulCustomTilingData tiling;
+    if (cubeTiling.GetTiling(tiling.cubeTilingData) == -1) return tiling;
+    tiling.cubeTilingData.set_stepM(1);
+    uint64_t ub = 0;
+    platform->GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
+    tiling.set_localMemSize(ub);
+    return tiling;
+}
+"""
+
+
+def test_a_cann_project_tiling_struct_holds_the_cube_tiling(tmp_path: Path) -> None:
+    """TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData) in an op_host tiling class, filled
+    by GetTiling(tiling.cubeTilingData) and set_stepM as Huawei's framework-launch samples do."""
+    (tmp_path / "project.cpp").write_text(PROJECT)
+    raw = host_tiling(f"{tmp_path / 'project.cpp'}:MakeTiling", "Ascend910B1")
+    assert len(raw) == 8 + 200 and int(np.frombuffer(raw[:8], np.uint64)[0]) == 196608
+    t = _fields(raw[8:])
+    assert (t["M"], t["N"], t["Ka"], t["baseM"], t["baseN"], t["isBias"], t["stepM"]) == (1024, 640, 256, 128, 128, 1, 1)
+    assert t["usedCoreNum"] == 2 and t["shareL1Size"] > 0
