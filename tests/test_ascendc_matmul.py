@@ -314,27 +314,12 @@ def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
     assert not missed, "\n".join(missed)
 
 
-SINGLE = r"""
-#include "tiling/tiling_api.h"
-TCubeTiling MakeTiling() {
-    matmul_tiling::MatmulApiTiling api(*platform_ascendc::PlatformAscendCManager::GetInstance());
-    api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT8);
-    api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT8, true);
-    api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_INT32);
-    api.SetShape(300, 200, 5000);
-    TCubeTiling t;
-    return api.GetTiling(t) == 0 ? t : TCubeTiling{};
-}
-"""
-
-
-def test_the_single_core_tiling_takes_the_whole_shape(tmp_path: Path) -> None:
+def test_the_single_core_tiling_takes_the_whole_shape() -> None:
     """MatmulApiTiling::GetTiling(TCubeTiling&) (the kernel struct, by the ``S FUNC()`` form):
     one core, int8 k in 32-element fractal rows, L1 loads that fit 310P3's L1."""
     from opsdk.ascend.socs import soc_facts
 
-    (tmp_path / "single.cpp").write_text(SINGLE)
-    t = _fields(host_tiling(f"{tmp_path / 'single.cpp'}:MakeTiling", "Ascend310P3"))
+    t = _fields(host_tiling(f"{MM / 'single_core_tiling.cpp'}:MakeTiling", "Ascend310P3"))
     facts = soc_facts("Ascend310P3")
     assert (t["usedCoreNum"], t["singleCoreM"], t["singleCoreN"], t["singleCoreK"]) == (1, 300, 200, 5000)
     assert t["baseK"] % 32 == 0 and t["baseM"] * t["baseK"] * t["dbL0A"] <= facts["l0a_bytes"]
@@ -342,46 +327,10 @@ def test_the_single_core_tiling_takes_the_whole_shape(tmp_path: Path) -> None:
     assert t["stepKa"] == 4 and t["depthA1"] == 8  # K needs more than 4 loads: double-buffered
 
 
-PROJECT = r"""
-#include "register/tilingdata_base.h"
-#include "tiling/tiling_api.h"
-namespace optiling {
-BEGIN_TILING_DATA_DEF(MatmulCustomTilingData)
-TILING_DATA_FIELD_DEF(uint64_t, localMemSize);
-TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData);
-END_TILING_DATA_DEF;
-}  // namespace optiling
-optiling::MatmulCustomTilingData MakeTiling() {
-    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();
-    matmul_tiling::MultiCoreMatmulTiling cubeTiling(*platform);
-    cubeTiling.SetDim(2);
-    cubeTiling.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
-                        matmul_tiling::DataType::DT_FLOAT16);
-    cubeTiling.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
-                        matmul_tiling::DataType::DT_FLOAT16);
-    cubeTiling.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND,
-                        matmul_tiling::DataType::DT_FLOAT);
-    cubeTiling.SetShape(1024, 640, 256);
-    cubeTiling.SetOrgShape(1024, 640, 256);
-    cubeTiling.SetFixSplit(128, 128, -1);
-    cubeTiling.SetBias(true);
-    cubeTiling.SetBufferSpace(-1, -1, -1);
-    optiling::MatmulCustomTilingData tiling;
-    if (cubeTiling.GetTiling(tiling.cubeTilingData) == -1) return tiling;
-    tiling.cubeTilingData.set_stepM(1);
-    uint64_t ub = 0;
-    platform->GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
-    tiling.set_localMemSize(ub);
-    return tiling;
-}
-"""
-
-
-def test_a_cann_project_tiling_struct_holds_the_cube_tiling(tmp_path: Path) -> None:
+def test_a_cann_project_tiling_struct_holds_the_cube_tiling() -> None:
     """TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData) in an op_host tiling class, filled
     by GetTiling(tiling.cubeTilingData) and set_stepM as Huawei's framework-launch samples do."""
-    (tmp_path / "project.cpp").write_text(PROJECT)
-    raw = host_tiling(f"{tmp_path / 'project.cpp'}:MakeTiling", "Ascend910B1")
+    raw = host_tiling(f"{MM / 'project_tiling.cpp'}:MakeTiling", "Ascend910B1")
     assert len(raw) == 8 + 200 and int(np.frombuffer(raw[:8], np.uint64)[0]) == 196608
     t = _fields(raw[8:])
     assert (t["M"], t["N"], t["Ka"], t["baseM"], t["baseN"], t["isBias"], t["stepM"]) == (1024, 640, 256, 128, 128, 1, 1)
