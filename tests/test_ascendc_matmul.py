@@ -232,8 +232,10 @@ def test_the_variants_match_numpy(tmp_path: Path) -> None:
 
 
 LOOP = "    mm.IterateAll(gmC);\n"
-# (what, kernel text, its replacement, host tiling text, its replacement, what the report says)
-MUTANTS: list[tuple[str, str, str, str, str, str]] = [
+REGIST = "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n"
+Edit = str | tuple[str, ...]
+# (what, kernel text(s), replacement(s), host tiling text, its replacement, what the report says)
+MUTANTS: list[tuple[str, Edit, Edit, str, str, str]] = [
     ("a tiling past L0B: the host sets baseN 256 after GetTiling (B2 2 x 64 KiB)", "", "",
      "    uint32_t tcubeTilingSize", "    tilingData.set_baseN(256);\n    uint32_t tcubeTilingSize",
      r"TPipe::InitBuffer: position B2 asks for 2 x 65536 = 131072 bytes of L0B, but Ascend910B1's L0B holds 65536"),
@@ -268,8 +270,10 @@ MUTANTS: list[tuple[str, str, str, str, str, str]] = [
      "the last Iterate's C block was never taken by GetTensorC"),
     ("SetBias with a tiling made without a bias", "    if (tiling.isBias) {", "    if (true) {", "", "",
      "the tiling was made without a bias: EnableBias"),
-    ("no REGIST_MATMUL_OBJ", "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n", "", "", "",
+    ("no REGIST_MATMUL_OBJ", REGIST, "", "", "",
      "the object is not initialised"),
+    ("Init with no TPipe alive", ("    AscendC::TPipe pipe;\n", REGIST), ("", "    mm.Init(&tiling);\n"), "", "",
+     "GetTPipePtr: no TPipe is alive in this kernel"),
     ("no SetTensorB", "    mm.SetTensorB(gmB, isTransB);\n", "", "", "", "SetTensorA and SetTensorB come before Iterate"),
     ("IterateAll after End", "#else\n" + LOOP, "#else\n    mm.End();\n" + LOOP, "", "", r"called after End\(\)"),
     ("both blocks write the same C (the n offset dropped)",
@@ -283,18 +287,33 @@ MUTANTS: list[tuple[str, str, str, str, str, str]] = [
 ]
 
 
+# Correct edits of the sample (the same fields as MUTANTS): each must pass and match NumPy.
+CORRECT: list[tuple[str, Edit, Edit, str, str, str]] = [
+    ("REGIST_MATMUL_OBJ without the tiling, then Init(&tiling) (the kernel's TPipe by GetTPipePtr)",
+     REGIST, "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm);\n    mm.Init(&tiling);\n", "", "", ""),
+    ("the tiling exactly at L0B: baseK 128 x baseN 128 x 2 bytes x 2 buffers = 64 KiB", "", "", "", "", ""),
+]
+
+
+def _edit(text: str, old: Edit, new: Edit) -> str:
+    """``text`` with each ``old`` (one place each) replaced by its ``new``."""
+    olds = old if isinstance(old, tuple) else (old,)
+    news = new if isinstance(new, tuple) else (new,)
+    for o, n in zip(olds, news, strict=True):
+        if o:
+            assert text.count(o) == 1, o
+            text = text.replace(o, n)
+    return text
+
+
 def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
-    """Each mutant of the sample (kernel or host tiling) is reported with its cause; the sample
-    itself (test above) is not."""
+    """Each mutant of the sample (kernel or host tiling) is reported with its cause; the correct
+    edits are not, and match NumPy."""
     base = _tiling(tmp_path)
     tilings: list[bytes] = []
     sources: list[str] = []
-    for _, k_old, k_new, h_old, h_new, _ in MUTANTS:
-        text = KERNEL.read_text()
-        if k_old:
-            assert text.count(k_old) == 1, k_old
-            text = text.replace(k_old, k_new)
-        sources.append(_source({}, text))
+    for _, k_old, k_new, h_old, h_new, _ in [*MUTANTS, *CORRECT]:
+        sources.append(_source({}, _edit(KERNEL.read_text(), k_old, k_new)))
         if h_old:
             host = TILING.read_text()
             assert host.count(h_old) == 1, h_old
@@ -310,7 +329,15 @@ def test_every_matmul_mutant_is_caught(tmp_path: Path) -> None:
         rc, err = _run(launch(k), tilings[k], [*ins, np.zeros(ref.shape, np.float32)], 2)
         if rc == 0 or not re.search(expect, err):
             missed.append(f"{what}: rc={rc} {err[:500]}")
-    print(f"\nmatmul_custom.cpp: {len(MUTANTS)} Matmul API mutants, {len(MUTANTS) - len(missed)} caught")
+    for k, (what, *_) in enumerate(CORRECT, len(MUTANTS)):  # no false positives
+        t = _fields(tilings[k])
+        ins, ref = _data("", t["M"], t["N"], t["Ka"])
+        c = np.zeros(ref.shape, np.float32)
+        rc, err = _run(launch(k), tilings[k], [*ins, c], 2)
+        assert rc == 0 and err == "", f"{what}: {err}"
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5, err_msg=what)
+    print(f"\nmatmul_custom.cpp: {len(MUTANTS)} Matmul API mutants, {len(MUTANTS) - len(missed)} caught; "
+          f"{len(CORRECT)} correct edits not reported")
     assert not missed, "\n".join(missed)
 
 

@@ -137,7 +137,7 @@ public:
     void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr, opsdk_ascendc::Loc loc = {}) {
         using namespace opsdk_ascendc;
         if (tpipe != nullptr) pipe_ = tpipe;
-        if (pipe_ == nullptr) Fail("Matmul::Init", "no TPipe: register the object with REGIST_MATMUL_OBJ(&pipe, ...)");
+        if (pipe_ == nullptr) pipe_ = GetTPipePtr();  // the kernel's TPipe, as the real Init takes it
         if (tiling == nullptr) Fail("Matmul::Init", "the tiling is a null pointer");
         if (inited_) Fail("Matmul::Init", "the object is initialised twice (first at " + Where(initLoc_) + ")");
         t_ = *tiling;
