@@ -120,7 +120,8 @@ LAUNCH = """extern "C" int launch{k}(uint8_t** gm, const uint64_t* bytes, const 
         err, 4096, nullptr, nullptr);
 }}
 """
-MACROS = ("IN_T", "OUT_T", "MM_CFG", "A_FORMAT", "B_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC")
+MACROS = ("IN_T", "OUT_T", "MM_CFG", "A_FORMAT", "B_FORMAT", "TRANS_B", "ITERATE_LOOP", "ITERATE_ASYNC",
+          "READ_BACK")
 
 
 def _build(sources: list[str], where: Path) -> Callable[[int], Callable[..., int]]:
@@ -151,7 +152,7 @@ def _run(launch: Any, tiling: bytes, arrays: list[np.ndarray], blocks: int) -> t
 # variant -> (kernel macros, host tiling macros, data kind): 'bf16' bfloat16 data, 'f32' float,
 # 'nz' A in the NZ format, 't' B given transposed (N x K), 'bias' a bias
 VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
-    "half, CFG_NORM": ({}, {}, ""),
+    "half, CFG_NORM; C read back after IterateAll's reply": ({"READ_BACK": "1"}, {}, ""),
     "bfloat16, CFG_MDL, tails in M, N and K": (
         {"IN_T": "bfloat16_t", "MM_CFG": "CFG_MDL"},
         {"SHAPE_M": 100, "SHAPE_N": 72, "SHAPE_K": 200, "BASE_M": 64, "BASE_N": 32, "IN_DTYPE": "DT_BF16"}, "bf16"),
@@ -161,8 +162,8 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any], str]] = {
     "half with a bias, 2 blocks splitting N": ({}, {"IS_BIAS": "true"}, "bias"),
     "half, B in NZ, 2 blocks splitting M, K tail": (
         {"B_FORMAT": "NZ"}, {"SHAPE_M": 96, "SHAPE_N": 32, "SHAPE_K": 72, "BASE_M": 48, "BASE_N": 32}, "bnz"),
-    "Iterate / GetTensorC loop, N first (SetTraverse FIRSTN), tails": (
-        {"ITERATE_LOOP": "1"},
+    "Iterate / GetTensorC loop, N first (SetTraverse FIRSTN), tails; C read back after each reply": (
+        {"ITERATE_LOOP": "1", "READ_BACK": "1"},
         {"SHAPE_M": 90, "SHAPE_N": 120, "SHAPE_K": 64, "BASE_M": 32, "BASE_N": 32, "TRAVERSE": "FIRSTN"}, ""),
     "int8 in, int32 out (exact), B transposed, tails": (
         {"IN_T": "int8_t", "OUT_T": "int32_t", "TRANS_B": "true"},
@@ -274,6 +275,9 @@ MUTANTS: list[tuple[str, Edit, Edit, str, str, str]] = [
      "the object is not initialised"),
     ("Init with no TPipe alive", ("    AscendC::TPipe pipe;\n", REGIST), ("", "    mm.Init(&tiling);\n"), "", "",
      "GetTPipePtr: no TPipe is alive in this kernel"),
+    ("C read right after the asynchronous GetTensorC<false> (no reply to wait for)", '#include "kernel_operator.h"\n',
+     '#define ITERATE_ASYNC 1\n#define READ_BACK 1\n#include "kernel_operator.h"\n', "", "",
+     r"race on GM bytes .* of argument 'c': DataCopy .* on pipe MTE2 reads what Fixpipe .* on pipe FIX wrote"),
     ("no SetTensorB", "    mm.SetTensorB(gmB, isTransB);\n", "", "", "", "SetTensorA and SetTensorB come before Iterate"),
     ("IterateAll after End", "#else\n" + LOOP, "#else\n    mm.End();\n" + LOOP, "", "", r"called after End\(\)"),
     ("both blocks write the same C (the n offset dropped)",

@@ -67,6 +67,22 @@ template <typename T> inline void ZeroTile(const AscendC::LocalTensor<T>& t, uin
 
 inline uint32_t Up16(uint32_t v) { return (v + 15) / 16 * 16; }
 
+// The reply of a synchronous Matmul call (GetTensorC, IterateAll): the caller goes on once the
+// Cube's work for it is done (on 220 the vector core waits for the Cube core's message), so
+// everything the caller does next happens after the call's Fixpipe writes.
+inline void MatmulReply(const char* api, const Loc& loc) {
+    Issue is(api, Pipe::S, loc);
+    Pipes& P = Cur().pipes;
+    const int fix = static_cast<int>(Pipe::FIX);
+    const Clock done = P.clock[fix];
+    for (Clock& c : P.clock) Join(c, done);
+    Instr& me = P.instrs[static_cast<size_t>(P.current)];
+    if (P.lastOn[fix] >= 0 && P.pipeFree[fix] >= me.dep) {
+        me.dep = P.pipeFree[fix];
+        me.depInstr = P.lastOn[fix];
+    }
+}
+
 // The TCubeTiling fields Matmul's buffers and loops take, checked.
 inline void CheckCubeTiling(const TCubeTiling& t, uint32_t kAlign) {
     auto need = [](bool ok, const std::string& what) {
@@ -217,12 +233,14 @@ public:
                     opsdk_ascendc::Loc loc = {}) {
         if (!sync && !pending_) Step(loc);
         CopyOut(gm, enAtomic, enSequentialWrite, loc);
+        if (sync) opsdk_ascendc::MatmulReply("Matmul::GetTensorC (its reply)", loc);
     }
     template <bool sync = true>
     void IterateAll(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                     bool waitIterateAll = false, bool fakeMsg = false, opsdk_ascendc::Loc loc = {}) {
         (void)waitIterateAll, (void)fakeMsg;
         while (Step(loc)) CopyOut(gm, enAtomic, enSequentialWrite, loc);
+        if (sync) opsdk_ascendc::MatmulReply("Matmul::IterateAll (its reply)", loc);
     }
     void End(opsdk_ascendc::Loc loc = {}) {
         if (pending_) Refuse("Matmul::End", "the last Iterate's C block was never taken by GetTensorC", loc);

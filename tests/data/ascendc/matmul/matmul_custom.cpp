@@ -4,7 +4,8 @@
 // N by the TCubeTiling that matmul_custom_tiling.cpp's GenerateTiling wrote into the tiling GM
 // buffer (followed by the UB size, as the samples pass it). IN_T half (default), bfloat16_t,
 // float or int8_t; OUT_T float (default; int32_t for int8_t). MM_CFG is CFG_NORM (default) or CFG_MDL; A_FORMAT and B_FORMAT ND (default) or NZ;
-// ITERATE_LOOP / ITERATE_ASYNC take the blocks one by one instead of IterateAll.
+// ITERATE_LOOP / ITERATE_ASYNC take the blocks one by one instead of IterateAll; READ_BACK
+// reads C back after the Matmul calls returned.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 
@@ -126,4 +127,10 @@ extern "C" __global__ __aicore__ void matmul_custom(GM_ADDR a, GM_ADDR b, GM_ADD
     mm.IterateAll(gmC);
 #endif
     mm.End();
+#ifdef READ_BACK  // the first 64 values of this block's C into the Unified Buffer, as an epilogue
+    AscendC::TBuf<AscendC::TPosition::VECCALC> ubBuf;
+    pipe.InitBuffer(ubBuf, 64 * sizeof(C_T));
+    AscendC::LocalTensor<C_T> cLocal = ubBuf.Get<C_T>();
+    AscendC::DataCopy(cLocal, gmC, 64);
+#endif
 }
