@@ -61,8 +61,9 @@ def register(sub: Any) -> None:
                         help="the tiling bytes (a tiling struct by value, or the 'tiling' GM "
                         "parameter)")
     tiling.add_argument("--host-tiling", metavar="FILE.cpp:FUNC", default=None,
-                        help="make the tiling bytes with a host function of plain C++: "
-                        "void FUNC(S* tiling) or S FUNC()")
+                        help="make the tiling bytes with a host function: void FUNC(S* tiling), "
+                        "S FUNC() or void FUNC(const char* socVersion, uint8_t* tilingBuf); it may "
+                        "use the model's tiling/tiling_api.h (MultiCoreMatmulTiling) for --soc")
     r.add_argument("--workspace-bytes", type=size, default=None,
                    help="bytes of a 'workspace' parameter (default 16 MiB, CANN's system "
                    "workspace)")
@@ -153,7 +154,7 @@ def run_cmd(args: argparse.Namespace) -> int:
     if args.host_tiling:
         from ..ascend.ascendc import host_tiling
 
-        tiling = host_tiling(args.host_tiling, cxx=args.cxx)
+        tiling = host_tiling(args.host_tiling, args.soc, cxx=args.cxx)
     extra = {} if args.workspace_bytes is None else {"workspace_bytes": args.workspace_bytes}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

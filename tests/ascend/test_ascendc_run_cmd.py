@@ -145,8 +145,9 @@ def test_host_tiling_of_another_form_is_refused(tmp_path: Path, capsys: pytest.C
     args[at:at + 2] = ["--host-tiling", f"{FILES / 'add_tiling.cpp'}:NotATiling"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert "does not compile as the host tiling function (void NotATiling(S* tiling) or S " \
-           "NotATiling(), plain C++)" in err, err
+    assert "does not compile as the host tiling function (void NotATiling(S* tiling), S " \
+           "NotATiling() or void NotATiling(const char* socVersion, uint8_t* tilingBuf); plain C++ " \
+           "or the model's tiling/tiling_api.h)" in err, err
     args[at + 1] = "add_tiling.cpp"
     assert main(args) == 1
     assert "expected FILE.cpp:FUNC, e.g. add_tiling.cpp:MakeTiling" in capsys.readouterr().err

@@ -136,12 +136,59 @@ def _compile(path: Path, entry: str, root: Path, lib: Path, macros: list[str],
 
 
 
-def host_tiling(spec: str, cxx: str | None = None) -> bytes:
-    """The tiling bytes the host function ``FILE.cpp:FUNC`` makes: plain C++ of the form
-    ``void FUNC(S* tiling)`` or ``S FUNC()``, compiled with the host compiler (``cxx``, else
-    ``$CXX``) and run. It may include the model's host tiling API of the high-level library
-    (``tiling/tiling_api.h``: ``SoftMaxTilingFunc``, ``GetRmsNormTilingInfo``, ...;
-    docs/ascendc_model.md).
+def _host_macros(soc: str) -> list[str]:
+    """The SoC facts a host tiling function's platform (tiling/platform/platform_ascendc.h)
+    answers with: the model's SoC version and Cube buffers, the Unified Buffer and the cores."""
+    from ..socs import soc_facts
+
+    facts = soc_facts(soc)
+    prefixes = ("-DOPSDK_SOC_VERSION=", "-DOPSDK_L", "-DOPSDK_BT")
+    keep = [m for m in _arch_macros(soc) if m.startswith(prefixes)]
+    return [*keep, f"-DOPSDK_HOST_UB_BYTES={int(facts['ub_bytes'])}",
+            f"-DOPSDK_HOST_AIC_CORES={int(facts.get('cube_cores', 0))}",
+            f"-DOPSDK_HOST_AIV_CORES={int(facts.get('vector_cores', 0))}"]
+
+
+def _host_library(spec: str, path: Path, func: str, soc: str, cxx: str | None) -> Path:
+    cc = model_compiler(cxx)
+    macros = _host_macros(soc)
+    key = hashlib.sha256("\0".join([path.read_text(), str(path.resolve()), func,
+                                     template_text("run", "host_tiling"), _model_hash(), *macros,
+                                     cc.path, cc.version]).encode()).hexdigest()[:20]
+    root = cache_dir() / "ascendc-host" / key
+    lib = root / "host.so"
+    if lib.exists():
+        return lib
+    with file_lock(root / ".lock", f"the host tiling {path.name}"):
+        if lib.exists():
+            return lib
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "driver.cpp").write_text(render(
+            "run", "host_tiling", func=func, source_file=path.name, path=str(path.resolve())))
+        tmp = root / f"host.so.{os.getpid()}"
+        proc = subprocess.run(
+            [cc.path, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{path.resolve().parent}",
+             f"-I{model_include_dir()}", *macros, "driver.cpp", "-o", str(tmp)], cwd=root,
+            capture_output=True, text=True, check=False)
+        if proc.returncode:
+            errors = _errors(proc.stderr).splitlines()
+            raise BuildError(
+                f"--host-tiling {spec}: does not compile as the host tiling function "
+                f"(void {func}(S* tiling), S {func}() or void {func}(const char* socVersion, "
+                f"uint8_t* tilingBuf); plain C++ or the model's tiling/tiling_api.h): "
+                f"{(errors or [''])[0].strip()} (the build is in {root})")
+        os.replace(tmp, lib)
+    return lib
+
+
+def host_tiling(spec: str, soc: str = "Ascend910B3", cxx: str | None = None) -> bytes:
+    """The tiling bytes the host function ``FILE.cpp:FUNC`` makes for ``soc``, compiled with
+    the host compiler (``cxx``, else ``$CXX``) and run. FUNC is ``void FUNC(S* tiling)``,
+    ``S FUNC()`` or, as Huawei's kernel-launch samples write it, ``void FUNC(const char* socVersion, uint8_t* tilingBuf)``
+    (the bytes are those it writes); it may use the model's host tiling APIs
+    (``tiling/tiling_api.h``: the Matmul API's ``MultiCoreMatmulTiling``, the high-level
+    library's ``SoftMaxTilingFunc``, ``GetRmsNormTilingInfo``, ...), whose platform is
+    ``soc``'s. An error a tiling API reported (a shape that does not fit the SoC) is raised.
 
     Example:
         >>> host_tiling("add_tiling.cpp:MakeTiling")  # doctest: +SKIP
@@ -154,38 +201,18 @@ def host_tiling(spec: str, cxx: str | None = None) -> bytes:
                               "add_tiling.cpp:MakeTiling")
     if not path.is_file():
         raise KernelFileError(f"--host-tiling {spec}: no such file {path}")
-    cc = model_compiler(cxx)
-    key = hashlib.sha256("\0".join([path.read_text(), str(path.resolve()), func,
-                                     template_text("run", "host_tiling"), _model_hash(),
-                                     cc.path, cc.version]).encode()).hexdigest()[:20]
-    root = cache_dir() / "ascendc-host" / key
-    lib = root / "host.so"
-    if not lib.exists():
-        with file_lock(root / ".lock", f"the host tiling {path.name}"):
-            if not lib.exists():
-                root.mkdir(parents=True, exist_ok=True)
-                (root / "driver.cpp").write_text(render(
-                    "run", "host_tiling", func=func, source_file=path.name,
-                    path=str(path.resolve())))
-                tmp = root / f"host.so.{os.getpid()}"
-                proc = subprocess.run(
-                    [cc.path, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{path.resolve().parent}",
-                     f"-I{model_include_dir()}",
-                     "driver.cpp", "-o", str(tmp)], cwd=root, capture_output=True, text=True,
-                    check=False)
-                if proc.returncode:
-                    errors = _errors(proc.stderr).splitlines()
-                    raise BuildError(
-                        f"--host-tiling {spec}: does not compile as the host tiling function "
-                        f"(void {func}(S* tiling) or S {func}(), plain C++): "
-                        f"{(errors or [''])[0].strip()} (the build is in {root})")
-                os.replace(tmp, lib)
-    fn = ctypes.CDLL(str(lib)).opsdk_host_tiling
+    lib = ctypes.CDLL(str(_host_library(spec, path, func, soc, cxx)))
+    fn = lib.opsdk_host_tiling
     fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_size_t
+    lib.opsdk_host_tiling_error.restype = ctypes.c_char_p
     buf = ctypes.create_string_buffer(1 << 16)
     n = fn(buf, len(buf))
+    error = (lib.opsdk_host_tiling_error() or b"").decode()
+    if error:
+        raise KernelFileError(f"--host-tiling {spec} ({soc}): {error}")
     if n == 0:
-        raise KernelFileError(f"--host-tiling {spec}: the tiling struct is larger than 64 KiB")
+        raise KernelFileError(f"--host-tiling {spec}: the tiling is empty or larger than 64 KiB "
+                              "(nothing written into tilingBuf, or a struct over 64 KiB)")
     return buf.raw[:n]
 
 

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if __has_include("../kernel_tiling/kernel_tiling.h")
+#include "../kernel_tiling/kernel_tiling.h"
+#endif
 
 // Declared only: this header also goes, as opsdk_tilingdata.h, into the toolkit's CPU-debug
 // build (toolkit.py), where the model's opsdk_model_tiling.h that defines it is absent.
@@ -24,8 +27,9 @@ struct TilingTag;
     type name[n] = {};                                                      \
     void set_##name(const type* v) { std::memcpy(name, v, sizeof(name)); } \
     const type* get_##name() const { return name; }
-// a nested tiling struct, e.g. the SoftMaxTiling a SoftMax kernel's tiling carries
-#define TILING_DATA_FIELD_DEF_STRUCT(type, name) type name;
+// A struct field: the high-level APIs' tiling structs (TCubeTiling: ::TCubeTiling in a kernel,
+// optiling::TCubeTiling with set_/get_ where the host's tiling/tiling_api.h came first).
+#define TILING_DATA_FIELD_DEF_STRUCT(type, name) type name{};
 #define END_TILING_DATA_DEF }
 // Used at namespace optiling scope, as CANN's op_host tiling headers do; the declaration in
 // opsdk_ascendc lets GET_TILING_DATA find the class (opsdk_model_tiling.h).
