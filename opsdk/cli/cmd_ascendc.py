@@ -18,13 +18,16 @@ import numpy as np
 
 from ..errors import OpsdkError
 from ._grammar import add_soc_option
-from ._numbers import count32, size
+from ._numbers import byte_count, count32
 
 EPILOG = """\
 The kernel file is a kernel-launch file as Huawei's samples write it: an
 extern "C" __global__ __aicore__ entry whose GM parameters are named by --input and --output
-(a parameter named like 'workspace' gets a zeroed workspace, one named like 'tiling' the
---tiling bytes; a tiling struct passed by value is filled from them). It is compiled against
+(a parameter named like 'workspace' gets the launch's GM workspace: CANN's 16 MiB system
+part, then the --workspace bytes of user part, zeroed; one named like 'tiling' the --tiling
+bytes; a tiling struct passed by value is filled from them). A kernel that declares a kernel
+type with a Cube core (KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)) is compiled once per
+core type and runs each block's Cube and vector cores, with the cross-core checks. It is compiled against
 opsdk's model of the Ascend C API (ASCENDC_CPU_DEBUG defined) and run with the race checker
 and the SoC's limits, by the runner of 'opsdk bench --device ascendc-model'. Outputs are
 written as NAME.npy into --out-dir. A model run is not an NPU run; --estimate is an estimate
@@ -61,9 +64,10 @@ def register(sub: Any) -> None:
     tiling.add_argument("--host-tiling", metavar="FILE.cpp:FUNC", default=None,
                         help="make the tiling bytes with a host function of plain C++: "
                         "void FUNC(S* tiling) or S FUNC()")
-    r.add_argument("--workspace-bytes", type=size, default=None,
-                   help="bytes of a 'workspace' parameter (default 16 MiB, CANN's system "
-                   "workspace)")
+    r.add_argument("--workspace", type=byte_count, default=None, metavar="BYTES",
+                   help="bytes of user workspace the tiling asks for (GetUserWorkspace); the "
+                   "launch adds CANN's system part. Default: what --host-tiling's function sets "
+                   "through its uint64_t* workspace parameter, else 0")
     r.add_argument("--out-dir", default=".", help="where NAME.npy are written (default .)")
     r.add_argument("--force", action="store_true", help="overwrite existing NAME.npy files")
     r.add_argument("--estimate", action="store_true", help="estimate the time and the bound")
@@ -144,11 +148,13 @@ def run_cmd(args: argparse.Namespace) -> int:
                          "--output z=float32:1024")
     files = _targets(args, list(outputs))
     tiling = Path(args.tiling).read_bytes() if args.tiling else None
+    workspace = args.workspace
     if args.host_tiling:
-        from ..ascend.ascendc import host_tiling
+        from ..ascend.ascendc import host_tiling_and_workspace
 
-        tiling = host_tiling(args.host_tiling)
-    extra = {} if args.workspace_bytes is None else {"workspace_bytes": args.workspace_bytes}
+        tiling, asked = host_tiling_and_workspace(args.host_tiling)
+        workspace = asked if workspace is None else workspace
+    extra = {} if workspace is None else {"workspace_bytes": workspace}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = run_kernel_file(args.kernel, args.entry, block_dim=args.block_dim, soc=args.soc,

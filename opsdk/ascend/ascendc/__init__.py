@@ -23,6 +23,7 @@ from ._run_file import (
     KernelFileRun,
     entry_params,
     host_tiling,
+    host_tiling_and_workspace,
     run_kernel_file,
 )
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
@@ -30,4 +31,5 @@ from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 __all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
            "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
-           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file"]
+           "KernelFileRun", "entry_params", "host_tiling", "host_tiling_and_workspace",
+           "run_kernel_file"]

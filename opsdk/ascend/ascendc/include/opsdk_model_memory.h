@@ -635,7 +635,12 @@ using AscendC::GetTPipePtr;  // CANN's kernels call it unqualified, outside Asce
 
 namespace AscendC {
 
-inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
+// In a mixed kernel a vector core counts as GetBlockIdx() = block * GetTaskRation() + GetSubBlockIdx()
+// (dav_c220/kernel_operator_common_impl.h GetBlockIdxImpl).
+inline int64_t GetBlockIdx() {
+    const opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    return b.logical >= 0 ? b.logical : b.idx;
+}
 inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
 
 }  // namespace AscendC
