@@ -26,12 +26,12 @@ extern "C" __global__ __aicore__ entry whose GM parameters are named by --input 
 (a parameter named like 'workspace' gets the launch's GM workspace: CANN's 16 MiB system
 part, then the --workspace bytes of user part, zeroed; one named like 'tiling' the --tiling
 bytes; a tiling struct passed by value is filled from them). A kernel that declares a kernel
-type with a Cube core (KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)) is compiled once per
-core type and runs each block's Cube and vector cores, with the cross-core checks. It is compiled against
-opsdk's model of the Ascend C API (ASCENDC_CPU_DEBUG defined) and run with the race checker
-and the SoC's limits, by the runner of 'opsdk bench --device ascendc-model'. Outputs are
-written as NAME.npy into --out-dir. A model run is not an NPU run; --estimate is an estimate
-from the model, not an NPU time.
+type with a Cube core (KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)) is compiled once
+per core type and runs each block's Cube and vector cores, with the cross-core checks. It is
+compiled against opsdk's model of the Ascend C API (ASCENDC_CPU_DEBUG defined) and run with
+the race checker and the SoC's limits, by the runner of 'opsdk bench --device ascendc-model'.
+Outputs are written as NAME.npy into --out-dir. A model run is not an NPU run; --estimate is
+an estimate from the model, not an NPU time.
 
 examples:
   opsdk ascendc run add_custom.cpp --entry add_custom --block-dim 8 --soc Ascend910B3 \\

@@ -24,6 +24,7 @@ from ._run_file import (
     entry_params,
     host_tiling,
     host_tiling_and_workspace,
+    is_mixed,
     run_kernel_file,
 )
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
@@ -31,5 +32,5 @@ from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 __all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
            "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
-           "KernelFileRun", "entry_params", "host_tiling", "host_tiling_and_workspace",
+           "KernelFileRun", "entry_params", "host_tiling", "host_tiling_and_workspace", "is_mixed",
            "run_kernel_file"]

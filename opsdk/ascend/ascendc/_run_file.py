@@ -295,7 +295,8 @@ def run_kernel_file(path: str | Path, entry: str, *, block_dim: int, soc: str,
     params = entry_params(path.read_text(), entry, str(path))
     out_types = {k: (np.dtype(d), tuple(s)) for k, (d, s) in outputs.items()}
     if workspace_bytes < 0:
-        raise KernelFileError(f"{entry}: the user workspace is {workspace_bytes} bytes; expected 0 or more")
+        raise KernelFileError(f"{entry}: the user workspace is {workspace_bytes} bytes; "
+                              "expected 0 or more")
     names, arrays, outs = _gm_arrays(entry, params, inputs, out_types, tiling)
     unit = compute_unit(soc)
     ub_bytes, cores = core_resources(soc)
