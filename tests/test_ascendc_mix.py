@@ -14,6 +14,7 @@ workspace too small) is reported, and the correct kernel never is.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_model_kernel
 
 from opsdk.ascend.ascendc import host_tiling_and_workspace, is_mixed, run_kernel_file
 from opsdk.cli import main
@@ -145,3 +147,54 @@ def test_syncall_across_the_cores_orders_the_workspace(tmp_path: Path) -> None:
     path.write_text(aiv_only)
     with pytest.raises(KernelError, match=RACE):
         _run(path)
+
+
+def test_the_one_to_one_type_runs_one_vector_core_a_block(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "one_to_one", [("KERNEL_TYPE_MIX_AIC_1_2", "KERNEL_TYPE_MIX_AIC_1_1")])
+    np.testing.assert_allclose(_run(path), _inputs()[2], rtol=1e-5, atol=1e-5)
+
+
+def test_the_launch_gives_every_kernel_a_workspace(tmp_path: Path) -> None:
+    # a kernel that returns early on a null workspace does its work (the launch passed nullptr)
+    lib = build_model_kernel(tmp_path, (MIX / "copy_via_workspace.cpp").read_text(),
+                             (MIX / "copy_via_workspace_driver.cpp").read_text())
+    x = np.arange(2 * 512, dtype=np.float32)
+    y = np.zeros_like(x)
+    gm = (ctypes.c_void_p * 2)(x.ctypes.data, y.ctypes.data)
+    sizes = (ctypes.c_uint64 * 2)(x.nbytes, y.nbytes)
+    names = (ctypes.c_char_p * 2)(b"x", b"y")
+    err = ctypes.create_string_buffer(4096)
+    assert lib.launch(gm, sizes, names, err) == 0, err.value.decode()
+    np.testing.assert_array_equal(y, x)
+
+
+IB_WAIT = "    IBWait(syncGm, syncUb, other, 0);\n"
+IB_SET = "    IBSet(syncGm, syncUb, me, 0);\n"
+SWAP_FORMS = {
+    "IBSet/IBWait": [],
+    "mode 0 flags": [(IB_SET, "    CrossCoreSetFlag<0x0, PIPE_MTE3>(1);\n"), (IB_WAIT, "    CrossCoreWaitFlag(1);\n")],
+    "IBWait dropped": [(IB_WAIT, "")],
+}
+
+
+@pytest.mark.parametrize("form", list(SWAP_FORMS))
+def test_blocks_hand_data_over_through_the_workspace(tmp_path: Path, form: str) -> None:
+    text = (MIX / "swap_ib.cpp").read_text()
+    for old, new in SWAP_FORMS[form]:
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "swap_ib.cpp"
+    path.write_text(text)
+    x = np.arange(512, dtype=np.float32)
+
+    def run() -> np.ndarray:
+        r = run_kernel_file(path, "swap_ib", block_dim=2, soc="Ascend910B3", inputs={"x": x},
+                            outputs={"y": (np.float32, (512,))}, workspace_bytes=64 + 2048)
+        return r.outputs["y"]
+
+    if form == "IBWait dropped":
+        with pytest.raises(KernelError, match=r"swap_ib \(block \d of 2, AIV 0\): race on GM bytes.*"
+                                              r"no cross-core synchronisation.*Fix: CrossCoreSetFlag<0x0, PIPE_MTE[23]>"):
+            run()
+        return
+    np.testing.assert_array_equal(run(), np.concatenate([x[256:], x[:256]]))

@@ -365,11 +365,12 @@ inline bool Seen(const Block& b, const GmAccess& w) {
                       ", " + PipeTName(w.pipe) + ">(id) on " + CoreLabel(L, w.core) + " after the first and "
                       "CrossCoreWaitFlag(id) on " + CoreLabel(L, me.core) + " before the second";
     if (!sameBlock || wAic == meAic) fix += ", or SyncAll<false>() between them";
-    const char* verb = me.write ? (w.write ? "overwrites what" : "overwrites what") : "reads what";
+    const char* verb = me.write ? "overwrites what" : "reads what";
     throw ModelError(Who(b) + ": race on GM bytes [" + S(std::max(w.lo, me.lo)) + ", " + S(std::min(w.hi, me.hi)) +
                      ") of argument '" + w.arg->name + "': " + me.what + " " + verb + " " + w.what + " " +
                      (w.write ? "wrote" : "read") + ", with no cross-core synchronisation between the two cores (they "
-                     "run concurrently: the write may not have reached GM when the other access runs). Fix: " + fix);
+                     "run concurrently: " + (w.write ? "the write may not have reached GM when the other access runs"
+                                                     : "the write may reach GM before the read runs") + "). Fix: " + fix);
 }
 
 }  // namespace opsdk_ascendc
