@@ -173,6 +173,7 @@ IB_SET = "    IBSet(syncGm, syncUb, me, 0);\n"
 SWAP_FORMS = {
     "IBSet/IBWait": [],
     "mode 0 flags": [(IB_SET, "    CrossCoreSetFlag<0x0, PIPE_MTE3>(1);\n"), (IB_WAIT, "    CrossCoreWaitFlag(1);\n")],
+    "software SyncAll": [(IB_SET, "    SyncAll(syncGm, syncUb);\n"), (IB_WAIT, "")],
     "IBWait dropped": [(IB_WAIT, "")],
 }
 

@@ -21,7 +21,7 @@ extern "C" __global__ __aicore__ void swap_ib(GM_ADDR x, GM_ADDR y, GM_ADDR work
     yGm.SetGlobalBuffer((__gm__ float*)y + me * TILE, TILE);
     TPipe pipe;
     TBuf<TPosition::VECCALC> buf;
-    pipe.InitBuffer(buf, 2 * TILE * sizeof(float) + 32);
+    pipe.InitBuffer(buf, 2 * TILE * sizeof(float) + SYNC_INTS * sizeof(int32_t));
     LocalTensor<float> tile = buf.Get<float>();
     LocalTensor<float> back = tile[TILE];
     LocalTensor<int32_t> syncUb = buf.Get<int32_t>()[2 * TILE];
