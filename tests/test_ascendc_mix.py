@@ -131,6 +131,15 @@ def test_each_mutant_is_reported(tmp_path: Path, name: str, edits: list[tuple[st
     assert re.search(report, str(caught.value)), str(caught.value)
 
 
+def test_a_core_takes_only_its_own_memories(tmp_path: Path) -> None:
+    # the epilogue's input queue in L1, which the vector cores do not have
+    path = _variant(tmp_path, "l1", [("TQue<TPosition::VECIN, 1> inQueue;", "TQue<TPosition::A1, 1> inQueue;")])
+    with pytest.raises(KernelError, match=r"\(block \d of 2, AIV \d\): TPipe::InitBuffer: position A1 is in "
+                                          r"the L1, which the vector core \(AIV\) of a mixed kernel "
+                                          r"does not have.*run this part under if ASCEND_IS_AIC"):
+        _run(path)
+
+
 def test_a_workspace_too_small_is_reported() -> None:
     with pytest.raises(KernelError, match=r"out of bounds by \d+ bytes"):
         _run(KERNEL, workspace=BLOCKS * 32 * 32 * 4 - 128)

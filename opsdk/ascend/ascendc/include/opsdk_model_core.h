@@ -477,6 +477,18 @@ inline void GrowToCube(Block& b) {
     b.tags.assign((all - b.launch->ubBytes) / 32, CubeTag{});
 }
 
+// A core of a mixed launch has only its own memories (220's separated cores: the Cube core L1,
+// L0A/L0B/L0C and the bias table, a vector core the Unified Buffer).
+[[noreturn]] inline void Fail(const std::string& api, const std::string& what);
+inline void CoreHasMemory(const Block& b, Mem m, const char* position) {
+    if (b.launch->mixType < 0 || b.aic == (m != Mem::UB)) return;
+    Fail("TPipe::InitBuffer", std::string("position ") + position + " is in the " + MemName(m) + ", which the " +
+                                  (b.aic ? "Cube core (AIC)" : "vector core (AIV)") + " of a mixed kernel does not "
+                                  "have (on __CCE_AICORE__ 220 the Cube core has L1, L0A, L0B, L0C and the bias "
+                                  "table, a vector core the Unified Buffer): run this part under " +
+                                  (b.aic ? "if ASCEND_IS_AIV" : "if ASCEND_IS_AIC"));
+}
+
 // Record that the current instruction wrote local bytes [at, at + n) of the Cube's memories as
 // `type` data in `form` (nothing for the Unified Buffer).
 inline void TagWrite(uint64_t at, uint64_t n, const char* type, Form form) {
