@@ -169,3 +169,13 @@ def int_list(
 
     parse.__name__ = f"list_of_{getattr(element, '__name__', 'int')}"
     return parse
+
+
+def byte_count(text: str) -> int:
+    """A number of bytes: 0 or more, and no more than the memory ceiling.
+
+    Example:
+        >>> byte_count("8192")
+        8192
+    """
+    return int_in(0, memory_ceiling(), "a number of bytes")(text)

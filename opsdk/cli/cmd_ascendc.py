@@ -18,17 +18,20 @@ import numpy as np
 
 from ..errors import OpsdkError
 from ._grammar import add_soc_option
-from ._numbers import count32, size
+from ._numbers import byte_count, count32
 
 EPILOG = """\
 The kernel file is a kernel-launch file as Huawei's samples write it: an
 extern "C" __global__ __aicore__ entry whose GM parameters are named by --input and --output
-(a parameter named like 'workspace' gets a zeroed workspace, one named like 'tiling' the
---tiling bytes; a tiling struct passed by value is filled from them). It is compiled against
-opsdk's model of the Ascend C API (ASCENDC_CPU_DEBUG defined) and run with the race checker
-and the SoC's limits, by the runner of 'opsdk bench --device ascendc-model'. Outputs are
-written as NAME.npy into --out-dir. A model run is not an NPU run; --estimate is an estimate
-from the model, not an NPU time.
+(a parameter named like 'workspace' gets the launch's GM workspace: CANN's 16 MiB system
+part, then the --workspace bytes of user part, zeroed; one named like 'tiling' the --tiling
+bytes; a tiling struct passed by value is filled from them). A kernel that declares a kernel
+type with a Cube core (KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)) is compiled once
+per core type and runs each block's Cube and vector cores, with the cross-core checks. It is
+compiled against opsdk's model of the Ascend C API (ASCENDC_CPU_DEBUG defined) and run with
+the race checker and the SoC's limits, by the runner of 'opsdk bench --device ascendc-model'.
+Outputs are written as NAME.npy into --out-dir. A model run is not an NPU run; --estimate is
+an estimate from the model, not an NPU time.
 
 examples:
   opsdk ascendc run add_custom.cpp --entry add_custom --block-dim 8 --soc Ascend910B3 \\
@@ -62,11 +65,14 @@ def register(sub: Any) -> None:
                         "parameter)")
     tiling.add_argument("--host-tiling", metavar="FILE.cpp:FUNC", default=None,
                         help="make the tiling bytes with a host function: void FUNC(S* tiling), "
-                        "S FUNC() or void FUNC(const char* socVersion, uint8_t* tilingBuf); it may "
-                        "use the model's tiling/tiling_api.h (MultiCoreMatmulTiling) for --soc")
-    r.add_argument("--workspace-bytes", type=size, default=None,
-                   help="bytes of a 'workspace' parameter (default 16 MiB, CANN's system "
-                   "workspace)")
+                        "void FUNC(S* tiling, uint64_t* workspace), S FUNC() or void "
+                        "FUNC(const char* socVersion, uint8_t* tilingBuf); it may use the model's "
+                        "tiling/tiling_api.h (MultiCoreMatmulTiling, SoftMaxTilingFunc, ...) for "
+                        "--soc")
+    r.add_argument("--workspace", type=byte_count, default=None, metavar="BYTES",
+                   help="bytes of user workspace the tiling asks for (GetUserWorkspace); the "
+                   "launch adds CANN's system part. Default: what --host-tiling's function sets "
+                   "through its uint64_t* workspace parameter, else 0")
     r.add_argument("--cxx", metavar="COMPILER", default=None,
                    help="the host compiler that builds the kernel against the model: g++ or "
                    "clang++ (a name on PATH or a path; default $CXX, else c++ or g++); "
@@ -151,11 +157,13 @@ def run_cmd(args: argparse.Namespace) -> int:
                          "--output z=float32:1024")
     files = _targets(args, list(outputs))
     tiling = Path(args.tiling).read_bytes() if args.tiling else None
+    workspace = args.workspace
     if args.host_tiling:
-        from ..ascend.ascendc import host_tiling
+        from ..ascend.ascendc import host_tiling_and_workspace
 
-        tiling = host_tiling(args.host_tiling, args.soc, cxx=args.cxx)
-    extra = {} if args.workspace_bytes is None else {"workspace_bytes": args.workspace_bytes}
+        tiling, asked = host_tiling_and_workspace(args.host_tiling, args.soc, cxx=args.cxx)
+        workspace = asked if workspace is None else workspace
+    extra = {} if workspace is None else {"workspace_bytes": workspace}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = run_kernel_file(args.kernel, args.entry, block_dim=args.block_dim, soc=args.soc,

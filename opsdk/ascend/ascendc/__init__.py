@@ -27,6 +27,8 @@ from ._run_file import (
     KernelFileRun,
     entry_params,
     host_tiling,
+    host_tiling_and_workspace,
+    is_mixed,
     run_kernel_file,
 )
 from ._tiling import Tiling, TilingField, cpp_steps, evaluate
@@ -34,5 +36,5 @@ from ._tiling import Tiling, TilingField, cpp_steps, evaluate
 __all__ = ["reference_problem", "write_kernel_files", "AicoreKernel", "GenerateRefused", "generate",
            "aicore_kernel", "tiling_header",
            "Tiling", "TilingField", "cpp_steps", "evaluate", "EntryParam", "KernelFileError",
-           "KernelFileRun", "entry_params", "host_tiling", "run_kernel_file", "ModelCompiler",
-           "compiler_hint", "find_clang", "model_compiler"]
+           "KernelFileRun", "entry_params", "host_tiling", "host_tiling_and_workspace", "is_mixed",
+           "run_kernel_file", "ModelCompiler", "compiler_hint", "find_clang", "model_compiler"]

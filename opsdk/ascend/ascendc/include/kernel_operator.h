@@ -21,6 +21,7 @@
 #include "opsdk_model_transpose.h"
 #include "opsdk_model_sort.h"
 #include "opsdk_model_sync_all.h"
+#include "opsdk_model_mix.h"
 #include "opsdk_model_activation.h"
 #include "opsdk_model_hl_softmax.h"
 #include "opsdk_model_hl_norm.h"

@@ -120,20 +120,9 @@
 #elif OPSDK_AICORE_ARCH == 300 && !defined(__DAV_M300__)
 #define __DAV_M300__
 #endif
-#if OPSDK_AICORE_ARCH == 220 && !defined(__DAV_C220_CUBE__) && !defined(__DAV_C220_VEC__)
-#ifdef OPSDK_AIC
-#define __DAV_C220_CUBE__
-#else
-#define __DAV_C220_VEC__
-#endif
-#endif
-#ifdef OPSDK_AIC
-#define ASCEND_IS_AIC (true)
-#define ASCEND_IS_AIV (false)
-#else
-#define ASCEND_IS_AIC (false)
-#define ASCEND_IS_AIV (true)
-#endif
+// The core-type macros (__DAV_C220_CUBE__/__DAV_C220_VEC__, ASCEND_IS_AIC/AIV, g_coreType):
+// opsdk_model_core_type.h, included again per core type where a driver compiles a kernel twice.
+#include "opsdk_model_core_type.h"
 #define OPSDK_STR2(x) #x
 #define OPSDK_STR(x) OPSDK_STR2(x)
 // An API the SoC family lacks: any call is a compile error naming it.
@@ -244,11 +233,12 @@ struct GmArg {
     std::string name;
     uint8_t* base = nullptr;
     uint64_t bytes = 0;
-    std::vector<int32_t> writer;  // per byte: -1 or the block index
+    std::vector<int32_t> writer;  // per byte: -1 or the block index (empty until the first write)
 };
 
 struct Timing;
 struct BlockBarrier;
+struct CrossCore;
 
 // The memories of one AI Core: the Unified Buffer and the Cube's L1, L0A, L0B, L0C and bias
 // table (basic_api/impl/kernel_event.h: enum class Hardware). The model keeps them in one byte
@@ -294,6 +284,16 @@ struct Launch {
         return Mem::UB;
     }
     BlockBarrier* barrier = nullptr;         // SyncAll's, when all blocks run at once
+    // A mixed kernel (opsdk_model_mix.h): its KernelMetaType (-1: one core per block), whether
+    // a block has a Cube core, its vector cores, and the cross-core state of the cores running.
+    int mixType = -1;
+    bool hasAic = false;
+    int ratio = 0;
+    CrossCore* cross = nullptr;
+    // The GM workspace the launch allocates: the system part (sysWorkspace bytes), then the user part.
+    uint8_t* workspace = nullptr;
+    uint64_t sysWorkspace = 0;
+    int PerBlock() const { return (hasAic ? 1 : 0) + ratio; }
 };
 
 // The source location of an API call: the kernel's file and line (a defaulted last argument
@@ -446,10 +446,20 @@ struct Block {
     std::vector<uint8_t> unitFlagOf;  // per instruction: the unitFlag of a Mmad (0 otherwise)
     std::vector<GmWriteRec> gmWrites;
     int32_t syncAlls = 0;  // software SyncAll barriers passed
+    // In a mixed launch: the core's id (unique in the launch), whether it is the block's Cube
+    // core, its vector core index, GetBlockIdx's value, and the other cores' instructions (per
+    // core, per pipe) ordered before what it issues next (cross-core flags, barriers).
+    int32_t core = 0;
+    bool aic = false;
+    int32_t sub = 0;
+    int64_t logical = -1;
+    std::vector<std::pair<int32_t, Clock>> seen;
 };
 
 // Order of GM accesses within a block, across pipes (opsdk_model_pipes.h).
 inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write);
+// ... and across the cores of a mixed launch (opsdk_model_mix.h); called with gmMutex held.
+inline void CrossCoreGm(const std::string& api, GmArg& a, uint64_t off, uint64_t n, const void* src);
 
 inline thread_local Block* tBlock = nullptr;
 
@@ -470,6 +480,18 @@ inline void GrowToCube(Block& b) {
     b.tags.assign((all - b.launch->ubBytes) / 32, CubeTag{});
 }
 
+// A core of a mixed launch has only its own memories (220's separated cores: the Cube core L1,
+// L0A/L0B/L0C and the bias table, a vector core the Unified Buffer).
+[[noreturn]] inline void Fail(const std::string& api, const std::string& what);
+inline void CoreHasMemory(const Block& b, Mem m, const char* position) {
+    if (b.launch->mixType < 0 || b.aic == (m != Mem::UB)) return;
+    Fail("TPipe::InitBuffer", std::string("position ") + position + " is in the " + MemName(m) + ", which the " +
+                                  (b.aic ? "Cube core (AIC)" : "vector core (AIV)") + " of a mixed kernel does not "
+                                  "have (on __CCE_AICORE__ 220 the Cube core has L1, L0A, L0B, L0C and the bias "
+                                  "table, a vector core the Unified Buffer): run this part under " +
+                                  (b.aic ? "if ASCEND_IS_AIV" : "if ASCEND_IS_AIC"));
+}
+
 // Record that the current instruction wrote local bytes [at, at + n) of the Cube's memories as
 // `type` data in `form` (nothing for the Unified Buffer).
 inline void TagWrite(uint64_t at, uint64_t n, const char* type, Form form) {
@@ -480,11 +502,17 @@ inline void TagWrite(uint64_t at, uint64_t n, const char* type, Form form) {
     for (uint64_t k = first; k <= last && k < b.tags.size(); ++k) b.tags[k] = CubeTag{type, form, me};
 }
 
+// "kernel (block i of n)", in a mixed launch "kernel (block i of n, AIV s)".
+inline std::string Who(const Block& b) {
+    std::string core;
+    if (b.launch->mixType >= 0) core = b.aic ? ", AIC" : ", AIV " + std::to_string(b.sub);
+    return b.launch->kernel + " (block " + std::to_string(b.idx) + " of " + std::to_string(b.launch->blockNum) +
+           core + ")";
+}
+
 [[noreturn]] inline void Fail(const std::string& api, const std::string& what) {
     Block* b = tBlock;
-    std::string head = b ? b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
-                               std::to_string(b->launch->blockNum) + ")"
-                         : std::string("kernel");
+    std::string head = b ? Who(*b) : std::string("kernel");
     std::string at;  // the kernel's source line of the failing call, when the call records one
     if (b != nullptr && b->pipes.current > 0) {
         const Loc& l = b->pipes.instrs[static_cast<size_t>(b->pipes.current)].loc;
@@ -569,7 +597,8 @@ inline void GmRead(const std::string& api, const void* p, uint64_t n) {
     CountGm(b, n);
     std::lock_guard<std::mutex> lock(b.launch->gmMutex);
     uint64_t off = static_cast<uint64_t>(static_cast<const uint8_t*>(p) - a.base);
-    for (uint64_t i = off; i < off + n; ++i) {
+    if (b.launch->mixType >= 0) CrossCoreGm(api, a, off, n, nullptr);
+    for (uint64_t i = off; i < off + n && !a.writer.empty(); ++i) {
         int32_t w = a.writer[i];
         if (w >= 0 && w != b.idx) {
             Fail(api, "reads byte " + S(i) + " of GM argument '" + a.name +
@@ -591,6 +620,12 @@ inline void GmWrite(const std::string& api, const void* p, uint64_t n, const voi
     CountGm(b, n);
     std::lock_guard<std::mutex> lock(b.launch->gmMutex);
     uint64_t off = static_cast<uint64_t>(static_cast<const uint8_t*>(p) - a.base);
+    if (b.launch->mixType >= 0) {  // the cores' order is checked per write (opsdk_model_mix.h)
+        CrossCoreGm(api, a, off, n, src);
+        GmOrder(a, off, n, true);
+        return;
+    }
+    if (a.writer.empty()) a.writer.assign(a.bytes, -1);
     for (uint64_t i = off; i < off + n; ++i) {
         int32_t w = a.writer[i];
         if (w >= 0 && w != b.idx) {

@@ -13,19 +13,10 @@
 
 #include "opsdk_model_cube.h"
 
-// The core type a kernel is compiled for, as CANN 8.1.RC1's kernel_utils_macros.h defines it
-// for a device build (a constant per core type, so template-library kernels may default a
-// template argument to it: template <int32_t CORE_TYPE = g_coreType> void operator()(...)).
-namespace AscendC {
-constexpr int32_t MIX = 0;
-constexpr int32_t AIC = 1;
-constexpr int32_t AIV = 2;
-}  // namespace AscendC
-#ifdef OPSDK_AIC
-constexpr int32_t g_coreType = AscendC::AIC;
-#else
-constexpr int32_t g_coreType = AscendC::AIV;
-#endif
+// The core type a kernel is compiled for (g_coreType, a constant per core type as CANN 8.1.RC1's
+// kernel_utils_macros.h defines it for a device build, so template-library kernels may default
+// a template argument to it) is in opsdk_model_core_type.h; AscendC::MIX/AIC/AIV in
+// opsdk_model_mix.h.
 
 namespace AscendC {
 

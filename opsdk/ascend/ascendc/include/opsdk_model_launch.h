@@ -4,7 +4,9 @@
 #define OPSDK_ASCENDC_MODEL_LAUNCH_H
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -12,13 +14,17 @@
 #include "opsdk_model_core.h"
 #include "opsdk_model_pipes.h"
 #include "opsdk_model_sync_all.h"
+#include "opsdk_model_mix_launch.h"
 
 namespace opsdk_ascendc {
 
-using KernelFn = void (*)(uint8_t** gm, uint8_t* workspace, uint8_t* tiling);
-
 // The most blocks a kernel launch takes (CANN's runtime: blockDim is at most 65535).
 constexpr uint32_t kMaxBlockDim = 65535;
+
+// The system part of the GM workspace: RESERVED_WORKSPACE (basic_api/impl/utils/
+// kernel_utils_constants.h: 16 MiB on __CCE_AICORE__ 220 and 300, 2 MiB on 100 and 200; what
+// platform_ascendc's GetLibApiWorkSpaceSize reports for the tiling to add to its own part).
+constexpr uint64_t kSysWorkspaceBytes = (OPSDK_AICORE_ARCH == 100 || OPSDK_AICORE_ARCH == 200 ? 2 : 16) << 20;
 
 // The costs of the cycle estimate, from "name=value;...;vec.API=cycles;..." (written by
 // opsdk/ascend/ascendc/_estimate.py).
@@ -80,26 +86,34 @@ inline std::string BlockTrace(const Block& b) {
     return out;
 }
 
+constexpr const char* kNeedsCores = "needs the cores of kernel type ";
+
 inline void RunBlocks(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling, const std::vector<int64_t>& order,
                       std::string& error, std::mutex& errMutex) {
     for (int64_t idx : order) {
         Block b;
         b.launch = &L;
         b.idx = idx;
+        b.core = static_cast<int32_t>(idx);
         b.ub.reserve(L.LocalBytes());  // a Cube kernel's buffers grow it in place (GrowToCube)
         b.ub.assign(L.ubBytes, 0xff);  // uninitialised Unified Buffer reads as NaN
         b.pipes.Reset(L.ubBytes);
         b.pipes.timing = L.timing;
         tBlock = &b;
         try {
-            fn(gm, nullptr, tiling);
+            fn(gm, L.workspace, tiling);
             CheckFlagsAtEnd();
             if (L.timing != nullptr) L.traces[static_cast<size_t>(idx)] = BlockTrace(b);
         } catch (const std::exception& e) {
             tBlock = nullptr;
             if (L.barrier != nullptr) L.barrier->End(idx, e.what());
             std::lock_guard<std::mutex> lock(errMutex);
-            if (error.empty() || dynamic_cast<const NeedsAllBlocks*>(&e) != nullptr) error = e.what();
+            if (const auto* nc = dynamic_cast<const NeedsCores*>(&e)) {
+                error = kNeedsCores + std::to_string(nc->type);
+            } else if (error.rfind(kNeedsCores, 0) != 0 &&
+                       (error.empty() || dynamic_cast<const NeedsAllBlocks*>(&e) != nullptr)) {
+                error = e.what();
+            }
             return;
         }
         if (L.barrier != nullptr) L.barrier->End(idx, "");
@@ -126,11 +140,7 @@ inline void RerunTogether(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling,
                 std::to_string(kMaxSyncBlocks) + " blocks at once; this launch has " + std::to_string(L.blockNum);
         return;
     }
-    for (size_t i = 0; i < L.gm.size(); ++i) {
-        std::copy(saved[i].begin(), saved[i].end(), L.gm[i].base);
-        std::fill(L.gm[i].writer.begin(), L.gm[i].writer.end(), -1);
-    }
-    L.sameValueBytes = 0;
+    RestoreGm(L, saved);
     BlockBarrier barrier;
     L.barrier = &barrier;
     RunThreads(L, fn, gm, tiling, order, order.size(), error, errMutex);
@@ -140,7 +150,8 @@ inline void RerunTogether(Launch& L, KernelFn fn, uint8_t** gm, uint8_t* tiling,
 // Returns 0, or 1 with the failure in err.
 inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* bytes, const char** names, int n,
                uint8_t* tiling, uint32_t blockDim, uint64_t ubBytes, const char* soc, uint64_t seed, int threads,
-               char* err, uint64_t errLen, const char* costs = nullptr, const char* traceFile = nullptr) {
+               char* err, uint64_t errLen, const char* costs = nullptr, const char* traceFile = nullptr,
+               uint64_t userWorkspace = 0, KernelFn aic = nullptr) {
     Launch L;
     Timing timing;
     if (costs != nullptr && blockDim <= kMaxBlockDim) {
@@ -162,9 +173,23 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
         a.name = names[i];
         a.base = gm[i];
         a.bytes = bytes[i];
-        a.writer.assign(bytes[i], -1);
         L.gm.push_back(std::move(a));
     }
+    // the GM workspace, zeroed: the user part the tiling asks for (first, so that a pointer to its
+    // start is into it), then the system part before it
+    std::unique_ptr<uint8_t, void (*)(void*)> workspace(
+        static_cast<uint8_t*>(std::calloc(kSysWorkspaceBytes + userWorkspace, 1)), std::free);
+    if (workspace == nullptr) {
+        std::snprintf(err, errLen, "%s: cannot allocate the %llu-byte workspace", kernel,
+                      static_cast<unsigned long long>(kSysWorkspaceBytes + userWorkspace));
+        return 1;
+    }
+    L.workspace = workspace.get();
+    L.sysWorkspace = kSysWorkspaceBytes;
+    L.gm.push_back(GmArg{"workspace (user part, " + std::to_string(userWorkspace) + " bytes the tiling asks for)",
+                         workspace.get() + kSysWorkspaceBytes, userWorkspace, {}});
+    L.gm.push_back(GmArg{"workspace (system part: take the user part with GetUserWorkspace(workspace))",
+                         workspace.get(), kSysWorkspaceBytes, {}});
     std::vector<int64_t> order(blockDim);
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng(seed);
@@ -172,7 +197,7 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
     std::string error;
     std::mutex errMutex;
     std::vector<std::vector<uint8_t>> saved;  // the GM arguments as given, for a rerun (SyncAll)
-    for (GmArg& a : L.gm) saved.emplace_back(a.base, a.base + a.bytes);
+    for (int i = 0; i < n; ++i) saved.emplace_back(L.gm[i].base, L.gm[i].base + L.gm[i].bytes);
     if (blockDim == 0) {
         error = std::string(kernel) + ": launched with blockDim 0; the tiling must set at least 1";
     } else if (blockDim > kMaxBlockDim) {
@@ -187,6 +212,9 @@ inline int Run(const char* kernel, KernelFn fn, uint8_t** gm, const uint64_t* by
     if (error == NeedsAllBlocks().what()) {
         error.clear();
         RerunTogether(L, fn, gm, tiling, order, saved, error, errMutex);
+    }
+    if (error.rfind(kNeedsCores, 0) == 0) {  // a mixed kernel: run its blocks' Cube and vector cores
+        error = RunMix(L, std::stoi(error.substr(std::strlen(kNeedsCores))), fn, aic, gm, tiling, order, saved);
     }
     if (error.empty() && L.timing != nullptr && traceFile != nullptr) {
         std::FILE* f = std::fopen(traceFile, "w");

@@ -572,6 +572,7 @@ private:
                                 " (CO2 is GM there, kernel_event.h GetPhyType; the model has VECIN, VECOUT, "
                                 "VECCALC, A1, B1, C1 (L1), A2 (L0A), B2 (L0B), C2 (bias table) and CO1 (L0C))");
         }
+        opsdk_ascendc::CoreHasMemory(b, m, opsdk_ascendc::PositionName(pos));
         if (m == opsdk_ascendc::Mem::UB) return;
         const uint64_t asked = uint64_t(num) * ((uint64_t(len) + 31) / 32 * 32);
         const uint64_t cap = b.launch->MemBytes(m), used = b.cubeUsed[static_cast<int>(m)];
@@ -635,7 +636,12 @@ using AscendC::GetTPipePtr;  // CANN's kernels call it unqualified, outside Asce
 
 namespace AscendC {
 
-inline int64_t GetBlockIdx() { return opsdk_ascendc::Cur().idx; }
+// In a mixed kernel a vector core counts as GetBlockIdx() = block * GetTaskRation() + GetSubBlockIdx()
+// (dav_c220/kernel_operator_common_impl.h GetBlockIdxImpl).
+inline int64_t GetBlockIdx() {
+    const opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
+    return b.logical >= 0 ? b.logical : b.idx;
+}
 inline int64_t GetBlockNum() { return opsdk_ascendc::Cur().launch->blockNum; }
 
 }  // namespace AscendC

@@ -872,8 +872,6 @@ template <typename... A> inline void printf(const char* fmt, A... args) {
 
 }  // namespace AscendC
 
-// KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...): the kernel's core type, for the compiler; the
-// model runs every kernel on the vector side.
-#define KERNEL_TASK_TYPE_DEFAULT(type)
+// KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...), the kernel's core types: opsdk_model_mix.h.
 
 #endif  // OPSDK_ASCENDC_MODEL_MISC_H

@@ -164,11 +164,7 @@ inline std::string HardEventName(Pipe src, Pipe dst) { return std::string(PipeNa
     const char* kind = earlierWrites ? (laterWrites ? "overwrites what" : "reads what") : "overwrites what";
     const char* verb = earlierWrites ? "wrote" : "read";
     throw ModelError(
-        [&] {
-            Block* bl = tBlock;
-            return bl->launch->kernel + " (block " + std::to_string(bl->idx) + " of " +
-                   std::to_string(bl->launch->blockNum) + ")";
-        }() +
+        Who(*tBlock) +
         ": race on " + LocalRange(byte, run) + " of " + what + ": " + Describe(b) +
         " " + kind + " " + Describe(a) + " " + verb +
         ", with no synchronisation between the two pipes (on the chip they run concurrently, so the result "
@@ -192,8 +188,7 @@ inline void GmOrder(const GmArg& a, uint64_t off, uint64_t n, bool write) {
         if (w.arg != &a || w.hi <= off || w.lo >= off + n || w.instr == me || Before(P, w.instr, q)) continue;
         const Instr& wi = P.instrs[w.instr];
         const std::string ev = HardEventName(wi.pipe, q);
-        throw ModelError(b->launch->kernel + " (block " + std::to_string(b->idx) + " of " +
-                         std::to_string(b->launch->blockNum) + "): race on GM bytes [" + S(std::max(w.lo, off)) +
+        throw ModelError(Who(*b) + ": race on GM bytes [" + S(std::max(w.lo, off)) +
                          ", " + S(std::min(w.hi, off + n)) + ") of argument '" + a.name + "': " +
                          Describe(P.instrs[me]) + " reads what " + Describe(wi) +
                          " wrote, with no synchronisation between the two pipes (the write may not have reached GM "

@@ -24,6 +24,10 @@ struct NeedsAllBlocks : ModelError {
 
 constexpr int64_t kMaxSyncBlocks = 256;  // blocks the model runs at once for a barrier
 
+// The barrier of the cores of a mixed launch (opsdk_model_mix.h): of the cores of the caller's
+// type (aivOnly), or of every core.
+inline void MixSyncAll(bool aivOnly, const char* api, const Loc& loc);
+
 struct BlockBarrier {
     std::mutex m;
     std::condition_variable cv;
@@ -73,11 +77,22 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
     const char* api = "SyncAll";
     opsdk_ascendc::Block& b = opsdk_ascendc::Cur();
     opsdk_ascendc::Launch& L = *b.launch;
-    const int64_t blocks = usedCores != 0 ? usedCores : L.blockNum;
-    if (blocks != L.blockNum) {
+    const bool mix = L.mixType >= 0;
+    if (mix && b.aic) return;  // SoftSyncAllImpl: the Cube core returns at once
+    // a mixed kernel's vector cores: isAIVOnly counts blocks (both vector cores of a block share
+    // a slot), otherwise GetTaskRation() * GetBlockNum() vector cores at GetBlockIdx()
+    const int64_t all = mix && !isAIVOnly ? L.blockNum * L.ratio : L.blockNum;
+    const int64_t blocks = usedCores != 0 ? usedCores : all;
+    if (blocks != all) {
         opsdk_ascendc::Fail(api, "usedCores is " + std::to_string(usedCores) + " but the kernel runs on " +
-                                     std::to_string(L.blockNum) + " blocks: the barrier waits for usedCores "
-                                     "blocks, so it must be 0 or the block count");
+                                     std::to_string(all) + (mix && !isAIVOnly ? " vector cores" : " blocks") +
+                                     ": the barrier waits for usedCores of them, so it must be 0 or " +
+                                     std::to_string(all));
+    }
+    if (mix && isAIVOnly && L.ratio > 1) {
+        opsdk_ascendc::Fail(api, "SyncAll<true> in a kernel with " + std::to_string(L.ratio) + " vector cores a "
+                                 "block: both take the block's slot of gmWorkspace (get_block_idx()); use "
+                                 "SyncAll<false>, which counts every vector core");
     }
     const uint64_t need = uint64_t(blocks) * 8;
     if (gmWorkspace.GetSize() < need || ubWorkspace.GetSize() < need) {
@@ -85,22 +100,28 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
                                      " and ubWorkspace " + opsdk_ascendc::S(ubWorkspace.GetSize()) +
                                      " int32_t; each needs 8 per block = " + opsdk_ascendc::S(need));
     }
-    if (L.barrier == nullptr) throw opsdk_ascendc::NeedsAllBlocks();
+    if (L.barrier == nullptr && !mix) throw opsdk_ascendc::NeedsAllBlocks();
+    if (mix && !L.cross->allBlocks) throw opsdk_ascendc::NeedsAllBlocks();
     AscendC::PipeBarrier<PIPE_ALL>(loc);
+    const int64_t slot = mix && !isAIVOnly ? AscendC::GetBlockIdx() : b.idx;
     {
         opsdk_ascendc::Issue is(api, opsdk_ascendc::Pipe::MTE3, loc);
         ubWorkspace.Span(api, "ubWorkspace", 0, need);
-        int32_t* mine = gmWorkspace.ptr_ + b.idx * 8;
+        int32_t* mine = gmWorkspace.ptr_ + slot * 8;
         opsdk_ascendc::FindGm(api, mine, 32, "writes");
         ++b.syncAlls;
         if (*mine != b.syncAlls - 1) {
-            opsdk_ascendc::Fail(api, "gmWorkspace[" + std::to_string(b.idx * 8) + "] (this block's count) is " +
+            opsdk_ascendc::Fail(api, "gmWorkspace[" + std::to_string(slot * 8) + "] (this block's count) is " +
                                          std::to_string(*mine) + " at barrier " + std::to_string(b.syncAlls) +
                                          "; it must start at 0: zero the workspace before the launch");
         }
         *mine = b.syncAlls;
     }
-    opsdk_ascendc::PassBarrier(L, api);
+    if (mix) {
+        opsdk_ascendc::MixSyncAll(true, api, loc);
+    } else {
+        opsdk_ascendc::PassBarrier(L, api);
+    }
     AscendC::PipeBarrier<PIPE_ALL>(loc);
 }
 
@@ -110,6 +131,10 @@ template <bool isAIVOnly = true> inline void SyncAll(opsdk_ascendc::Loc loc = {}
 #if OPSDK_AICORE_ARCH == 220
     opsdk_ascendc::Launch& L = *opsdk_ascendc::Cur().launch;
     AscendC::PipeBarrier<PIPE_ALL>(loc);
+    if (L.mixType >= 0) {  // the cores of the caller's type, or (isAIVOnly false) every core
+        opsdk_ascendc::MixSyncAll(isAIVOnly, "SyncAll", loc);
+        return;
+    }
     if (L.blockNum == 1) return;
     if (L.barrier == nullptr) throw opsdk_ascendc::NeedsAllBlocks();
     opsdk_ascendc::PassBarrier(L, "SyncAll");
