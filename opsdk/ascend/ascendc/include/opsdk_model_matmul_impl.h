@@ -296,10 +296,8 @@ inline void OpsdkRegistMatmul(TPipe* pipe, const opsdk_ascendc::Loc& loc, MM& mm
     if constexpr (sizeof...(Rest) > 0) OpsdkRegistNext(pipe, loc, mm, std::forward<Rest>(rest)...);
 }
 
-#ifndef OPSDK_HAS_SYS_WORKSPACE_PTR
-// The system workspace the Matmul API's messages use on 220 (AIC-only kernels do not need it).
-inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
-#endif
+// GetSysWorkSpacePtr(), the system workspace REGIST_MATMUL_OBJ takes, is the launch's
+// (opsdk_model_mix.h).
 
 }  // namespace AscendC
 
