@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
@@ -98,6 +99,9 @@ class AicoreKernel:
     needs_same_shape: bool = True
     #: ``applicable(shapes, attrs) -> reason or None`` of a hand-written kernel
     applicable: Callable[..., str | None] | None = None
+    #: a hand-written kernel's tiling module when it computes its own facts and data layouts
+    #: (``call_facts``, ``tiling_problem``, ``kernel_inputs``, ``kernel_outputs``, ``CORES``)
+    host: Any = None
 
 
 @dataclass

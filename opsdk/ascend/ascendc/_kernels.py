@@ -70,7 +70,8 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
                                 tiling, names,
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
-                                applicable=getattr(module, "applicable", None))
+                                applicable=getattr(module, "applicable", None),
+                                host=module if hasattr(module, "call_facts") else None)
     tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
 

@@ -63,9 +63,12 @@ class Tiling:
     fields: tuple[TilingField, ...]
     steps: tuple[tuple[str, str], ...]
     block_dim: str
+    #: facts beyond :data:`FACTS` that the kernel's tiling module computes per call
+    #: (``call_facts``); such a tiling has no C++ form for the op_host yet
+    facts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        known = set(FACTS)
+        known = set(FACTS) | set(self.facts)
         for name, expr in self.steps:
             for used in _names(self.op, expr):
                 if used not in known:
