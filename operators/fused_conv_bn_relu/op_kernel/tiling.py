@@ -116,7 +116,8 @@ def _windows(t):  # type: ignore[no-untyped-def]
             rows = -(-t["mExt"] // t["colsT"])  # virtual output rows of the tile
             out = []
             for first, count, step, span, pad, size in (
-                    (rt * t["rowsT"], rows, t["sh"], (t["kh"] - 1) * t["dh"] + 1, t["pt"], t["hIn"]),
+                    (rt * t["rowsT"], rows, t["sh"], (t["kh"] - 1) * t["dh"] + 1, t["pt"],
+                     t["hIn"]),
                     (ct * t["colsT"], t["colsT"], t["sw"], (t["kw"] - 1) * t["dw"] + 1, t["pl"],
                      t["wIn"])):
                 lo = first * step - pad

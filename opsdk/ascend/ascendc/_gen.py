@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 

@@ -237,7 +237,8 @@ class AscendcModel:
         why = host.tiling_problem(values)
         if why:
             raise DeviceUnavailable(f"{self.device}: {self.kernel.op}'s AI Core kernel on "
-                                    f"{self.soc_name}: {why} (on the NPU such a node runs on AI CPU)")
+                                    f"{self.soc_name}: {why} (on the NPU such a node runs on "
+                                    "AI CPU)")
         first = next(a for a in arrays if a is not None)
         laid = host.kernel_inputs(arrays, attrs, values)
         self._execute(dtype_name(first.dtype), laid, block_dim,
