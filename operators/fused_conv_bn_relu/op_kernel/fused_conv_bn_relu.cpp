@@ -6,7 +6,8 @@
 // the feature map, then C0 columns holding the bias in the first); y goes out as (N, OH * OW, M).
 //
 // A tile is rowsT x colsT output positions of one image and group times baseN output channels;
-// the blocks take the tiles round-robin. Per tile the accumulator in L0C starts as the bias: a
+// each block takes a run of tileNum tiles, ordered so that the run shares its weights, which
+// stay in L1 (wRes) when they fit in half of it. Per tile the accumulator in L0C starts as the bias: a
 // column of ones (LoadData 3Dv2 of a window wholly in the padding, padding value 1) times the
 // bias row. Then for each C1 block of input channels the feature-map window goes GM -> A1 and,
 // in K steps of kTaps filter taps, img2col (LoadData 3Dv2) unfolds it into A2 while the weights
@@ -25,7 +26,7 @@ constexpr uint32_t SMALL_MMAD_FRACTALS = 10;
 struct ConvShape {
     uint64_t imgs, c1, hIn, wIn, mg, mTotal, kh, kw, oh, ow, sh, sw, dh, dw, pt, pl, group;
     uint64_t taps, kTaps, baseN, nTiles, rowsT, colsT, rowTiles, colTiles, mExt, wCols, tiles;
-    uint64_t bufs, a1Bytes, b1Bytes, a2Bytes, cBytes;
+    uint64_t bufs, a1Bytes, b1Bytes, a2Bytes, b2Bytes, cBytes, wRes, tileNum;
 };
 
 // The img2col window of a tile along one axis: the input rows (or columns) it reads from the
@@ -55,9 +56,9 @@ public:
         yGm_.SetGlobalBuffer((__gm__ T*)y, s.imgs / s.group * s.oh * s.ow * s.mTotal);
         const uint8_t bufs = static_cast<uint8_t>(s.bufs);
         pipe_.InitBuffer(a1Que_, bufs, static_cast<uint32_t>(s.a1Bytes));
-        pipe_.InitBuffer(b1Que_, bufs, static_cast<uint32_t>(s.b1Bytes));
+        pipe_.InitBuffer(b1Que_, s.wRes ? 1 : bufs, static_cast<uint32_t>(s.b1Bytes));
         pipe_.InitBuffer(a2Que_, bufs, static_cast<uint32_t>(s.a2Bytes));
-        pipe_.InitBuffer(b2Que_, bufs, static_cast<uint32_t>(s.b1Bytes));
+        pipe_.InitBuffer(b2Que_, bufs, static_cast<uint32_t>(s.b2Bytes));
         pipe_.InitBuffer(cQue_, bufs, static_cast<uint32_t>(s.cBytes));
         pipe_.InitBuffer(onesBuf_, 512);
         small_ = (s.mExt / 16) * (s.baseN / 16) < SMALL_MMAD_FRACTALS;
@@ -70,24 +71,34 @@ public:
         DataCopy(ones_, xGm_, C0);
         SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
         WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
-        for (uint64_t t = GetBlockIdx(); t < s_.tiles; t += GetBlockNum()) {
+        const uint64_t first = GetBlockIdx() * s_.tileNum;
+        const uint64_t end = first + s_.tileNum < s_.tiles ? first + s_.tileNum : s_.tiles;
+        for (uint64_t t = first; t < end; ++t) {
             Tile(t);
+        }
+        if (panelRow_ != NONE) {
+            b1Que_.FreeTensor(panel_);
         }
     }
 
 private:
     static constexpr uint64_t C0 = 32 / sizeof(T);
+    static constexpr uint64_t NONE = ~0ULL;
 
     __aicore__ inline void Tile(uint64_t t)
     {
-        const uint64_t nt = t % s_.nTiles;
-        uint64_t r = t / s_.nTiles;
-        const uint64_t ct = r % s_.colTiles;
-        r /= s_.colTiles;
+        // tile t: (group, channel tile) slowest, so that a block's tiles share their weights
+        const uint64_t images = s_.imgs / s_.group;
+        const uint64_t ow0 = (t % s_.colTiles) * s_.colsT;
+        uint64_t r = t / s_.colTiles;
         const uint64_t oh0 = (r % s_.rowTiles) * s_.rowsT;
-        const uint64_t img = r / s_.rowTiles;
-        const uint64_t ow0 = ct * s_.colsT;
-        const uint64_t wRow = ((img % s_.group) * s_.nTiles + nt) * s_.baseN;  // first weight row
+        r /= s_.rowTiles;
+        const uint64_t img = (r % images) * s_.group + r / images / s_.nTiles;
+        const uint64_t nt = (r / images) % s_.nTiles;
+        const uint64_t wRow = (r / images) * s_.baseN;  // first weight row: (group, nt)
+        if (s_.wRes && wRow != panelRow_) {
+            LoadPanel(wRow);
+        }
         LocalTensor<float> acc = cQue_.AllocTensor<float>();
         Bias(acc, wRow);
         const Span rows = WindowOf(oh0, (s_.mExt + s_.colsT - 1) / s_.colsT, s_.sh, s_.kh, s_.dh, s_.pt, s_.hIn);
@@ -183,9 +194,40 @@ private:
         a2Que_.EnQue(a2);
     }
 
-    // Weight rows [wRow, wRow + baseN), columns [k, k + kExt): GM -> B1 (Nd2Nz) -> B2.
+    // The weights of rows [wRow, wRow + baseN), all columns, into B1 for the tiles that use them.
+    __aicore__ inline void LoadPanel(uint64_t wRow)
+    {
+        if (panelRow_ != NONE) {
+            b1Que_.FreeTensor(panel_);
+        }
+        panel_ = b1Que_.AllocTensor<T>();
+        Nd2NzParams nd;
+        nd.ndNum = 1;
+        nd.nValue = static_cast<uint16_t>(s_.baseN);
+        nd.dValue = static_cast<uint16_t>(s_.wCols);
+        nd.srcDValue = static_cast<uint16_t>(s_.wCols);
+        nd.dstNzC0Stride = static_cast<uint16_t>(s_.baseN);
+        nd.dstNzNStride = 1;
+        DataCopy(panel_, wGm_[wRow * s_.wCols], nd);
+        b1Que_.EnQue(panel_);
+        panel_ = b1Que_.DeQue<T>();
+        panelRow_ = wRow;
+    }
+
+    // Weight rows [wRow, wRow + baseN), columns [k, k + kExt) into B2: from the panel in B1, or
+    // GM -> B1 (Nd2Nz) -> B2.
     __aicore__ inline void LoadWeights(uint64_t wRow, uint64_t k, uint64_t kExt)
     {
+        LoadData2DParams load;
+        load.repeatTimes = static_cast<uint8_t>((kExt / C0) * (s_.baseN / 16));
+        load.srcStride = 1;
+        if (s_.wRes) {
+            LocalTensor<T> b2 = b2Que_.AllocTensor<T>();
+            load.startIndex = static_cast<uint16_t>((k / C0) * (s_.baseN / 16));
+            LoadData(b2, panel_, load);
+            b2Que_.EnQue(b2);
+            return;
+        }
         LocalTensor<T> b1 = b1Que_.AllocTensor<T>();
         Nd2NzParams nd;
         nd.ndNum = 1;
@@ -198,9 +240,6 @@ private:
         b1Que_.EnQue(b1);
         b1 = b1Que_.DeQue<T>();
         LocalTensor<T> b2 = b2Que_.AllocTensor<T>();
-        LoadData2DParams load;
-        load.repeatTimes = static_cast<uint8_t>((kExt / C0) * (s_.baseN / 16));
-        load.srcStride = 1;
         LoadData(b2, b1, load);
         b2Que_.EnQue(b2);
         b1Que_.FreeTensor(b1);
@@ -231,6 +270,8 @@ private:
     TQue<TPosition::CO1, 1> cQue_;
     TBuf<TPosition::A1> onesBuf_;
     LocalTensor<T> ones_;
+    LocalTensor<T> panel_;
+    uint64_t panelRow_ = NONE;
     GlobalTensor<T> xGm_;
     GlobalTensor<T> wGm_;
     GlobalTensor<T> yGm_;
@@ -246,7 +287,7 @@ extern "C" __global__ __aicore__ void fused_conv_bn_relu(GM_ADDR x, GM_ADDR w, G
     const ConvShape s = {t.imgs, t.c1, t.hIn, t.wIn, t.mg, t.mTotal, t.kh, t.kw, t.oh, t.ow, t.sh, t.sw,
                          t.dh, t.dw, t.pt, t.pl, static_cast<uint64_t>(t.group), t.taps, t.kTaps, t.baseN,
                          t.nTiles, t.rowsT, t.colsT, t.rowTiles, t.colTiles, t.mExt, t.wCols, t.tiles, t.bufs,
-                         t.a1Bytes, t.b1Bytes, t.a2Bytes, t.cBytes};
+                         t.a1Bytes, t.b1Bytes, t.a2Bytes, t.b2Bytes, t.cBytes, t.wRes, t.tileNum};
     KernelConv<DTYPE_X> op;
     op.Init(x, w, y, s);
     op.Process();

@@ -38,7 +38,7 @@ FACTS = ("imgs", "cg", "hIn", "wIn", "mg", "mTotal", "kh", "kw", "oh", "ow", "sh
 _FIELDS = ("imgs", "c1", "hIn", "wIn", "mg", "mTotal", "kh", "kw", "oh", "ow", "sh", "sw", "dh",
            "dw", "pt", "pl", "taps", "kTaps", "baseN", "nTiles", "rowsT", "colsT", "rowTiles",
            "colTiles", "mExt", "wCols", "tiles", "bufs", "a1Bytes", "b1Bytes", "a2Bytes",
-           "cBytes")
+           "b2Bytes", "cBytes", "wRes")
 
 
 def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -> Tiling:
@@ -46,7 +46,7 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
 
     Example:
         >>> tiling_for(64, 64, 0, 0).block_dim
-        'min2(coreNum, tiles)'
+        'ceildiv(tiles, tileNum)'
     """
     steps = (
         ("c0", "floordiv(32, typeBytes)"),
@@ -59,16 +59,20 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
         ("colTiles", f"ceildiv(ow, {mCap})"),
         ("colsT", "pick(le(colTiles, 1), ow, alignup(ceildiv(ow, colTiles), 16))"),
         ("rowFit", f"max2(1, floordiv({mCap}, colsT))"),
-        # L1: the feature-map window (rowsIn x colsIn x 32 bytes) and the weights' K step, each
-        # bufs times, and the 512 bytes of the ones tile
         ("colsIn", "(colsT - 1) * sw + (kw - 1) * dw + 1"),
         ("spanH", "(kh - 1) * dh + 1"),
+        # L0A and L0B: bufs K steps of kTaps filter taps (32 bytes of k each)
         ("kTapsL0", "min2(floordiv(l0aBytes, bufs * 32 * alignup(rowFit * colsT, 16)), "
                     "floordiv(l0bBytes, bufs * 32 * baseN))"),
         ("kTaps", f"max2(1, min2(min2(taps, kTapsL0), pick({kCap}, {kCap}, taps)))"),
-        # L1: bufs feature-map windows (rows x colsIn x 32 bytes, up to 16 positions more than
-        # the tile for the 16-row fractals) and bufs weight K steps, and the ones tile's 512 bytes
-        ("l1Left", "l1Bytes - 512 - bufs * baseN * kTaps * 32"),
+        # L1: the weights of a tile's output channels stay there when they take at most half
+        # of it (wRes: loaded once per block and channel tile), else bufs K steps of them; then
+        # bufs feature-map windows (rows x colsIn x 32 bytes, up to 16 positions more than the
+        # tile for the 16-row fractals) and the ones tile's 512 bytes
+        ("wCols", "c1 * taps * c0 + c0"),
+        ("wRes", "le(2 * baseN * wCols * typeBytes, l1Bytes)"),
+        ("b1Bytes", "pick(wRes, baseN * wCols * typeBytes, baseN * kTaps * 32)"),
+        ("l1Left", "l1Bytes - 512 - pick(wRes, b1Bytes, bufs * b1Bytes)"),
         ("rowsInMax", "floordiv(l1Left, bufs * 32 * colsIn)"),
         ("extraRows", "ceildiv(16, colsT)"),
         ("rowsL1", "pick(le(spanH + extraRows * sh, rowsInMax + sh), "
@@ -78,16 +82,15 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
         ("rowsT", "ceildiv(oh, rowTiles)"),
         ("mExt", "alignup(rowsT * colsT, 16)"),
         ("a1Bytes", "((ceildiv(mExt, colsT) - 1) * sh + spanH) * colsIn * 32"),
-        ("b1Bytes", "baseN * kTaps * 32"),
+        ("b2Bytes", "baseN * kTaps * 32"),
         ("a2Bytes", "mExt * kTaps * 32"),
         ("cBytes", "mExt * baseN * 4"),
-        ("wCols", "c1 * taps * c0 + c0"),
         ("tiles", "imgs * rowTiles * colTiles * nTiles"),
         ("tileNum", "ceildiv(tiles, min2(coreNum, tiles))"),
     )
     fields = tuple(TilingField(f) for f in _FIELDS) + (TilingField("tileNum", "uint32_t"),)
     return Tiling("FusedConvBnRelu", fields=fields, steps=steps,
-                  block_dim="min2(coreNum, tiles)", facts=FACTS)
+                  block_dim="ceildiv(tiles, tileNum)", facts=FACTS)
 
 
 TILING = tiling_for(**KNOBS)
@@ -131,9 +134,10 @@ def tiling_problem(t):  # type: ignore[no-untyped-def]
     """Why the Cube kernel cannot take a call with tiling values ``t`` (None: it can): a
     buffer past its position's capacity, or an img2col window LoadData 3Dv2 cannot describe."""
     for pos, need, have in (
-            ("A1/B1 (L1)", t["bufs"] * (t["a1Bytes"] + t["b1Bytes"]) + 512, t["l1Bytes"]),
+            ("A1/B1 (L1)", t["bufs"] * t["a1Bytes"] + (1 if t["wRes"] else t["bufs"]) * t["b1Bytes"]
+             + 512, t["l1Bytes"]),
             ("A2 (L0A)", t["bufs"] * t["a2Bytes"], t["l0aBytes"]),
-            ("B2 (L0B)", t["bufs"] * t["b1Bytes"], t["l0bBytes"]),
+            ("B2 (L0B)", t["bufs"] * t["b2Bytes"], t["l0bBytes"]),
             ("CO1 (L0C)", t["bufs"] * t["cBytes"], t["l0cBytes"])):
         if need > have:
             return (f"its smallest tile needs {need} bytes of {pos}, which holds {have} (the "
