@@ -22,7 +22,9 @@ per Mmad, kCap the taps per K step (0: as many as L0A/L0B hold), dbuf 1 double-b
 L1/L0 queue. Read by opsdk for the model run and by ``opsdk tune`` (:func:`tiling_for`).
 """
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -93,7 +95,31 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
                   block_dim="ceildiv(tiles, tileNum)", facts=FACTS)
 
 
-TILING = tiling_for(**KNOBS)
+def candidates():  # type: ignore[no-untyped-def]
+    """The knob sets ``opsdk tune`` tries, today's first (L1/L0 overflows are dropped)."""
+    space = [(128, 128, 1), (256, 64, 1), (64, 128, 1), (128, 64, 1), (64, 64, 1),
+             (128, 32, 1), (256, 32, 1), (64, 32, 1), (128, 16, 1), (256, 128, 0),
+             (128, 128, 0), (128, 32, 0)]
+    return [{"mCap": m, "nCap": n, "kCap": 0, "dbuf": d} for m, n, d in space]
+
+
+#: The calls ``opsdk tune`` estimates: large convs of the corpus (ResNet-18, YOLOv8n).
+TUNE_CALLS = (
+    {"shapes": [(1, 64, 56, 56), (64, 64, 3, 3), (64,)], "attrs": {"pads": [1, 1, 1, 1]}},
+    {"shapes": [(1, 256, 14, 14), (256, 256, 3, 3), (256,)], "attrs": {"pads": [1, 1, 1, 1]}},
+    {"shapes": [(1, 96, 80, 80), (24, 96, 3, 3), (24,)], "attrs": {"pads": [1, 1, 1, 1]}},
+)
+
+
+def _tuned():  # type: ignore[no-untyped-def]
+    """The knobs ``opsdk tune`` wrote to the operator's tuning.json, else the defaults."""
+    path = Path(__file__).resolve().parent.parent / "tuning.json"
+    if path.is_file():
+        return {**KNOBS, **json.loads(path.read_text())["knobs"]}
+    return dict(KNOBS)
+
+
+TILING = tiling_for(**_tuned())
 
 
 def call_facts(shapes, attrs, capacities):  # type: ignore[no-untyped-def]

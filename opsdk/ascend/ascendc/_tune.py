@@ -32,6 +32,7 @@ from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...spec import OpSpec
 from ._gen import BUFFER_NUM, TuningRow
+from ._tune_cube import CubeTuneResult
 from ._tuning_file import TUNING_FILE, read_tuning
 
 __all__ = ["TUNING_FILE", "TuneResult", "read_tuning", "tune", "candidates"]
@@ -202,11 +203,12 @@ def tune(
     write: bool = True,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
-) -> TuneResult:
+) -> TuneResult | CubeTuneResult:
     """Search the tiling of operator ``name``'s generated AI Core kernel per shape bucket
     (``sizes``: elements of the first input, the buckets' upper ends) by the estimate on
     ``soc``, and write the table to the operator's ``tuning.json`` (``force`` replaces a
-    different one).
+    different one). A hand-written Cube kernel whose tiling module has knobs (FusedConvBnRelu)
+    is searched over its knobs on its own calls instead (:mod:`._tune_cube`; ``sizes`` unused).
 
     Example:
         >>> r = tune("ThresholdedRelu", sizes=[4096, 65536], write=False)  # doctest: +SKIP
@@ -222,6 +224,11 @@ def tune(
     spec, folder = info.spec, Path(info.folder)
     _check_sizes_fit(spec, dtype, max(sizes or DEFAULT_SIZES))
     current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
+    if current.origin != "generated" and hasattr(current.host, "tiling_for"):
+        from ._tune_cube import tune_cube
+
+        return tune_cube(spec, folder, current, soc=soc, dtype=dtype, costs=costs,
+                         write=write, force=force, progress=progress)
     if current.origin != "generated":
         raise OpsdkError(
             f"{spec.name}: the AI Core kernel is hand-written ({current.origin}); opsdk tune "
