@@ -54,7 +54,7 @@ def error_bound(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: dict[str, An
     import sys as _sys
 
     _sys.path.insert(0, str(FOLDER))
-    from reference import reference  # type: ignore[import-not-found]
+    from reference import reference
 
     mag = reference(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64),
                     np.abs(b).astype(np.float64), **attrs)

@@ -40,7 +40,7 @@ REFUSED: dict[str, str] = {}
 
 def _reference() -> Any:
     sys.path.insert(0, str(FOLDER))
-    from reference import reference  # type: ignore[import-not-found]
+    from reference import reference
 
     return reference
 
@@ -180,7 +180,8 @@ def _mutant_folder(tmp: Path, old: str, new: str) -> Path:
     return folder
 
 
-def _mutant_call(which: str | None) -> tuple[list[np.ndarray], dict[str, Any]]:
+def _mutant_call(which: str | None) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray],
+                                             dict[str, Any]]:
     """A call where the mutated line matters: 128 output channels, a 3x3 filter and 16x16
     outputs (tiles of 128 x 128, L0A and L0B full with double buffering, weights resident in
     L1); "streamed": weights too large to stay in L1 (the ones tile is the first MTE2 -> MTE1
@@ -189,8 +190,8 @@ def _mutant_call(which: str | None) -> tuple[list[np.ndarray], dict[str, Any]]:
     c, m, side = {"small": (16, 16, 4), "streamed": (128, 128, 6)}.get(which or "", (32, 128, 16))
     x = rng.uniform(-1, 1, (1, c, side, side)).astype(np.float16)
     w = rng.uniform(-1, 1, (m, c, 3, 3)).astype(np.float16)
-    b = rng.uniform(-1, 1, w.shape[0]).astype(np.float16)
-    return [x, w, b], {"pads": [1, 1, 1, 1]}
+    b = rng.uniform(-1, 1, (w.shape[0],)).astype(np.float16)
+    return (x, w, b), {"pads": [1, 1, 1, 1]}
 
 
 def test_mutants_are_caught_and_the_kernel_is_not(tmp_path: Path, model: AscendcModel) -> None:
@@ -237,10 +238,10 @@ def candidates():
             {"mCap": 64, "nCap": 32, "kCap": 2, "dbuf": 0}]
 
 
-TUNE_CALLS = ({"shapes": [(1, 32, 16, 16), (64, 32, 3, 3), (64,)], "attrs": {"pads": [1, 1, 1, 1]}},)
+TUNE_CALLS = ({"shapes": [(1, 32, 16, 16), (256, 32, 3, 3), (256,)], "attrs": {"pads": [1, 1, 1, 1]}},)
 ''')
     spec = load_spec(folder)
-    picks = []
+    picks: list[dict[str, int]] = []
     for _ in range(2):
         kernel = aicore_kernel(spec, folder)
         r = tune_cube(spec, folder, kernel, soc="Ascend910B3", dtype="float16", write=not picks)
