@@ -88,16 +88,32 @@ def run_one(op: Any, shape: dict[str, Any], dtype: str) -> dict[str, Any]:
             "macs": int(np.prod(ref.shape) * w.shape[1] * w.shape[2] * w.shape[3])}
 
 
+#: The "large" corpus shapes of docs/benchmarks.md: at least this many multiply-adds.
+LARGE_MACS = 50_000_000
+
+
 def markdown(rows: list[dict[str, Any]], soc: str) -> str:
-    """The table of docs/benchmarks.md."""
-    lines = ["| SoC | shape | dtype | us (estimate) | bound | M (Cube) | MTE1 | MTE2 | FIX | "
-             "blockDim |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["status"] != "pass":
+    """The table of docs/benchmarks.md (the large shapes) and a summary of every row."""
+    lines = ["| SoC | shape | dtype | MACs (M) | us (estimate) | bound | M (Cube) | MTE1 | MTE2 | "
+             "FIX | blockDim |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: -r.get("macs", 0)):
+        if r["status"] != "pass" or r["macs"] < LARGE_MACS:
             continue
-        lines.append(f"| {soc} | {r['label']} | {r['dtype']} | {r['us']:.1f} | {r['bound']} | "
-                     f"{r['cube']:.0%} | {r['mte1']:.0%} | {r['mte2']:.0%} | {r['fix']:.0%} | "
-                     f"{r['blockDim']} |")
+        lines.append(f"| {soc} | {r['label']} | {r['dtype']} | {r['macs'] / 1e6:.0f} | "
+                     f"{r['us']:.1f} | {r['bound']} | {r['cube']:.0%} | {r['mte1']:.0%} | "
+                     f"{r['mte2']:.0%} | {r['fix']:.0%} | {r['blockDim']} |")
+    passed = [r for r in rows if r["status"] == "pass"]
+    bounds: dict[str, int] = {}
+    for r in passed:
+        bounds[r["bound"]] = bounds.get(r["bound"], 0) + 1
+    cube = sorted(r["cube"] for r in passed)
+    lines.append("")
+    lines.append(f"{len(passed)} of {len(rows)} shapes pass, "
+                 f"{sum(r['status'] == 'refused' for r in rows)} refused, "
+                 f"{sum(r['status'] == 'fail' for r in rows)} fail; bounds: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(bounds.items()))
+                 + (f"; Cube busy median {cube[len(cube) // 2]:.0%}, max {cube[-1]:.0%}"
+                    if cube else ""))
     return "\n".join(lines)
 
 
@@ -108,9 +124,13 @@ def main() -> int:
     ap.add_argument("--only", default="", help="shapes whose label contains this")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("--markdown", action="store_true", help="print the docs table")
+    ap.add_argument("--from-json", default="", help="print the table of rows written before")
     args = ap.parse_args()
     from opsdk.ascend.ascendc.model import AscendcModel
 
+    if args.from_json:
+        print(markdown(json.loads(Path(args.from_json).read_text()), args.soc))
+        return 0
     op = AscendcModel(FOLDER, soc=args.soc)
     rows = []
     for shape in corpus_shapes():
