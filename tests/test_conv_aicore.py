@@ -89,6 +89,13 @@ def test_without_bias_and_batch(model: AscendcModel) -> None:
                                "group": 1})
 
 
+def test_empty_batch(model: AscendcModel) -> None:
+    """N = 0: one block that computes nothing (the launch needs blockDim >= 1)."""
+    y = model.run([np.zeros((0, 4, 5, 5), np.float16), np.ones((4, 4, 3, 3), np.float16),
+                   None], {})[0]
+    assert y.shape == (0, 4, 3, 3)
+
+
 def test_nan_and_relu(model: AscendcModel) -> None:
     """ReLU in Fixpipe: negative sums become 0, NaN stays NaN (as the reference)."""
     x = np.ones((1, 16, 4, 4), np.float32)

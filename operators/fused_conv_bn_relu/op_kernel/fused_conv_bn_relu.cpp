@@ -66,6 +66,9 @@ public:
 
     __aicore__ inline void Process()
     {
+        if (s_.tiles == 0) {
+            return;  // an empty batch: nothing to compute (the one block reads nothing)
+        }
         // the ones tile's feature map: any 32 bytes, LoadData reads only its padding
         ones_ = onesBuf_.Get<T>();
         DataCopy(ones_, xGm_, C0);

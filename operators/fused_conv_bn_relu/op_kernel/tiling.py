@@ -48,7 +48,7 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
 
     Example:
         >>> tiling_for(64, 64, 0, 0).block_dim
-        'ceildiv(tiles, tileNum)'
+        'max2(1, ceildiv(tiles, tileNum))'
     """
     steps = (
         ("c0", "floordiv(32, typeBytes)"),
@@ -88,11 +88,11 @@ def tiling_for(mCap: int = 128, nCap: int = 128, kCap: int = 0, dbuf: int = 1) -
         ("a2Bytes", "mExt * kTaps * 32"),
         ("cBytes", "mExt * baseN * 4"),
         ("tiles", "imgs * rowTiles * colTiles * nTiles"),
-        ("tileNum", "ceildiv(tiles, min2(coreNum, tiles))"),
+        ("tileNum", "ceildiv(tiles, max2(1, min2(coreNum, tiles)))"),
     )
     fields = tuple(TilingField(f) for f in _FIELDS) + (TilingField("tileNum", "uint32_t"),)
     return Tiling("FusedConvBnRelu", fields=fields, steps=steps,
-                  block_dim="ceildiv(tiles, tileNum)", facts=FACTS)
+                  block_dim="max2(1, ceildiv(tiles, tileNum))", facts=FACTS)
 
 
 def candidates():  # type: ignore[no-untyped-def]
