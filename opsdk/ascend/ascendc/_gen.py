@@ -30,6 +30,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from onnx import AttributeProto, FunctionProto, NodeProto, numpy_helper
 
@@ -108,6 +109,9 @@ class AicoreKernel:
     #: ``constraint(params, shapes, soc) -> reason or None`` of a hand-written kernel's
     #: search parameters (``opsdk tune``)
     constraint: Callable[..., str | None] | None = None
+    #: a hand-written kernel's tiling module when it computes its own facts and data layouts
+    #: (``call_facts``, ``tiling_problem``, ``kernel_inputs``, ``kernel_outputs``, ``CORES``)
+    host: Any = None
 
 
 @dataclass

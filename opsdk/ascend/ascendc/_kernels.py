@@ -85,7 +85,8 @@ def aicore_kernel(spec: OpSpec, folder: str | Path | None = None, tuned: bool = 
                                 "DTYPE_" + spec.inputs[0].name.upper(), str(src),
                                 needs_same_shape=False,
                                 applicable=getattr(module, "applicable", None),
-                                constraint=getattr(module, "constraint", None))
+                                constraint=getattr(module, "constraint", None),
+                                host=module if hasattr(module, "call_facts") else None)
     tuning = read_tuning(Path(folder), spec.name) if folder is not None and tuned else None
     return generate(spec, BANNER, tuning)
 
@@ -230,6 +231,8 @@ def project_sources(spec: OpSpec, op: CannOp, folder: str | Path | None = None
         kernel = aicore_kernel(spec, folder)
     except GenerateRefused:
         return {}, ""
+    if kernel.tiling.facts:  # a tiling that runs in Python only: no op_host form
+        return {}, ""
     return kernel_sources(spec, op, kernel)
 
 
@@ -238,6 +241,14 @@ def kernel_sources(spec: OpSpec, op: CannOp, kernel: AicoreKernel) -> tuple[dict
     under the project's names, checked against the package's SoCs, and its TilingFunc
     statements."""
     check_socs_have(spec, kernel, op.socs)
+    if kernel.tiling.facts:
+        from ..socs import CannArgError
+
+        raise CannArgError(
+            f"{spec.name}: its AI Core kernel ({kernel.origin}) computes the tiling facts "
+            f"{', '.join(kernel.tiling.facts)} and its operand layouts in Python "
+            "(op_kernel/tiling.py), which the generated op_host cannot run; build it with "
+            "--engine aicpu (or --engine auto, which picks AI CPU for it)")
     source = re.sub(rf"__aicore__ void {kernel.snake}\(", f"__aicore__ void {op.snake}(",
                     kernel.source)
     if kernel.origin != "generated":

@@ -71,6 +71,9 @@ class Tiling:
     steps: tuple[tuple[str, str], ...]
     block_dim: str
     search: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    #: facts beyond :data:`FACTS` that the kernel's tiling module computes per call
+    #: (``call_facts``); such a tiling has no C++ form for the op_host yet
+    facts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "search", {k: tuple(v) for k, v in dict(self.search).items()})
@@ -81,7 +84,7 @@ class Tiling:
                     f"{self.op}: search parameter {name!r} = {list(values)}: a parameter is a "
                     f"new name (not one of {', '.join(FACTS)}) with a non-empty list of "
                     "integers >= 0, the first one its default")
-        known = set(FACTS) | set(self.search)
+        known = set(FACTS) | set(self.search) | set(self.facts)
         for name, expr in self.steps:
             for used in _names(self.op, expr):
                 if used not in known:

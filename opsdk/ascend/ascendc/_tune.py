@@ -36,6 +36,7 @@ from ...dtypes import DTYPES
 from ...errors import OpsdkError
 from ...spec import OpSpec
 from ._gen import BUFFER_NUM, AicoreKernel, TuningRow
+from ._tune_cube import CubeTuneResult
 from ._tuning_file import TUNING_FILE, read_tuning
 
 __all__ = ["TUNING_FILE", "TuneResult", "read_tuning", "tune", "candidates", "ParamRow",
@@ -243,12 +244,14 @@ def tune(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     folder: str | Path | None = None,
-) -> TuneResult:
+) -> TuneResult | CubeTuneResult:
     """Search the tiling of operator ``name``'s AI Core kernel per shape bucket (``sizes``:
     elements of each input, 1-D, the buckets' upper ends) by the estimate on ``soc``, and
     write the table to the operator's ``tuning.json`` (``force`` replaces a different one).
     A generated kernel's parameters are opsdk's; a hand-written one's, those its tiling.py
-    declares. ``folder``: the operator's folder (default: the registry's ``name``).
+    declares. ``folder``: the operator's folder (default: the registry's ``name``). A
+    hand-written Cube kernel whose tiling module has knobs (FusedConvBnRelu) is searched over
+    its knobs on its own calls instead (:mod:`._tune_cube`; ``sizes`` unused).
 
     Example:
         >>> r = tune("ThresholdedRelu", sizes=[4096, 65536], write=False)  # doctest: +SKIP
@@ -269,6 +272,11 @@ def tune(
         spec, folder = load_spec(folder), Path(folder)
     _check_sizes_fit(spec, dtype, max(sizes or DEFAULT_SIZES))
     current = aicore_kernel(spec, folder, tuned=False)  # a broken tuning.json is replaceable
+    if current.origin != "generated" and hasattr(current.host, "tiling_for"):
+        from ._tune_cube import tune_cube
+
+        return tune_cube(spec, folder, current, soc=soc, dtype=dtype, costs=costs,
+                         write=write, force=force, progress=progress)
     sizes = sorted(set(sizes or DEFAULT_SIZES))
     if not sizes or sizes[0] < 1:
         raise OpsdkError(f"tune {spec.name}: --sizes must be positive element counts, got {sizes}")

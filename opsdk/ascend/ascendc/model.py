@@ -102,6 +102,10 @@ class AscendcModel:
         self.soc_name = soc
         self.ub_bytes, self.cores = core_resources(soc)
         self.cxx = cxx
+        if self._cube_kernel:  # a Cube kernel: one block per AI Core (its Cube unit)
+            from ..socs import soc_facts
+
+            self.cores = int(soc_facts(soc)["cube_cores"])
         self.seed, self.threads = seed, threads
         self._libs: dict[str, Any] = {}
         self._calls = 0
@@ -110,6 +114,10 @@ class AscendcModel:
 
     def __repr__(self) -> str:
         return f"<opsdk AI Core kernel of {self.spec.name} on the Ascend C model ({self.soc})>"
+
+    @property
+    def _cube_kernel(self) -> bool:
+        return getattr(self.kernel.host, "CORES", "aiv") == "aic"
 
     @property
     def source(self) -> str:
@@ -213,8 +221,37 @@ class AscendcModel:
                  "typeBytes": first.dtype.itemsize,  # input 0's dtype, as the op_host reads it
                  "rowInputs": sum(1 << i for i, a in enumerate(arrays)
                                   if a is not None and a.size < total)}
+        if self.kernel.host is not None:
+            return self._run_host(arrays, facts, resolved, total)
         self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
+
+    def _run_host(self, arrays: list[np.ndarray | None], facts: dict[str, int],
+                  attrs: dict[str, Any], total: int) -> list[np.ndarray]:
+        """A kernel whose tiling module computes its facts and data layouts (a Cube kernel
+        taking NC1HWC0-style operands): facts, tiling, layouts in, launch, layouts out."""
+        from ..socs import soc_facts
+        from ._kernels import pack_tiling
+        from ._tiling import evaluate
+
+        host = self.kernel.host
+        sf = soc_facts(self.soc_name)
+        capacities = {"l1Bytes": int(sf["l1_bytes"]), "l0aBytes": int(sf["l0a_bytes"]),
+                      "l0bBytes": int(sf["l0b_bytes"]), "l0cBytes": int(sf["l0c_bytes"])}
+        shapes = [None if a is None else tuple(a.shape) for a in arrays]
+        facts.update(host.call_facts(shapes, attrs, capacities))
+        block_dim, computed = evaluate(self.kernel.tiling, facts)
+        values = {**facts, **computed}
+        why = host.tiling_problem(values)
+        if why:
+            raise DeviceUnavailable(f"{self.device}: {self.kernel.op}'s AI Core kernel on "
+                                    f"{self.soc_name}: {why} (on the NPU such a node runs on "
+                                    "AI CPU)")
+        first = next(a for a in arrays if a is not None)
+        laid = host.kernel_inputs(arrays, attrs, values)
+        self._execute(dtype_name(first.dtype), laid, block_dim,
+                      pack_tiling(self.spec, self.kernel, computed, attrs, total))
+        return list(host.kernel_outputs(laid, values))
 
     def estimate(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, *,
                  costs: Mapping[str, Any] | str | Path | None = None) -> Estimate:
@@ -232,7 +269,7 @@ class AscendcModel:
 
         from ._estimate import costs_for, read_trace
 
-        table = costs_for(self.soc_name, costs)
+        table = costs_for(self.soc_name, costs, core="aic" if self._cube_kernel else "aiv")
         fd, path = tempfile.mkstemp(prefix="opsdk-estimate-", suffix=".csv")
         os.close(fd)
         try:

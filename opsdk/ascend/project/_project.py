@@ -350,9 +350,15 @@ def _kernel(spec: OpSpec, folder: Path | None) -> tuple[AicoreKernel | None, str
     from ..ascendc._kernels import aicore_kernel
 
     try:
-        return aicore_kernel(spec, folder), ""
+        kernel = aicore_kernel(spec, folder)
     except GenerateRefused as e:
         return None, str(e)
+    if kernel.tiling.facts:  # its tiling runs in Python only (op_kernel/tiling.py)
+        return None, (f"{spec.name}'s AI Core kernel ({kernel.origin}) computes its tiling "
+                      f"facts ({', '.join(kernel.tiling.facts[:4])}, ...) and operand layouts "
+                      "in op_kernel/tiling.py, which the generated op_host cannot run yet; "
+                      "the model runs it (opsdk bench --device ascendc-model)")
+    return kernel, ""
 
 
 def _engine_for(spec: OpSpec, kernel: AicoreKernel | None, refused: str,

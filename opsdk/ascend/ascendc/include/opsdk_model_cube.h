@@ -179,6 +179,15 @@ template <typename T> inline void CheckPosition(const char* api, const char* arg
 
 template <typename T> constexpr uint64_t C0() { return 32 / sizeof(T); }  // elements in 32 bytes
 
+// An Mmad operand in the type the Cube accumulates in: int8 in int32, the others in float.
+template <typename Acc, typename T> inline Acc Widen(T v) {
+    if constexpr (std::is_same_v<Acc, int32_t>) {
+        return int32_t(v);
+    } else {
+        return ToF(v);
+    }
+}
+
 // The current instruction's cycles, for the estimate (Cost in opsdk_model_pipes.h).
 inline void Work(double cycles) {
     Block* b = tBlock;
@@ -478,19 +487,25 @@ inline void MmadRun(const AscendC::LocalTensor<DstT>& dst, const AscendC::LocalT
         CheckSmallMmad(dst.UbAddr(), cBytes);
     }
     uint8_t* c = dst.Span("Mmad", "dstLocal", 0, M1 * N1 * 256);
+    // the operands widened once (A row-major, B n-major), then the products in k order
+    std::vector<Acc> av(p.m * p.k), bv(p.n * p.k);
+    for (uint64_t m = 0; m < p.m; ++m) {
+        for (uint64_t k = 0; k < p.k; ++k) {
+            av[m * p.k + k] = Widen<Acc>(LoadAt<Src0T>(a, ((m / 16) * K1 + k / c0) * fe + (m % 16) * c0 + k % c0));
+        }
+    }
+    for (uint64_t n = 0; n < p.n; ++n) {
+        for (uint64_t k = 0; k < p.k; ++k) {
+            bv[n * p.k + k] = Widen<Acc>(LoadAt<Src1T>(b, ((k / c0) * N1 + n / 16) * fe + (n % 16) * c0 + k % c0));
+        }
+    }
     for (uint64_t m = 0; m < p.m; ++m) {
         for (uint64_t n = 0; n < p.n; ++n) {
             const uint64_t ci = ((n / 16) * M1 + m / 16) * 256 + (m % 16) * 16 + n % 16;
             Acc acc = bias != nullptr ? LoadAt<Acc>(bias, n) : init ? Acc(0) : LoadAt<Acc>(c, ci);
-            for (uint64_t k = 0; k < p.k; ++k) {
-                const Src0T x = LoadAt<Src0T>(a, ((m / 16) * K1 + k / c0) * fe + (m % 16) * c0 + k % c0);
-                const Src1T y = LoadAt<Src1T>(b, ((k / c0) * N1 + n / 16) * fe + (n % 16) * c0 + k % c0);
-                if constexpr (std::is_same_v<Acc, int32_t>) {
-                    acc += int32_t(x) * int32_t(y);
-                } else {
-                    acc += ToF(x) * ToF(y);
-                }
-            }
+            const Acc* x = av.data() + m * p.k;
+            const Acc* y = bv.data() + n * p.k;
+            for (uint64_t k = 0; k < p.k; ++k) acc += x[k] * y[k];
             StoreAt<Acc>(c, ci, acc);
         }
     }
