@@ -2,7 +2,7 @@
 
 A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
-``coreNum``, ``ubBytes``). :func:`evaluate` runs the steps in Python for a run on opsdk's
+``coreNum``, ``ubBytes``, and the input dims a kernel declares in ``dims``). :func:`evaluate` runs the steps in Python for a run on opsdk's
 Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of
 the CANN project. Steps use ``+ - *``, integer literals, names defined earlier and the functions
 ``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
@@ -20,12 +20,12 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...errors import SpecError
 
-__all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS"]
+__all__ = ["Tiling", "TilingField", "evaluate", "dim_facts", "cpp_steps", "cpp_tiling", "FACTS"]
 
 #: The facts of one call the steps may read.
 FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes")
@@ -63,9 +63,12 @@ class Tiling:
     fields: tuple[TilingField, ...]
     steps: tuple[tuple[str, str], ...]
     block_dim: str
+    #: ``(name, input, axis)``: a fact holding dim ``axis`` of input number ``input`` (the op
+    #: host's ``GetInputShape(input)``), for kernels whose tiling needs more than the facts.
+    dims: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
-        known = set(FACTS)
+        known = set(FACTS) | {name for name, _, _ in self.dims}
         for name, expr in self.steps:
             for used in _names(self.op, expr):
                 if used not in known:
@@ -137,6 +140,24 @@ def evaluate(tiling: Tiling, facts: Mapping[str, int]) -> tuple[int, dict[str, i
     return block_dim, {f.name: env[f.name] for f in tiling.fields}
 
 
+def dim_facts(tiling: Tiling, shapes: Sequence[Sequence[int] | None]) -> dict[str, int]:
+    """The facts of ``tiling.dims`` for one call's input ``shapes`` (None: an absent input).
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("h"),), (("h", "inH"),), "1", dims=(("inH", 0, -2),))
+        >>> dim_facts(t, [(1, 3, 7, 9)])
+        {'inH': 7}
+    """
+    out = {}
+    for name, index, axis in tiling.dims:
+        shape = shapes[index] if index < len(shapes) else None
+        if shape is None or not -len(shape) <= axis < len(shape):
+            raise SpecError(f"{tiling.op}: tiling fact {name} reads dim {axis} of input {index}, "
+                            f"which has shape {None if shape is None else list(shape)}")
+        out[name] = int(shape[axis])
+    return out
+
+
 def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
     """The steps as C++ statements (``const uint64_t name = expr;`` / ``tiling.set_...``).
 
@@ -169,7 +190,8 @@ def cpp_tiling(tiling: Tiling) -> str:
     table = any({"le", "pick"} & _called(e) for e in exprs)
     from ._templates import render  # the facts and functions are C++ in a template file
 
-    return render("aicore", "tiling_func", table=table, steps=cpp_steps(tiling))
+    return render("aicore", "tiling_func", table=table, steps=cpp_steps(tiling),
+                  dims=tiling.dims)
 
 
 def _called(expr: str) -> set[str]:

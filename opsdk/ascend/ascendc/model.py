@@ -146,7 +146,9 @@ class AscendcModel:
         k = self.kernel
         header = tiling_header(self.spec, k)
         tc = toolchain()
-        macros = [f"-D{k.dtype_macro}={_CPP[dtype]}"] if k.dtype_macro else []
+        # as CANN's build, DTYPE_<INPUT> of every input (one dtype per run on the model)
+        names = dict.fromkeys([k.dtype_macro, *("DTYPE_" + p.name.upper() for p in self.spec.inputs)])
+        macros = [f"-D{m}={_CPP[dtype]}" for m in names] if k.dtype_macro else []
         macros += _arch_macros(self.soc_name)
         key = hashlib.sha256("\0".join(
             [k.source, header, _model_hash(), " ".join(macros), tc.cxx, tc.cxx_version]
@@ -197,6 +199,8 @@ class AscendcModel:
         outs_t = spec.infer(types, resolved)
         spec.check_allocation(outs_t, resolved)
         self._applicable(types, outs_t, resolved)
+        from ._tiling import dim_facts
+
         first = next(a for a in arrays if a is not None)
         shapes = [tuple(int(d) for d in t.shape if isinstance(d, int)) for t in outs_t]
         outputs = [np.empty(s, dtype=first.dtype if t.dtype == dtype_name(first.dtype)
@@ -205,6 +209,8 @@ class AscendcModel:
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
                  "lastDim": int(first.shape[-1]) if first.ndim else 1,
                  "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
+        facts.update(dim_facts(self.kernel.tiling, [None if t is None else tuple(t.shape)
+                                                    for t in types]))
         self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
@@ -240,6 +246,12 @@ class AscendcModel:
     def _applicable(self, types: list[TensorType | None], outs: list[TensorType],
                     attrs: dict[str, Any]) -> None:
         k = self.kernel
+        dtypes = {p.name: t.dtype for p, t in zip(self.spec.inputs, types, strict=False) if t}
+        if len(set(dtypes.values())) > 1:
+            raise DeviceUnavailable(
+                f"{self.device}: {k.op}'s AI Core kernel runs on the model with one dtype for "
+                f"all inputs (each DTYPE_<INPUT> is input 0's); this call mixes {dtypes} (a "
+                "CANN build compiles each combination its op info lists)")
         if k.needs_same_shape:
             for p, t in zip(self.spec.inputs, types, strict=False):
                 if t is not None and tuple(t.shape) != tuple(outs[0].shape):
