@@ -33,8 +33,9 @@ enum Slot : uint32_t {
     OFF_X = 0, OFF_Y, GX, GY,                      // split offsets; the coordinates
     TAP_OFF = 4,                                   // 4 corner offsets (int32)
     TAP_W = 8,                                     // 4 corner weights
-    AX = 12,                                       // per axis: 2 clamped indices, 2 weights (x: 12..15, y: 16..19)
-    POISON = 20,                                   // 0, or NaN where a coordinate is not finite
+    AX = 12,                                       // per axis (x: 12..17, y: 18..23): 2 clamped indices,
+    AXIS = 6,                                      // 2 inside flags (1 or 0), 2 weights
+    POISON = 24,                                   // 0, or NaN where a coordinate is not finite
     T0, T1, I32, MASK, SLOTS                       // temporaries
 };
 
@@ -61,7 +62,8 @@ public:
         gridGm_.SetGlobalBuffer((__gm__ G*)grid);
         yGm_.SetGlobalBuffer((__gm__ T*)y);
         pipe_.InitBuffer(gridQue_, BUFFER_NUM, 2 * tile_ * sizeof(G));
-        pipe_.InitBuffer(planeQue_, BUFFER_NUM, (plane_ * sizeof(T) + 31) / 32 * 32);
+        zeroAt_ = (plane_ * sizeof(T) + 31) / 32 * 32 / sizeof(T);  // the plane's whole blocks, then a zero block
+        pipe_.InitBuffer(planeQue_, BUFFER_NUM, zeroAt_ * sizeof(T) + 32);
         pipe_.InitBuffer(outQue_, BUFFER_NUM, tile_ * sizeof(T));
         pipe_.InitBuffer(calcBuf_, SLOTS * tile_ * sizeof(float));
         calc_ = calcBuf_.Get<float>();
@@ -81,7 +83,7 @@ public:
             const uint32_t lanes = (count + LANES - 1) / LANES * LANES;
             LoadGrid(n * pixels_ + p0, count, lanes);
             Axis(S(GX), static_cast<float>(inW_), lanes, AX);
-            Axis(S(GY), static_cast<float>(inH_), lanes, AX + 4);
+            Axis(S(GY), static_cast<float>(inH_), lanes, AX + AXIS);
             Corners(lanes);
             for (uint64_t c = 0; c < channels_; ++c) {
                 Channel((n * channels_ + c), p0, count, lanes);
@@ -138,8 +140,8 @@ private:
         gridQue_.FreeTensor(in);
     }
 
-    // One axis of size d: coordinates u (in place) -> clamped indices in slots out, out + 1 and
-    // weights in out + 2, out + 3 (nearest: out and out + 2 only).
+    // One axis of size d: coordinates u (in place) -> per tap j (nearest: j = 0 only) the clamped
+    // index in slot out + j, 1 inside [0, d-1] else 0 in out + 2 + j, the weight in out + 4 + j.
     __aicore__ inline void Axis(const LocalTensor<float>& u, float d, uint32_t n, uint32_t out)
     {
         const int32_t k = static_cast<int32_t>(n);
@@ -167,19 +169,19 @@ private:
         Cast(floor0, SI(I32), RoundMode::CAST_NONE, n);
         Tap(floor0, d, n, S(out), S(out + 2));
         if (nearest_) {
+            DataCopy(S(out + 4), S(out + 2), n);
             return;
         }
         LocalTensor<float> t = S(T1);
         Sub(t, u, floor0, k);
         // weight of floor: (1 - t) * valid; of floor + 1: t * valid
-        LocalTensor<float> w0 = S(out + 2);
         LocalTensor<float> rest = u;  // u is no longer needed: 1 - t
         Muls(rest, t, -1.0f, k);
         Adds(rest, rest, 1.0f, k);
-        Mul(w0, w0, rest, k);
+        Mul(S(out + 4), S(out + 2), rest, k);
         Adds(floor0, floor0, 1.0f, k);
         Tap(floor0, d, n, S(out + 1), S(out + 3));
-        Mul(S(out + 3), S(out + 3), t, k);
+        Mul(S(out + 5), S(out + 3), t, k);
     }
 
     // index i (integer-valued) -> the clamped index and 1 inside [0, d-1], else 0
@@ -196,21 +198,30 @@ private:
         Adds(valid, valid, 1.0f, k);
     }
 
-    // Per corner (y tap a, x tap b): byte offset (iy * W + ix) * sizeof(T) and weight wy * wx.
+    // Per corner (y tap a, x tap b): the byte offset (iy * W + ix) * sizeof(T), or that of the
+    // zero after the plane when the corner is outside; the weight wy * wx. An outside corner
+    // reads 0 whatever the image holds (a NaN at the clamped pixel times weight 0 would be NaN).
     __aicore__ inline void Corners(uint32_t n)
     {
         const int32_t k = static_cast<int32_t>(n);
         const uint32_t taps = nearest_ ? 1 : 2;
         const bool poison = !border_ && !nearest_;
+        const uint32_t ax = AX, ay = AX + AXIS;
+        const float zero = static_cast<float>(zeroAt_);
         for (uint32_t a = 0; a < taps; ++a) {
             for (uint32_t b = 0; b < taps; ++b) {
                 const uint32_t corner = a * 2 + b;
                 LocalTensor<float> off = S(T0);
-                Muls(off, S(AX + 4 + a), static_cast<float>(inW_), k);
-                Add(off, off, S(AX + b), k);
+                LocalTensor<float> inside = S(T1);
+                Mul(inside, S(ay + 2 + a), S(ax + 2 + b), k);
+                Muls(off, S(ay + a), static_cast<float>(inW_), k);
+                Add(off, off, S(ax + b), k);
+                Adds(off, off, -zero, k);  // (off - zeroAt) * inside + zeroAt
+                Mul(off, off, inside, k);
+                Adds(off, off, zero, k);
                 Muls(off, off, static_cast<float>(sizeof(T)), k);
                 Cast(SI(TAP_OFF + corner), off, RoundMode::CAST_RINT, n);
-                Mul(S(TAP_W + corner), S(AX + 4 + 2 + a), S(AX + 2 + b), k);
+                Mul(S(TAP_W + corner), S(ay + 4 + a), S(ax + 4 + b), k);
                 if (poison) {
                     Add(S(TAP_W + corner), S(TAP_W + corner), S(POISON), k);
                 }
@@ -222,6 +233,7 @@ private:
     {
         const int32_t k = static_cast<int32_t>(lanes);
         LocalTensor<T> plane = planeQue_.AllocTensor<T>();
+        Duplicate(plane[zeroAt_], static_cast<T>(0), static_cast<int32_t>(32 / sizeof(T)));  // what outside corners read
         CopyIn(plane, xGm_[planeIndex * plane_], static_cast<uint32_t>(plane_));
         planeQue_.EnQue(plane);
         plane = planeQue_.DeQue<T>();
@@ -287,7 +299,7 @@ private:
     GlobalTensor<T> xGm_, yGm_;
     GlobalTensor<G> gridGm_;
     uint64_t channels_ = 0, inH_ = 0, inW_ = 0, plane_ = 0, pixels_ = 0, tilesPerBatch_ = 0;
-    uint64_t first_ = 0, tiles_ = 0;
+    uint64_t first_ = 0, tiles_ = 0, zeroAt_ = 0;
     uint32_t tile_ = 0;
     bool nearest_ = false, border_ = false, align_ = false;
 };

@@ -10,7 +10,8 @@ MAX_PLANE = 16384
 
 # The top 8 KB of the Unified Buffer stay free (TMP_UB_OFFSET, where Select writes its scratch:
 # opsdk.ascend.aicore_apis.UB_RESERVED), and 1 KB more. Unified Buffer bytes per pixel of a tile:
-# 25 float32 slots (100) + 2 x 2 grid elements + 2 output elements of up to 4 bytes (24) <= 128.
+# 29 float32 slots (116) + 2 x 2 grid elements + 2 output elements of up to 4 bytes (24) <= 144;
+# each plane buffer holds the plane's whole 32-byte blocks and one zero block.
 TILING = Tiling(
     "GridSample",
     fields=(TilingField("channels"), TilingField("inH"), TilingField("inW"),
@@ -21,9 +22,9 @@ TILING = Tiling(
           ("outH", 1, 1), ("outW", 1, 2)),
     steps=(
         ("outPixels", "outH * outW"),
-        ("planeBytes", "alignup(inH * inW * typeBytes, 32)"),
+        ("planeBytes", "alignup(inH * inW * typeBytes, 32) + 32"),
         ("free", "ubBytes - min2(ubBytes, 9216 + 2 * planeBytes)"),
-        ("fitTile", "aligndown(floordiv(free, 128), 64)"),
+        ("fitTile", "aligndown(floordiv(free, 144), 64)"),
         ("tileLength", "max2(64, min2(min2(fitTile, 4096), alignup(outPixels, 64)))"),
         ("tilesPerBatch", "ceildiv(outPixels, tileLength)"),
         ("totalTiles", "batch * tilesPerBatch"),

@@ -116,11 +116,10 @@ class AscendcModel:
         """Build (or find in the cache) the kernel library :meth:`run` needs for ``inputs``,
         without running it: a worker running the kernel (``opsdk test``) then counts the
         kernel's time alone against its limit, not the compiler's."""
-        first = next((a for a in inputs if a is not None), None)
-        if first is not None:
-            dtype = dtype_name(np.asarray(first).dtype)
-            self._check_apis(dtype)
-            self._build(dtype)
+        if any(a is not None for a in inputs):
+            key = self._dtype_key([None if a is None else np.asarray(a) for a in inputs])
+            self._check_apis(key)
+            self._build(key)
 
     # ------------------------------------------------------------------ build
     def _lib(self, dtype: str) -> Any:
@@ -130,10 +129,18 @@ class AscendcModel:
             lib = self._libs[dtype] = self._load(self._build(dtype))
         return lib
 
+    def _dtype_key(self, arrays: Sequence[np.ndarray | None]) -> str:
+        """The dtypes a build is made for: input 0's, or ``"float16,float32"`` (one per input,
+        an absent input taking input 0's) when the inputs' dtypes differ."""
+        names = [None if a is None else dtype_name(a.dtype) for a in arrays[:len(self.spec.inputs)]]
+        first = next(n for n in names if n is not None)
+        full = [first if n is None else n for n in names]
+        return first if len(set(full)) == 1 else ",".join(full)
+
     def _check_apis(self, dtype: str) -> None:
         from ..aicore_apis import missing_apis
 
-        why = missing_apis(self.kernel.source, self.soc_name, [dtype])
+        why = missing_apis(self.kernel.source, self.soc_name, sorted(set(dtype.split(","))))
         if why:
             raise DeviceUnavailable(
                 f"{self.device}: {self.kernel.op}'s AI Core kernel cannot build for "
@@ -146,9 +153,13 @@ class AscendcModel:
         k = self.kernel
         header = tiling_header(self.spec, k)
         tc = toolchain()
-        # as CANN's build, DTYPE_<INPUT> of every input (one dtype per run on the model)
-        names = dict.fromkeys([k.dtype_macro, *("DTYPE_" + p.name.upper() for p in self.spec.inputs)])
-        macros = [f"-D{m}={_CPP[dtype]}" for m in names] if k.dtype_macro else []
+        # as CANN's build: DTYPE_<INPUT> of every input (``dtype``: one, or one per input)
+        each = dtype.split(",")
+        per_input = each if len(each) > 1 else each * len(self.spec.inputs)
+        types = {k.dtype_macro: each[0]}
+        types.update({"DTYPE_" + p.name.upper(): t
+                      for p, t in zip(self.spec.inputs, per_input, strict=True)})
+        macros = [f"-D{m}={_CPP[t]}" for m, t in types.items()] if k.dtype_macro else []
         macros += _arch_macros(self.soc_name)
         key = hashlib.sha256("\0".join(
             [k.source, header, _model_hash(), " ".join(macros), tc.cxx, tc.cxx_version]
@@ -211,7 +222,7 @@ class AscendcModel:
                  "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
         facts.update(dim_facts(self.kernel.tiling, [None if t is None else tuple(t.shape)
                                                     for t in types]))
-        self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
+        self._launch(self._dtype_key(arrays), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
     def estimate(self, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, *,
@@ -246,12 +257,6 @@ class AscendcModel:
     def _applicable(self, types: list[TensorType | None], outs: list[TensorType],
                     attrs: dict[str, Any]) -> None:
         k = self.kernel
-        dtypes = {p.name: t.dtype for p, t in zip(self.spec.inputs, types, strict=False) if t}
-        if len(set(dtypes.values())) > 1:
-            raise DeviceUnavailable(
-                f"{self.device}: {k.op}'s AI Core kernel runs on the model with one dtype for "
-                f"all inputs (each DTYPE_<INPUT> is input 0's); this call mixes {dtypes} (a "
-                "CANN build compiles each combination its op info lists)")
         if k.needs_same_shape:
             for p, t in zip(self.spec.inputs, types, strict=False):
                 if t is not None and tuple(t.shape) != tuple(outs[0].shape):
