@@ -2,8 +2,9 @@
 // (linear) and nearest, zeros and border padding, align_corners 0 and 1, float16 and float32.
 // Cubic, reflection and 5-D calls run on AI CPU (op_kernel/tiling.py: applicable).
 //
-// The output pixels of each batch image are cut into tiles of tileLength pixels; the cores take
-// runs of blockTiles tiles (the last core the rest). Per tile:
+// The output pixels of each batch image are cut into tiles of tileLength pixels and, when there
+// are fewer tiles than cores, the channels into channelGroups groups of groupChannels; the cores
+// take runs of blockUnits (tile, channel group) units (the last core the rest). Per unit:
 //   1. the tile's grid (x, y pairs) is copied in, split into x and y by two Gathers with fixed
 //      byte offsets (2i and 2i + 1 elements) and, for float16, widened to float32: the
 //      coordinates are computed in float32, as PyTorch does;
@@ -42,8 +43,9 @@ enum Slot : uint32_t {
 template <typename T, typename G> class KernelGridSample {
 public:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR grid, GM_ADDR y, uint64_t channels, uint64_t inH, uint64_t inW,
-                                uint64_t outPixels, uint64_t tilesPerBatch, uint64_t blockTiles, uint64_t totalTiles,
-                                uint32_t tileLength, bool nearest, bool border, bool align)
+                                uint64_t outPixels, uint64_t tilesPerBatch, uint64_t groupChannels,
+                                uint64_t channelGroups, uint64_t blockUnits, uint64_t totalUnits, uint32_t tileLength,
+                                bool nearest, bool border, bool align)
     {
         channels_ = channels;
         inH_ = inH;
@@ -55,9 +57,11 @@ public:
         nearest_ = nearest;
         border_ = border;
         align_ = align;
-        first_ = static_cast<uint64_t>(GetBlockIdx()) * blockTiles;
-        const uint64_t end = first_ + blockTiles < totalTiles ? first_ + blockTiles : totalTiles;
-        tiles_ = end > first_ ? end - first_ : 0;
+        groupChannels_ = groupChannels;
+        channelGroups_ = channelGroups;
+        first_ = static_cast<uint64_t>(GetBlockIdx()) * blockUnits;
+        const uint64_t end = first_ + blockUnits < totalUnits ? first_ + blockUnits : totalUnits;
+        units_ = end > first_ ? end - first_ : 0;
         xGm_.SetGlobalBuffer((__gm__ T*)x);
         gridGm_.SetGlobalBuffer((__gm__ G*)grid);
         yGm_.SetGlobalBuffer((__gm__ T*)y);
@@ -71,12 +75,14 @@ public:
 
     __aicore__ inline void Process()
     {
-        if (tiles_ == 0) {
+        if (units_ == 0) {
             return;
         }
         SplitOffsets();
-        for (uint64_t i = 0; i < tiles_; ++i) {
-            const uint64_t t = first_ + i;
+        for (uint64_t i = 0; i < units_; ++i) {
+            const uint64_t t = (first_ + i) / channelGroups_;
+            const uint64_t c0 = (first_ + i) % channelGroups_ * groupChannels_;
+            const uint64_t c1 = c0 + groupChannels_ < channels_ ? c0 + groupChannels_ : channels_;
             const uint64_t n = t / tilesPerBatch_;
             const uint64_t p0 = (t % tilesPerBatch_) * tile_;
             const uint32_t count = static_cast<uint32_t>(pixels_ - p0 < tile_ ? pixels_ - p0 : tile_);
@@ -85,7 +91,7 @@ public:
             Axis(S(GX), static_cast<float>(inW_), lanes, AX);
             Axis(S(GY), static_cast<float>(inH_), lanes, AX + AXIS);
             Corners(lanes);
-            for (uint64_t c = 0; c < channels_; ++c) {
+            for (uint64_t c = c0; c < c1; ++c) {
                 Channel((n * channels_ + c), p0, count, lanes);
             }
         }
@@ -299,7 +305,7 @@ private:
     GlobalTensor<T> xGm_, yGm_;
     GlobalTensor<G> gridGm_;
     uint64_t channels_ = 0, inH_ = 0, inW_ = 0, plane_ = 0, pixels_ = 0, tilesPerBatch_ = 0;
-    uint64_t first_ = 0, tiles_ = 0, zeroAt_ = 0;
+    uint64_t groupChannels_ = 0, channelGroups_ = 0, first_ = 0, units_ = 0, zeroAt_ = 0;
     uint32_t tile_ = 0;
     bool nearest_ = false, border_ = false, align_ = false;
 };
@@ -310,7 +316,8 @@ extern "C" __global__ __aicore__ void grid_sample(GM_ADDR x, GM_ADDR grid, GM_AD
     GET_TILING_DATA(tilingData, tiling);
     KernelGridSample<DTYPE_X, DTYPE_GRID> op;
     op.Init(x, grid, y, tilingData.channels, tilingData.inH, tilingData.inW, tilingData.outPixels,
-            tilingData.tilesPerBatch, tilingData.blockTiles, tilingData.totalTiles, tilingData.tileLength,
+            tilingData.tilesPerBatch, tilingData.groupChannels, tilingData.channelGroups, tilingData.blockUnits,
+            tilingData.totalUnits, tilingData.tileLength,
             tilingData.mode[0] == 'n', tilingData.padding_mode[0] == 'b', tilingData.align_corners != 0);
     op.Process();
 }

@@ -1,5 +1,6 @@
 """Host tiling of GridSample's AI Core kernel (op_kernel/grid_sample.cpp): the output pixels of
-each batch image in tiles, runs of whole tiles per core. Read by opsdk for the Ascend C model run
+each batch image in tiles; with fewer tiles than cores, the channels in groups too; runs of
+(tile, channel group) units per core. Read by opsdk for the Ascend C model run
 and printed as the op_host TilingFunc of the CANN project."""
 
 from opsdk.ascend.ascendc import Tiling, TilingField
@@ -15,8 +16,9 @@ MAX_PLANE = 16384
 TILING = Tiling(
     "GridSample",
     fields=(TilingField("channels"), TilingField("inH"), TilingField("inW"),
-            TilingField("outPixels"), TilingField("tilesPerBatch"), TilingField("blockTiles"),
-            TilingField("totalTiles"), TilingField("tileLength", "uint32_t"),
+            TilingField("outPixels"), TilingField("tilesPerBatch"), TilingField("groupChannels"),
+            TilingField("channelGroups"), TilingField("blockUnits"), TilingField("totalUnits"),
+            TilingField("tileLength", "uint32_t"),
             TilingField("tileNum", "uint32_t")),
     dims=(("batch", 0, 0), ("channels", 0, 1), ("inH", 0, 2), ("inW", 0, 3),
           ("outH", 1, 1), ("outW", 1, 2)),
@@ -28,9 +30,14 @@ TILING = Tiling(
         ("tileLength", "max2(64, min2(min2(fitTile, 4096), alignup(outPixels, 64)))"),
         ("tilesPerBatch", "ceildiv(outPixels, tileLength)"),
         ("totalTiles", "batch * tilesPerBatch"),
-        ("blockTiles", "ceildiv(totalTiles, coreNum)"),
-        ("usedCores", "max2(1, ceildiv(totalTiles, blockTiles))"),
-        ("tileNum", "blockTiles"),
+        # fewer tiles than cores: the channels are split into groups as well
+        ("wantGroups", "min2(channels, max2(1, ceildiv(coreNum, max2(1, totalTiles))))"),
+        ("groupChannels", "max2(1, ceildiv(channels, wantGroups))"),
+        ("channelGroups", "max2(1, ceildiv(channels, groupChannels))"),
+        ("totalUnits", "totalTiles * channelGroups"),
+        ("blockUnits", "ceildiv(totalUnits, coreNum)"),
+        ("usedCores", "max2(1, ceildiv(totalUnits, blockUnits))"),
+        ("tileNum", "blockUnits"),
     ),
     block_dim="usedCores",
 )
