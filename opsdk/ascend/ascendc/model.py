@@ -220,8 +220,8 @@ class AscendcModel:
         facts = {"totalLength": total, "coreNum": self.cores, "ubBytes": self.ub_bytes,
                  "lastDim": int(first.shape[-1]) if first.ndim else 1,
                  "typeBytes": first.dtype.itemsize}  # input 0's dtype, as the op_host reads it
-        facts.update(dim_facts(self.kernel.tiling, [None if t is None else tuple(t.shape)
-                                                    for t in types]))
+        facts.update(dim_facts(self.kernel.tiling, [None if a is None else a.shape
+                                                    for a in arrays]))
         self._launch(self._dtype_key(arrays), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
