@@ -22,6 +22,7 @@
 #include "opsdk_model_sort.h"
 #include "opsdk_model_sync_all.h"
 #include "opsdk_model_activation.h"
+#include "opsdk_model_vec_index.h"
 
 #include "opsdk_model_tiling.h"
 
