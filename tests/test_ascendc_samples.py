@@ -76,6 +76,9 @@ CASES: dict[str, Sample] = {
                              lambda i: {"z": np.minimum(i["x"], i["y"])}),
     "brcb": Sample("brcb", 1, _BRCB, {"y": ("float32", (128,))}, b"",
                    lambda i: {"y": np.repeat(i["x"], 8)}),
+    "brcb_static": Sample("brcb_static", 1, {"x": RNG.integers(-999, 999, 16).astype(np.int16)},
+                          {"y": ("int16", (256,))}, b"",
+                          lambda i: {"y": np.repeat(i["x"], 16)}),
     "leaky_relu": Sample("leaky_relu", 4, _LEAKY, {"y": ("float16", (1000,))},
                          struct.pack("<IIIf", 1000, 256, 128, 0.1),
                          lambda i: {"y": _leaky(i["x"])}, exact=False),
@@ -122,6 +125,25 @@ def test_sample_runs_right_race_free_and_estimated(
     est = report["estimate"]
     assert est["block_dim"] == sample.block_dim and est["cycles"] > 0
     assert est["bound"].endswith("-bound")
+
+
+def test_a_local_mem_allocator_cuts_the_unified_buffer_and_checks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LocalMemAllocator (asc-devkit, newer than 8.1) hands out tensors one after another; one
+    past the Unified Buffer fails naming the constructor's check."""
+    src = (SAMPLES / "brcb_static.cpp").read_text()
+    big = src.replace("ub.Alloc<int16_t, 256>()", "ub.Alloc<int16_t, 256 * 1024>()")
+    assert big != src
+    path = tmp_path / "brcb_big.cpp"
+    path.write_text(big)
+    np.save(tmp_path / "x.npy", np.zeros(16, np.int16))
+    args = ["ascendc", "run", str(path), "--entry", "brcb_static", "--block-dim", "1",
+            "--soc", "Ascend910B3", "--input", f"x={tmp_path / 'x.npy'}",
+            "--output", "y=int16:256", "--out-dir", str(tmp_path / "out")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "LocalTensor(TPosition, addr, tileSize)" in err and "runs past the Unified Buffer" in err
 
 
 def test_create_vec_index_races_like_its_implementation(

@@ -23,6 +23,7 @@
 #include "opsdk_model_sync_all.h"
 #include "opsdk_model_activation.h"
 #include "opsdk_model_vec_index.h"
+#include "opsdk_model_mem_allocator.h"
 
 #include "opsdk_model_tiling.h"
 
