@@ -18,6 +18,7 @@ from opsdk.cli import main
 
 TR = str(Path(__file__).resolve().parents[2] / "operators" / "thresholded_relu")
 GS = str(Path(__file__).resolve().parents[2] / "operators" / "grid_sample")
+FC = str(Path(__file__).resolve().parents[2] / "operators" / "fused_conv_bn_relu")
 
 
 def _model(path: Path, shape: list, domain_version: int = 1) -> Path:
@@ -60,19 +61,22 @@ def test_cann_default_engine_follows_the_ai_core_kernel(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _no_toolkit(monkeypatch)
-    out = tmp_path / "gs"
-    assert main(["cann", GS, "-o", str(out)]) == 0
+    out = tmp_path / "fc"
+    assert main(["cann", FC, "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "CANN 8.1.RC1 (no CANN toolkit found" in text
-    assert "engine aicpu (GridSample: no AI Core kernel generated" in text
+    assert "engine aicpu (FusedConvBnRelu: no AI Core kernel generated" in text
     assert not (out / "CMakeLists.txt").exists() and not (out / "op_host").exists()
-    kernel = Path(GS) / "kernel.cpp"
-    assert (out / "aicpu/opsdk/kernels/grid_sample.cpp").read_text() == kernel.read_text()
-    assert (out / "aicpu" / "op_proto" / "grid_sample_shape.h").read_text() == (
-        Path(GS) / "shape.h"
+    kernel = Path(FC) / "kernel.cpp"
+    assert (out / "aicpu/opsdk/kernels/fused_conv_bn_relu.cpp").read_text() == kernel.read_text()
+    assert (out / "aicpu" / "op_proto" / "fused_conv_bn_relu_shape.h").read_text() == (
+        Path(FC) / "shape.h"
     ).read_text()
     build = (out / "build.sh").read_text()
     assert "gen aicpu aicpu" in build and "ai_core-" not in build
+    out = tmp_path / "gs"  # a hand-written AI Core kernel, backed by the AI CPU kernel
+    assert main(["cann", GS, "-o", str(out)]) == 0
+    assert "engine both (GridSample has an AI Core kernel (hand-written" in capsys.readouterr().out
     out = tmp_path / "tr"
     assert main(["cann", TR, "-o", str(out), "--op-type", "ThresholdedReluCustom"]) == 0
     printed = capsys.readouterr().out
@@ -353,10 +357,10 @@ def test_builtin_names_come_from_the_toolkit_op_protos(
 def test_engine_both_without_an_ai_core_kernel_is_refused_by_the_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "gs"
-    assert main(["cann", GS, "-o", str(out), "--engine", "both"]) == 1
+    out = tmp_path / "fc"
+    assert main(["cann", FC, "-o", str(out), "--engine", "both"]) == 1
     err = capsys.readouterr().err
-    assert "GridSample: --engine both builds an AI Core kernel, but the operator has none" in err
+    assert "FusedConvBnRelu: --engine both builds an AI Core kernel, but the operator has none" in err
     assert "--aicore-skeleton" in err and not out.exists()
-    assert main(["cann", GS, "-o", str(out), "--engine", "both", "--aicore-skeleton"]) == 0
-    assert "TODO(author)" in (out / "op_kernel" / "grid_sample.cpp").read_text()
+    assert main(["cann", FC, "-o", str(out), "--engine", "both", "--aicore-skeleton"]) == 0
+    assert "TODO(author)" in (out / "op_kernel" / "fused_conv_bn_relu.cpp").read_text()

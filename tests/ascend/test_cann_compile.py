@@ -52,8 +52,8 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {"rich_op": root / "rich_op"}
     for name in SHIPPED:
         folder = ROOT / "operators" / name
-        # GridSample and FusedConvBnRelu have no AI Core kernel: their op_host and the
-        # skeleton compile all the same
+        # FusedConvBnRelu has no AI Core kernel: its op_host and the skeleton compile all
+        # the same
         write_project(shipped(name), root / name, engine="both", kernel_folder=folder,
                       aicore_skeleton=True)
         out[name] = root / name

@@ -134,12 +134,12 @@ def test_two_operators_of_one_type_are_refused() -> None:
 
 
 def test_engine_both_without_an_ai_core_kernel_is_refused() -> None:
-    gs = find_operator("GridSample").spec
-    with pytest.raises(CannArgError, match="GridSample: --engine both builds an AI Core kernel, "
-                       "but the operator has none.*Use --engine aicpu"):
-        render_package([PackageOp(gs, "both", shape_header=True)])
-    files = render_package([PackageOp(gs, "both", shape_header=True)], aicore_skeleton=True)
-    assert "TODO(author)" in files["op_kernel/grid_sample.cpp"]
+    fc = find_operator("FusedConvBnRelu").spec
+    with pytest.raises(CannArgError, match="FusedConvBnRelu: --engine both builds an AI Core "
+                       "kernel, but the operator has none.*Use --engine aicpu"):
+        render_package([PackageOp(fc, "both", shape_header=True)])
+    files = render_package([PackageOp(fc, "both", shape_header=True)], aicore_skeleton=True)
+    assert "TODO(author)" in files["op_kernel/fused_conv_bn_relu.cpp"]
 
 
 def _vendor(opp: Path, vendor: str, aicpu: list[str], aicore: list[str]) -> None:
@@ -184,8 +184,9 @@ def test_cli_writes_one_package_of_many_operators(
     report = json.loads(capsys.readouterr().out)
     assert report["vendor"] == "acme" and report["cann"] == "8.1.RC1"
     assert [(o["op"], o["op_type"], o["engine"]) for o in report["ops"]] == [
-        ("ThresholdedRelu", "ThresholdedReluCustom", "both"), ("GridSample", "GridSample", "aicpu")]
+        ("ThresholdedRelu", "ThresholdedReluCustom", "both"), ("GridSample", "GridSample", "both")]
     assert (out / "op_kernel" / "thresholded_relu_custom.cpp").is_file()
+    assert (out / "op_kernel" / "grid_sample.cpp").is_file()  # its hand-written AI Core kernel
     assert (out / "aicpu" / "opsdk" / "kernels" / "grid_sample.cpp").is_file()
     assert main(["cann", "GridSample", "Gelu", "-o", str(tmp_path / "x"),
                  "--op-type", "GeluCustom"]) == 1

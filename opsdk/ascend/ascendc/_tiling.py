@@ -2,8 +2,8 @@
 
 A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
-``coreNum``, ``ubBytes``, and ``rowInputs``: bit i set when input i has fewer elements than
-the output, one row of it for a row kernel). :func:`evaluate` runs the steps in Python for a
+``coreNum``, ``ubBytes``, ``rowInputs``: bit i set when input i has fewer elements than
+the output, one row of it for a row kernel, and the input dims a kernel declares in ``dims``). :func:`evaluate` runs the steps in Python for a
 run on opsdk's Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the
 op_host TilingFunc of the CANN project. Steps use ``+ - *``, integer literals, names defined
 earlier, the search parameters (``Tiling(..., search=...)``, for ``opsdk tune``) and the
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ...errors import SpecError
 
 __all__ = ["Tiling", "TilingField", "evaluate", "cpp_steps", "cpp_tiling", "FACTS",
-           "with_params"]
+           "with_params", "dim_facts"]
 
 #: The facts of one call the steps may read.
 FACTS = ("totalLength", "lastDim", "typeBytes", "coreNum", "ubBytes", "rowInputs")
@@ -74,6 +74,9 @@ class Tiling:
     #: facts beyond :data:`FACTS` that the kernel's tiling module computes per call
     #: (``call_facts``); such a tiling has no C++ form for the op_host yet
     facts: tuple[str, ...] = ()
+    #: ``(name, input, axis)``: a fact holding dim ``axis`` of input number ``input`` (the op
+    #: host's ``GetInputShape(input)``), for kernels whose tiling needs more than the facts.
+    dims: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "search", {k: tuple(v) for k, v in dict(self.search).items()})
@@ -84,7 +87,8 @@ class Tiling:
                     f"{self.op}: search parameter {name!r} = {list(values)}: a parameter is a "
                     f"new name (not one of {', '.join(FACTS)}) with a non-empty list of "
                     "integers >= 0, the first one its default")
-        known = set(FACTS) | set(self.search) | set(self.facts)
+        known = (set(FACTS) | set(self.search) | set(self.facts)
+                 | {name for name, _, _ in self.dims})
         for name, expr in self.steps:
             for used in _names(self.op, expr):
                 if used not in known:
@@ -181,6 +185,24 @@ def evaluate(tiling: Tiling, facts: Mapping[str, int]) -> tuple[int, dict[str, i
     return block_dim, {f.name: env[f.name] for f in tiling.fields}
 
 
+def dim_facts(tiling: Tiling, shapes: Sequence[Sequence[int] | None]) -> dict[str, int]:
+    """The facts of ``tiling.dims`` for one call's input ``shapes`` (None: an absent input).
+
+    Example:
+        >>> t = Tiling("Demo", (TilingField("h"),), (("h", "inH"),), "1", dims=(("inH", 0, -2),))
+        >>> dim_facts(t, [(1, 3, 7, 9)])
+        {'inH': 7}
+    """
+    out = {}
+    for name, index, axis in tiling.dims:
+        shape = shapes[index] if index < len(shapes) else None
+        if shape is None or not -len(shape) <= axis < len(shape):
+            raise SpecError(f"{tiling.op}: tiling fact {name} reads dim {axis} of input {index}, "
+                            f"which has shape {None if shape is None else list(shape)}")
+        out[name] = int(shape[axis])
+    return out
+
+
 def cpp_steps(tiling: Tiling, indent: str = "    ") -> str:
     """The steps as C++ statements (``const uint64_t name = expr;`` / ``tiling.set_...``).
 
@@ -218,7 +240,7 @@ def cpp_tiling(tiling: Tiling) -> str:
     from ._templates import render  # the facts and functions are C++ in a template file
 
     return render("aicore", "tiling_func", table=table, row_inputs=row_inputs,
-                  steps=cpp_steps(tiling))
+                  steps=cpp_steps(tiling), dims=tiling.dims)
 
 
 def _called(expr: str) -> set[str]:

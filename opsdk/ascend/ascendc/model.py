@@ -128,11 +128,10 @@ class AscendcModel:
         """Build (or find in the cache) the kernel library :meth:`run` needs for ``inputs``,
         without running it: a worker running the kernel (``opsdk test``) then counts the
         kernel's time alone against its limit, not the compiler's."""
-        first = next((a for a in inputs if a is not None), None)
-        if first is not None:
-            dtype = dtype_name(np.asarray(first).dtype)
-            self._check_apis(dtype)
-            self._build(dtype)
+        if any(a is not None for a in inputs):
+            key = self._dtype_key([None if a is None else np.asarray(a) for a in inputs])
+            self._check_apis(key)
+            self._build(key)
 
     # ------------------------------------------------------------------ build
     def _lib(self, dtype: str) -> Any:
@@ -142,10 +141,18 @@ class AscendcModel:
             lib = self._libs[dtype] = self._load(self._build(dtype))
         return lib
 
+    def _dtype_key(self, arrays: Sequence[np.ndarray | None]) -> str:
+        """The dtypes a build is made for: input 0's, or ``"float16,float32"`` (one per input,
+        an absent input taking input 0's) when the inputs' dtypes differ."""
+        names = [None if a is None else dtype_name(a.dtype) for a in arrays[:len(self.spec.inputs)]]
+        first = next(n for n in names if n is not None)
+        full = [first if n is None else n for n in names]
+        return first if len(set(full)) == 1 else ",".join(full)
+
     def _check_apis(self, dtype: str) -> None:
         from ..aicore_apis import missing_apis
 
-        why = missing_apis(self.kernel.source, self.soc_name, [dtype])
+        why = missing_apis(self.kernel.source, self.soc_name, sorted(set(dtype.split(","))))
         if why:
             raise DeviceUnavailable(
                 f"{self.device}: {self.kernel.op}'s AI Core kernel cannot build for "
@@ -158,7 +165,13 @@ class AscendcModel:
         k = self.kernel
         header = tiling_header(self.spec, k)
         cc = model_compiler(self.cxx)
-        macros = [f"-D{k.dtype_macro}={_CPP[dtype]}"] if k.dtype_macro else []
+        # as CANN's build: DTYPE_<INPUT> of every input (``dtype``: one, or one per input)
+        each = dtype.split(",")
+        per_input = each if len(each) > 1 else each * len(self.spec.inputs)
+        types = {k.dtype_macro: each[0]}
+        types.update({"DTYPE_" + p.name.upper(): t
+                      for p, t in zip(self.spec.inputs, per_input, strict=True)})
+        macros = [f"-D{m}={_CPP[t]}" for m, t in types.items()] if k.dtype_macro else []
         macros += _arch_macros(self.soc_name)
         key = hashlib.sha256("\0".join(
             [k.source, header, _model_hash(), " ".join(macros), cc.path, cc.version]
@@ -211,6 +224,8 @@ class AscendcModel:
         outs_t = spec.infer(types, resolved)
         spec.check_allocation(outs_t, resolved)
         self._applicable(types, outs_t, resolved)
+        from ._tiling import dim_facts
+
         first = next(a for a in arrays if a is not None)
         shapes = [tuple(int(d) for d in t.shape if isinstance(d, int)) for t in outs_t]
         outputs = [np.empty(s, dtype=first.dtype if t.dtype == dtype_name(first.dtype)
@@ -223,7 +238,9 @@ class AscendcModel:
                                   if a is not None and a.size < total)}
         if self.kernel.host is not None:
             return self._run_host(arrays, facts, resolved, total)
-        self._launch(dtype_name(first.dtype), [*arrays, *outputs], facts, resolved, total)
+        facts.update(dim_facts(self.kernel.tiling, [None if a is None else a.shape
+                                                    for a in arrays]))
+        self._launch(self._dtype_key(arrays), [*arrays, *outputs], facts, resolved, total)
         return outputs
 
     def _run_host(self, arrays: list[np.ndarray | None], facts: dict[str, int],

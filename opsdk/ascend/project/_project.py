@@ -489,8 +489,11 @@ def default_engine(spec: OpSpec, folder: str | Path | None = None,
 
     Example:
         >>> from opsdk.registry import find_operator
-        >>> default_engine(find_operator("GridSample").spec)[0]
+        >>> default_engine(find_operator("FusedConvBnRelu").spec)[0]
         'aicpu'
+        >>> gs = find_operator("GridSample")
+        >>> default_engine(gs.spec, gs.folder)[0]
+        'both'
         >>> default_engine(find_operator("Gelu").spec, socs=["ascend310p"])[0]
         'aicpu'
     """

@@ -28,6 +28,8 @@
 #include "opsdk_model_hl_gelu.h"
 #include "opsdk_model_hl_reduce.h"
 #include "opsdk_model_hl_topk.h"
+#include "opsdk_model_vec_index.h"
+#include "opsdk_model_mem_allocator.h"
 
 #include "opsdk_model_tiling.h"
 

@@ -51,6 +51,32 @@ template <typename D> inline D RoundTo(float v, AscendC::RoundMode m) {
     }
 }
 
+// An integer -> float (int32_t -> float; exact below 2^24), with the mode's rounding above it.
+inline float IntToFloat(int64_t s, AscendC::RoundMode m) {
+    using AscendC::RoundMode;
+    const double v = double(s);
+    const float near = float(v);  // round to nearest even
+    if (double(near) == v || m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT) {
+        return near;
+    }
+    const float down = double(near) < v ? near : std::nextafter(near, -INFINITY);
+    const float up = double(near) > v ? near : std::nextafter(near, INFINITY);
+    switch (m) {
+        case RoundMode::CAST_FLOOR: return down;
+        case RoundMode::CAST_CEIL: return up;
+        case RoundMode::CAST_TRUNC: return v > 0 ? down : up;
+        case RoundMode::CAST_ROUND: {
+            const double dd = v - double(down), du = double(up) - v;
+            return dd == du ? (v > 0 ? up : down) : (dd < du ? down : up);
+        }
+        default: {  // CAST_ODD: the neighbour whose last mantissa bit is 1
+            uint32_t b;
+            std::memcpy(&b, &down, 4);
+            return (b & 1u) ? down : up;
+        }
+    }
+}
+
 template <typename I> inline I RoundToInt(float v, AscendC::RoundMode m) {
     using AscendC::RoundMode;
     double r;
@@ -92,6 +118,8 @@ template <typename D, typename S> inline D CastOne(S s, AscendC::RoundMode m) {
         return FromF<D>(static_cast<float>(static_cast<int32_t>(s)));  // exact
     } else if constexpr (std::is_integral_v<D>) {
         return RoundToInt<D>(static_cast<float>(ToF(s)), m);
+    } else if constexpr (std::is_integral_v<S> && std::is_same_v<D, float>) {
+        return IntToFloat(int64_t(s), m);
     } else if constexpr (std::is_integral_v<S>) {
         return RoundTo<D>(static_cast<float>(s), m);
     } else if constexpr (sizeof(D) >= sizeof(S) && !std::is_same_v<D, S>) {
