@@ -3,8 +3,8 @@
 A :class:`Tiling` lists the tiling-data fields a kernel reads and the integer steps that
 compute them from a few facts about one call (``totalLength``, ``lastDim``, ``typeBytes``,
 ``coreNum``, ``ubBytes``, ``rowInputs``: bit i set when input i has fewer elements than
-the output, one row of it for a row kernel, and the input dims a kernel declares in ``dims``). :func:`evaluate` runs the steps in Python for a
-run on opsdk's Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the
+the output, one row of it for a row kernel, and the input dims a kernel declares in
+``dims``). :func:`evaluate` runs the steps in Python for a run on opsdk's Ascend C model; :func:`cpp_steps` prints the same steps as C++ for the
 op_host TilingFunc of the CANN project. Steps use ``+ - *``, integer literals, names defined
 earlier, the search parameters (``Tiling(..., search=...)``, for ``opsdk tune``) and the
 functions ``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
