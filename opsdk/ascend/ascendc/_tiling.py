@@ -5,11 +5,12 @@ compute them from a few facts about one call (``totalLength``, ``lastDim``, ``ty
 ``coreNum``, ``ubBytes``, ``rowInputs``: bit i set when input i has fewer elements than
 the output, one row of it for a row kernel, and the input dims a kernel declares in
 ``dims``). :func:`evaluate` runs the steps in Python for a run on opsdk's Ascend C model;
-:func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of the CANN project. Steps use ``+ - *``, integer literals, names defined
-earlier, the search parameters (``Tiling(..., search=...)``, for ``opsdk tune``) and the
-functions ``floordiv ceildiv alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and
-``pick(c, a, b)`` (a when c is not 0, else b; a tuned table per shape bucket is written with
-them) (unsigned 64-bit; dividing by 0 gives 0).
+:func:`cpp_steps` prints the same steps as C++ for the op_host TilingFunc of the CANN
+project. Steps use ``+ - *``, integer literals, names defined earlier, the search parameters
+(``Tiling(..., search=...)``, for ``opsdk tune``) and the functions ``floordiv ceildiv
+alignup aligndown min2 max2``, ``le(a, b)`` (1 when a <= b, else 0) and ``pick(c, a, b)``
+(a when c is not 0, else b; a tuned table per shape bucket is written with them) (unsigned
+64-bit; dividing by 0 gives 0).
 
 Example:
     >>> t = Tiling("Demo", fields=(TilingField("blockLength"),),
