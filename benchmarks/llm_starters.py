@@ -78,13 +78,14 @@ class Row:
 
 
 def rows(tiny: bool) -> list[Row]:
-    """Every (starter, dtype, tokens) row; ``tiny``: one small shape per starter and dtype."""
+    """Every (starter, dtype, tokens) row; ``tiny``: one small shape per starter and dtype,
+    and one 16 MiB rms_norm output (its non-temporal stores)."""
     tokens, hidden = ((3,), 64) if tiny else (TOKENS, HIDDEN)
     out = []
     for starter in NAMES:
         dtypes = ("int32",) if starter == "dequant_swiglu_quant" else ("float32", "float16")
         out += [Row(starter, dt, t, hidden) for dt in dtypes for t in tokens]
-    return out
+    return out + [Row("rms_norm", "float32", 1024, HIDDEN)] if tiny else out
 
 
 def _rope_tables(tokens: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
