@@ -63,9 +63,8 @@ def test_starters_write_a_complete_operator(project):
         assert {"spec.py", "kernel.cpp", "reference.py", "README.md"} <= files
         assert ("shape.h" in files) == (not spec.elementwise), starter  # non-elementwise: shape.h
         assert f'REGISTER_CUSTOM_OP("{name}")' in (folder / "kernel.cpp").read_text()
-        if starter != "llm:dequant_swiglu_quant":  # int32 rows: scalar loops
-            kernel = (folder / "kernel.cpp").read_text()
-            assert "opsdk/vec.h" in kernel or "opsdk/rms.h" in kernel, starter
+        kernel = (folder / "kernel.cpp").read_text()
+        assert "opsdk/vec.h" in kernel or "opsdk/rms.h" in kernel, starter
     assert load_spec(project / "operators" / "llm_rms_norm").backward is not None
     assert load_spec(project / "operators" / "llm_swiglu").backward is not None
     assert load_spec(project / "operators" / "llm_rope").backward is not None

@@ -6,6 +6,7 @@
 //   const double mean_sq = opsdk_rms::sum_squares(x_row, d) / d;
 //   const float rstd = 1.0 / std::sqrt(mean_sq + eps);
 //   opsdk_rms::scale_row(x_row, y_row, d, rstd, gamma);   // gamma: d floats
+//   opsdk_rms::scale_row(x_row, y_row, d, rstd, gamma, true);   // non-temporal stores of y
 #pragma once
 
 #include <algorithm>
@@ -48,12 +49,23 @@ double sum_squares(const T* x, int64_t n) {
   return total;
 }
 
-// y[i] = x[i] * rstd * gamma[i] over n elements, narrowed to T.
+// y[i] = x[i] * rstd * gamma[i] over n elements, narrowed to T. With `streaming`, y is
+// written with non-temporal stores from its first element aligned to a whole vector on (for
+// outputs larger than the cache: no read of y's lines before they are written); the caller
+// then ends each task with opsdk_vec::stream_fence().
 template <class T>
-void scale_row(const T* x, T* y, int64_t n, float rstd, const float* gamma) {
+void scale_row(const T* x, T* y, int64_t n, float rstd, const float* gamma,
+               bool streaming = false) {
   using namespace opsdk_vec::wide;
   const vf s = splat(rstd);
   int64_t i = 0;
+  if (streaming) {
+    constexpr uintptr_t kAlign = kLanes * sizeof(T);
+    const uintptr_t miss = (kAlign - reinterpret_cast<uintptr_t>(y) % kAlign) % kAlign;
+    const int64_t head = std::min(n, static_cast<int64_t>(miss / sizeof(T)));
+    if (head > 0) store_partial(y, load_partial(x, head) * s * load_partial(gamma, head), head);
+    for (i = head; i + kLanes <= n; i += kLanes) stream_f(y + i, load_f(x + i) * s * load(gamma + i));
+  }
   for (; i + kLanes <= n; i += kLanes) store_f(y + i, load_f(x + i) * s * load(gamma + i));
   if (i < n) {
     const int64_t k = n - i;

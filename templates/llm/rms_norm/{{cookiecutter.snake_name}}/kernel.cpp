@@ -3,7 +3,8 @@
 // x is seen as rows x D. Per row (opsdk/rms.h, on opsdk/vec.h): the sum of squares at the
 // target's vector width, in float32 blocks of 1024 flushed into a double so long rows keep
 // float32 accuracy; then y = x * rstd * gamma, narrowed to T. gamma is widened to float32
-// once per call; rows are spread over the threads.
+// once per call; rows are spread over the threads. Outputs of 16 MiB and more are written
+// with non-temporal stores (they do not fit in the cache anyway).
 #include <opsdk/custom_op.h>
 
 #include <algorithm>
@@ -34,13 +35,16 @@ void {{ cookiecutter.snake_name }}_kernel(const CustomOpKernelContext& ctx) {
   T* py = ctx.output(0).template mutable_data<T>();
   float* prstd = ctx.output(1).mutable_data<float>();
   const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(d, 1));
+  // An output larger than the cache is written with non-temporal stores (opsdk/vec.h).
+  const bool streaming = rows * d * static_cast<int64_t>(sizeof(T)) >= opsdk_vec::kStreamBytes;
   ctx.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const double mean_sq = opsdk_rms::sum_squares(px + r * d, d) / static_cast<double>(std::max<int64_t>(d, 1));
       const float rstd = static_cast<float>(1.0 / std::sqrt(mean_sq + static_cast<double>(eps)));
       prstd[r] = rstd;
-      opsdk_rms::scale_row(px + r * d, py + r * d, d, rstd, gamma.data());
+      opsdk_rms::scale_row(px + r * d, py + r * d, d, rstd, gamma.data(), streaming);
     }
+    if (streaming) opsdk_vec::stream_fence();
   });
 }
 
