@@ -239,6 +239,8 @@ struct GmArg {
 struct Timing;
 struct BlockBarrier;
 struct CrossCore;
+// whether every block's cores run at once (opsdk_model_mix.h; CrossCore is complete there)
+inline bool CrossAllBlocks(const CrossCore& x);
 
 // The memories of one AI Core: the Unified Buffer and the Cube's L1, L0A, L0B, L0C and bias
 // table (basic_api/impl/kernel_event.h: enum class Hardware). The model keeps them in one byte

@@ -108,6 +108,8 @@ struct CrossCore {
 };
 
 // "block 1's AIV 0" for core id `core` of a mixed launch.
+inline bool CrossAllBlocks(const CrossCore& x) { return x.allBlocks; }
+
 inline std::string CoreLabel(const Launch& L, int32_t core) {
     const int per = L.PerBlock();
     const int32_t blk = core / per, r = core % per;

@@ -101,7 +101,7 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
                                      " int32_t; each needs 8 per block = " + opsdk_ascendc::S(need));
     }
     if (L.barrier == nullptr && !mix) throw opsdk_ascendc::NeedsAllBlocks();
-    if (mix && !L.cross->allBlocks) throw opsdk_ascendc::NeedsAllBlocks();
+    if (mix && !opsdk_ascendc::CrossAllBlocks(*L.cross)) throw opsdk_ascendc::NeedsAllBlocks();
     AscendC::PipeBarrier<PIPE_ALL>(loc);
     const int64_t slot = mix && !isAIVOnly ? AscendC::GetBlockIdx() : b.idx;
     {
