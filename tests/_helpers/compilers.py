@@ -3,11 +3,15 @@
 A test module runs under both with ``pytestmark = pytest.mark.usefixtures("model_cxx")`` and
 ``from tests._helpers.compilers import model_cxx  # noqa: F401``: the fixture sets ``CXX`` (which
 every model build reads) for each test. clang++ is installed by scripts/setup.d/25-clang.sh,
-which .ci/run runs; without it the clang++ runs skip with that reason.
+which .ci/run runs; without it the clang++ runs skip with that reason. A test marked
+``mutants`` (mutation tests: many builds of one kernel, each refused the same way under both
+compilers when this was written: 47 of 47 cube mutants under each) runs under g++ only, unless
+``OPSDK_CLANG_MUTANTS=1``; the correct kernels run under both.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 
@@ -32,6 +36,10 @@ COMPILERS = [pytest.param("g++", id="g++"),
 @pytest.fixture(params=COMPILERS)
 def model_cxx(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``CXX`` set to g++, then to clang++, for one test."""
+    if (request.param == "clang++" and request.node.get_closest_marker("mutants") is not None
+            and os.environ.get("OPSDK_CLANG_MUTANTS") != "1"):
+        pytest.skip("mutation tests run under g++ in the suite (OPSDK_CLANG_MUTANTS=1: under "
+                    "clang++ too)")
     path = compiler_path(request.param)
     if path is None:
         pytest.skip(f"{request.param} is not installed")

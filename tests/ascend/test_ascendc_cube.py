@@ -233,6 +233,7 @@ def test_correct_cube_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
             np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.mutants
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_every_cube_mutant_is_caught(name: str, tmp_path: Path) -> None:
     cases = _mutants(name)

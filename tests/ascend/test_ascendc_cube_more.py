@@ -184,6 +184,7 @@ def test_correct_kernel_matches_numpy(name: str, tmp_path: Path) -> None:
             np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.mutants
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_every_mutant_is_caught(name: str, tmp_path: Path) -> None:
     cases = _mutants(name)
