@@ -62,6 +62,6 @@ def test_pipeline_plans_each_step_once(tmp_path: Path, target: str) -> None:
 
 
 def test_cann_generates_each_kernel_once(tmp_path: Path) -> None:
-    with counting({"kernels": "opsdk.ascend.ascendc._gen.generate"}) as n:
+    with counting({"kernels": "opsdk.ascend.ascendc._gen_reduce.generate"}) as n:
         assert main(["cann", "Gelu", "ThresholdedRelu", "-o", str(tmp_path / "pkg")]) == 0
     assert n["kernels"] == 2
