@@ -176,28 +176,27 @@ class _Pass:
         return _Val("none")
 
 
-def _outputs(p: _Pass) -> list[str]:
-    g, post = p.g, []
+def _outputs(p: _Pass) -> list[tuple[str, str]]:
+    """(output, the float tile holding it) of the last pass; the template stores them."""
+    g, stores = p.g, []
     for o, name in zip(p.spec.outputs, p.func.output, strict=True):
         v = g.vals[name]
         if v.row or v.kind != "tensor":
             raise g.refuse(f"output {o.name!r} is one value per row; broadcast it back along "
                            "the row (e.g. multiply with the input) so the output has the "
                            "input's shape")
-        post += [f"LocalTensor<T> {o.name}Out = {o.name}Que_.AllocTensor<T>();",
-                 f"StoreFloat({o.name}Out, {_t(v)}, m);",
-                 f"{o.name}Que_.EnQue({o.name}Out);"]
-    return [g.indent + x for x in post]
+        stores.append((o.name, _t(v)))
+    return stores
 
 
-def _body(g: _Gen, extra: list[str]) -> list[str]:
+def _body(g: _Gen) -> list[str]:
     views = [f"{g.indent}LocalTensor<float> v{i} = temps[{i} * td_.tileLength];"
              for i in range(g.temps)]
     rows = [f"{g.indent}LocalTensor<float> r{i} = rowBuf_.Get<float>()[{i * GRANULE}];"
             for i in range(g.rows)]
     masks = [f"{g.indent}LocalTensor<uint8_t> k{i} = maskBuf_.Get<uint8_t>()[{i} * MaskStride()];"
              for i in range(g.masks)]
-    return views + rows + masks + g.lines + extra
+    return views + rows + masks + g.lines
 
 
 def generate(spec: OpSpec, banner: str = "", tuning: Sequence[TuningRow] | None = None
@@ -232,15 +231,16 @@ def generate_rows(spec: OpSpec, func: FunctionProto, dtype: str, macro: str, ban
         for r in reds:
             if r.stage == s:
                 _emit(p.g, func, [r.index], {})
-        passes.append((p, _body(p.g, [])))
+        passes.append((p, _body(p.g)))
     last = _Pass(spec, func, reds, consts, stages)
     last.run(list(func.output))
-    passes.append((last, _body(last.g, _outputs(last))))
+    stores = _outputs(last)
+    passes.append((last, _body(last.g)))
     gs = [p.g for p, _ in passes]
     size = _Gen(spec, temps=max(g.temps for g in gs), masks=max(g.masks for g in gs),
                 scratch=any(g.scratch for g in gs), api_tmp=any(g.api_tmp for g in gs),
                 rows=max(g.rows for g in gs))
-    source = _render(spec, size, [b for _, b in passes], len(reds), dtype, banner)
+    source = _render(spec, size, [b for _, b in passes], stores, len(reds), dtype, banner)
     names = tuple(p.name for p in _io(spec))
     return AicoreKernel(spec.name, spec.snake_name, source, _tiling(spec, size, len(reds)),
                         names, macro, "generated", needs_same_shape=False,
@@ -294,8 +294,8 @@ def _tiling(spec: OpSpec, g: _Gen, reds: int) -> Tiling:
     return Tiling(spec.name, fields, steps, "usedCores")
 
 
-def _render(spec: OpSpec, g: _Gen, passes: list[list[str]], reds: int, dtype: str,
-            banner: str) -> str:
+def _render(spec: OpSpec, g: _Gen, passes: list[list[str]], stores: list[tuple[str, str]],
+            reds: int, dtype: str, banner: str) -> str:
     from ._templates import prelude, render
 
     return render(
@@ -304,6 +304,7 @@ def _render(spec: OpSpec, g: _Gen, passes: list[list[str]], reds: int, dtype: st
         inputs=[p.name for p in spec.inputs], outputs=[p.name for p in spec.outputs],
         temps=max(g.temps, 1), masks=g.masks, rows=g.rows, reds=reds,
         api_tmp=API_TMP_BYTES if g.api_tmp else 0, scratch=g.scratch, passes=passes,
+        stores=stores,
         block_copy=_block_copy())
 
 
