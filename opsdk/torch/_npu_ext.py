@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._generated import BANNER, render
-from ..ascend.npu import ACL_DTYPES, ACLNN_ATTR_ABI, aclnn_prototype
+from ..ascend.npu import ACL_DTYPES, aclnn_prototype
 from ..build import toolchain
 from ..errors import BuildError
 from ..spec import OpSpec
@@ -67,8 +67,6 @@ def render_npu_kernel(spec: OpSpec, op_type: str | None = None) -> str:
     attrs = []
     for a in spec.attrs:
         cpp, arg = _ATTR_PARAMS[a.type]
-        if ACLNN_ATTR_ABI[a.type][1] is None:  # pragma: no cover - the two tables agree
-            raise BuildError(f"{spec.name}: attribute {a.name!r} has no aclnn spelling")
         attrs.append({"name": f"attr_{a.name}", "cpp": cpp, "arg": arg.format(f"attr_{a.name}")})
     dtypes = [(_SCALAR_TYPES[d], ACL_DTYPES[d]) for d in _SCALAR_TYPES if d in ACL_DTYPES]
     first = next((i for i, o in enumerate(spec.outputs) if not getattr(o, "optional", False)), 0)
@@ -118,15 +116,15 @@ def compile_command(source: Path, out: Path, *, object_only: bool = False,
     """The compiler command of one NPU kernel: a loadable module, or with ``object_only`` an
     object file (what a host without CANN can check: the code against the headers)."""
     inputs = build_inputs()
-    npu_root = npu_include_dirs()[0]
+    npu_dirs = npu_include_dirs()
     includes = [*inputs["includes"], inputs["python"], str(_CSRC),
-                *(str(d) for d in npu_include_dirs()), *(str(d) for d in extra_includes or [])]
+                *(str(d) for d in npu_dirs), *(str(d) for d in extra_includes or [])]
     cmd = [toolchain().cxx, "-O2", "-std=c++20", "-fPIC", "-fvisibility=hidden",
            f"-D_GLIBCXX_USE_CXX11_ABI={inputs['cxx11_abi']}", *(f"-D{d}" for d in defines or []),
            *(f"-I{d}" for d in includes), str(source), "-o", str(out)]
     if object_only:
         return [*cmd, "-c"]
-    libs = [*inputs["libraries"], str(npu_root.parent / "lib")]
+    libs = [*inputs["libraries"], str(npu_dirs[0].parent / "lib")]
     return [*cmd, "-shared", *(f"-L{d}" for d in libs), *(f"-Wl,-rpath,{d}" for d in libs),
             "-ltorch", "-ltorch_cpu", "-lc10", "-ltorch_python", "-ltorch_npu", "-ldl"]
 

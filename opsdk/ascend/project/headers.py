@@ -174,10 +174,11 @@ def _matching_torch() -> str | None:
 
 def _download(dest: Path, version: str | None, timeout: float) -> Path:
     req = WHEEL_PACKAGE + (f"=={version}" if version else "")
+    torch_release = _matching_torch() if version is None else None
     try:
-        if version is None and _matching_torch():
+        if torch_release:
             try:  # the torch-npu release of the installed torch, whose headers match it
-                return pip_download(f"{WHEEL_PACKAGE}=={_matching_torch()}", dest, timeout)
+                return pip_download(f"{WHEEL_PACKAGE}=={torch_release}", dest, timeout)
             except FetchError:
                 pass
         return pip_download(req, dest, timeout)
